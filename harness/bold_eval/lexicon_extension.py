@@ -1,0 +1,171 @@
+"""Lexicon extension (Section 4.4, the paper's method [6]): predict the 8 norms of unrated words from word vectors.
+
+Section 4.4 extends the seed lexicon "to cover a larger vocabulary" with the multi-task
+feed-forward network of Buechel and Hahn (2018) / Buechel et al. (2020, MEmoLon): word
+embedding -> two shared hidden layers (256 and 128 units, leaky ReLU, dropout) -> one output
+per variable, trained jointly with mean squared error and Adam. `extend_lexicon` trains it on
+the rated words that have a vector, reports held-out Pearson r per variable, and predicts the
+rest of the embedding's vocabulary (or of `vocabulary`). The paper uses fastText vectors; any
+gensim `KeyedVectors`, or mapping word -> vector, works here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from bold_eval.lexicon import VARIABLES, Lexicon, LexiconSource, load_lexicon, unscale_norms
+
+
+@dataclass(frozen=True)
+class ExtensionReport:
+    """How well the network predicts held-out rated words, and how many words it added."""
+
+    pearson_r: dict[str, float]  # held-out Pearson r per variable
+    n_train: int
+    n_test: int
+    n_known_without_vector: int  # rated words the embedding lacks (kept, with their ratings)
+    n_predicted: int  # words added to the lexicon
+
+
+class MultiTaskNorms(nn.Module):
+    """Shared layers and one linear output per variable (Buechel and Hahn 2018's MTLFFN)."""
+
+    def __init__(self, dim: int, hidden: tuple[int, ...] = (256, 128), dropout: float = 0.1, n_outputs: int = 8):
+        super().__init__()
+        layers: list[nn.Module] = [nn.Dropout(dropout)]
+        width = dim
+        for size in hidden:
+            layers += [nn.Linear(width, size), nn.LeakyReLU(0.01), nn.Dropout(dropout)]
+            width = size
+        self.shared = nn.Sequential(*layers)
+        self.heads = nn.Linear(width, n_outputs)  # one output unit per variable, all sharing `shared`
+
+    def forward(self, vectors: torch.Tensor) -> torch.Tensor:
+        return self.heads(self.shared(vectors))
+
+
+def embedding_matrix(embeddings: Any, words: Iterable[str] | None = None) -> tuple[list[str], np.ndarray]:
+    """Lowercase keys and their vectors from KeyedVectors, a mapping, or any object with keys + `__getitem__`.
+
+    When several keys lowercase to the same word (e.g. "Apple", "apple"), the first in the
+    embedding's order wins (for word2vec/fastText files, the most frequent one).
+    """
+    if hasattr(embeddings, "index_to_key") and hasattr(embeddings, "vectors"):
+        keys = list(embeddings.index_to_key)
+        all_vectors = np.asarray(embeddings.vectors)
+
+        def vector_of(position: int) -> np.ndarray:
+            return all_vectors[position]
+    else:
+        keys = list(embeddings.keys()) if hasattr(embeddings, "keys") else list(embeddings)
+
+        def vector_of(position: int) -> np.ndarray:
+            return np.asarray(embeddings[keys[position]], dtype=np.float32)
+
+    wanted = None if words is None else set(words)
+    chosen: dict[str, int] = {}
+    for position, key in enumerate(keys):
+        word = str(key).lower()
+        if word not in chosen and (wanted is None or word in wanted):
+            chosen[word] = position
+    if not chosen:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    matrix = np.stack([vector_of(position) for position in chosen.values()]).astype(np.float32)
+    return list(chosen), matrix
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    if x.size < 2 or np.std(x) == 0 or np.std(y) == 0:
+        return float("nan")
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def extend_lexicon(
+    lexicon: LexiconSource,
+    embeddings: Any,
+    vocabulary: Iterable[str] | None = None,
+    *,
+    hidden: tuple[int, ...] = (256, 128),
+    dropout: float = 0.1,
+    learning_rate: float = 1e-3,
+    batch_size: int = 128,
+    epochs: int = 50,
+    test_size: float = 0.1,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, ExtensionReport]:
+    """Train the multi-task network on the rated words and predict norms for unrated words.
+
+    `lexicon`: anything `bold_eval.lexicon.load_lexicon` accepts (None = Warriner). `embeddings`:
+    gensim KeyedVectors, a dict word -> vector, or an object with `keys()` and `__getitem__`.
+    `vocabulary`: the words to predict (default: every embedding word not in the lexicon), e.g.
+    the distinct words of the texts to score. A random `test_size` share of the rated words
+    (fixed by `seed`) is held out to report Pearson r; the predictions come from that same
+    network. Returns a table `word` + the 8 variables on raw scales (VAD 1-9, BE5 1-5, clipped)
+    plus `source` ("lexicon" or "predicted"), which the metric accepts as `lexicon=`, and the report.
+    """
+    base: Lexicon = load_lexicon(lexicon)
+    vocab_words = None if vocabulary is None else {str(word).lower() for word in vocabulary}
+    wanted = None if vocab_words is None else vocab_words | set(base.words)
+    words, vectors = embedding_matrix(embeddings, wanted)
+    position = {word: i for i, word in enumerate(words)}
+    known = [word for word in base.words if word in position]
+    if len(known) < 10:
+        raise ValueError(f"only {len(known)} rated words have a vector; need at least 10 to train and test")
+
+    generator = np.random.default_rng(seed)
+    order = generator.permutation(len(known))
+    n_test = max(1, int(round(test_size * len(known))))
+    test_rows, train_rows = order[:n_test], order[n_test:]
+    x_known = vectors[[position[word] for word in known]]
+    y_known = base.values[[base.index[word] for word in known]]  # Section 4.4 scales
+
+    # Standardize targets so the 8 heads contribute comparably to the summed MSE.
+    mean = y_known[train_rows].mean(axis=0)
+    std = y_known[train_rows].std(axis=0) + 1e-8
+    torch.manual_seed(seed)
+    model = MultiTaskNorms(vectors.shape[1], tuple(hidden), dropout, len(VARIABLES))
+    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
+    x_train = torch.from_numpy(x_known[train_rows])
+    y_train = torch.from_numpy(((y_known[train_rows] - mean) / std).astype(np.float32))
+    shuffle = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(epochs):
+        for batch in torch.randperm(len(train_rows), generator=shuffle).split(batch_size):
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(x_train[batch]), y_train[batch])
+            loss.backward()
+            optimizer.step()
+
+    model.eval()
+
+    def predict(x: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            out = torch.cat([model(chunk) for chunk in torch.from_numpy(x).split(4096)]) if len(x) else torch.zeros(0, 8)
+        return out.numpy().astype(np.float64) * std + mean
+
+    predicted_test = predict(x_known[test_rows])
+    pearson = {v: _pearson(predicted_test[:, k], y_known[test_rows, k]) for k, v in enumerate(VARIABLES)}
+
+    new_words = [word for word in words if word not in base.index and (vocab_words is None or word in vocab_words)]
+    new_values = predict(vectors[[position[word] for word in new_words]]) if new_words else np.zeros((0, 8))
+    new_values = np.clip(new_values, [-1.0] * 3 + [0.0] * 5, 1.0)
+
+    frame = pd.DataFrame(unscale_norms(np.vstack([base.values, new_values])), columns=list(VARIABLES))
+    frame.insert(0, "word", list(base.words) + new_words)
+    frame["source"] = ["lexicon"] * len(base) + ["predicted"] * len(new_words)
+    report = ExtensionReport(
+        pearson_r=pearson,
+        n_train=len(train_rows),
+        n_test=len(test_rows),
+        n_known_without_vector=len(base) - len(known),
+        n_predicted=len(new_words),
+    )
+    return frame, report
+
