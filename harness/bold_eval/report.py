@@ -1,0 +1,630 @@
+"""Writers for a run folder: summary.json, tables (CSV + markdown), PNG figures and report.md.
+
+`write_report(run_dir)` reads `scores.parquet` and `run.json` (written by `bold-eval run`) and
+turns `bold_eval.aggregate.summarize` into files a reader can use without the code.
+`compare_runs(run_dirs, out)` puts several runs side by side, one row per model, the way the
+paper's tables list WIKI, BERT, GPT-2, CTRL-... (Tables 3-6).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from bold_eval.aggregate import (  # noqa: E402
+    GENDER_PAIR,
+    GENDER_POLARITY_METRICS,
+    MIN_EXPECTED,
+    PSYCHOLINGUISTIC_HEADERS,
+    RACE_PAIR,
+    RELIGION_PAIR,
+    VIEWS,
+    chi_square_across_groups,
+    summarize,
+    wide_proportions,
+)
+from bold_eval.resources import atomic_write_bytes  # noqa: E402
+
+SCORES_FILE = "scores.parquet"
+RUN_FILE = "run.json"
+SUMMARY_FILE = "summary.json"
+REPORT_FILE = "report.md"
+
+SENTIMENT_COLORS = {"negative": "#d7301f", "neutral": "#bdbdbd", "positive": "#1a9850"}
+REGARD_COLORS = {"negative": "#d7301f", "neutral": "#bdbdbd", "other": "#9ecae1", "positive": "#1a9850"}
+
+# The paper's names for the groups of its pairwise tables (Tables 4-6).
+PAPER_GROUP_NAMES = {
+    GENDER_PAIR[1]: "male",
+    GENDER_PAIR[2]: "female",
+    RACE_PAIR[1]: "african american",
+    RACE_PAIR[2]: "european american",
+    RELIGION_PAIR[1]: "christianity",
+    RELIGION_PAIR[2]: "islam",
+}
+
+CAVEATS = (
+    "BOLD covers a limited set of domains and groups: binary gender, four racial groups as conceptualized in "
+    "American culture, seven religious and twelve political ideologies. A model that looks unbiased here is "
+    "not shown to be fair (paper Section 7).",
+    "The metrics are classifiers and lexicons (VADER, a BERT toxicity classifier, the Sheng et al. regard "
+    "classifier, expanded psycholinguistic lexicons, word-embedding gender polarity). They carry their own "
+    "biases and do not measure the degree of social bias (Section 7).",
+    "Wikipedia is not a fair baseline: its authors' demographics are skewed and its sentences show biases that "
+    "resemble those of the LMs (Sections 6.2 and 7). Compare models with each other, not against WIKI as ground truth.",
+    "Small groups: some groups have few prompts in BOLD (hinduism 12, atheism 29, populism 59; Section 6.1.4 notes "
+    "Hinduism is underrepresented). Their proportions have wide intervals, and tests involving them are flagged "
+    f"as unreliable when an expected count is below {MIN_EXPECTED}.",
+    "Gender polarity (Table 3) is computed on the profession domain only; most texts are neutral (the paper "
+    "reports 6.57% male or female), so male:female ratios rest on few texts.",
+    "Regard is limited to the gender and race domains because the classifier was trained only on such groups (Section 4.3).",
+)
+
+
+# --------------------------------------------------------------------------- I/O helpers
+
+
+def load_run(run_dir: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Read `scores.parquet` and `run.json` of a run folder (run.json may be absent: {})."""
+    run_dir = Path(run_dir)
+    scores_path = run_dir / SCORES_FILE
+    if not scores_path.is_file():
+        raise FileNotFoundError(f"{scores_path} not found; `bold-eval run --out {run_dir}` writes it")
+    scores = pd.read_parquet(scores_path)
+    run_path = run_dir / RUN_FILE
+    run_info = json.loads(run_path.read_text(encoding="utf-8")) if run_path.is_file() else {}
+    return scores, run_info
+
+
+def to_jsonable(value: Any) -> Any:
+    """Frames become lists of records; NaN / inf become None; numpy scalars become Python ones."""
+    if isinstance(value, pd.DataFrame):
+        return [to_jsonable(record) for record in value.to_dict(orient="records")]
+    if isinstance(value, pd.Series):
+        return to_jsonable(value.tolist())
+    if isinstance(value, Mapping):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, np.ndarray)):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return value
+
+
+def small_groups(summary: Mapping[str, Any]) -> list[str]:
+    """Groups named as too small by any test of the summary, in first-seen order."""
+    names: dict[str, None] = {}
+    for metric in VIEWS:
+        for test in summary[metric].get("tests", []):
+            names.update(dict.fromkeys(test.get("small_groups", [])))
+        for table in summary[metric].get("tables", {}).values():
+            if "small_groups" in table:
+                for groups in table["small_groups"]:
+                    names.update(dict.fromkeys(groups))
+    return list(names)
+
+
+def _write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _markdown(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
+    """A pipe table; undefined values (NaN, e.g. a male : female ratio with no female text) print empty."""
+    if frame.empty:
+        return "_(no rows)_"
+    return frame.astype(object).where(frame.notna(), None).to_markdown(index=False, floatfmt=floatfmt, missingval="")
+
+
+def _write_table(frame: pd.DataFrame, folder: Path, name: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_text(folder / f"{name}.csv", frame.to_csv(index=False))
+    _write_text(folder / f"{name}.md", _markdown(frame) + "\n")
+
+
+def _setting(run_info: Mapping[str, Any], key: str) -> Any:
+    """A run setting, top level or one level down (e.g. run.json's "config" block)."""
+    if key in run_info:
+        return run_info[key]
+    for value in run_info.values():
+        if isinstance(value, Mapping) and key in value:
+            return value[key]
+    return None
+
+
+def _format_interval(proportion: float, low: float, high: float) -> str:
+    if pd.isna(proportion):
+        return ""
+    if pd.isna(low):
+        return f"{proportion:.3f}"
+    return f"{proportion:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def _format_p(p_value: Any) -> str:
+    if p_value is None or pd.isna(p_value):
+        return "n/a"
+    return "<0.001" if p_value < 0.001 else f"{p_value:.3f}"
+
+
+def _tests_markdown(tests: Sequence[Mapping[str, Any]]) -> str:
+    """One line per test: what was compared, the statistic, p and whether groups were big enough."""
+    rows = []
+    for test in tests:
+        if test["test"] == "chi-square":
+            compared = f"{len(test['groups'])} groups"
+            statistic = "n/a" if test["statistic"] is None else f"chi2={test['statistic']:.3f}, dof={test['dof']}"
+            detail = ""
+        else:
+            compared = f"{test['group_a']} vs {test['group_b']}"
+            statistic = "n/a" if test["statistic"] is None else f"z={test['statistic']:.3f}"
+            detail = (f"{test['proportion_a']:.3f} vs {test['proportion_b']:.3f}, "
+                      f"difference {test['difference']:+.3f} [{test['ci_low']:+.3f}, {test['ci_high']:+.3f}]")
+        rows.append({
+            "domain": test.get("domain", ""),
+            "label": " ".join(filter(None, (test.get("metric"), test.get("label")))),
+            "test": test["test"],
+            "compared": compared,
+            "proportions": detail,
+            "statistic": statistic,
+            "p_value": _format_p(test["p_value"]),
+            "reliable": "yes" if test["reliable"] else "no",
+            "note": test.get("note", ""),
+        })
+    return _markdown(pd.DataFrame(rows)) if rows else "_(no tests: groups missing from this run)_"
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _figure_height(n_bars: int) -> float:
+    return 1.3 + 0.32 * max(n_bars, 1)
+
+
+def plot_stacked_proportions(table: pd.DataFrame, colors: Mapping[str, str], title: str, path: Path) -> Path:
+    """Horizontal stacked bars, one per group, of a `proportion_table` (Figures 3-5 style)."""
+    wide = table.pivot_table(index="group", columns="label", values="proportion", sort=False)  # domain order
+    totals = table.groupby("group", sort=False)["total"].first()
+    labels = [label for label in colors if label in wide.columns]
+    fig, ax = plt.subplots(figsize=(8.5, _figure_height(len(wide))))
+    left = np.zeros(len(wide))
+    for label in labels:
+        values = wide[label].fillna(0).to_numpy()
+        bars = ax.barh(range(len(wide)), values, left=left, color=colors[label], label=label, edgecolor="white")
+        for bar, value in zip(bars, values, strict=True):
+            if value >= 0.06:
+                ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2, f"{value:.2f}",
+                        ha="center", va="center", fontsize=8)
+        left += values
+    ax.set_yticks(range(len(wide)), [f"{group} (n={totals[group]})" for group in wide.index], fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("proportion of texts")
+    ax.set_title(title, fontsize=11)
+    ax.legend(ncol=len(labels), loc="lower center", bbox_to_anchor=(0.5, 1.0 + 0.35 / _figure_height(len(wide))),
+              frameon=False, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_toxic_ratio(table: pd.DataFrame, path: Path) -> Path:
+    """toxic_ratio per group with its interval, one panel per domain (Section 6.1.3)."""
+    domains = list(dict.fromkeys(table["domain"]))
+    sizes = [int((table["domain"] == domain).sum()) for domain in domains]
+    fig, axes = plt.subplots(len(domains), 1, figsize=(8.5, 0.6 * len(domains) + 0.32 * sum(sizes) + 0.6),
+                             sharex=True, gridspec_kw={"height_ratios": [size + 1 for size in sizes]}, squeeze=False)
+    # Scale to the groups with at least 30 texts so one tiny group's wide interval does not flatten the rest;
+    # its error bar is cut at the edge.
+    sized = table[table["total"] >= 30] if (table["total"] >= 30).any() else table
+    upper = max(float(np.nan_to_num(sized["ci_high"].max())), float(table["toxic_ratio"].max()), 0.01)
+    for ax, domain in zip(axes[:, 0], domains, strict=True):
+        part = table[table["domain"] == domain]
+        ratio = part["toxic_ratio"].to_numpy()
+        errors = np.vstack([ratio - part["ci_low"].to_numpy(), part["ci_high"].to_numpy() - ratio])
+        ax.barh(range(len(part)), ratio, xerr=np.nan_to_num(errors), color="#b2182b", alpha=0.8,
+                error_kw={"ecolor": "#333333", "capsize": 3, "lw": 1})
+        ax.set_yticks(range(len(part)), [f"{g} (n={n})" for g, n in zip(part["group"], part["total"], strict=True)],
+                      fontsize=9)
+        ax.invert_yaxis()
+        ax.set_title(domain, fontsize=10, loc="left")
+        ax.grid(axis="x", alpha=0.3)
+    axes[-1, 0].set_xlim(0, upper * 1.05)
+    axes[-1, 0].set_xlabel("toxic_ratio (share of texts classified toxic), 95% interval\n"
+                           "(axis fits groups with >= 30 texts; wider intervals are cut)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_gender_polarity(table: pd.DataFrame, path: Path) -> Path:
+    """Figure 2: proportion male minus proportion female per fine-grained profession."""
+    wide = table.pivot_table(index="group", columns="metric", values="male_minus_female", sort=False)
+    wide = wide.sort_values("max" if "max" in wide else wide.columns[0])
+    fig, ax = plt.subplots(figsize=(8.5, _figure_height(len(wide))))
+    positions = np.arange(len(wide))
+    values = wide["max"].to_numpy()
+    male_color, female_color = "#4575b4", "#d73027"
+    ax.barh(positions, values, color=np.where(values >= 0, male_color, female_color), alpha=0.85)
+    handles = [Patch(color=male_color, alpha=0.85, label=f"{GENDER_POLARITY_METRICS['max']}: more male"),
+               Patch(color=female_color, alpha=0.85, label=f"{GENDER_POLARITY_METRICS['max']}: more female")]
+    for metric, marker in (("wavg", "o"), ("unigram", "x")):
+        if metric in wide:
+            handles.append(ax.scatter(wide[metric], positions, marker=marker, color="black", s=22, zorder=3,
+                                      label=GENDER_POLARITY_METRICS[metric]))
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(positions, wide.index, fontsize=9)
+    ax.set_xlabel("proportion male - proportion female  (> 0: more texts classified male)")
+    ax.set_title("Gender polarity per profession (paper Fig. 2)", fontsize=11)
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+# --------------------------------------------------------------------------- report sections
+
+
+def _sentiment_section(view: Mapping[str, Any], figures: Path, tables: Path, out: list[str]) -> None:
+    table = view["tables"]["sentiment"]
+    for domain, part in table.groupby("domain", sort=True):
+        wide = part.assign(cell=[_format_interval(*row) for row in part[["proportion", "ci_low", "ci_high"]].to_numpy()])
+        wide = wide.pivot_table(index=["group", "total"], columns="label", values="cell", aggfunc="first", sort=True)
+        wide = wide[[label for label in ("positive", "neutral", "negative") if label in wide.columns]].reset_index()
+        figure = plot_stacked_proportions(part, SENTIMENT_COLORS, f"Sentiment, {domain} domain (VADER)",
+                                          figures / f"sentiment_{domain}.png")
+        out += [f"### {domain}", "", _markdown(wide), "", f"![sentiment {domain}](figures/{figure.name})", ""]
+    _write_table(wide_proportions(table), tables, "sentiment_wide")
+
+
+def _toxicity_section(view: Mapping[str, Any], figures: Path, out: list[str]) -> None:
+    table = view["tables"]["toxic_ratio"]
+    shown = table.assign(toxic_ratio=[_format_interval(*row) for row in
+                                      table[["toxic_ratio", "ci_low", "ci_high"]].to_numpy()])
+    figure = plot_toxic_ratio(table, figures / "toxic_ratio.png")
+    out += [_markdown(shown[["domain", "group", "total", "toxic", "toxic_ratio"]]), "",
+            f"![toxic ratio](figures/{figure.name})", ""]
+
+
+def _regard_section(view: Mapping[str, Any], figures: Path, out: list[str]) -> None:
+    table = view["tables"]["regard"]
+    shown = table.assign(cell=[_format_interval(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
+    wide = shown.pivot_table(index=["domain", "group", "total"], columns="label", values="cell", aggfunc="first",
+                             sort=True)
+    wide = wide[[label for label in ("positive", "negative", "neutral", "other") if label in wide.columns]]
+    figure = plot_stacked_proportions(table, REGARD_COLORS, "Regard, gender and race domains",
+                                      figures / "regard.png")
+    out += [_markdown(wide.reset_index()), "", f"![regard](figures/{figure.name})", ""]
+
+
+def _gender_polarity_section(view: Mapping[str, Any], figures: Path, out: list[str]) -> None:
+    tables = view["tables"]
+    if "gender_polarity_category" in tables:
+        table = tables["gender_polarity_category"]
+        wide = _table3_block(table, ["category"])
+        out += ["Texts classified male and female per profession super-group (paper Table 3; "
+                "male : female is male # / female #).", "", _markdown(wide, ".2f"), ""]
+    if "gender_polarity_tokens" in tables:
+        out += ["Gendered tokens counted by unigram matching, per super-group:", "",
+                _markdown(tables["gender_polarity_tokens"]), ""]
+    group = tables["gender_polarity_group"]
+    figure = plot_gender_polarity(group, figures / "gender_polarity_male_minus_female.png")
+    shown = group.pivot_table(index=["category", "group", "total"], columns="metric_name",
+                              values="male_minus_female", sort=False).reset_index()
+    out += ["Proportion male minus proportion female per fine-grained profession (paper Fig. 2 uses Gender-Max):",
+            "", _markdown(shown), "", f"![gender polarity](figures/{figure.name})", ""]
+
+
+def _table3_block(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Table 3 layout: one row per key, male #, female #, male : female for each metric."""
+    blocks = []
+    for metric, display in GENDER_POLARITY_METRICS.items():
+        part = table[table["metric"] == metric].set_index(keys)
+        block = pd.DataFrame({
+            f"{display} male #": part["male"],
+            f"{display} female #": part["female"],
+            f"{display} male : female": part["male_to_female"].round(2),
+        })
+        blocks.append(block)
+    totals = table[table["metric"] == "max"].set_index(keys)["total"].rename("total #")
+    return pd.concat([totals, *blocks], axis=1).reset_index()
+
+
+def _psycholinguistic_section(view: Mapping[str, Any], out: list[str]) -> None:
+    tables = view["tables"]
+    table = tables["psycholinguistic"]
+    percent = table.assign(percent=(table["proportion"] * 100).round(2))
+    for domain, part in percent.groupby("domain", sort=True):
+        wide = part.pivot_table(index=["group", "total"], columns="category", values="percent", sort=False)
+        wide = wide[[c for c in PSYCHOLINGUISTIC_HEADERS if c in wide.columns]]
+        wide.columns = [PSYCHOLINGUISTIC_HEADERS[c] for c in wide.columns]
+        out += [f"### {domain} (percent of texts, paper Tables 9-11 layout)", "",
+                _markdown(wide.reset_index(), ".2f"), ""]
+    for name, title in (("psycholinguistic_gender_difference", "male minus female (paper Table 4)"),
+                        ("psycholinguistic_religion_difference", "Christianity minus Islam (paper Table 6)")):
+        if name not in tables:
+            out += [f"### {title}", "", "_(the groups are not in this run)_", ""]
+            continue
+        diff = tables[name]
+        shown = pd.DataFrame({
+            "category": diff["header"],
+            "a %": (diff["proportion_a"] * 100).round(2),
+            "b %": (diff["proportion_b"] * 100).round(2),
+            "difference (points)": (diff["difference"] * 100).round(2),
+            "95% interval": [f"[{low * 100:+.2f}, {high * 100:+.2f}]" for low, high in diff[["ci_low", "ci_high"]].to_numpy()],
+            "z": diff["statistic"].round(3),
+            "p_value": [_format_p(p) for p in diff["p_value"]],
+            "reliable": np.where(diff["reliable"], "yes", "no"),
+        })
+        first = diff.iloc[0]
+        out += [f"### {title}", "",
+                f"a = {first['group_a']} (n={first['total_a']}), b = {first['group_b']} (n={first['total_b']}); "
+                "two-proportion z test per category.", "", _markdown(shown, ".2f"), ""]
+    for note in view.get("notes", []):
+        out += [f"_Note: {note}_", ""]
+
+
+def _run_section(run_info: Mapping[str, Any], summary: Mapping[str, Any], out: list[str]) -> None:
+    settings = [
+        ("model", _setting(run_info, "model")),
+        ("revision", _setting(run_info, "revision")),
+        ("gguf_file", _setting(run_info, "gguf_file")),
+        ("decoding", _setting(run_info, "decoding")),
+        ("max_new_tokens", _setting(run_info, "max_new_tokens")),
+        ("seed", _setting(run_info, "seed")),
+        ("anonymize", _setting(run_info, "anonymize")),
+        ("score_on", _setting(run_info, "score_on")),
+        ("one_sentence", _setting(run_info, "one_sentence")),
+        ("limit", _setting(run_info, "limit")),
+        ("metrics requested", _setting(run_info, "metrics")),
+        ("versions", _setting(run_info, "versions")),
+        ("timings", _setting(run_info, "timings")),
+    ]
+    out += ["## What was run", ""]
+    if not run_info:
+        out += ["_run.json not found: settings unknown._", ""]
+    for name, value in settings:
+        if value is None:
+            continue
+        shown = json.dumps(to_jsonable(value), sort_keys=False) if isinstance(value, (Mapping, list, tuple)) else value
+        out.append(f"- **{name}**: {shown}")
+    counts = summary["counts"]
+    out += ["", f"{counts['texts']} texts from {counts['prompts']} prompts "
+            f"({counts['samples_per_prompt_min']}-{counts['samples_per_prompt_max']} samples per prompt).", ""]
+    per_domain = pd.DataFrame([{"domain": domain, **values} for domain, values in counts["domains"].items()])
+    out += [_markdown(per_domain), ""]
+    if summary["statistics"]["samples_note"]:
+        out += [f"_{summary['statistics']['samples_note'].capitalize()}._", ""]
+    status = pd.DataFrame([{"metric": metric, **values} for metric, values in summary["metrics"].items()])
+    out += ["### Metrics", "", _markdown(status), ""]
+
+
+def write_report(
+    run_dir: str | Path,
+    *,
+    ci: str = "wilson",
+    alpha: float = 0.05,
+    min_expected: int = MIN_EXPECTED,
+    seed: int = 0,
+) -> Path:
+    """Write summary.json, tables/, figures/ and report.md into `run_dir`; return report.md's path."""
+    run_dir = Path(run_dir)
+    scores, run_info = load_run(run_dir)
+    summary = summarize(scores, run_info, ci=ci, alpha=alpha, min_expected=min_expected, seed=seed)
+    figures, tables = run_dir / "figures", run_dir / "tables"
+    figures.mkdir(parents=True, exist_ok=True)
+    tables.mkdir(parents=True, exist_ok=True)
+
+    for metric in VIEWS:
+        for name, table in summary[metric].get("tables", {}).items():
+            _write_table(table, tables, name)
+        if summary[metric].get("tests"):
+            _write_table(pd.DataFrame(to_jsonable(summary[metric]["tests"])), tables, f"{metric}_tests")
+
+    model = _setting(run_info, "model") or run_dir.name
+    out = [f"# BOLD evaluation: {model}", "",
+           "Bias in open-ended language generation, measured as in Dhamala et al., FAccT 2021 "
+           "(BOLD). Proportions carry 95% intervals in brackets "
+           f"({summary['statistics']['interval']}).", ""]
+    _run_section(run_info, summary, out)
+    sections = [
+        ("sentiment", "Sentiment (Section 4.1; paper Figures 3-5)",
+         lambda view: _sentiment_section(view, figures, tables, out)),
+        ("toxicity", "Toxicity (Section 4.2; toxic_ratio, Section 6.1.3)",
+         lambda view: _toxicity_section(view, figures, out)),
+        ("regard", "Regard (Section 4.3; paper Table 5)", lambda view: _regard_section(view, figures, out)),
+        ("gender_polarity", "Gender polarity (Section 4.5; paper Table 3 and Figure 2)",
+         lambda view: _gender_polarity_section(view, figures, out)),
+        ("psycholinguistic", "Psycholinguistic norms (Section 4.4; paper Tables 4, 6, 9-11)",
+         lambda view: _psycholinguistic_section(view, out)),
+    ]
+    for metric, title, render in sections:
+        view = summary[metric]
+        out += [f"## {title}", ""]
+        if "skipped" in view:
+            out += [f"**Skipped** — {view['skipped']}", ""]
+            continue
+        render(view)
+        if view.get("tests"):
+            out += ["Tests:", "", _tests_markdown(view["tests"]), ""]
+    stats = summary["statistics"]
+    out += ["## Statistics", "",
+            f"- Intervals: {stats['interval']}, {stats['confidence_level']:.0%}.",
+            f"- Across a domain's groups: {stats['chi_square']}.",
+            f"- Pairs (the paper's binomial proportion test): {stats['pair_test']}.",
+            f"- Small groups: {stats['small_group_rule']}.",
+            "- Unit: one text; several samples of one prompt count as several texts.", ""]
+    out += ["## Caveats", "", *[f"- {caveat}" for caveat in CAVEATS]]
+    small = small_groups(summary)
+    if small:
+        out.append(f"- In this run, groups too small for at least one test (expected count < {min_expected}): "
+                   f"{', '.join(small)}.")
+    if summary["statistics"]["samples_note"]:
+        out.append(f"- {summary['statistics']['samples_note'].capitalize()}.")
+    out.append("")
+
+    report = run_dir / REPORT_FILE
+    _write_text(report, "\n".join(out))
+    payload = {"run": to_jsonable(run_info), **to_jsonable(summary)}
+    _write_text(run_dir / SUMMARY_FILE, json.dumps(payload, indent=1, allow_nan=False))
+    return report
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def run_label(run_info: Mapping[str, Any], run_dir: Path) -> str:
+    """Model name as the paper's tables print it (WIKI for the Wikipedia baseline)."""
+    model = _setting(run_info, "model")
+    if model is None:
+        return run_dir.name
+    model = str(model)
+    return "WIKI" if model.lower() == "wikipedia" else model
+
+
+def _stack_models(frames: Mapping[str, pd.DataFrame], keys: list[str]) -> pd.DataFrame:
+    """Concatenate per-model tables into rows (keys..., model) in the paper's group-then-model order."""
+    if not frames:
+        return pd.DataFrame()
+    stacked = pd.concat([frame.assign(model=model) for model, frame in frames.items()], ignore_index=True)
+    model_rank = {model: rank for rank, model in enumerate(frames)}
+    key_tuples = list(zip(*(stacked[key] for key in keys), strict=True))
+    key_rank = {key: rank for rank, key in reversed(list(enumerate(key_tuples)))}  # first appearance
+    stacked["_key"] = [key_rank[key] for key in key_tuples]
+    stacked["_model"] = stacked["model"].map(model_rank)
+    stacked = stacked.sort_values(["_key", "_model"], kind="stable").drop(columns=["_key", "_model"])
+    columns = [*keys, "model", *[c for c in stacked.columns if c not in (*keys, "model")]]
+    return stacked[columns].reset_index(drop=True)
+
+
+def _table5_row(regard: pd.DataFrame) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for pair in (GENDER_PAIR, RACE_PAIR):
+        for label in ("positive", "negative"):
+            for group in pair[1:]:
+                match = regard[(regard["group"] == group) & (regard["label"] == label)]
+                row[f"{label} {PAPER_GROUP_NAMES[group]}"] = float(match["proportion"].iloc[0]) if len(match) else None
+    return row
+
+
+def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: float = 0.05) -> Path:
+    """Side-by-side tables of several runs, one row per model (paper Tables 3-6, Figures 3-5).
+
+    Writes compare.md, one CSV per table and compare.json into `out`; returns compare.md.
+    Cross-model chi-square tests (Section 6.2) treat the model as the group.
+    """
+    if len(run_dirs) < 1:
+        raise ValueError("compare needs at least one run folder")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs: dict[str, tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]] = {}
+    for run_dir in map(Path, run_dirs):
+        scores, run_info = load_run(run_dir)
+        label = run_label(run_info, run_dir)
+        if label in runs:
+            label = f"{label} ({run_dir.name})"
+        runs[label] = (scores, run_info, summarize(scores, run_info, alpha=alpha))
+
+    def available(metric: str) -> dict[str, dict[str, Any]]:
+        return {label: summary[metric] for label, (_, _, summary) in runs.items() if "skipped" not in summary[metric]}
+
+    tables: dict[str, pd.DataFrame] = {}
+    gender = available("gender_polarity")
+    table3 = {label: _table3_block(view["tables"]["gender_polarity_category"], ["category"])
+              for label, view in gender.items() if "gender_polarity_category" in view["tables"]}
+    if table3:
+        tables["table3_gender_polarity"] = _stack_models(table3, ["category"])
+        tables["fig2_male_minus_female"] = _stack_models(
+            {label: view["tables"]["gender_polarity_group"].query("metric == 'max'")[
+                ["category", "group", "total", "male_minus_female"]] for label, view in gender.items()},
+            ["category", "group"])
+    regard = available("regard")
+    if regard:
+        tables["table5_regard"] = pd.DataFrame(
+            [{"model": label, **_table5_row(view["tables"]["regard"])} for label, view in regard.items()])
+    psycho = available("psycholinguistic")
+    for name, table_name in (("psycholinguistic_gender_difference", "table4_male_minus_female"),
+                             ("psycholinguistic_religion_difference", "table6_christianity_minus_islam")):
+        rows = []
+        for label, view in psycho.items():
+            if name in view["tables"]:
+                diff = view["tables"][name]
+                rows.append({"model": label, **dict(zip(diff["header"], (diff["difference"] * 100).round(2), strict=True))})
+        if rows:
+            tables[table_name] = pd.DataFrame(rows)
+    sentiment = available("sentiment")
+    if sentiment:
+        tables["sentiment_per_group"] = _stack_models(
+            {label: wide_proportions(view["tables"]["sentiment"]) for label, view in sentiment.items()},
+            ["domain", "group"])
+    toxicity = available("toxicity")
+    if toxicity:
+        tables["toxic_ratio_per_group"] = _stack_models(
+            {label: view["tables"]["toxic_ratio"][["domain", "group", "total", "toxic", "toxic_ratio", "ci_low",
+                                                   "ci_high"]] for label, view in toxicity.items()},
+            ["domain", "group"])
+
+    tests = []
+    for metric, column, targets in (("sentiment", "sentiment_label", {"positive": "positive", "negative": "negative"}),
+                                    ("toxicity", "toxicity_is_toxic", {"toxic": True}),
+                                    ("regard", "regard_label", {"positive": "positive", "negative": "negative"})):
+        labels = list(available(metric))
+        if len(labels) < 2:
+            continue
+        pooled = pd.concat([runs[label][0][["domain", column]].assign(model=label) for label in labels],
+                           ignore_index=True)
+        for domain, part in pooled.groupby("domain", sort=True):
+            for name, value in targets.items():
+                result = chi_square_across_groups(part, column, target=value, group_column="model")
+                if result["n"] == 0:
+                    continue
+                tests.append({"metric": metric, "domain": str(domain), **result, "label": name})
+
+    lines = ["# BOLD comparison", "", "One row per model, as in the paper's tables. Runs:", ""]
+    for label, (_scores, run_info, summary) in runs.items():
+        skipped = [metric for metric, state in summary["metrics"].items() if state["status"] != "scored"]
+        lines.append(f"- **{label}**: {summary['counts']['texts']} texts, decoding "
+                     f"{json.dumps(to_jsonable(_setting(run_info, 'decoding')))}, seed {_setting(run_info, 'seed')}"
+                     + (f"; not scored: {', '.join(skipped)}" if skipped else ""))
+    lines.append("")
+    titles = {
+        "table3_gender_polarity": "Texts classified male / female per profession super-group (paper Table 3)",
+        "fig2_male_minus_female": "Gender-Max proportion male minus female per profession (paper Figure 2)",
+        "table5_regard": "Proportions of texts with positive and negative regard (paper Table 5)",
+        "table4_male_minus_female": "Male minus female, percentage points (paper Table 4)",
+        "table6_christianity_minus_islam": "Christianity minus Islam, percentage points (paper Table 6)",
+        "sentiment_per_group": "Sentiment proportions per group (paper Figures 3-5)",
+        "toxic_ratio_per_group": "toxic_ratio per group (Section 6.1.3)",
+    }
+    two_decimals = {"table3_gender_polarity", "table4_male_minus_female", "table6_christianity_minus_islam"}
+    for name, table in tables.items():
+        _write_text(out / f"{name}.csv", table.to_csv(index=False))
+        lines += [f"## {titles[name]}", "", _markdown(table, ".2f" if name in two_decimals else ".3f"), ""]
+    if tests:
+        lines += ["## Differences across models (chi-square, model as group; Section 6.2)", "",
+                  _tests_markdown(tests), "",
+                  "_The runs share prompts, so these texts are not independent samples; read p-values as descriptive._",
+                  ""]
+    lines += ["## Caveats", "", *[f"- {caveat}" for caveat in CAVEATS], ""]
+    report = out / "compare.md"
+    _write_text(report, "\n".join(lines))
+    payload = {"runs": list(runs), "tables": to_jsonable(tables), "tests": to_jsonable(tests)}
+    _write_text(out / "compare.json", json.dumps(payload, indent=1, allow_nan=False))
+    return report

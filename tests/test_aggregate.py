@@ -1,0 +1,278 @@
+"""Aggregation and statistics against values computed by hand from the formulas."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bold_eval.aggregate import (
+    chi_square_across_groups,
+    gender_polarity_view,
+    metric_status,
+    proportion_table,
+    psycholinguistic_view,
+    regard_view,
+    run_counts,
+    sentiment_view,
+    summarize,
+    toxicity_view,
+    two_proportion_test,
+    validate_scores,
+    wilson_interval,
+)
+
+Z95 = 1.959963984540054  # standard normal 97.5% quantile
+
+
+def wilson_by_hand(count: int, total: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval, written out: (p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)."""
+    p = count / total
+    denominator = 1 + z * z / total
+    center = (p + z * z / (2 * total)) / denominator
+    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denominator
+    return center - half, center + half
+
+
+def chi2_sf_dof1(statistic: float) -> float:
+    """Survival function of chi-square with 1 degree of freedom: erfc(sqrt(x / 2))."""
+    return math.erfc(math.sqrt(statistic / 2))
+
+
+def frame(rows: list[tuple]) -> pd.DataFrame:
+    """Rows of (prompt_id, domain, group, sentiment_label)."""
+    return pd.DataFrame(rows, columns=["prompt_id", "domain", "group", "sentiment_label"])
+
+
+# 10 texts, 2 groups: A = pos, pos, neg, neu, neu, neu; B = neg, neg, neu, pos.
+TEN_TEXTS = frame(
+    [(f"a{i}", "gender", "A", label) for i, label in enumerate(["positive", "positive", "negative", "neutral",
+                                                                  "neutral", "neutral"])]
+    + [(f"b{i}", "gender", "B", label) for i, label in enumerate(["negative", "negative", "neutral", "positive"])]
+)
+
+
+def test_wilson_interval_matches_formula() -> None:
+    for count, total in [(3, 10), (0, 12), (12, 12), (17, 250)]:
+        low, high = wilson_interval(count, total)
+        expected_low, expected_high = wilson_by_hand(count, total)
+        assert low == pytest.approx(expected_low, abs=1e-12)
+        assert high == pytest.approx(expected_high, abs=1e-12)
+
+
+def test_wilson_interval_of_empty_group_is_nan() -> None:
+    low, high = wilson_interval(0, 0)
+    assert math.isnan(low) and math.isnan(high)
+
+
+def test_proportion_table_counts_proportions_and_intervals() -> None:
+    table = proportion_table(TEN_TEXTS, "sentiment_label").set_index(["group", "label"])
+    assert table.loc[("A", "positive"), "count"] == 2
+    assert table.loc[("A", "neutral"), "count"] == 3
+    assert table.loc[("A", "negative"), "total"] == 6
+    assert table.loc[("B", "negative"), "proportion"] == pytest.approx(0.5)
+    assert table.loc[("B", "positive"), "proportion"] == pytest.approx(0.25)
+    assert table.loc[("A", "positive"), "proportion"] == pytest.approx(2 / 6)
+    low, high = wilson_by_hand(2, 6)
+    assert table.loc[("A", "positive"), "ci_low"] == pytest.approx(low)
+    assert table.loc[("A", "positive"), "ci_high"] == pytest.approx(high)
+    # proportions of one group add up to one
+    assert table.xs("B", level="group")["proportion"].sum() == pytest.approx(1.0)
+
+
+def test_proportion_table_leaves_null_labels_out_of_the_total() -> None:
+    data = TEN_TEXTS.copy()
+    data.loc[data.index[:2], "sentiment_label"] = None  # two of A's positives unscored
+    table = proportion_table(data, "sentiment_label").set_index(["group", "label"])
+    assert table.loc[("A", "positive"), "count"] == 0
+    assert table.loc[("A", "neutral"), "total"] == 4
+    assert table.loc[("A", "neutral"), "proportion"] == pytest.approx(3 / 4)
+
+
+def test_proportion_table_with_several_samples_counts_texts_and_prompts() -> None:
+    data = pd.concat([TEN_TEXTS.assign(sample=0), TEN_TEXTS.assign(sample=1)], ignore_index=True)
+    table = proportion_table(data, "sentiment_label").set_index(["group", "label"])
+    assert table.loc[("A", "positive"), "total"] == 12
+    assert table.loc[("A", "positive"), "prompts"] == 6
+    assert table.loc[("A", "positive"), "proportion"] == pytest.approx(2 / 6)
+    counts = run_counts(data)
+    assert counts["samples_per_prompt_max"] == 2 and counts["texts"] == 20 and counts["prompts"] == 10
+
+
+def test_bootstrap_interval_over_prompts_is_reproducible_and_contains_the_proportion() -> None:
+    data = pd.concat([TEN_TEXTS.assign(sample=s) for s in range(3)], ignore_index=True)
+    first = proportion_table(data, "sentiment_label", ci="bootstrap", seed=3, n_resamples=500)
+    again = proportion_table(data, "sentiment_label", ci="bootstrap", seed=3, n_resamples=500)
+    pd.testing.assert_frame_equal(first, again)
+    assert (first["ci_low"] <= first["proportion"] + 1e-12).all()
+    assert (first["ci_high"] >= first["proportion"] - 1e-12).all()
+    assert first["ci_low"].between(0, 1).all() and first["ci_high"].between(0, 1).all()
+    with pytest.raises(ValueError, match="ci must be"):
+        proportion_table(data, "sentiment_label", ci="jackknife")
+
+
+def two_group_frame(negative_a: int, total_a: int, negative_b: int, total_b: int) -> pd.DataFrame:
+    rows = [(f"a{i}", "gender", "A", "negative" if i < negative_a else "neutral") for i in range(total_a)]
+    rows += [(f"b{i}", "gender", "B", "negative" if i < negative_b else "neutral") for i in range(total_b)]
+    return frame(rows)
+
+
+def test_chi_square_two_groups_by_hand() -> None:
+    # observed [[30, 20], [10, 40]]; expected [[20, 30], [20, 30]]
+    # chi2 = 2 * (10²/20 + 10²/30) = 16.666...
+    result = chi_square_across_groups(two_group_frame(30, 50, 10, 50), "sentiment_label", target="negative")
+    assert result["statistic"] == pytest.approx(2 * (100 / 20 + 100 / 30))
+    assert result["dof"] == 1
+    assert result["p_value"] == pytest.approx(chi2_sf_dof1(50 / 3))
+    assert result["min_expected"] == pytest.approx(20)
+    assert result["reliable"] is True and result["small_groups"] == []
+
+
+def test_two_proportion_z_by_hand_and_equal_to_chi_square() -> None:
+    result = two_proportion_test(30, 50, 10, 50)
+    pooled = 40 / 100
+    z = (0.6 - 0.2) / math.sqrt(pooled * (1 - pooled) * (1 / 50 + 1 / 50))
+    assert result["statistic"] == pytest.approx(z)
+    assert result["p_value"] == pytest.approx(math.erfc(abs(z) / math.sqrt(2)))
+    assert result["statistic"] ** 2 == pytest.approx(2 * (100 / 20 + 100 / 30))
+    assert result["difference"] == pytest.approx(0.4)
+    # Newcombe's hybrid score interval from the two Wilson intervals
+    low_a, high_a = wilson_by_hand(30, 50)
+    low_b, high_b = wilson_by_hand(10, 50)
+    assert result["ci_low"] == pytest.approx(0.4 - math.sqrt((0.6 - low_a) ** 2 + (high_b - 0.2) ** 2))
+    assert result["ci_high"] == pytest.approx(0.4 + math.sqrt((high_a - 0.6) ** 2 + (0.2 - low_b) ** 2))
+
+
+def test_two_proportion_test_edge_cases() -> None:
+    no_variation = two_proportion_test(0, 20, 0, 30)
+    assert no_variation["statistic"] is None and no_variation["p_value"] is None
+    assert "no variation" in no_variation["note"]
+    small = two_proportion_test(1, 8, 3, 9)  # pooled 4/17: 8 * 4/17 < 5
+    assert small["reliable"] is False and small["small_groups"] == ["a", "b"]
+    with pytest.raises(ValueError, match="total_b"):
+        two_proportion_test(1, 5, 0, 0)
+    with pytest.raises(ValueError, match="count_a"):
+        two_proportion_test(6, 5, 0, 3)
+
+
+def test_chi_square_flags_too_small_group_and_matches_formula() -> None:
+    rows = [(f"c{i}", "religious_ideology", "christianity", "negative" if i < 12 else "neutral") for i in range(40)]
+    rows += [(f"i{i}", "religious_ideology", "islam", "negative" if i < 6 else "neutral") for i in range(40)]
+    rows += [(f"h{i}", "religious_ideology", "hinduism", "neutral") for i in range(4)]
+    data = frame(rows)
+    result = chi_square_across_groups(data, "sentiment_label", target="negative")
+    observed = np.array([[12, 28], [0, 4], [6, 34]], dtype=float)  # groups sorted: christianity, hinduism, islam
+    expected = observed.sum(axis=1, keepdims=True) * observed.sum(axis=0, keepdims=True) / observed.sum()
+    assert result["statistic"] == pytest.approx(((observed - expected) ** 2 / expected).sum())
+    assert result["dof"] == 2
+    assert result["p_value"] == pytest.approx(math.exp(-result["statistic"] / 2))  # chi2(2) survival
+    assert result["small_groups"] == ["hinduism"]  # expected negatives 4 * 18 / 84 < 5
+    assert result["reliable"] is False
+    assert "expected count < 5" in result["note"] and "below 5" in result["rule"]
+
+
+def test_chi_square_undefined_cases_say_why() -> None:
+    one_group = chi_square_across_groups(TEN_TEXTS[TEN_TEXTS["group"] == "A"], "sentiment_label", target="negative")
+    assert one_group["statistic"] is None and "at least 2 groups" in one_group["note"]
+    constant = chi_square_across_groups(two_group_frame(0, 5, 0, 5), "sentiment_label", target="negative")
+    assert constant["statistic"] is None and "same label" in constant["note"]
+
+
+def test_sentiment_view_male_vs_female_pair_test() -> None:
+    data = two_group_frame(30, 50, 10, 50).replace({"A": "American_actors", "B": "American_actresses"})
+    view = sentiment_view(data)
+    pair = next(t for t in view["tests"] if t["test"] == "two-proportion z" and t["label"] == "negative")
+    assert (pair["group_a"], pair["group_b"]) == ("American_actors", "American_actresses")
+    assert pair["difference"] == pytest.approx(0.4)
+    chi = next(t for t in view["tests"] if t["test"] == "chi-square" and t["label"] == "negative")
+    assert chi["p_value"] == pytest.approx(pair["p_value"])
+
+
+def test_toxicity_view_toxic_ratio() -> None:
+    data = TEN_TEXTS.assign(toxicity_is_toxic=[True, False, False, False, False, False, True, True, False, False])
+    table = toxicity_view(data)["tables"]["toxic_ratio"].set_index("group")
+    assert table.loc["A", "toxic_ratio"] == pytest.approx(1 / 6)
+    assert table.loc["B", "toxic_ratio"] == pytest.approx(2 / 4)
+    assert table.loc["B", "toxic"] == 2
+
+
+def test_psycholinguistic_male_minus_female_and_christianity_minus_islam() -> None:
+    rows = []
+    for group, domain, joys, valences in [
+        ("American_actors", "gender", [True, False, False, False], ["negative", "negative", "neutral", "positive"]),
+        ("American_actresses", "gender", [True, True, False, False], ["negative", "neutral", "neutral", "neutral"]),
+        ("christianity", "religious_ideology", [True, True, True, False], ["positive"] * 4),
+        ("islam", "religious_ideology", [False, False, True, False], ["negative", "positive", "neutral", "neutral"]),
+    ]:
+        for i, (joy, valence) in enumerate(zip(joys, valences, strict=True)):
+            rows.append({"prompt_id": f"{group}{i}", "domain": domain, "group": group,
+                         "psycholinguistic_is_joy": joy, "psycholinguistic_valence_label": valence})
+    view = psycholinguistic_view(pd.DataFrame(rows))
+    table4 = view["tables"]["psycholinguistic_gender_difference"].set_index("category")
+    assert table4.loc["joy", "difference"] == pytest.approx(0.25 - 0.5)
+    assert table4.loc["valence_negative", "difference"] == pytest.approx(0.5 - 0.25)
+    assert table4.loc["valence_positive", "difference"] == pytest.approx(0.25 - 0.0)
+    table6 = view["tables"]["psycholinguistic_religion_difference"].set_index("category")
+    assert table6.loc["joy", "difference"] == pytest.approx(0.75 - 0.25)
+    assert table6.loc["valence_negative", "difference"] == pytest.approx(0.0 - 0.25)
+    assert table6.loc["joy", "header"] == "joy" and table6.loc["valence_negative", "header"] == "valence (-ve)"
+    proportions = view["tables"]["psycholinguistic"].set_index(["group", "category"])
+    assert proportions.loc[("islam", "joy"), "proportion"] == pytest.approx(0.25)
+    assert any("anger" in note for note in view["notes"])  # BE5 columns absent from this frame
+
+
+def test_gender_polarity_counts_ratio_and_male_minus_female() -> None:
+    labels = {
+        # group: (category, unigram/max/wavg labels)
+        "dance_occupations": ("arts_and_entertainment", ["male", "male", "male", "female", "neutral", "neutral"]),
+        "nursing_specialties": ("healthcare_and_medicine", ["female", "female", "male", "neutral"]),
+        "sewing_occupations": ("", ["male", "neutral"]),
+    }
+    rows = []
+    for group, (category, group_labels) in labels.items():
+        for i, label in enumerate(group_labels):
+            rows.append({"prompt_id": f"{group}{i}", "domain": "profession", "group": group, "category": category,
+                         "gender_polarity_unigram_label": label, "gender_polarity_max_label": label,
+                         "gender_polarity_wavg_label": "neutral" if group == "nursing_specialties" else label})
+    view = gender_polarity_view(pd.DataFrame(rows))
+    category = view["tables"]["gender_polarity_category"].set_index(["metric", "category"])
+    arts = category.loc[("max", "arts_and_entertainment")]
+    assert (arts["total"], arts["male"], arts["female"]) == (6, 3, 1)
+    assert arts["male_to_female"] == pytest.approx(3.0)
+    health = category.loc[("unigram", "healthcare_and_medicine")]
+    assert health["male_to_female"] == pytest.approx(0.5)
+    assert math.isnan(category.loc[("wavg", "healthcare_and_medicine"), "male_to_female"])  # no female texts
+    assert "" not in category.index.get_level_values("category")  # Table 3 has only the four super-groups
+    group = view["tables"]["gender_polarity_group"].set_index(["metric", "group"])
+    assert group.loc[("max", "dance_occupations"), "male_minus_female"] == pytest.approx(3 / 6 - 1 / 6)
+    assert group.loc[("max", "nursing_specialties"), "male_minus_female"] == pytest.approx(1 / 4 - 2 / 4)
+    assert group.loc[("max", "sewing_occupations"), "male_minus_female"] == pytest.approx(0.5)
+
+
+def test_missing_metric_columns_are_reported_as_skipped() -> None:
+    run_info = {"metrics": ["sentiment", "toxicity", "regard"], "skipped_metrics": {"toxicity": "no classifier offline"}}
+    status = metric_status(TEN_TEXTS, run_info)
+    assert status["sentiment"]["status"] == "scored"
+    assert status["toxicity"] == {"status": "skipped", "reason": "no classifier offline"}
+    assert status["regard"]["status"] == "missing" and "regard_label" in status["regard"]["reason"]
+    assert status["psycholinguistic"]["status"] == "not requested"
+    summary = summarize(TEN_TEXTS, run_info)
+    assert "no classifier offline" in summary["toxicity"]["skipped"]
+    assert "skipped" in summary["gender_polarity"]
+    assert "tables" in summary["sentiment"]
+
+
+def test_validate_scores_names_missing_columns_and_rows() -> None:
+    with pytest.raises(ValueError, match="prompt_id"):
+        validate_scores(TEN_TEXTS.drop(columns="prompt_id"))
+    broken = TEN_TEXTS.copy()
+    broken.loc[3, "group"] = None
+    with pytest.raises(ValueError, match="row index 3"):
+        validate_scores(broken)
+
+
+def test_regard_view_without_gender_or_race_texts_says_why() -> None:
+    data = TEN_TEXTS.assign(domain="profession", regard_label=None)
+    assert "gender or race" in regard_view(data)["skipped"]

@@ -1,0 +1,220 @@
+"""A full report and a comparison written from synthetic run folders (scores.parquet + run.json)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from bold_eval.cli import main
+from bold_eval.report import compare_runs, write_report
+
+# Real BOLD group keys and Table 3 super-groups, a few per domain; hinduism is kept small on purpose.
+GROUPS = {
+    "gender": [("American_actors", ""), ("American_actresses", "")],
+    "race": [("African_Americans", ""), ("European_Americans", ""), ("Asian_Americans", ""),
+             ("Hispanic_and_Latino_Americans", "")],
+    "religious_ideology": [("christianity", ""), ("islam", ""), ("hinduism", "")],
+    "profession": [("dance_occupations", "arts_and_entertainment"),
+                   ("engineering_branches", "science_and_technology"),
+                   ("nursing_specialties", "healthcare_and_medicine"),
+                   ("railway_industry_occupations", "industrial_and_manufacturing"),
+                   ("sewing_occupations", "")],
+    "political_ideology": [("left-wing", ""), ("right-wing", ""), ("fascism", "")],
+}
+ALL_METRICS = ["sentiment", "toxicity", "regard", "psycholinguistic", "gender_polarity"]
+
+
+def synthetic_scores(prompts_per_group: int = 12, samples: int = 2, seed: int = 0) -> pd.DataFrame:
+    """scores.parquet as the harness writes it: ids, texts and every metric's per-text columns."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for domain, groups in GROUPS.items():
+        for group, category in groups:
+            for p in range(3 if group == "hinduism" else prompts_per_group):
+                for sample in range(samples):
+                    rows.append({"prompt_id": f"{domain}/{group}/name_{p}/0", "domain": domain, "group": group,
+                                 "category": category, "name": f"name_{p}", "sample": sample,
+                                 "prompt": f"Person {p} was", "continuation": " a singer.",
+                                 "text": f"Person {p} was a singer."})
+    scores = pd.DataFrame(rows)
+    n = len(scores)
+    compound = rng.uniform(-1, 1, n)
+    scores["sentiment_compound"] = compound
+    scores["sentiment_label"] = np.where(compound >= 0.5, "positive", np.where(compound <= -0.5, "negative", "neutral"))
+    toxic = rng.beta(0.5, 5, n)
+    scores["toxicity_score"] = toxic
+    scores["toxicity_toxic"] = toxic
+    scores["toxicity_is_toxic"] = toxic >= 0.5
+    regard = pd.Series(rng.choice(["positive", "negative", "neutral", "other"], n, p=[0.3, 0.2, 0.4, 0.1]), dtype=object)
+    scores["regard_label"] = regard.where(scores["domain"].isin(["gender", "race"]), None)
+    for dimension in ("valence", "arousal", "dominance"):
+        value = rng.uniform(-1, 1, n)
+        scores[f"psycholinguistic_{dimension}"] = value
+        scores[f"psycholinguistic_{dimension}_label"] = np.where(value > 0.4, "positive",
+                                                                 np.where(value < -0.4, "negative", "neutral"))
+    for emotion in ("joy", "anger", "sadness", "fear", "disgust"):
+        value = rng.uniform(0, 1, n)
+        scores[f"psycholinguistic_{emotion}"] = value
+        scores[f"psycholinguistic_is_{emotion}"] = value > 0.7
+    male, female = rng.poisson(0.4, n), rng.poisson(0.3, n)
+    scores["gender_polarity_male_tokens"] = male
+    scores["gender_polarity_female_tokens"] = female
+    scores["gender_polarity_unigram_label"] = np.where(male > female, "male", np.where(female > male, "female", "neutral"))
+    for aggregation in ("max", "wavg"):
+        value = rng.uniform(-0.6, 0.6, n)
+        scores[f"gender_polarity_{aggregation}"] = value
+        scores[f"gender_polarity_{aggregation}_label"] = np.where(value <= -0.25, "male",
+                                                                  np.where(value >= 0.25, "female", "neutral"))
+    return scores
+
+
+def write_run(folder: Path, scores: pd.DataFrame, **run_info) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    scores.to_parquet(folder / "scores.parquet")
+    info = {"model": "gpt2", "decoding": {"top_k": 40, "top_p": 0.95, "max_new_tokens": 30}, "seed": 0,
+            "anonymize": True, "score_on": "full", "metrics": ALL_METRICS, "skipped_metrics": {},
+            "versions": {"bold_eval": "0.1.0"}, "timings": {"generate_s": 1.5}, **run_info}
+    (folder / "run.json").write_text(json.dumps(info))
+    return folder
+
+
+def reject_nan(value: str) -> None:
+    raise AssertionError(f"summary.json contains {value}")
+
+
+def assert_no_nan(value) -> None:
+    if isinstance(value, dict):
+        for item in value.values():
+            assert_no_nan(item)
+    elif isinstance(value, list):
+        for item in value:
+            assert_no_nan(item)
+    elif isinstance(value, float):
+        assert math.isfinite(value)
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run_dir = write_run(tmp_path_factory.mktemp("run") / "gpt2", synthetic_scores())
+    write_report(run_dir)
+    return run_dir
+
+
+def test_report_has_every_section_and_the_run_settings(full_run: Path) -> None:
+    report = (full_run / "report.md").read_text()
+    for heading in ("# BOLD evaluation: gpt2", "## What was run", "### Metrics", "## Sentiment", "## Toxicity",
+                    "## Regard", "## Gender polarity", "## Psycholinguistic norms", "### male minus female",
+                    "### Christianity minus Islam", "## Statistics", "## Caveats"):
+        assert heading in report, heading
+    assert "**anonymize**: True" in report and "**score_on**: full" in report and "**seed**: 0" in report
+    assert "2-2 samples per prompt" in report and "several samples per prompt" in report.lower()
+    assert "Wikipedia is not a fair baseline" in report
+    assert "hinduism" in report.split("## Caveats")[1]  # flagged as too small in this run
+    assert "Skipped" not in report
+    for figure in ("sentiment_gender.png", "toxic_ratio.png", "gender_polarity_male_minus_female.png", "regard.png"):
+        assert f"figures/{figure}" in report
+
+
+def test_report_figures_are_valid_pngs(full_run: Path) -> None:
+    figures = sorted((full_run / "figures").glob("*.png"))
+    names = {figure.name for figure in figures}
+    expected = {f"sentiment_{domain}.png" for domain in GROUPS} | {
+        "toxic_ratio.png", "gender_polarity_male_minus_female.png", "regard.png"}
+    assert expected <= names
+    for figure in figures:
+        assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        with Image.open(figure) as image:
+            image.verify()
+        with Image.open(figure) as image:
+            assert image.size[0] > 400 and image.size[1] > 150
+
+
+def test_summary_json_parses_without_nan_and_matches_the_scores(full_run: Path) -> None:
+    summary = json.loads((full_run / "summary.json").read_text(), parse_constant=reject_nan)
+    assert_no_nan(summary)
+    assert summary["counts"]["texts"] == len(pd.read_parquet(full_run / "scores.parquet"))
+    assert summary["counts"]["domains"]["religious_ideology"]["prompts"] == 12 + 12 + 3
+    assert summary["run"]["model"] == "gpt2"
+    sentiment = pd.DataFrame(summary["sentiment"]["tables"]["sentiment"])
+    scores = pd.read_parquet(full_run / "scores.parquet")
+    actors = scores[scores["group"] == "American_actors"]
+    row = sentiment[(sentiment["group"] == "American_actors") & (sentiment["label"] == "negative")].iloc[0]
+    assert row["proportion"] == pytest.approx((actors["sentiment_label"] == "negative").mean())
+    toxic = pd.DataFrame(summary["toxicity"]["tables"]["toxic_ratio"])
+    assert set(toxic["domain"]) == set(GROUPS)
+    regard = pd.DataFrame(summary["regard"]["tables"]["regard"])
+    assert set(regard["domain"]) == {"gender", "race"}
+    assert {"gender_polarity_category", "gender_polarity_group"} <= set(summary["gender_polarity"]["tables"])
+    assert len(summary["psycholinguistic"]["tables"]["psycholinguistic_gender_difference"]) == 11
+    tests = summary["sentiment"]["tests"]
+    religion = next(t for t in tests if t["domain"] == "religious_ideology" and t["test"] == "chi-square")
+    assert "hinduism" in religion["small_groups"] and religion["reliable"] is False
+    for name in ("sentiment", "toxic_ratio", "regard", "gender_polarity_category", "psycholinguistic"):
+        assert (full_run / "tables" / f"{name}.csv").is_file() and (full_run / "tables" / f"{name}.md").is_file()
+
+
+def test_skipped_and_missing_metrics_are_named_in_the_report(tmp_path: Path) -> None:
+    scores = synthetic_scores(prompts_per_group=6, samples=1)
+    scores = scores.drop(columns=[c for c in scores if c.startswith(("toxicity_", "regard_"))])
+    run_dir = write_run(tmp_path / "run", scores,
+                        skipped_metrics={"toxicity": "toxicity model not found; set BOLD_TOXICITY_MODEL"})
+    write_report(run_dir)
+    report = (run_dir / "report.md").read_text()
+    toxicity_section = report.split("## Toxicity")[1].split("## Regard")[0]
+    assert "**Skipped**" in toxicity_section and "BOLD_TOXICITY_MODEL" in toxicity_section
+    regard_section = report.split("## Regard")[1].split("## Gender polarity")[0]
+    assert "**Skipped**" in regard_section and "regard_label" in regard_section
+    assert not (run_dir / "figures" / "toxic_ratio.png").exists()
+    summary = json.loads((run_dir / "summary.json").read_text(), parse_constant=reject_nan)
+    assert summary["metrics"]["toxicity"]["status"] == "skipped"
+    assert summary["metrics"]["regard"]["status"] == "missing"
+    assert "skipped" in summary["toxicity"]
+
+
+def test_compare_puts_one_row_per_model(tmp_path: Path) -> None:
+    wiki = write_run(tmp_path / "wiki", synthetic_scores(prompts_per_group=8, samples=1, seed=1),
+                     model="wikipedia", decoding=None)
+    gpt2 = write_run(tmp_path / "gpt2", synthetic_scores(prompts_per_group=8, samples=2, seed=2))
+    out = compare_runs([wiki, gpt2], tmp_path / "compare")
+    text = out.read_text()
+    for heading in ("paper Table 3", "paper Table 5", "paper Table 4", "paper Table 6", "Sentiment proportions",
+                    "toxic_ratio per group", "Differences across models"):
+        assert heading in text, heading
+    table5 = pd.read_csv(tmp_path / "compare" / "table5_regard.csv")
+    assert list(table5["model"]) == ["WIKI", "gpt2"]
+    assert {"positive male", "negative female", "positive african american", "negative european american"} <= set(table5)
+    table3 = pd.read_csv(tmp_path / "compare" / "table3_gender_polarity.csv")
+    assert len(table3) == 4 * 2 and list(table3["model"][:2]) == ["WIKI", "gpt2"]
+    assert table3["category"].iloc[0] == "arts_and_entertainment"  # the paper's row order
+    scores = pd.read_parquet(gpt2 / "scores.parquet")
+    nurses = scores[scores["group"] == "nursing_specialties"]
+    expected = (nurses["gender_polarity_max_label"] == "male").sum()
+    row = table3[(table3["model"] == "gpt2") & (table3["category"] == "healthcare_and_medicine")].iloc[0]
+    assert row["Gender-Max male #"] == expected
+    sentiment = pd.read_csv(tmp_path / "compare" / "sentiment_per_group.csv")
+    assert len(sentiment) == 2 * sum(len(groups) for groups in GROUPS.values())
+    payload = json.loads((tmp_path / "compare" / "compare.json").read_text(), parse_constant=reject_nan)
+    assert payload["runs"] == ["WIKI", "gpt2"]
+
+
+def test_cli_report_and_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def sentiment_only(seed: int) -> pd.DataFrame:  # one figure per domain only, to keep the test fast
+        scores = synthetic_scores(prompts_per_group=5, samples=1, seed=seed)
+        return scores.drop(columns=[c for c in scores if c.startswith(("toxicity_", "regard_", "psycho", "gender_"))])
+
+    first = write_run(tmp_path / "a", sentiment_only(3), metrics=["sentiment"])
+    second = write_run(tmp_path / "b", sentiment_only(4), metrics=["sentiment"])
+    assert main(["report", str(first)]) == 0
+    assert (first / "report.md").is_file() and (first / "summary.json").is_file()
+    assert main(["compare", str(first), str(second), "--out", str(tmp_path / "cmp")]) == 0
+    assert "compare.md" in capsys.readouterr().out
+    text = (tmp_path / "cmp" / "compare.md").read_text()
+    assert "gpt2 (b)" in text  # two runs of the same model get told apart by folder
+    with pytest.raises(FileNotFoundError, match="scores.parquet"):
+        main(["report", str(tmp_path / "missing")])
