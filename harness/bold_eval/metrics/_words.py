@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -27,7 +28,7 @@ def tokenize(text: str) -> list[str]:
 class TokenizedTexts:
     """All tokens of a batch of texts: `words[offsets[i]:offsets[i+1]]` are text i's tokens."""
 
-    words: np.ndarray  # distinct lowercase words of the batch (object array)
+    words: np.ndarray  # distinct words of the batch, lowercase unless asked otherwise (object array)
     token_word: np.ndarray  # int64 index into `words` for every token, texts concatenated
     offsets: np.ndarray  # int64, length n_texts + 1
 
@@ -46,19 +47,48 @@ class TokenizedTexts:
         return word_ids[self.token_word]
 
 
-def tokenize_texts(texts: Sequence[str]) -> TokenizedTexts:
-    """Tokenize every text once and index the distinct words (first-seen order)."""
-    token_lists = [WORD_PATTERN.findall(text.lower()) for text in texts]
-    lengths = np.fromiter((len(tokens) for tokens in token_lists), dtype=np.int64, count=len(token_lists))
-    offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    word_index: dict[str, int] = {}
-    token_word = np.fromiter(
-        (word_index.setdefault(token, len(word_index)) for tokens in token_lists for token in tokens),
-        dtype=np.int64,
-        count=int(offsets[-1]),
-    )
-    words = np.array([word.replace("’", "'") for word in word_index], dtype=object)
+# Texts are joined with this character (never part of a word) and tokenized in one regex call.
+_SEPARATOR = "\x00"
+_JOINED_PATTERN = re.compile(WORD_PATTERN.pattern + "|" + _SEPARATOR)
+
+
+def _flat_tokens(texts: Sequence[str], lowercase: bool) -> tuple[list[str], np.ndarray]:
+    """All tokens of all texts in one list, and per-text offsets that do not count separator tokens."""
+    if any(_SEPARATOR in text for text in texts):  # rare: fall back to one regex call per text
+        normalize = (lambda text: text.lower().replace("’", "'")) if lowercase else (lambda text: text.replace("’", "'"))
+        token_lists = [WORD_PATTERN.findall(normalize(text)) for text in texts]
+        offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists)), out=offsets[1:])
+        return list(chain.from_iterable(token_lists)), offsets
+    joined = _SEPARATOR.join(texts)
+    joined = (joined.lower() if lowercase else joined).replace("’", "'")
+    tokens = _JOINED_PATTERN.findall(joined)
+    separators = np.flatnonzero(np.fromiter(map(_SEPARATOR.__eq__, tokens), dtype=bool, count=len(tokens)))
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    if len(texts):
+        # Text i ends where separator i sits, minus the i separators before it.
+        offsets[1:-1] = separators - np.arange(len(separators))
+        offsets[-1] = len(tokens) - len(separators)
+    return tokens, offsets  # separators stay in `tokens`; tokenize_texts drops them from the arrays
+
+
+def tokenize_texts(texts: Sequence[str], lowercase: bool = True) -> TokenizedTexts:
+    """Tokenize every text once and index the distinct words (first-seen order).
+
+    `lowercase=False` keeps the surface case (for case-sensitive vocabularies such as the
+    GoogleNews word2vec); tokens are the same, only their case differs.
+    """
+    tokens, offsets = _flat_tokens(texts, lowercase)
+    distinct = list(dict.fromkeys(tokens))  # first-seen order, built in C
+    word_index = {word: i for i, word in enumerate(distinct)}
+    token_word = np.fromiter(map(word_index.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+    separator = word_index.get(_SEPARATOR)
+    if separator is not None:  # drop the separators and close the gap they leave in the word ids
+        token_word = token_word[token_word != separator]
+        token_word -= token_word > separator
+        del distinct[separator]
+    words = np.empty(len(distinct), dtype=object)
+    words[:] = distinct
     return TokenizedTexts(words, token_word, offsets)
 
 
