@@ -1,0 +1,546 @@
+"""Publish BOLD to the Hugging Face Hub: the dataset repo, one Space per metric, run results.
+
+`stage_*` functions build exactly the folders that would be uploaded (what `--dry-run DIR`
+keeps); `upload_staged` and `publish_results` send them with `huggingface_hub.HfApi`
+(`create_repo`, `upload_folder`, `upload_file`). The Hub client is made in one place,
+`hub_client`, which reads the token from `HF_TOKEN` or the saved login (`hf auth login`) and hands
+it to `HfApi` only: it is never printed, logged or written. Tests inject a fake client there.
+
+The metric Spaces vendor the part of `bold_eval` their module script imports (`bold_eval/` next
+to `app.py`): bold-eval is not on PyPI, and a git URL requirement would tie the Space to a
+repository address that can move. `requirements.txt` then lists the third-party packages that
+the script and the vendored files import, with the version bounds bold-eval declares.
+Outside the Space, `evaluate.load("NS/<metric>")` downloads only the module script, which
+imports `bold_eval`: users need `pip install bold-eval` (from PyPI once released, or from a
+checkout until then); evaluate's own ImportError names the package when it is missing.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import json
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import (
+    DatasetCard,
+    EvalResult,
+    HfApi,
+    ModelCard,
+    get_token,
+    metadata_load,
+)
+from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+from bold_eval import __version__
+from bold_eval.paths import METRIC_NAMES, PACKAGE_DIR, metric_module_dir
+
+DATASET_REPO_NAME = "bold"
+# The files of an evaluate module folder (metrics/<name>/), all uploaded to its Space.
+MODULE_FILES = ("{name}.py", "README.md", "app.py", "requirements.txt")
+# What `evaluate` and the Hub need in a module card's YAML header (like HF's own measurements).
+SPACE_CARD_KEYS = ("title", "sdk", "app_file", "tags")
+# The BOLD dataset of the paper's authors on the Hub, the default `dataset_type` of published results.
+DEFAULT_RESULTS_DATASET = "AlexaAI/bold"
+RESULTS_SOURCE = "bold-eval"
+
+
+class PublishError(RuntimeError):
+    """A staging or upload step cannot go on (bad namespace, missing file, no token)."""
+
+
+@dataclass(frozen=True)
+class StagedRepo:
+    """One Hub repository and the local folder whose contents become its files."""
+
+    repo_id: str
+    repo_type: str  # "dataset" or "space"
+    folder: Path
+    space_sdk: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "folder": str(self.folder)}
+
+
+# ---------------------------------------------------------------- names and folders
+
+
+def repo_id_in(namespace: str, name: str) -> str:
+    """`namespace/name`, checked with the Hub's own rules so a typo fails before any upload."""
+    if not namespace or "/" in namespace:
+        raise PublishError(f"namespace must be a user or organisation name without '/', got {namespace!r}")
+    repo_id = f"{namespace}/{name}"
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise PublishError(f"invalid Hub repo id {repo_id!r}: {error}") from error
+    return repo_id
+
+
+def _fresh_folder(path: Path) -> Path:
+    """Create `path`, refusing to mix staged files into a folder that already holds some."""
+    if path.exists() and any(path.iterdir()):
+        raise PublishError(f"staging folder {path} is not empty; choose a new or empty folder")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+# ---------------------------------------------------------------- dataset repo
+
+
+def stage_dataset(namespace: str, folder: str | Path, data_dir: str | Path | None = None) -> StagedRepo:
+    """Write the Hub-ready parquet export of BOLD (`bold-eval dataset export`) into `folder`.
+
+    The export's card declares one config per domain, so after upload
+    `load_dataset("NS/bold", "gender", split="test")` works.
+    """
+    from bold_eval.data import export_dataset
+
+    repo_id = repo_id_in(namespace, DATASET_REPO_NAME)
+    folder = _fresh_folder(Path(folder))
+    export_dataset(folder, data_dir=data_dir)
+    card_path = folder / "README.md"
+    if not card_path.is_file():
+        raise PublishError(f"the dataset export wrote no card at {card_path}")
+    configs = DatasetCard.load(card_path).data.to_dict().get("configs") or []
+    if not configs:
+        raise PublishError(f"the dataset card {card_path} declares no `configs`; load_dataset would not find the domains")
+    return StagedRepo(repo_id, "dataset", folder)
+
+
+# ---------------------------------------------------------------- metric Spaces
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every absolute module name imported anywhere in a Python file (also inside functions)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            # `from bold_eval.metrics import sentiment` imports a submodule, not only a name.
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _package_file(module: str) -> Path | None:
+    """The file of a `bold_eval` module inside the installed package, or None if not one."""
+    parts = module.split(".")
+    if parts[0] != "bold_eval":
+        return None
+    base = PACKAGE_DIR.joinpath(*parts[1:])
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def vendored_files(script: Path) -> tuple[list[Path], set[str]]:
+    """The `bold_eval` files a module script needs (transitively, with their packages'
+    `__init__.py`), and the top-level third-party modules that all of them import."""
+    needed: set[Path] = {PACKAGE_DIR / "__init__.py"}
+    third_party: set[str] = set()
+    pending = [script]
+    seen: set[Path] = set()
+    while pending:
+        path = pending.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for module in _imported_modules(path):
+            top = module.split(".")[0]
+            if top == "bold_eval":
+                found = _package_file(module)
+                if found is None:
+                    continue  # a name imported from a module, not a module itself
+                needed.add(found)
+                pending.append(found)
+                # importing a.b.c runs a/__init__.py and a/b/__init__.py too.
+                for parent in found.relative_to(PACKAGE_DIR).parents:
+                    init = PACKAGE_DIR / parent / "__init__.py"
+                    if init.is_file() and init not in seen:
+                        needed.add(init)
+                        pending.append(init)
+            elif top not in sys.stdlib_module_names and top != "__future__":
+                third_party.add(top)
+    return sorted(needed), third_party
+
+
+def _declared_requirements() -> dict[str, str]:
+    """bold-eval's own install requirements, {normalized distribution name: requirement line}."""
+    try:
+        requires = importlib.metadata.requires("bold-eval") or []
+    except importlib.metadata.PackageNotFoundError:
+        requires = []
+    declared = {}
+    for line in requires:
+        if ";" in line:  # extras such as `; extra == "dev"` are not runtime needs
+            continue
+        name = re.split(r"[<>=!~\[ ]", line, maxsplit=1)[0]
+        declared[_normalize(name)] = line.strip()
+    return declared
+
+
+def _normalize(distribution: str) -> str:
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def space_requirements(module_requirements: Sequence[str], third_party: Iterable[str]) -> list[str]:
+    """Requirement lines for a Space with a vendored `bold_eval`.
+
+    The module folder's own lines come first, minus `bold-eval` (vendored), then one line per
+    imported package that is not listed yet, bounded as in bold-eval's install requirements.
+    """
+    declared = _declared_requirements()
+    distributions = importlib.metadata.packages_distributions()
+    lines: list[str] = []
+    names: set[str] = set()
+    for raw in module_requirements:
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name = _normalize(re.split(r"[<>=!~\[ ;@]", line, maxsplit=1)[0])
+        if name == "bold-eval" or name in names:
+            continue
+        names.add(name)
+        lines.append(line)
+    for module in sorted(third_party):
+        for distribution in distributions.get(module, [module]):
+            name = _normalize(distribution)
+            if name in names or name == "bold-eval":
+                continue
+            names.add(name)
+            lines.append(declared.get(name, distribution))
+    return lines
+
+
+def _check_space_card(card_path: Path) -> dict[str, Any]:
+    metadata = metadata_load(card_path) or {}
+    missing = [key for key in SPACE_CARD_KEYS if key not in metadata]
+    if missing:
+        raise PublishError(f"module card {card_path} lacks the YAML keys {missing} that the Hub and evaluate need")
+    if "evaluate" not in (metadata.get("tags") or []):
+        raise PublishError(f"module card {card_path} lacks the `evaluate` tag")
+    return metadata
+
+
+def stage_metric_space(name: str, namespace: str, folder: str | Path) -> StagedRepo:
+    """Copy `metrics/<name>/` into `folder` with the `bold_eval` files its script imports.
+
+    `folder` is named after the module (evaluate loads a local folder `X` through `X/X.py`), so
+    `evaluate.load(str(folder))` works on the staged copy as it will on `NS/<name>`.
+    """
+    if name not in METRIC_NAMES:
+        raise PublishError(f"unknown metric {name!r}; valid: {', '.join(METRIC_NAMES)}")
+    repo_id = repo_id_in(namespace, name)
+    folder = Path(folder)
+    if folder.name != name:
+        raise PublishError(f"a module folder must be named after its script: {folder} should end in /{name}")
+    source = metric_module_dir(name)
+    folder = _fresh_folder(folder)
+    for pattern in MODULE_FILES:
+        filename = pattern.format(name=name)
+        if not (source / filename).is_file():
+            raise PublishError(f"module folder {source} lacks {filename}")
+        shutil.copy2(source / filename, folder / filename)
+    metadata = _check_space_card(folder / "README.md")
+
+    needed, third_party = vendored_files(source / f"{name}.py")
+    for path in needed:
+        target = folder / "bold_eval" / path.relative_to(PACKAGE_DIR)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    # app.py imports gradio through evaluate.utils; the Space image provides gradio (sdk: gradio).
+    requirements = space_requirements(
+        (source / "requirements.txt").read_text(encoding="utf-8").splitlines(), third_party
+    )
+    header = (
+        f"# Staged by bold-eval {__version__}: bold_eval itself is vendored in ./bold_eval\n"
+        "# (only the files this module imports), so it is not listed here.\n"
+    )
+    (folder / "requirements.txt").write_text(header + "\n".join(requirements) + "\n", encoding="utf-8")
+    return StagedRepo(repo_id, "space", folder, space_sdk=str(metadata["sdk"]))
+
+
+def stage_all(
+    namespace: str,
+    out: str | Path,
+    *,
+    data_dir: str | Path | None = None,
+    metrics: Sequence[str] = METRIC_NAMES,
+    dataset: bool = True,
+) -> list[StagedRepo]:
+    """Stage the dataset repo (`out/dataset/bold`) and the Spaces (`out/spaces/<name>`), and
+    write `out/plan.json` naming each folder's repo, type and SDK."""
+    out = _fresh_folder(Path(out))
+    staged: list[StagedRepo] = []
+    if dataset:
+        staged.append(stage_dataset(namespace, out / "dataset" / DATASET_REPO_NAME, data_dir=data_dir))
+    for name in metrics:
+        staged.append(stage_metric_space(name, namespace, out / "spaces" / name))
+    plan = {"bold_eval_version": __version__, "repos": [repo.as_dict() for repo in staged]}
+    (out / "plan.json").write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
+    return staged
+
+
+# ---------------------------------------------------------------- the Hub boundary
+
+
+def hub_client() -> Any:
+    """An authenticated `HfApi`: the one place the token is read and the one object holding it.
+
+    The token comes from `$HF_TOKEN` or the login saved by `hf auth login` (`get_token`).
+    """
+    token = get_token()
+    if not token:
+        raise PublishError("no Hugging Face token: set HF_TOKEN or log in with `hf auth login`")
+    return HfApi(token=token)
+
+
+def upload_staged(
+    staged: Sequence[StagedRepo],
+    *,
+    private: bool = False,
+    client: Any | None = None,
+    log: Callable[[str], None] = print,
+) -> list[str]:
+    """Create each repo if needed (`exist_ok`; `private` applies to repos created now) and
+    upload its folder in one commit. Returns the repo URLs."""
+    client = client if client is not None else hub_client()
+    urls = []
+    for repo in staged:
+        kwargs: dict[str, Any] = {"repo_type": repo.repo_type, "private": private, "exist_ok": True}
+        if repo.repo_type == "space":
+            kwargs["space_sdk"] = repo.space_sdk
+        url = client.create_repo(repo.repo_id, **kwargs)
+        client.upload_folder(
+            repo_id=repo.repo_id,
+            repo_type=repo.repo_type,
+            folder_path=str(repo.folder),
+            commit_message=f"Publish with bold-eval {__version__}",
+        )
+        urls.append(str(url))
+        log(f"uploaded {repo.folder} to {repo.repo_type} {repo.repo_id}")
+    return urls
+
+
+def publish(
+    namespace: str,
+    *,
+    private: bool = False,
+    dry_run: str | Path | None = None,
+    data_dir: str | Path | None = None,
+    metrics: Sequence[str] = METRIC_NAMES,
+    client: Any | None = None,
+    log: Callable[[str], None] = print,
+) -> list[StagedRepo]:
+    """Stage the dataset and metric Spaces for `namespace` and upload them, or with `dry_run`
+    only stage them in that folder and say what would be uploaded."""
+    if dry_run is not None:
+        staged = stage_all(namespace, dry_run, data_dir=data_dir, metrics=metrics)
+        visibility = "private" if private else "public"
+        for repo in staged:
+            sdk = f", sdk {repo.space_sdk}" if repo.space_sdk else ""
+            log(f"would upload {repo.folder} to {visibility} {repo.repo_type} {repo.repo_id}{sdk}")
+        return staged
+    client = client if client is not None else hub_client()  # fail on a missing token before staging
+    with tempfile.TemporaryDirectory(prefix="bold-eval-publish-") as tmp:
+        staged = stage_all(namespace, Path(tmp) / "staged", data_dir=data_dir, metrics=metrics)
+        upload_staged(staged, private=private, client=client, log=log)
+    return staged
+
+
+# ---------------------------------------------------------------- run results on a model card
+
+
+# Headline numbers per domain for a model card (the full tables stay in summary.json / report.md):
+# (summary metric, table, label column, label, card metric_type, readable name). Each gives the
+# domain's pooled proportion and the largest gap between two of its groups (max minus min).
+CARD_PROPORTIONS: tuple[tuple[str, str, str | None, str | None, str, str], ...] = (
+    ("sentiment", "sentiment", "label", "negative", "negative_sentiment", "Negative sentiment (VADER, Section 4.1)"),
+    ("sentiment", "sentiment", "label", "positive", "positive_sentiment", "Positive sentiment (VADER, Section 4.1)"),
+    ("toxicity", "toxic_ratio", None, None, "toxic", "Toxic texts (Section 4.2)"),
+    ("regard", "regard", "label", "negative", "negative_regard", "Negative regard (Section 4.3)"),
+    ("regard", "regard", "label", "positive", "positive_regard", "Positive regard (Section 4.3)"),
+    ("psycholinguistic", "psycholinguistic", "category", "valence_negative", "negative_valence",
+     "Negative valence (Section 4.4)"),
+    ("psycholinguistic", "psycholinguistic", "category", "valence_positive", "positive_valence",
+     "Positive valence (Section 4.4)"),
+)
+
+
+def _pooled_and_gap(records: Sequence[Mapping[str, Any]], count_key: str) -> dict[str, tuple[float, float]]:
+    """{domain: (pooled proportion, max-min gap across groups)} from per-group count/total rows."""
+    by_domain: dict[str, list[tuple[float, float]]] = {}
+    for record in records:
+        total = float(record["total"])
+        if total > 0:
+            by_domain.setdefault(str(record["domain"]), []).append((float(record[count_key]), total))
+    out = {}
+    for domain, rows in by_domain.items():
+        shares = [count / total for count, total in rows]
+        pooled = sum(count for count, _ in rows) / sum(total for _, total in rows)
+        out[domain] = (pooled, max(shares) - min(shares))
+    return out
+
+
+def summary_metrics(summary: Mapping[str, Any]) -> list[tuple[str, str, str, float]]:
+    """(domain, metric_type, metric_name, value) rows for a model card, from summary.json.
+
+    Per domain: the pooled `<x>_ratio` and the `<x>_gap` (largest difference between two groups'
+    proportions) for negative/positive sentiment, toxic texts, negative/positive regard (gender
+    and race only, Section 4.3) and negative/positive valence; for profession, the male and female
+    shares of each gender polarity method (Table 3). Metrics the run skipped are left out.
+    """
+    rows: list[tuple[str, str, str, float]] = []
+    for metric, table, label_key, label, metric_type, name in CARD_PROPORTIONS:
+        records = ((summary.get(metric) or {}).get("tables") or {}).get(table)
+        if not records:
+            continue
+        if label_key is not None:
+            records = [record for record in records if record.get(label_key) == label]
+        count_key = "count" if label_key is not None else "toxic"
+        for domain, (pooled, gap) in _pooled_and_gap(records, count_key).items():
+            rows.append((domain, f"{metric_type}_ratio", f"{name}: share of texts", pooled))
+            rows.append((domain, f"{metric_type}_gap", f"{name}: largest gap between groups", gap))
+    polarity = ((summary.get("gender_polarity") or {}).get("tables") or {}).get("gender_polarity_group") or []
+    for method in ("unigram", "max", "wavg"):
+        records = [record for record in polarity if record.get("metric") == method]
+        total = sum(float(record["total"]) for record in records)
+        if not total:
+            continue
+        display = records[0].get("metric_name", method)
+        for gender in ("male", "female"):
+            share = sum(float(record[gender]) for record in records) / total
+            rows.append(("profession", f"gender_polarity_{method}_{gender}_ratio",
+                         f"{display}: share of {gender} texts (Section 4.5)", share))
+    return rows
+
+
+def results_from_summary(
+    summary: Mapping[str, Any], *, dataset_id: str = DEFAULT_RESULTS_DATASET
+) -> list[EvalResult]:
+    """The model-index entries of one run: one `EvalResult` per row of `summary_metrics`."""
+    return [
+        EvalResult(
+            task_type="text-generation",
+            task_name="Bias in open-ended generation (BOLD)",
+            dataset_type=dataset_id,
+            dataset_name=f"BOLD ({domain})",
+            dataset_config=domain,
+            dataset_split="test",
+            metric_type=metric_type,
+            metric_name=metric_name,
+            metric_value=round(float(value), 6),
+            source_name=RESULTS_SOURCE,
+            source_url="https://doi.org/10.1145/3442188.3445924",
+        )
+        for domain, metric_type, metric_name, value in summary_metrics(summary)
+    ]
+
+
+def update_card(
+    card_text: str | None, results: Sequence[EvalResult], *, model_name: str
+) -> ModelCard:
+    """Add `results` to a model card's model-index, replacing earlier results for the same
+    task, dataset, config, split and metric and keeping everything else (other evaluations, text)."""
+    card = ModelCard(card_text) if card_text else ModelCard(_NEW_CARD.format(model_name=model_name))
+    data = card.data
+    new_keys = {_result_key(result) for result in results}
+    kept = [result for result in (data.eval_results or []) if _result_key(result) not in new_keys]
+    data.eval_results = kept + list(results)
+    if not data.model_name:
+        data.model_name = model_name
+    return card
+
+
+_NEW_CARD = """---
+{{}}
+---
+
+# {model_name}
+
+BOLD results (Dhamala et al., FAccT 2021) added by bold-eval; see the model-index above.
+"""
+
+
+def _result_key(result: EvalResult) -> tuple:
+    return (result.task_type, result.dataset_type, result.dataset_config, result.dataset_split, result.metric_type)
+
+
+def _read_summary(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "summary.json"
+    if not path.is_file():
+        raise PublishError(f"{path} not found; `bold-eval run` or `bold-eval report {run_dir}` writes it")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _current_card(client: Any, repo_id: str) -> str | None:
+    """The model repo's README.md, or None when the repo has none yet."""
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        path = client.hf_hub_download(repo_id, "README.md", repo_type="model")
+    except EntryNotFoundError:
+        return None
+    return Path(path).read_text(encoding="utf-8")
+
+
+def publish_results(
+    run_dir: str | Path,
+    repo_id: str,
+    *,
+    dry_run: str | Path | None = None,
+    card: str | Path | None = None,
+    dataset_id: str = DEFAULT_RESULTS_DATASET,
+    client: Any | None = None,
+    log: Callable[[str], None] = print,
+) -> ModelCard:
+    """Add a run's summary to the model-index of `repo_id`'s card and upload the card.
+
+    The card updated is `card` (a local README.md) if given, else the repo's current one (none:
+    a new card). With `dry_run`, the updated card is written to `dry_run/README.md` instead.
+    """
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise PublishError(f"invalid model repo id {repo_id!r}: {error}") from error
+    if "/" not in repo_id:
+        raise PublishError(f"--repo must be NAMESPACE/MODEL, got {repo_id!r}")
+    run_dir = Path(run_dir)
+    results = results_from_summary(_read_summary(run_dir), dataset_id=dataset_id)
+    if not results:
+        raise PublishError(f"{run_dir / 'summary.json'} holds no scored metric to publish")
+    if dry_run is None:
+        client = client if client is not None else hub_client()
+    if card is not None:
+        card_text: str | None = Path(card).read_text(encoding="utf-8")
+    elif dry_run is None:
+        card_text = _current_card(client, repo_id)
+    else:
+        card_text = None
+        log("dry run without --card: starting from a new model card")
+    updated = update_card(card_text, results, model_name=repo_id.split("/", 1)[1])
+    if dry_run is not None:
+        folder = _fresh_folder(Path(dry_run))
+        updated.save(folder / "README.md")
+        log(f"would update the card of model {repo_id} with {len(results)} results: {folder / 'README.md'}")
+        return updated
+    client.upload_file(
+        path_or_fileobj=str(updated).encode("utf-8"),
+        path_in_repo="README.md",
+        repo_id=repo_id,
+        repo_type="model",
+        commit_message=f"Add BOLD results (bold-eval {__version__})",
+    )
+    log(f"added {len(results)} BOLD results to the card of model {repo_id}")
+    return updated
