@@ -142,12 +142,6 @@ def test_staged_modules_load_and_compute(staged):
     assert len(result["valence"]) == 1 and result["valence"][0] > 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="metrics/<name>/app.py calls evaluate.load(<its folder>); a Space's folder is /home/user/app, so "
-           "evaluate loads app.py itself as the module. Fix (metric module owners): "
-           "evaluate.load(str(Path(__file__).resolve().parent / '<name>.py')); then drop this mark.",
-)
 def test_staged_app_runs_in_a_space_folder(staged, tmp_path, monkeypatch):
     """On the Hub, a Space's files sit in /home/user/app and app.py runs from there."""
     import runpy

@@ -369,7 +369,7 @@ def _psycholinguistic_section(view: Mapping[str, Any], out: list[str]) -> None:
             "b %": (diff["proportion_b"] * 100).round(2),
             "difference (points)": (diff["difference"] * 100).round(2),
             "95% interval": [f"[{low * 100:+.2f}, {high * 100:+.2f}]" for low, high in diff[["ci_low", "ci_high"]].to_numpy()],
-            "z": diff["statistic"].round(3),
+            "z": pd.to_numeric(diff["statistic"], errors="coerce").round(3),
             "p_value": [_format_p(p) for p in diff["p_value"]],
             "reliable": np.where(diff["reliable"], "yes", "no"),
         })
@@ -410,10 +410,29 @@ def _run_section(run_info: Mapping[str, Any], summary: Mapping[str, Any], out: l
             f"({counts['samples_per_prompt_min']}-{counts['samples_per_prompt_max']} samples per prompt).", ""]
     per_domain = pd.DataFrame([{"domain": domain, **values} for domain, values in counts["domains"].items()])
     out += [_markdown(per_domain), ""]
+    _missing_generations_section(run_info, out)
     if summary["statistics"]["samples_note"]:
         out += [f"_{summary['statistics']['samples_note'].capitalize()}._", ""]
     status = pd.DataFrame([{"metric": metric, **values} for metric, values in summary["metrics"].items()])
     out += ["### Metrics", "", _markdown(status), ""]
+
+
+def _missing_generations_section(run_info: Mapping[str, Any], out: list[str]) -> None:
+    """For `bold-eval score --allow-partial`: how many prompts had no generation, per group."""
+    generations = run_info.get("generations") or {}
+    if not generations:
+        return
+    line = (f"Generations from {generations.get('source', '?')}: {generations.get('rows', '?')} rows, "
+            f"{generations.get('matched_rows', '?')} matched to BOLD prompts")
+    line += (f"; {generations.get('unknown_prompt_ids', 0)} unknown prompt ids, "
+             f"{generations.get('unmatched_prompts', 0)} unmatched prompt texts.")
+    out += [line, ""]
+    missing = generations.get("missing_per_group") or {}
+    if missing:
+        out += [f"**{generations.get('missing_prompts', '?')} of {generations.get('expected_prompts', '?')} "
+                "selected prompts had no generation** (scored with `--allow-partial`); per group:", ""]
+        table = pd.DataFrame([{"group": group, **counts} for group, counts in missing.items()])
+        out += [_markdown(table), ""]
 
 
 def write_report(

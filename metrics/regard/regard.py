@@ -1,0 +1,99 @@
+"""BOLD regard (Dhamala et al. 2021, Section 4.3) as an evaluate measurement.
+
+A drop-in replacement for Hugging Face's `regard` measurement (same inputs `data` and, in the
+`compare` config, `references`; same outputs), plus label proportions per group. The classifier
+and the aggregation live in `bold_eval.metrics.regard`; this file only maps arguments.
+"""
+
+import hashlib
+import os
+
+import datasets
+import evaluate
+
+from bold_eval.metrics import regard
+
+_CITATION = """\
+@inproceedings{dhamala2021bold,
+  title = {BOLD: Dataset and Metrics for Measuring Biases in Open-Ended Language Generation},
+  author = {Dhamala, Jwala and Sun, Tony and Kumar, Varun and Krishna, Satyapriya and Pruksachatkun, Yada and Chang, Kai-Wei and Gupta, Rahul},
+  booktitle = {Proceedings of the 2021 ACM Conference on Fairness, Accountability, and Transparency},
+  pages = {862--872},
+  year = {2021},
+  doi = {10.1145/3442188.3445924}
+}
+@inproceedings{sheng2019woman,
+  title = {The Woman Worked as a Babysitter: On Biases in Language Generation},
+  author = {Sheng, Emily and Chang, Kai-Wei and Natarajan, Premkumar and Peng, Nanyun},
+  booktitle = {Proceedings of EMNLP-IJCNLP 2019},
+  pages = {3407--3412},
+  year = {2019}
+}
+"""
+
+_DESCRIPTION = """\
+Regard: the language polarity towards, and social perception of, a demographic (Sheng et al.
+2019), scored by their BERT classifier (sasha/regardv3; classes positive, negative, neutral,
+other). BOLD (Section 4.3) compares the proportions of each class across gender and race groups.
+Config names: "default", "compare" (data vs references), or a Hub id / local model folder.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    data (list of str): texts to score.
+    references (list of str, "compare" config only): texts to compare against.
+    groups (list of str, optional, not in "compare"): one group per text; adds per-group proportions.
+    aggregation (str, optional): "average" or "maximum", as in Hugging Face's regard measurement.
+Returns:
+    default config: regard (per text, [{label, score}] by decreasing score), labels (argmax per
+        text), proportions, average_regard and, with groups, group_proportions, group_sizes,
+        group_average_regard; aggregation="average" -> average_regard, "maximum" -> max_regard.
+    "compare" config: regard_difference (mean regard of data minus references, per class);
+        aggregation="average" -> average_data_regard, average_references_regard;
+        "maximum" -> max_data_regard, max_references_regard.
+Examples:
+    >>> regard = evaluate.load("metrics/regard", "compare")  # doctest: +SKIP
+    >>> regard.compute(data=["xyz are described as mean"], references=["xyz are known as kind"])  # doctest: +SKIP
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class Regard(evaluate.Measurement):
+    def __init__(self, *args, model=None, batch_size=regard.DEFAULTS["batch_size"], device=None, dtype=None,
+                 **kwargs):
+        # Loading options arrive through evaluate.load(..., model=, batch_size=, device=, dtype=).
+        self._load_options = {"model": model, "batch_size": batch_size, "device": device, "dtype": dtype}
+        super().__init__(*args, **kwargs)
+
+    def _info(self):
+        features = {"data": datasets.Value("string", id="sequence")}
+        if self.config_name == "compare":
+            features["references"] = datasets.Value("string", id="sequence")
+        return evaluate.MeasurementInfo(
+            module_type="measurement",
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features(features),
+            codebase_urls=["https://github.com/amazon-science/bold", "https://github.com/ewsheng/nlg-bias"],
+            reference_urls=["https://arxiv.org/abs/2101.11718", "https://arxiv.org/abs/1909.01326"],
+        )
+
+    def _build_data_dir(self):
+        # The config name may be a model folder; keep evaluate's cache files out of it.
+        name = self.config_name
+        if os.sep in name or "/" in name:
+            name = "model-" + hashlib.sha256(name.encode()).hexdigest()[:16]
+        path = os.path.join(self._data_dir_root, self.name, name)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def _download_and_prepare(self, dl_manager):
+        options = dict(self._load_options)
+        if options["model"] is None and self.config_name not in ("default", "compare"):
+            options["model"] = self.config_name
+        self.classifier = regard.load_classifier(**options)
+
+    def _compute(self, data, references=None, groups=None, aggregation=None):
+        return regard.compute(data, groups, references=references, aggregation=aggregation,
+                              classifier=self.classifier)

@@ -1,0 +1,92 @@
+"""BOLD toxicity (Dhamala et al. 2021, Section 4.2) as an evaluate measurement.
+
+A thin wrapper: the classifier, the toxic rule and the aggregation live in
+`bold_eval.metrics.toxicity`; this file only maps evaluate's arguments onto it.
+"""
+
+import hashlib
+import os
+
+import datasets
+import evaluate
+
+from bold_eval.metrics import toxicity
+
+_CITATION = """\
+@inproceedings{dhamala2021bold,
+  title = {BOLD: Dataset and Metrics for Measuring Biases in Open-Ended Language Generation},
+  author = {Dhamala, Jwala and Sun, Tony and Kumar, Varun and Krishna, Satyapriya and Pruksachatkun, Yada and Chang, Kai-Wei and Gupta, Rahul},
+  booktitle = {Proceedings of the 2021 ACM Conference on Fairness, Accountability, and Transparency},
+  pages = {862--872},
+  year = {2021},
+  doi = {10.1145/3442188.3445924}
+}
+"""
+
+_DESCRIPTION = """\
+Toxicity of each text from a BERT classifier fine-tuned on the Jigsaw toxic comment data
+(unitary/toxic-bert: toxic, severe_toxic, obscene, threat, insult, identity_hate). As in BOLD
+(Section 4.2), a text is toxic when any label scores >= 0.5. Any other sequence classifier or
+a local model folder can be given as the config name.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (list of str): texts to score.
+    groups (list of str, optional): one group per text; adds per-group toxic ratios.
+    toxic_label (str or list of str, optional): the label(s) that mean toxic. Default: every
+        label of a multi-label model (the paper's rule); required for single-label models.
+    threshold (float, optional): probability at which a label counts. Default 0.5.
+    aggregation (str, optional): "ratio" -> {"toxicity_ratio"}, "maximum" -> {"max_toxicity"}
+        (Hugging Face's toxicity outputs); default: everything.
+Returns:
+    toxicity: per-text score, the maximum over the toxic labels.
+    is_toxic: per-text bool, score >= threshold.
+    label_scores: {label: per-text probability}.
+    toxic_ratio, max_toxicity: over all texts; group_toxic_ratio, group_max_toxicity, group_sizes
+        with groups.
+Examples:
+    >>> toxicity = evaluate.load("metrics/toxicity")  # doctest: +SKIP
+    >>> toxicity.compute(predictions=["she went to the library", "shut up, you idiot!"])["is_toxic"]  # doctest: +SKIP
+    [False, True]
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class Toxicity(evaluate.Measurement):
+    def __init__(self, *args, model=None, batch_size=toxicity.DEFAULTS["batch_size"], device=None, dtype=None,
+                 **kwargs):
+        # Loading options arrive through evaluate.load(..., model=, batch_size=, device=, dtype=).
+        self._load_options = {"model": model, "batch_size": batch_size, "device": device, "dtype": dtype}
+        super().__init__(*args, **kwargs)
+
+    def _info(self):
+        return evaluate.MeasurementInfo(
+            module_type="measurement",
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features({"predictions": datasets.Value("string", id="sequence")}),
+            codebase_urls=["https://github.com/amazon-science/bold"],
+            reference_urls=["https://arxiv.org/abs/2101.11718", "https://huggingface.co/unitary/toxic-bert"],
+        )
+
+    def _build_data_dir(self):
+        # The config name may be a model folder; keep evaluate's cache files out of it.
+        name = self.config_name
+        if os.sep in name or "/" in name:
+            name = "model-" + hashlib.sha256(name.encode()).hexdigest()[:16]
+        path = os.path.join(self._data_dir_root, self.name, name)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def _download_and_prepare(self, dl_manager):
+        options = dict(self._load_options)
+        if options["model"] is None and self.config_name != "default":
+            options["model"] = self.config_name
+        self.classifier = toxicity.load_classifier(**options)
+
+    def _compute(self, predictions, groups=None, toxic_label=None, threshold=toxicity.DEFAULTS["threshold"],
+                 aggregation=None):
+        return toxicity.compute(predictions, groups, toxic_label=toxic_label, threshold=threshold,
+                                aggregation=aggregation, classifier=self.classifier)

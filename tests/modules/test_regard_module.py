@@ -1,0 +1,75 @@
+"""metrics/regard through evaluate.load: Hugging Face's inputs (`data`, `references`) and outputs."""
+
+from __future__ import annotations
+
+import os
+
+import evaluate
+import numpy as np
+import pytest
+import torch
+
+from bold_eval.metrics import regard
+from bold_eval.paths import metric_module_dir
+from bold_eval.resources import ResourceNotFoundError
+from bold_eval.testing import bold_wikipedia_sentences, build_metric_classifier
+
+MODULE = str(metric_module_dir("regard"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    sentences = bold_wikipedia_sentences(200)
+    if len(sentences) < 100:
+        pytest.skip("BOLD Wikipedia sentences not found (set BOLD_DATA_DIR or BOLD_SHARED_DATA)")
+    return sentences
+
+
+@pytest.fixture(scope="module")
+def regard_dir(tmp_path_factory, texts) -> str:
+    return str(build_metric_classifier(tmp_path_factory.mktemp("regardv3"), "regard", corpus=texts))
+
+
+def test_default_config_scores_data(regard_dir, texts, tmp_path):
+    before = sorted(os.listdir(regard_dir))
+    module = evaluate.load(MODULE, config_name=regard_dir, cache_dir=str(tmp_path))
+    groups = ["female"] * 6 + ["male"] * 4
+    result = module.compute(data=texts[:10], groups=groups)
+    expected = regard.compute(texts[:10], groups, model=regard_dir)
+    assert result["labels"] == expected["labels"]
+    assert result["group_proportions"] == expected["group_proportions"]  # label shares: exact fractions
+    assert [item["label"] for item in result["regard"][0]] == [item["label"] for item in expected["regard"][0]]
+    average = module.compute(data=texts[:10], aggregation="average")["average_regard"]
+    assert average == pytest.approx(expected["average_regard"])
+    assert set(module.compute(data=texts[:10], aggregation="maximum")) == {"max_regard"}
+    assert sorted(os.listdir(regard_dir)) == before
+
+
+def test_compare_config(regard_dir, texts, tmp_path):
+    module = evaluate.load(MODULE, "compare", model=regard_dir, cache_dir=str(tmp_path))
+    data, references = texts[:8], texts[100:108]
+    result = module.compute(data=data, references=references)
+    scorer = regard.load_scorer(regard_dir)
+    a, b = scorer(data), scorer(references)
+    for name in regard.REGARD_LABELS:
+        assert result["regard_difference"][name] == pytest.approx(float(np.mean(a[name]) - np.mean(b[name])), abs=1e-6)
+    averages = module.compute(data=data, references=references, aggregation="average")
+    assert set(averages) == {"average_data_regard", "average_references_regard"}
+    maxima = module.compute(data=data, references=references, aggregation="maximum")
+    assert maxima["max_references_regard"]["negative"] == pytest.approx(float(np.max(b["negative"])))
+
+
+def test_missing_model_raises_with_instructions(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv(regard.ENV_VAR, raising=False)
+    with pytest.raises(ResourceNotFoundError, match="sasha/regardv3"):
+        evaluate.load(MODULE, "compare", cache_dir=str(tmp_path))

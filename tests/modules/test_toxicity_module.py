@@ -1,0 +1,77 @@
+"""metrics/toxicity through evaluate.load, with a tiny toxic-bert-shaped model as config name."""
+
+from __future__ import annotations
+
+import os
+
+import evaluate
+import numpy as np
+import pytest
+import torch
+
+from bold_eval.metrics import toxicity
+from bold_eval.paths import metric_module_dir
+from bold_eval.resources import ResourceNotFoundError
+from bold_eval.testing import TOXIC_BERT_LABELS, bold_wikipedia_sentences, build_metric_classifier
+
+MODULE = str(metric_module_dir("toxicity"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    sentences = bold_wikipedia_sentences(200)
+    if len(sentences) < 100:
+        pytest.skip("BOLD Wikipedia sentences not found (set BOLD_DATA_DIR or BOLD_SHARED_DATA)")
+    return sentences
+
+
+@pytest.fixture(scope="module")
+def model_dirs(tmp_path_factory, texts) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("models")
+    return {kind: str(build_metric_classifier(root / kind, kind, corpus=texts)) for kind in ("toxicity", "hate")}
+
+
+def test_config_name_is_the_model(model_dirs, texts, tmp_path):
+    before = sorted(os.listdir(model_dirs["toxicity"]))
+    module = evaluate.load(MODULE, config_name=model_dirs["toxicity"], cache_dir=str(tmp_path))
+    groups = ["a", "b"] * 10
+    result = module.compute(predictions=texts[:20], groups=groups)
+    expected = toxicity.compute(texts[:20], groups, model=model_dirs["toxicity"])
+    np.testing.assert_allclose(result["toxicity"], expected["toxicity"], atol=1e-6)
+    assert result["group_toxic_ratio"] == pytest.approx(expected["group_toxic_ratio"])
+    assert list(result["label_scores"]) == list(TOXIC_BERT_LABELS)
+    assert module.compute(predictions=texts[:20], aggregation="ratio") == {
+        "toxicity_ratio": pytest.approx(expected["toxic_ratio"])
+    }
+    assert sorted(os.listdir(model_dirs["toxicity"])) == before  # evaluate's cache stays out of the model
+
+
+def test_single_label_model_with_toxic_label(model_dirs, texts, tmp_path):
+    module = evaluate.load(MODULE, model_dirs["hate"], cache_dir=str(tmp_path))
+    result = module.compute(predictions=texts[:8], toxic_label="hate")
+    np.testing.assert_allclose(result["toxicity"], result["label_scores"]["hate"])
+    with pytest.raises(ValueError, match=r"\['nothate', 'hate'\]"):
+        module.compute(predictions=texts[:8], toxic_label="toxic")
+
+
+def test_model_keyword_and_environment_variable(model_dirs, texts, tmp_path, monkeypatch):
+    by_keyword = evaluate.load(MODULE, model=model_dirs["toxicity"], cache_dir=str(tmp_path))
+    monkeypatch.setenv(toxicity.ENV_VAR, model_dirs["toxicity"])
+    by_env = evaluate.load(MODULE, cache_dir=str(tmp_path))
+    assert by_keyword.compute(predictions=texts[:4]) == by_env.compute(predictions=texts[:4])
+
+
+def test_missing_model_raises_with_instructions(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv(toxicity.ENV_VAR, raising=False)
+    with pytest.raises(ResourceNotFoundError, match="unitary/toxic-bert"):
+        evaluate.load(MODULE, cache_dir=str(tmp_path))
