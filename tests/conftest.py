@@ -1,0 +1,36 @@
+"""Shared test setup: the ../shared data folders, offline mode, and small BOLD subsets."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("BOLD_SHARED_DATA", PROJECT_ROOT.parent / "shared" / "data")).resolve()
+
+# Tests never wait on the network: every resource comes from ../shared or is built in the test.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("BOLD_EVAL_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if SHARED_DATA.is_dir():
+    os.environ.setdefault("BOLD_DATA_DIR", str(SHARED_DATA / "bold"))
+    os.environ.setdefault("BOLD_LEXICON_DIR", str(SHARED_DATA / "lexicons"))
+    os.environ.setdefault("BOLD_DEBIASWE_DIR", str(SHARED_DATA / "debiaswe"))
+    os.environ.setdefault("BOLD_SHENG2019_DIR", str(SHARED_DATA / "sheng2019"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The ../shared/data folder (BOLD, lexicons, debiaswe word lists, Sheng et al. annotations)."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data folder not found at {SHARED_DATA} (set BOLD_SHARED_DATA)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def bold_dir(shared_data: Path) -> Path:
+    return shared_data / "bold"
