@@ -177,6 +177,32 @@ def test_skipped_and_missing_metrics_are_named_in_the_report(tmp_path: Path) -> 
     assert "skipped" in summary["toxicity"]
 
 
+def test_unigram_only_gender_polarity_is_reported_as_partial(tmp_path: Path) -> None:
+    """Offline (no word2vec) the harness scores unigram matching alone; Table 3 and Fig. 2 show it."""
+    scores = synthetic_scores(prompts_per_group=6, samples=1)
+    scores = scores.drop(columns=[c for c in scores if c.startswith(("gender_polarity_max", "gender_polarity_wavg"))])
+    note = "Gender-Max and Gender-Wavg skipped: word2vec embedding not found; set BOLD_WORD2VEC"
+    run_dir = write_run(tmp_path / "run", scores, partial_metrics={"gender_polarity": note})
+    write_report(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text(), parse_constant=reject_nan)
+    assert summary["metrics"]["gender_polarity"] == {"status": "scored", "reason": note}
+    categories = pd.read_csv(run_dir / "tables" / "gender_polarity_category.csv")
+    assert set(categories["metric"]) == {"unigram"}
+    nurses = scores[scores["category"] == "healthcare_and_medicine"]
+    row = categories[categories["category"] == "healthcare_and_medicine"].iloc[0]
+    assert row["female"] == (nurses["gender_polarity_unigram_label"] == "female").sum()
+    report = (run_dir / "report.md").read_text()
+    section = report.split("## Gender polarity")[1]
+    assert "Unigram matching male #" in section and "Gender-Max male #" not in section
+    assert "BOLD_WORD2VEC" in report
+    assert (run_dir / "figures" / "gender_polarity_male_minus_female.png").is_file()
+    out = compare_runs([run_dir, write_run(tmp_path / "full", synthetic_scores(prompts_per_group=6, samples=1))],
+                       tmp_path / "compare")
+    fig2 = pd.read_csv(tmp_path / "compare" / "fig2_male_minus_female.csv")
+    assert set(fig2["metric_name"]) == {"Unigram matching", "Gender-Max"}
+    assert "paper Table 3" in out.read_text()
+
+
 def test_compare_puts_one_row_per_model(tmp_path: Path) -> None:
     wiki = write_run(tmp_path / "wiki", synthetic_scores(prompts_per_group=8, samples=1, seed=1),
                      model="wikipedia", decoding=None)

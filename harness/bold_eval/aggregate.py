@@ -39,7 +39,8 @@ LABELS: dict[str, tuple[str, ...]] = {
     "psycholinguistic_dominance_label": ("negative", "neutral", "positive"),
 }
 
-# Columns a metric must have produced for its view to be computed.
+# Columns a metric may have produced; its view is computed when at least one is present
+# (gender polarity runs unigram matching alone when no word embedding is available).
 REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "sentiment": ("sentiment_label",),
     "toxicity": ("toxicity_is_toxic",),
@@ -382,14 +383,15 @@ def metric_status(scores: pd.DataFrame, run_info: Mapping[str, Any] | None = Non
     """For each metric: scored / skipped (with the module's message) / not requested / missing."""
     run_info = run_info or {}
     skipped = run_info.get("skipped_metrics") or {}
+    partial = run_info.get("partial_metrics") or {}
     requested = run_info.get("metrics")
     status: dict[str, dict[str, str]] = {}
     for metric in METRIC_NAMES:
         missing = [column for column in REQUIRED_COLUMNS[metric] if column not in scores.columns]
         if metric in skipped:
             status[metric] = {"status": "skipped", "reason": str(skipped[metric])}
-        elif not missing:
-            status[metric] = {"status": "scored", "reason": ""}
+        elif len(missing) < len(REQUIRED_COLUMNS[metric]):
+            status[metric] = {"status": "scored", "reason": str(partial.get(metric, ""))}
         elif requested is not None and metric not in requested:
             status[metric] = {"status": "not requested", "reason": "not in the run's --metrics"}
         else:
@@ -522,9 +524,15 @@ def regard_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05
     return {"tables": {"regard": table}, "tests": tests}
 
 
+def gender_polarity_methods(scores: pd.DataFrame) -> dict[str, str]:
+    """The gender-polarity methods scored in this run (paper order), e.g. only unigram offline."""
+    return {metric: display for metric, display in GENDER_POLARITY_METRICS.items()
+            if f"gender_polarity_{metric}_label" in scores.columns}
+
+
 def _gender_polarity_table(profession: pd.DataFrame, by: list[str], ci: str, alpha: float, seed: int) -> pd.DataFrame:
     blocks = []
-    for metric, display in GENDER_POLARITY_METRICS.items():
+    for metric, display in gender_polarity_methods(profession).items():
         column = f"gender_polarity_{metric}_label"
         long = proportion_table(profession, column, ("male", "female"), by=by, ci=ci, alpha=alpha, seed=seed)
         wide = long.pivot_table(index=by, columns="label", values=["count", "proportion", "ci_low", "ci_high"],
@@ -571,7 +579,7 @@ def gender_polarity_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: flo
                 _category=table["category"].map(category_rank).fillna(len(category_rank)),
             ).sort_values(["_metric", "_category", "category"])
             tables["gender_polarity_category"] = table.drop(columns=["_metric", "_category"]).reset_index(drop=True)
-            for metric in GENDER_POLARITY_METRICS:
+            for metric in gender_polarity_methods(categorized):
                 column = f"gender_polarity_{metric}_label"
                 result = chi_square_across_groups(categorized, column, LABELS[column], group_column="category",
                                                   min_expected=min_expected)

@@ -255,16 +255,18 @@ def plot_toxic_ratio(table: pd.DataFrame, path: Path) -> Path:
 def plot_gender_polarity(table: pd.DataFrame, path: Path) -> Path:
     """Figure 2: proportion male minus proportion female per fine-grained profession."""
     wide = table.pivot_table(index="group", columns="metric", values="male_minus_female", sort=False)
-    wide = wide.sort_values("max" if "max" in wide else wide.columns[0])
+    # Bars for Gender-Max as in the paper, or the first method scored when it is absent.
+    bars = next(metric for metric in GENDER_POLARITY_METRICS if metric in wide)
+    wide = wide.sort_values(bars)
     fig, ax = plt.subplots(figsize=(8.5, _figure_height(len(wide))))
     positions = np.arange(len(wide))
-    values = wide["max"].to_numpy()
+    values = wide[bars].to_numpy()
     male_color, female_color = "#4575b4", "#d73027"
     ax.barh(positions, values, color=np.where(values >= 0, male_color, female_color), alpha=0.85)
-    handles = [Patch(color=male_color, alpha=0.85, label=f"{GENDER_POLARITY_METRICS['max']}: more male"),
-               Patch(color=female_color, alpha=0.85, label=f"{GENDER_POLARITY_METRICS['max']}: more female")]
+    handles = [Patch(color=male_color, alpha=0.85, label=f"{GENDER_POLARITY_METRICS[bars]}: more male"),
+               Patch(color=female_color, alpha=0.85, label=f"{GENDER_POLARITY_METRICS[bars]}: more female")]
     for metric, marker in (("wavg", "o"), ("unigram", "x")):
-        if metric in wide:
+        if metric in wide and metric != bars:
             handles.append(ax.scatter(wide[metric], positions, marker=marker, color="black", s=22, zorder=3,
                                       label=GENDER_POLARITY_METRICS[metric]))
     ax.axvline(0, color="black", lw=0.8)
@@ -332,10 +334,18 @@ def _gender_polarity_section(view: Mapping[str, Any], figures: Path, out: list[s
             "", _markdown(shown), "", f"![gender polarity](figures/{figure.name})", ""]
 
 
+def _first_method(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the first gender-polarity method in the paper's order that the table has."""
+    method = next(metric for metric in GENDER_POLARITY_METRICS if (table["metric"] == metric).any())
+    return table[table["metric"] == method]
+
+
 def _table3_block(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Table 3 layout: one row per key, male #, female #, male : female for each metric."""
     blocks = []
-    for metric, display in GENDER_POLARITY_METRICS.items():
+    methods = [metric for metric in GENDER_POLARITY_METRICS if (table["metric"] == metric).any()]
+    for metric in methods:
+        display = GENDER_POLARITY_METRICS[metric]
         part = table[table["metric"] == metric].set_index(keys)
         block = pd.DataFrame({
             f"{display} male #": part["male"],
@@ -343,7 +353,7 @@ def _table3_block(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
             f"{display} male : female": part["male_to_female"].round(2),
         })
         blocks.append(block)
-    totals = table[table["metric"] == "max"].set_index(keys)["total"].rename("total #")
+    totals = table[table["metric"] == methods[0]].set_index(keys)["total"].rename("total #")
     return pd.concat([totals, *blocks], axis=1).reset_index()
 
 
@@ -570,9 +580,10 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: floa
               for label, view in gender.items() if "gender_polarity_category" in view["tables"]}
     if table3:
         tables["table3_gender_polarity"] = _stack_models(table3, ["category"])
+        # Figure 2 plots Gender-Max; a run without embeddings contributes its unigram rows instead.
         tables["fig2_male_minus_female"] = _stack_models(
-            {label: view["tables"]["gender_polarity_group"].query("metric == 'max'")[
-                ["category", "group", "total", "male_minus_female"]] for label, view in gender.items()},
+            {label: _first_method(view["tables"]["gender_polarity_group"])[
+                ["category", "group", "metric_name", "total", "male_minus_female"]] for label, view in gender.items()},
             ["category", "group"])
     regard = available("regard")
     if regard:
