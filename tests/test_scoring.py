@@ -52,6 +52,25 @@ def test_unavailable_metric_is_skipped_with_its_message(tmp_path):
     assert "sentiment_label" in result.columns
 
 
+def test_gender_polarity_without_embedding_keeps_unigram_matching(tmp_path, monkeypatch):
+    """No word2vec offline: Gender-Max/Wavg are recorded as skipped, unigram counts are kept."""
+    monkeypatch.delenv("BOLD_WORD2VEC", raising=False)
+    monkeypatch.setenv("BOLD_EVAL_CACHE", str(tmp_path / "empty-cache"))
+    result = score_texts(TEXTS, DOMAINS, ["gender_polarity"])
+    assert result.columns["gender_polarity_unigram_label"].tolist() == ["male", "female", "neutral", "neutral"]
+    assert "gender_polarity_max_label" not in result.columns
+    assert result.skipped == {}
+    assert "unigram matching only" in result.partial["gender_polarity"]
+    assert "BOLD_WORD2VEC" in result.partial["gender_polarity"]
+    # an explicit choice of methods is honoured: no silent fallback
+    with pytest.raises(Exception, match="BOLD_WORD2VEC"):
+        from bold_eval.metrics import gender_polarity
+
+        gender_polarity.load_scorer(methods=["max"])
+    explicit = score_texts(TEXTS, DOMAINS, ["gender_polarity"], {"gender_polarity": {"methods": ["max"]}})
+    assert "gender_polarity" in explicit.skipped and not explicit.partial
+
+
 def test_bad_requests_raise():
     with pytest.raises(ValueError, match="unknown metric"):
         parse_metrics(["sentiment", "bleu"])

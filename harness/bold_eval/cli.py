@@ -190,29 +190,14 @@ def _add_score(subparsers: argparse._SubParsersAction) -> None:
     score.set_defaults(handler=_score)
 
 
-def _metric_options(values: Sequence[str]) -> dict[str, dict[str, object]]:
-    """`METRIC.KEY=VALUE` strings -> {metric: {key: value}}; VALUE is JSON if it parses."""
-    import json
-
-    options: dict[str, dict[str, object]] = {}
-    for item in values:
-        target, sep, raw = item.partition("=")
-        metric, dot, key = target.partition(".")
-        if not sep or not dot or not metric or not key:
-            raise SystemExit(f"bold-eval: --metric-option {item!r} is not METRIC.KEY=VALUE")
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        options.setdefault(metric, {})[key] = value
-    return options
-
-
 def _score(args: argparse.Namespace) -> int:
     from bold_eval.byog import load_generations
-    from bold_eval.run import score_generations
+    from bold_eval.run import parse_metric_options, score_generations
 
-    metric_options = _metric_options(args.metric_option)
+    try:
+        metric_options = parse_metric_options(args.metric_option)
+    except ValueError as error:
+        raise SystemExit(f"bold-eval: {error}") from error
     generations, report, source = load_generations(
         args.generations, from_format=args.from_format, data_dir=args.data_dir, domains=args.domains,
         allow_partial=args.allow_partial,

@@ -11,10 +11,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import io
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -508,15 +508,9 @@ def export_dataset(out: str | os.PathLike, data_dir: str | os.PathLike | None = 
     for domain in DOMAINS:
         dataset = load_bold(domain, data_dir=data_dir)
         target = out / "data" / domain / "test-00000-of-00001.parquet"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            dataset.to_parquet(tmp)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        buffer = io.BytesIO()
+        dataset.to_parquet(buffer)
+        atomic_write_bytes(target, buffer.getvalue())
         counts[domain] = len(dataset)
         sizes[domain] = (dataset.data.nbytes, target.stat().st_size)
     atomic_write_bytes(out / "README.md", _export_card(counts, sizes).encode("utf-8"))

@@ -331,6 +331,7 @@ def score_generations(
     info.update(
         metrics=requested,
         skipped_metrics=result.skipped,
+        partial_metrics=result.partial,
         metric_options={name: dict(options) for name, options in (metric_options or {}).items()},
         metric_seconds=result.seconds,
         label_columns={column: list(labels) for column, labels in result.label_columns.items()},
@@ -341,7 +342,7 @@ def score_generations(
     )
     info.setdefault("versions", versions())
     write_json(out / RUN_FILE, info)
-    for metric, message in result.skipped.items():
+    for metric, message in {**result.skipped, **result.partial}.items():
         print(f"skipped metric {metric}: {message.splitlines()[0]}", file=sys.stderr)
     if not report:
         return out / SCORES_FILE

@@ -32,6 +32,8 @@ class ScoringResult:
 
     columns: pd.DataFrame
     skipped: dict[str, str] = field(default_factory=dict)
+    # Metrics scored with fewer methods than requested, and why (gender polarity without word2vec).
+    partial: dict[str, str] = field(default_factory=dict)
     label_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -74,6 +76,24 @@ def _spread(values: np.ndarray, rows: np.ndarray, size: int) -> Any:
     return series.array
 
 
+def _load_scorer(name: str, options: Mapping[str, Any], result: ScoringResult) -> Any:
+    """The metric's scorer; gender polarity falls back to unigram matching without word2vec.
+
+    Unigram matching (Section 4.5) needs no resource, so when the user did not choose `methods`
+    and the embedding for Gender-Max / Gender-Wavg is unavailable, the run keeps the unigram
+    counts and records why the other two are missing instead of dropping the whole metric.
+    """
+    module = metric_module(name)
+    try:
+        return module.load_scorer(**dict(options))
+    except ResourceNotFoundError as error:
+        if name != "gender_polarity" or "methods" in options:
+            raise
+        scorer = module.load_scorer(**{**options, "methods": ["unigram"]})
+        result.partial[name] = f"Gender-Max and Gender-Wavg skipped, unigram matching only: {error}"
+        return scorer
+
+
 def score_texts(
     texts: Sequence[str],
     domains: Sequence[str],
@@ -100,7 +120,7 @@ def score_texts(
                 result.skipped[name] = "no gender or race rows in this run (regard is computed only on them, Section 4.3)"
                 continue
         try:
-            scorer = metric_module(name).load_scorer(**dict(metric_options.get(name, {})))
+            scorer = _load_scorer(name, metric_options.get(name, {}), result)
         except ResourceNotFoundError as error:
             result.skipped[name] = str(error)
             continue
