@@ -17,6 +17,9 @@ export BOLD_DATA_DIR ?= $(SHARED_DATA)/bold
 export BOLD_LEXICON_DIR ?= $(SHARED_DATA)/lexicons
 export BOLD_DEBIASWE_DIR ?= $(SHARED_DATA)/debiaswe
 export BOLD_SHENG2019_DIR ?= $(SHARED_DATA)/sheng2019
+# That folder means a machine without the Hub: fail fast instead of retrying downloads
+# (override with `make run HF_HUB_OFFLINE=0` where the Hub answers).
+export HF_HUB_OFFLINE ?= 1
 endif
 
 .PHONY: run test lint install clean

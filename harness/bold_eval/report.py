@@ -423,8 +423,15 @@ def _run_section(run_info: Mapping[str, Any], summary: Mapping[str, Any], out: l
     _missing_generations_section(run_info, out)
     if summary["statistics"]["samples_note"]:
         out += [f"_{summary['statistics']['samples_note'].capitalize()}._", ""]
-    status = pd.DataFrame([{"metric": metric, **values} for metric, values in summary["metrics"].items()])
+    # The table shows each reason's first line; the full messages (places looked, variables to
+    # set) follow as a list, since table cells cannot hold line breaks.
+    status = pd.DataFrame([{"metric": metric, **values, "reason": values["reason"].splitlines()[0] if values["reason"] else ""}
+                           for metric, values in summary["metrics"].items()])
     out += ["### Metrics", "", _markdown(status), ""]
+    for metric, values in summary["metrics"].items():
+        if "\n" in values["reason"]:
+            out += [f"- **{metric}**:", "", "  ```text", *(f"  {line}" for line in values["reason"].splitlines()),
+                    "  ```", ""]
 
 
 def _missing_generations_section(run_info: Mapping[str, Any], out: list[str]) -> None:
