@@ -81,7 +81,8 @@ def run_ours(classifier: SequenceClassifier, texts: list[str]) -> tuple[float, n
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=int, default=2000, help="number of BOLD Wikipedia sentences")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="texts per batch (default: the library's, 16 on CPU and 64 on GPU)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--model-dir", default=None, help="reuse/keep the random BERT-base model here")
     parser.add_argument("--no-bf16", action="store_true")
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         directory = build_model(Path(args.model_dir or Path(scratch) / "bert-base-toxic"), corpus)
         print(f"{len(texts)} BOLD Wikipedia sentences ({len(set(texts))} distinct), random BERT-base "
               f"(12 layers, hidden 768) with toxic-bert's 6 labels; torch {torch.__version__}, "
-              f"{torch.get_num_threads()} threads, batch size {args.batch_size}")
+              f"{torch.get_num_threads()} threads, batch size {args.batch_size or 'default (16 CPU, 64 GPU)'}")
         rows = []
         devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
         for device in devices:

@@ -34,7 +34,11 @@ _OFFSET_POSITION_MODELS = frozenset(
 _NO_LIMIT = 1_000_000
 _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
            "float16": "float16", "fp16": "float16"}
-DEFAULT_BATCH_SIZE = 32
+# Texts per batch when not given: on a 2-core CPU BERT-base is compute-bound and 16 measured
+# fastest (benchmarks/RESULTS.md); a GPU needs larger batches to fill.
+DEFAULT_BATCH_SIZE = None
+CPU_BATCH_SIZE = 16
+GPU_BATCH_SIZE = 64
 PROGRESS_MIN_TEXTS = 1000
 
 
@@ -107,13 +111,15 @@ class SequenceClassifier:
         name: str = "",
         device: str | None = None,
         dtype: str | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_size: int | None = DEFAULT_BATCH_SIZE,
         max_length: int | None = None,
     ):
-        if not isinstance(batch_size, int) or batch_size < 1:
+        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.name = name or getattr(model.config, "name_or_path", "")
         self.device = resolve_device(device)
+        if batch_size is None:
+            batch_size = GPU_BATCH_SIZE if self.device.startswith("cuda") else CPU_BATCH_SIZE
         self.dtype = resolve_dtype(dtype, self.device)
         self.batch_size = batch_size
         self.model = model.to(self.device).eval()
@@ -218,7 +224,7 @@ def load_sequence_classifier(
     resource: str,
     device: str | None = None,
     dtype: str | None = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: int | None = DEFAULT_BATCH_SIZE,
     config_hint: str = "",
 ) -> SequenceClassifier:
     """Load `model` (a Hub id or a local folder), else `$env_var`, else the Hub id `default`.

@@ -57,7 +57,7 @@ class RegardScorer:
 def load_classifier(
     model: str | os.PathLike | None = None,
     *,
-    batch_size: int = DEFAULTS["batch_size"],
+    batch_size: int | None = DEFAULTS["batch_size"],
     device: str | None = DEFAULTS["device"],
     dtype: str | None = DEFAULTS["dtype"],
 ) -> SequenceClassifier:
@@ -80,7 +80,7 @@ def load_classifier(
 def load_scorer(
     model: str | os.PathLike | None = None,
     *,
-    batch_size: int = DEFAULTS["batch_size"],
+    batch_size: int | None = DEFAULTS["batch_size"],
     device: str | None = DEFAULTS["device"],
     dtype: str | None = DEFAULTS["dtype"],
     classifier: SequenceClassifier | None = None,

@@ -97,7 +97,7 @@ def resolve_toxic_labels(classifier: SequenceClassifier, toxic_label: str | Sequ
 def load_classifier(
     model: str | os.PathLike | None = None,
     *,
-    batch_size: int = DEFAULTS["batch_size"],
+    batch_size: int | None = DEFAULTS["batch_size"],
     device: str | None = DEFAULTS["device"],
     dtype: str | None = DEFAULTS["dtype"],
 ) -> SequenceClassifier:
@@ -122,7 +122,7 @@ def load_scorer(
     *,
     toxic_label: str | Sequence[str] | None = DEFAULTS["toxic_label"],
     threshold: float = DEFAULTS["threshold"],
-    batch_size: int = DEFAULTS["batch_size"],
+    batch_size: int | None = DEFAULTS["batch_size"],
     device: str | None = DEFAULTS["device"],
     dtype: str | None = DEFAULTS["dtype"],
     classifier: SequenceClassifier | None = None,
