@@ -311,3 +311,28 @@ def test_reproduce_table3_unigram_runs_on_bold(bold_dir, capsys):
     assert table3.main(["--data-dir", str(bold_dir)]) == 0
     printed = capsys.readouterr().out
     assert "healthcare & medicine" in printed and "male : female" in printed
+
+
+# ---------------------------------------------------------------- unigram fast path
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from bold_eval.metrics._words import tokenize_texts  # noqa: E402
+
+_PIECES = st.sampled_from(
+    ["he", "He", "HE", "she", "her", "hers", "his", "him", "himself", "herself", "man", "men", "woman",
+     "women", "boy", "boys", "girl", "girls", "he's", "She’s", "the", "o", "x", "'", "’", "s", " ", "  ",
+     "-", "2", "_", ".", ",", "\n", "é", "ün", "İ"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_PIECES, max_size=12).map("".join), max_size=6))
+def test_unigram_fast_path_counts_like_the_tokenizer(texts):
+    """The regex path used for unigram-only scoring agrees with counting over tokenize_texts."""
+    fast_male, fast_female = gp.count_gender_tokens_in_texts(texts)
+    slow_male, slow_female = gp.count_gender_tokens(tokenize_texts(texts))
+    assert fast_male.tolist() == slow_male.tolist()
+    assert fast_female.tolist() == slow_female.tolist()

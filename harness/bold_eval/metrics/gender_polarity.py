@@ -21,6 +21,7 @@ reductions over the flat token array.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -86,6 +87,38 @@ def count_gender_tokens(tokenized: TokenizedTexts) -> tuple[np.ndarray, np.ndarr
     n = tokenized.n_texts
     male = np.bincount(text_index[is_male[tokenized.token_word]], minlength=n)
     female = np.bincount(text_index[is_female[tokenized.token_word]], minlength=n)
+    return male.astype(np.int64), female.astype(np.int64)
+
+
+# The same tokens found directly in the raw texts, with the tokenizer's boundaries (a token is a
+# maximal run of letters, apostrophe-joined parts included, see _words.WORD_PATTERN): not inside a
+# longer word ("the", "o'he", "he's's"). One regex pass over all texts finds the few gendered tokens
+# without building the full word index, which only the embedding methods need.
+_LETTER = r"[^\W\d_]"
+_GENDER_TOKEN_PATTERN = re.compile(
+    rf"(?<!{_LETTER})(?<!{_LETTER}['’])"
+    r"(he['’]s|she['’]s|himself|herself|hers|her|his|him|he|she|women|woman|men|man|girls|girl|boys|boy)"
+    rf"(?!{_LETTER})(?!['’]{_LETTER})"
+)
+
+
+def count_gender_tokens_in_texts(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-text male and female token counts straight from the texts (unigram matching only)."""
+    # Lowercase first, as the tokenizer does ("İ" lowercases to two characters, which moves boundaries).
+    lowered = [text.lower() for text in texts]
+    separator = "\n"  # not a letter: never joins two texts' words
+    joined = separator.join(lowered)
+    starts = np.zeros(len(lowered), dtype=np.int64)
+    if len(lowered) > 1:
+        np.cumsum([len(text) + len(separator) for text in lowered[:-1]], out=starts[1:])
+    positions, is_male = [], []
+    for match in _GENDER_TOKEN_PATTERN.finditer(joined):
+        positions.append(match.start())
+        is_male.append(match.group(1).replace("’", "'") in MALE_TOKENS)
+    text_index = np.searchsorted(starts, np.asarray(positions, dtype=np.int64), side="right") - 1
+    male_mask = np.asarray(is_male, dtype=bool)
+    male = np.bincount(text_index[male_mask], minlength=len(texts))
+    female = np.bincount(text_index[~male_mask], minlength=len(texts))
     return male.astype(np.int64), female.astype(np.int64)
 
 
@@ -201,9 +234,12 @@ class GenderPolarityScorer:
 
     def __call__(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         texts = validate_texts(texts)
-        tokenized = tokenize_texts(texts, lowercase=not self.uses_embedding)
-        n = tokenized.n_texts
         columns: dict[str, np.ndarray] = {}
+        if not self.uses_embedding:
+            male, female = count_gender_tokens_in_texts(texts)
+            return {"male_tokens": male, "female_tokens": female, "unigram_label": unigram_labels(male, female)}
+        tokenized = tokenize_texts(texts, lowercase=False)
+        n = tokenized.n_texts
         if "unigram" in self.methods:
             male, female = count_gender_tokens(tokenized)
             columns["male_tokens"] = male
