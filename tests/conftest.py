@@ -34,3 +34,25 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def bold_dir(shared_data: Path) -> Path:
     return shared_data / "bold"
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models run fastest on one torch thread, and a CI machine's cores are shared."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def bold_sentences() -> list[str]:
+    """The first 400 BOLD Wikipedia sentences: a corpus for tiny tokenizers and model inputs."""
+    from bold_eval.testing import bold_wikipedia_sentences
+
+    sentences = bold_wikipedia_sentences(400)
+    if len(sentences) < 100:
+        pytest.skip("BOLD Wikipedia sentences not found (set BOLD_DATA_DIR or BOLD_SHARED_DATA)")
+    return sentences

@@ -21,30 +21,19 @@ from bold_eval.testing import (
     HATE_LABELS,
     REGARD_LABELS,
     TOXIC_BERT_LABELS,
-    bold_wikipedia_sentences,
     build_classifier,
     build_metric_classifier,
     build_wordpiece_tokenizer,
 )
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one torch thread (conftest)
+
 MAX_POSITIONS = 64  # the tiny models' max_position_embeddings; their tokenizers set no limit
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run fastest on one thread, and the CI machine is shared."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
-def corpus() -> list[str]:
-    texts = bold_wikipedia_sentences(400)
-    if len(texts) < 100:
-        pytest.skip("BOLD Wikipedia sentences not found (set BOLD_DATA_DIR or BOLD_SHARED_DATA)")
-    return texts
+def corpus(bold_sentences: list[str]) -> list[str]:
+    return bold_sentences[:400]
 
 
 @pytest.fixture(scope="module")

@@ -7,30 +7,20 @@ import os
 import evaluate
 import numpy as np
 import pytest
-import torch
 
 from bold_eval.metrics import toxicity
 from bold_eval.paths import metric_module_dir
 from bold_eval.resources import ResourceNotFoundError
-from bold_eval.testing import TOXIC_BERT_LABELS, bold_wikipedia_sentences, build_metric_classifier
+from bold_eval.testing import TOXIC_BERT_LABELS, build_metric_classifier
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one torch thread (conftest)
 
 MODULE = str(metric_module_dir("toxicity"))
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
-def texts() -> list[str]:
-    sentences = bold_wikipedia_sentences(200)
-    if len(sentences) < 100:
-        pytest.skip("BOLD Wikipedia sentences not found (set BOLD_DATA_DIR or BOLD_SHARED_DATA)")
-    return sentences
+def texts(bold_sentences: list[str]) -> list[str]:
+    return bold_sentences[:200]
 
 
 @pytest.fixture(scope="module")
