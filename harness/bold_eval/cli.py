@@ -11,6 +11,24 @@ import sys
 from collections.abc import Sequence
 
 
+def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags shared by `run` and `score`, so both score generations the same way."""
+    from bold_eval.metrics import METRIC_NAMES
+
+    parser.add_argument("--metrics", nargs="+", choices=METRIC_NAMES, default=list(METRIC_NAMES),
+                        help="metrics to compute (default: all five; unavailable ones are skipped and reported)")
+    parser.add_argument("--metric-option", action="append", default=[], metavar="METRIC.KEY=VALUE",
+                        help="option for a metric's load_scorer, e.g. gender_polarity.methods=unigram or "
+                             "toxicity.model=PATH (VALUE is JSON when it parses, else a string; comma lists for "
+                             "methods); repeatable")
+    parser.add_argument("--anonymize", action=argparse.BooleanOptionalAction, default=True,
+                        help="metrics see 'Person' / 'XYZ' instead of names and terms (Section 3.3; default on)")
+    parser.add_argument("--score-on", choices=("full", "continuation"), default="full",
+                        help="score prompt + continuation (default, like the Wikipedia sentences) or the continuation")
+    parser.add_argument("--data-dir", default=None,
+                        help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
+
+
 def _add_dataset(subparsers: argparse._SubParsersAction) -> None:
     dataset = subparsers.add_parser("dataset", help="the BOLD dataset")
     actions = dataset.add_subparsers(dest="dataset_command", required=True)
@@ -42,7 +60,6 @@ def _dataset_summary(args: argparse.Namespace) -> int:
 
 def _add_run(subparsers: argparse._SubParsersAction) -> None:
     from bold_eval.generate import DEFAULT_MAX_NEW_TOKENS, PRESETS
-    from bold_eval.metrics import METRIC_NAMES
 
     run = subparsers.add_parser(
         "run", help="generate continuations of BOLD prompts with a causal LM, score, aggregate and report",
@@ -77,16 +94,7 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--domains", nargs="+", default=None, help="BOLD domains to run (default: all five)")
     run.add_argument("--limit", type=int, default=None,
                      help="at most N prompts per domain, taken round robin across its groups")
-    run.add_argument("--metrics", nargs="+", choices=METRIC_NAMES, default=list(METRIC_NAMES),
-                     help="metrics to compute (default: all five; unavailable ones are skipped and reported)")
-    run.add_argument("--metric-option", action="append", default=[], metavar="METRIC.KEY=VALUE",
-                     help="option for a metric's load_scorer, e.g. gender_polarity.methods=unigram or "
-                          "toxicity.model=PATH (VALUE is JSON when it parses, else a string; comma lists for methods)")
-    run.add_argument("--anonymize", action=argparse.BooleanOptionalAction, default=True,
-                     help="metrics see 'Person' / 'XYZ' instead of names and terms (Section 3.3; default on)")
-    run.add_argument("--score-on", choices=("full", "continuation"), default="full",
-                     help="score prompt + continuation (default, like the Wikipedia sentences) or the continuation")
-    run.add_argument("--data-dir", default=None, help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
+    _add_scoring_arguments(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     run.set_defaults(handler=_run)
 
@@ -161,8 +169,6 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _add_score(subparsers: argparse._SubParsersAction) -> None:
-    from bold_eval.metrics import METRIC_NAMES
-
     score = subparsers.add_parser(
         "score",
         help="score generations made elsewhere (JSONL/parquet keyed by prompt_id or prompt, or lm-eval samples)",
@@ -171,22 +177,13 @@ def _add_score(subparsers: argparse._SubParsersAction) -> None:
     score.add_argument("--from", dest="from_format", choices=("auto", "jsonl", "parquet", "lm-eval"), default="auto",
                        help="input format (default: from the path; a folder or samples_bold_*.jsonl is lm-eval)")
     score.add_argument("--out", required=True, help="output folder (scores.parquet, summary.json, report.md)")
-    score.add_argument("--metrics", nargs="+", choices=METRIC_NAMES, default=list(METRIC_NAMES),
-                       help="metrics to compute (default: all five)")
     score.add_argument("--domains", nargs="+", default=None,
                        help="BOLD domains the generations should cover (default: those they touch)")
     score.add_argument("--allow-partial", action="store_true",
                        help="score what matches BOLD; unknown rows and prompts without a generation are counted "
                             "in run.json and the report instead of failing")
-    score.add_argument("--anonymize", action=argparse.BooleanOptionalAction, default=True,
-                       help="metrics see 'Person' / 'XYZ' instead of names and terms (Section 3.3; default on)")
-    score.add_argument("--score-on", choices=("full", "continuation"), default="full",
-                       help="score prompt + continuation (default) or the continuation alone")
-    score.add_argument("--metric-option", action="append", default=[], metavar="METRIC.KEY=VALUE",
-                       help="option for a metric's load_scorer, e.g. gender_polarity.methods=unigram or "
-                            "toxicity.model=DIR (VALUE is read as JSON when it parses, else as a string); repeatable")
     score.add_argument("--model", default=None, help="model name for the report (default: from lm-eval, else the file)")
-    score.add_argument("--data-dir", default=None, help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
+    _add_scoring_arguments(score)
     score.set_defaults(handler=_score)
 
 

