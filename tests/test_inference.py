@@ -169,10 +169,19 @@ def test_dtype_and_device_options(model_dirs, corpus):
     with pytest.raises(ValueError, match="unknown dtype"):
         resolve_dtype("int8", "cpu")
     classifier = load(model_dirs["regard"], dtype="bfloat16", device="cpu")
-    texts = corpus[:20]
+    texts = corpus[:40]
     reference = load(model_dirs["regard"])(texts)
-    # bf16 keeps 8 mantissa bits; the tiny model's large weights make this a loose bound.
-    np.testing.assert_allclose(classifier(texts, progress=True), reference, atol=0.1)
+    lowered = classifier(texts, progress=True)
+    assert lowered.dtype == np.float32
+    np.testing.assert_allclose(lowered.sum(axis=1), 1.0, atol=1e-5)
+    difference = np.abs(lowered - reference)
+    # Autocast really ran: bf16 keeps 8 mantissa bits, so some probability must move.
+    assert difference.max() > 0
+    # The tiny model's large random weights amplify rounding, and CPUs differ in their bf16
+    # kernels, so single probabilities can move by ~0.1; on average and in the decision they
+    # must agree with fp32.
+    assert difference.mean() < 0.02
+    assert (lowered.argmax(axis=1) == reference.argmax(axis=1)).mean() >= 0.9
 
 
 def test_missing_model_names_the_id_and_how_to_fix(tmp_path, monkeypatch):
