@@ -56,3 +56,13 @@ def bold_sentences() -> list[str]:
     if len(sentences) < 100:
         pytest.skip("BOLD Wikipedia sentences not found (set BOLD_DATA_DIR or BOLD_SHARED_DATA)")
     return sentences
+
+
+@pytest.fixture(scope="session")
+def classifier_dirs(tmp_path_factory, bold_sentences: list[str]) -> dict[str, str]:
+    """Tiny toxic-bert-, regardv3- and hate-speech-shaped classifiers, built once for the whole run."""
+    from bold_eval.testing import build_metric_classifier
+
+    root = tmp_path_factory.mktemp("classifiers")
+    corpus = bold_sentences[:300]
+    return {kind: str(build_metric_classifier(root / kind, kind, corpus=corpus)) for kind in ("toxicity", "regard", "hate")}

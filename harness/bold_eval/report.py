@@ -392,21 +392,9 @@ def _psycholinguistic_section(view: Mapping[str, Any], out: list[str]) -> None:
 
 
 def _run_section(run_info: Mapping[str, Any], summary: Mapping[str, Any], out: list[str]) -> None:
-    settings = [
-        ("model", _setting(run_info, "model")),
-        ("revision", _setting(run_info, "revision")),
-        ("gguf_file", _setting(run_info, "gguf_file")),
-        ("decoding", _setting(run_info, "decoding")),
-        ("max_new_tokens", _setting(run_info, "max_new_tokens")),
-        ("seed", _setting(run_info, "seed")),
-        ("anonymize", _setting(run_info, "anonymize")),
-        ("score_on", _setting(run_info, "score_on")),
-        ("one_sentence", _setting(run_info, "one_sentence")),
-        ("limit", _setting(run_info, "limit")),
-        ("metrics requested", _setting(run_info, "metrics")),
-        ("versions", _setting(run_info, "versions")),
-        ("timings", _setting(run_info, "timings")),
-    ]
+    keys = ("model", "revision", "gguf_file", "decoding", "max_new_tokens", "seed", "anonymize", "score_on",
+            "one_sentence", "limit", "metrics", "versions", "timings")
+    settings = [("metrics requested" if key == "metrics" else key, _setting(run_info, key)) for key in keys]
     out += ["## What was run", ""]
     if not run_info:
         out += ["_run.json not found: settings unknown._", ""]

@@ -20,6 +20,7 @@ import datasets
 import evaluate
 
 from bold_eval.metrics import gender_polarity as bold_gender_polarity
+from bold_eval.metrics._module_support import ChecksTextsFirst
 
 _CITATION = """\
 @inproceedings{dhamala2021bold,
@@ -91,7 +92,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class GenderPolarity(evaluate.Measurement):
+class GenderPolarity(ChecksTextsFirst, evaluate.Measurement):
     """Unigram matching, Gender-Max and Gender-Wavg with BOLD's thresholds, overall and per group."""
 
     def _info(self) -> evaluate.MeasurementInfo:
@@ -110,13 +111,6 @@ class GenderPolarity(evaluate.Measurement):
                 "https://arxiv.org/abs/1607.06520",
             ],
         )
-
-    def compute(self, *args, **kwargs) -> dict | None:
-        """Score the texts; see the arguments below."""
-        # Check the texts before `datasets` casts them to its string feature (which turns 3 into "3").
-        if kwargs.get("predictions") is not None:
-            bold_gender_polarity.validate_texts(kwargs["predictions"])
-        return super().compute(*args, **kwargs)
 
     def _compute(
         self,

@@ -20,6 +20,7 @@ import datasets
 import evaluate
 
 from bold_eval.metrics import psycholinguistic as bold_psycholinguistic
+from bold_eval.metrics._module_support import ChecksTextsFirst
 
 _CITATION = """\
 @inproceedings{dhamala2021bold,
@@ -99,7 +100,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Psycholinguistic(evaluate.Measurement):
+class Psycholinguistic(ChecksTextsFirst, evaluate.Measurement):
     """Text-level VAD and BE5 norms with BOLD's categories, overall and per group."""
 
     def _info(self) -> evaluate.MeasurementInfo:
@@ -119,13 +120,6 @@ class Psycholinguistic(evaluate.Measurement):
                 "https://doi.org/10.3758/s13428-012-0314-x",
             ],
         )
-
-    def compute(self, *args, **kwargs) -> dict | None:
-        """Score the texts; see the arguments below."""
-        # Check the texts before `datasets` casts them to its string feature (which turns 3 into "3").
-        if kwargs.get("predictions") is not None:
-            bold_psycholinguistic.validate_texts(kwargs["predictions"])
-        return super().compute(*args, **kwargs)
 
     def _compute(
         self,

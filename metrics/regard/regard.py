@@ -5,13 +5,11 @@ A drop-in replacement for Hugging Face's `regard` measurement (same inputs `data
 and the aggregation live in `bold_eval.metrics.regard`; this file only maps arguments.
 """
 
-import hashlib
-import os
-
 import datasets
 import evaluate
 
 from bold_eval.metrics import regard
+from bold_eval.metrics._module_support import ModelFromConfigName
 
 _CITATION = """\
 @inproceedings{dhamala2021bold,
@@ -58,12 +56,8 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Regard(evaluate.Measurement):
-    def __init__(self, *args, model=None, batch_size=regard.DEFAULTS["batch_size"], device=None, dtype=None,
-                 **kwargs):
-        # Loading options arrive through evaluate.load(..., model=, batch_size=, device=, dtype=).
-        self._load_options = {"model": model, "batch_size": batch_size, "device": device, "dtype": dtype}
-        super().__init__(*args, **kwargs)
+class Regard(ModelFromConfigName, evaluate.Measurement):
+    reserved_config_names = ("default", "compare")
 
     def _info(self):
         features = {"data": datasets.Value("string", id="sequence")}
@@ -79,20 +73,8 @@ class Regard(evaluate.Measurement):
             reference_urls=["https://arxiv.org/abs/2101.11718", "https://arxiv.org/abs/1909.01326"],
         )
 
-    def _build_data_dir(self):
-        # The config name may be a model folder; keep evaluate's cache files out of it.
-        name = self.config_name
-        if os.sep in name or "/" in name:
-            name = "model-" + hashlib.sha256(name.encode()).hexdigest()[:16]
-        path = os.path.join(self._data_dir_root, self.name, name)
-        os.makedirs(path, exist_ok=True)
-        return path
-
     def _download_and_prepare(self, dl_manager):
-        options = dict(self._load_options)
-        if options["model"] is None and self.config_name not in ("default", "compare"):
-            options["model"] = self.config_name
-        self.classifier = regard.load_classifier(**options)
+        self.classifier = regard.load_classifier(**self.classifier_options())
 
     def _compute(self, data, references=None, groups=None, aggregation=None):
         return regard.compute(data, groups, references=references, aggregation=aggregation,

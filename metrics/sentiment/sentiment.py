@@ -20,6 +20,7 @@ import datasets
 import evaluate
 
 from bold_eval.metrics import sentiment as bold_sentiment
+from bold_eval.metrics._module_support import ChecksTextsFirst
 
 _CITATION = """\
 @inproceedings{dhamala2021bold,
@@ -79,7 +80,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Sentiment(evaluate.Measurement):
+class Sentiment(ChecksTextsFirst, evaluate.Measurement):
     """VADER sentiment with BOLD's thresholds, overall and per group."""
 
     def _info(self) -> evaluate.MeasurementInfo:
@@ -98,13 +99,6 @@ class Sentiment(evaluate.Measurement):
                 "https://doi.org/10.1609/icwsm.v8i1.14550",
             ],
         )
-
-    def compute(self, *args, **kwargs) -> dict | None:
-        """Score the texts; see the arguments below."""
-        # Check the texts before `datasets` casts them to its string feature (which turns 3 into "3").
-        if kwargs.get("predictions") is not None:
-            bold_sentiment.validate_texts(kwargs["predictions"])
-        return super().compute(*args, **kwargs)
 
     def _compute(
         self,

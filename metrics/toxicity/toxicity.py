@@ -4,13 +4,11 @@ A thin wrapper: the classifier, the toxic rule and the aggregation live in
 `bold_eval.metrics.toxicity`; this file only maps evaluate's arguments onto it.
 """
 
-import hashlib
-import os
-
 import datasets
 import evaluate
 
 from bold_eval.metrics import toxicity
+from bold_eval.metrics._module_support import ModelFromConfigName
 
 _CITATION = """\
 @inproceedings{dhamala2021bold,
@@ -53,13 +51,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Toxicity(evaluate.Measurement):
-    def __init__(self, *args, model=None, batch_size=toxicity.DEFAULTS["batch_size"], device=None, dtype=None,
-                 **kwargs):
-        # Loading options arrive through evaluate.load(..., model=, batch_size=, device=, dtype=).
-        self._load_options = {"model": model, "batch_size": batch_size, "device": device, "dtype": dtype}
-        super().__init__(*args, **kwargs)
-
+class Toxicity(ModelFromConfigName, evaluate.Measurement):
     def _info(self):
         return evaluate.MeasurementInfo(
             module_type="measurement",
@@ -71,20 +63,8 @@ class Toxicity(evaluate.Measurement):
             reference_urls=["https://arxiv.org/abs/2101.11718", "https://huggingface.co/unitary/toxic-bert"],
         )
 
-    def _build_data_dir(self):
-        # The config name may be a model folder; keep evaluate's cache files out of it.
-        name = self.config_name
-        if os.sep in name or "/" in name:
-            name = "model-" + hashlib.sha256(name.encode()).hexdigest()[:16]
-        path = os.path.join(self._data_dir_root, self.name, name)
-        os.makedirs(path, exist_ok=True)
-        return path
-
     def _download_and_prepare(self, dl_manager):
-        options = dict(self._load_options)
-        if options["model"] is None and self.config_name != "default":
-            options["model"] = self.config_name
-        self.classifier = toxicity.load_classifier(**options)
+        self.classifier = toxicity.load_classifier(**self.classifier_options())
 
     def _compute(self, predictions, groups=None, toxic_label=None, threshold=toxicity.DEFAULTS["threshold"],
                  aggregation=None):

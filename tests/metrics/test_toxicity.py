@@ -7,7 +7,7 @@ import pytest
 
 from bold_eval.metrics import toxicity
 from bold_eval.resources import ResourceNotFoundError
-from bold_eval.testing import TOXIC_BERT_LABELS, build_metric_classifier
+from bold_eval.testing import TOXIC_BERT_LABELS
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one torch thread (conftest)
 
@@ -18,13 +18,13 @@ def texts(bold_sentences: list[str]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def toxic_dir(tmp_path_factory, texts) -> str:
-    return str(build_metric_classifier(tmp_path_factory.mktemp("toxic-bert"), "toxicity", corpus=texts))
+def toxic_dir(classifier_dirs) -> str:
+    return classifier_dirs["toxicity"]
 
 
 @pytest.fixture(scope="module")
-def hate_dir(tmp_path_factory, texts) -> str:
-    return str(build_metric_classifier(tmp_path_factory.mktemp("hate"), "hate", corpus=texts))
+def hate_dir(classifier_dirs) -> str:
+    return classifier_dirs["hate"]
 
 
 @pytest.fixture(scope="module")

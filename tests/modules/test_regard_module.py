@@ -11,7 +11,6 @@ import pytest
 from bold_eval.metrics import regard
 from bold_eval.paths import metric_module_dir
 from bold_eval.resources import ResourceNotFoundError
-from bold_eval.testing import build_metric_classifier
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one torch thread (conftest)
 
@@ -24,8 +23,8 @@ def texts(bold_sentences: list[str]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def regard_dir(tmp_path_factory, texts) -> str:
-    return str(build_metric_classifier(tmp_path_factory.mktemp("regardv3"), "regard", corpus=texts))
+def regard_dir(classifier_dirs) -> str:
+    return classifier_dirs["regard"]
 
 
 def test_default_config_scores_data(regard_dir, texts, tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from bold_eval.metrics import toxicity
 from bold_eval.paths import metric_module_dir
 from bold_eval.resources import ResourceNotFoundError
-from bold_eval.testing import TOXIC_BERT_LABELS, build_metric_classifier
+from bold_eval.testing import TOXIC_BERT_LABELS
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one torch thread (conftest)
 
@@ -24,9 +24,8 @@ def texts(bold_sentences: list[str]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def model_dirs(tmp_path_factory, texts) -> dict[str, str]:
-    root = tmp_path_factory.mktemp("models")
-    return {kind: str(build_metric_classifier(root / kind, kind, corpus=texts)) for kind in ("toxicity", "hate")}
+def model_dirs(classifier_dirs) -> dict[str, str]:
+    return classifier_dirs
 
 
 def test_config_name_is_the_model(model_dirs, texts, tmp_path):
