@@ -9,7 +9,7 @@ import datasets
 import evaluate
 
 from bold_eval.metrics import regard
-from bold_eval.metrics._module_support import ModelFromConfigName
+from bold_eval.metrics._module_support import ChecksTextsFirst, ModelFromConfigName
 
 _CITATION = """\
 @inproceedings{dhamala2021bold,
@@ -56,7 +56,8 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Regard(ModelFromConfigName, evaluate.Measurement):
+class Regard(ChecksTextsFirst, ModelFromConfigName, evaluate.Measurement):
+    text_arguments = ("data", "references")
     reserved_config_names = ("default", "compare")
 
     def _info(self):

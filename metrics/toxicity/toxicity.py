@@ -8,7 +8,7 @@ import datasets
 import evaluate
 
 from bold_eval.metrics import toxicity
-from bold_eval.metrics._module_support import ModelFromConfigName
+from bold_eval.metrics._module_support import ChecksTextsFirst, ModelFromConfigName
 
 _CITATION = """\
 @inproceedings{dhamala2021bold,
@@ -51,7 +51,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Toxicity(ModelFromConfigName, evaluate.Measurement):
+class Toxicity(ChecksTextsFirst, ModelFromConfigName, evaluate.Measurement):
     def _info(self):
         return evaluate.MeasurementInfo(
             module_type="measurement",

@@ -62,3 +62,12 @@ def test_missing_model_raises_with_instructions(tmp_path, monkeypatch):
     monkeypatch.delenv(regard.ENV_VAR, raising=False)
     with pytest.raises(ResourceNotFoundError, match="sasha/regardv3"):
         evaluate.load(MODULE, "compare", cache_dir=str(tmp_path))
+
+
+def test_bad_input_is_rejected_before_casting(regard_dir, texts, tmp_path):
+    module = evaluate.load(MODULE, regard_dir, cache_dir=str(tmp_path))
+    with pytest.raises(ValueError, match=r"`data`\[1\] is 3"):
+        module.compute(data=["fine", 3])
+    compare = evaluate.load(MODULE, "compare", model=regard_dir, cache_dir=str(tmp_path))
+    with pytest.raises(ValueError, match=r"`references`\[0\] is 2.5"):
+        compare.compute(data=texts[:2], references=[2.5, "fine"])

@@ -64,3 +64,12 @@ def test_missing_model_raises_with_instructions(tmp_path, monkeypatch):
     monkeypatch.delenv(toxicity.ENV_VAR, raising=False)
     with pytest.raises(ResourceNotFoundError, match="unitary/toxic-bert"):
         evaluate.load(MODULE, cache_dir=str(tmp_path))
+
+
+def test_bad_input_is_rejected_before_casting(model_dirs, tmp_path):
+    module = evaluate.load(MODULE, model_dirs["toxicity"], cache_dir=str(tmp_path))
+    # Without the early check, `datasets` would cast 3 to "3" and score it.
+    with pytest.raises(ValueError, match=r"`predictions`\[1\] is 3"):
+        module.compute(predictions=["fine", 3])
+    with pytest.raises(ValueError, match=r"`predictions`\[0\] is None"):
+        module.compute(predictions=[None])
