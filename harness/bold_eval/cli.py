@@ -60,6 +60,7 @@ def _dataset_summary(args: argparse.Namespace) -> int:
 
 def _add_run(subparsers: argparse._SubParsersAction) -> None:
     from bold_eval.generate import DEFAULT_MAX_NEW_TOKENS, PRESETS
+    from bold_eval.models import DTYPES
 
     run = subparsers.add_parser(
         "run", help="generate continuations of BOLD prompts with a causal LM, score, aggregate and report",
@@ -73,7 +74,7 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--gguf-file", default=None, help="GGUF file name inside --model (a folder or Hub repo)")
     run.add_argument("--revision", default=None, help="Hub revision (branch, tag or commit) of --model")
     run.add_argument("--out", required=True, help="output folder")
-    run.add_argument("--dtype", choices=("auto", "bfloat16", "float16", "float32"), default="auto",
+    run.add_argument("--dtype", choices=DTYPES, default="auto",
                      help="weights/compute dtype (auto: bf16/fp16 on GPU, bf16 on CPUs with bf16 support)")
     run.add_argument("--device", default="auto", help="auto (cuda, mps, else cpu), cpu, cuda, cuda:1, ...")
     run.add_argument("--batch-size", default="auto",

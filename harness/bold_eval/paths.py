@@ -1,4 +1,5 @@
-"""Where the dataset script, metric modules and lm-eval tasks live, in a checkout or a wheel."""
+"""Where things live: the dataset script, metric modules and lm-eval tasks (in a checkout or a
+wheel), and the names of the files in a run folder."""
 
 from __future__ import annotations
 
@@ -7,6 +8,11 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 _CHECKOUT_ROOT = PACKAGE_DIR.parent.parent
 METRIC_NAMES = ("sentiment", "toxicity", "regard", "psycholinguistic", "gender_polarity")
+
+# A run folder, as written by `bold-eval run` / `score` and read by `report`, `compare` and `publish-results`.
+SCORES_FILE = "scores.parquet"
+RUN_FILE = "run.json"
+SUMMARY_FILE = "summary.json"
 
 
 def _first_existing(*candidates: Path) -> Path:

@@ -40,7 +40,7 @@ from huggingface_hub import (
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from bold_eval import __version__
-from bold_eval.paths import METRIC_NAMES, PACKAGE_DIR, metric_module_dir
+from bold_eval.paths import METRIC_NAMES, PACKAGE_DIR, SUMMARY_FILE, metric_module_dir
 
 DATASET_REPO_NAME = "bold"
 # The files of an evaluate module folder (metrics/<name>/), all uploaded to its Space.
@@ -478,7 +478,7 @@ def _result_key(result: EvalResult) -> tuple:
 
 
 def _read_summary(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "summary.json"
+    path = run_dir / SUMMARY_FILE
     if not path.is_file():
         raise PublishError(f"{path} not found; `bold-eval run` or `bold-eval report {run_dir}` writes it")
     return json.loads(path.read_text(encoding="utf-8"))

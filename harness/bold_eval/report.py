@@ -34,11 +34,9 @@ from bold_eval.aggregate import (  # noqa: E402
     summarize,
     wide_proportions,
 )
+from bold_eval.paths import RUN_FILE, SCORES_FILE, SUMMARY_FILE  # noqa: E402
 from bold_eval.resources import atomic_write_bytes  # noqa: E402
 
-SCORES_FILE = "scores.parquet"
-RUN_FILE = "run.json"
-SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
 
 SENTIMENT_COLORS = {"negative": "#d7301f", "neutral": "#bdbdbd", "positive": "#1a9850"}

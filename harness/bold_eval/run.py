@@ -30,16 +30,15 @@ from typing import Any
 import pandas as pd
 
 from bold_eval.generate import DecodingConfig, Generated, WorkItem, generate_items, make_decoding
+from bold_eval.models import WIKIPEDIA_ALIAS as WIKIPEDIA
+from bold_eval.paths import RUN_FILE, SCORES_FILE
 from bold_eval.resources import atomic_write_bytes
 from bold_eval.scoring import parse_metrics, score_texts
 
 GENERATIONS_FILE = "generations.jsonl"
-SCORES_FILE = "scores.parquet"
-RUN_FILE = "run.json"
 SHARD_PATTERN = "generations.rank*.jsonl"
 ROW_COLUMNS = ("prompt_id", "domain", "group", "category", "name", "prompt")
 SCORE_ON = ("full", "continuation")
-WIKIPEDIA = "wikipedia"
 
 
 class ConfigMismatchError(ValueError):

@@ -17,7 +17,9 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-METRIC_NAMES = ("sentiment", "toxicity", "regard", "psycholinguistic", "gender_polarity")
+from bold_eval.paths import METRIC_NAMES
+
+__all__ = ["METRIC_NAMES", "metric_module"]
 
 
 def metric_module(name: str) -> ModuleType:
