@@ -43,8 +43,9 @@ GPU_START_BATCH_SIZE = 512
 
 # A sentence ends at . ! or ? (possibly followed by closing quotes or brackets) before whitespace
 # or the end of the text.
-_SENTENCE_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s|$)")
-_SENTENCE_END_FOLLOWED = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*\s")
+_SENTENCE_END_BODY = r"[.!?]+[\"'\u201d\u2019)\]]*"
+_SENTENCE_END = re.compile(_SENTENCE_END_BODY + r"(?=\s|$)")
+_SENTENCE_END_FOLLOWED = re.compile(_SENTENCE_END_BODY + r"\s")
 
 
 @dataclass(frozen=True)
@@ -258,7 +259,6 @@ def default_batch_size(device: Any) -> int:
 
 @dataclass
 class GenerationStats:
-    generated: int = 0
     new_tokens: int = 0
     seconds: float = 0.0
     batch_size: int = 0
@@ -308,7 +308,6 @@ def generate_items(model: Any, tokenizer: Any, items: Sequence[WorkItem], decodi
             continue
         on_batch(batch, results)
         position += len(batch)
-        stats.generated += len(batch)
         stats.new_tokens += sum(result.num_new_tokens for result in results)
         bar.update(len(batch))
     bar.close()

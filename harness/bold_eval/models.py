@@ -162,15 +162,13 @@ def load_model(
     dtype_name = resolve_dtype(dtype, resolved_device)
     torch_dtype = getattr(torch, dtype_name)
     info: dict[str, Any] = {"name": name, "transformers": transformers.__version__}
+    folder = Path(name).expanduser()
     if name == EMBEDDED_ALIAS:
         path = embedded_gguf_path()
         info["source"] = f"{EMBEDDED_DISTRIBUTION} {importlib.metadata.version(EMBEDDED_DISTRIBUTION)}"
-        model, tokenizer, extra = _load_gguf(path.parent, path.name, torch_dtype, cache_gguf)
-        info.update(extra)
-        info["revision"] = extra["gguf_sha256"]
-    elif gguf_file:
-        folder = Path(name).expanduser()
-        if folder.is_dir() or Path(gguf_file).is_absolute():
+        folder, gguf_file = path.parent, path.name
+    if gguf_file:
+        if folder.is_dir() or Path(gguf_file).is_absolute():  # a local GGUF, the embedded one included
             model, tokenizer, extra = _load_gguf(folder, gguf_file, torch_dtype, cache_gguf)
             info.update(extra)
             info["revision"] = extra["gguf_sha256"]

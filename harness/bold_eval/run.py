@@ -165,11 +165,15 @@ def read_generations(path: Path, *, repair: bool = False) -> list[dict[str, Any]
 
 def append_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     """Append whole lines in one write, then flush and fsync: a crash tears at most the last line."""
-    payload = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records).encode("utf-8")
     with open(path, "ab") as handle:
-        handle.write(payload)
+        handle.write(_jsonl_bytes(records))
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def _jsonl_bytes(records: Iterable[Mapping[str, Any]]) -> bytes:
+    """One JSON object per line: the same bytes whether appended by a run or rewritten by a merge."""
+    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records).encode("utf-8")
 
 
 def _key(record: Mapping[str, Any]) -> tuple[str, int]:
@@ -428,11 +432,12 @@ def run(config: RunConfig) -> Path | None:
 
     main_file = out / GENERATIONS_FILE
     shard = out / f"generations.rank{rank}.jsonl" if world > 1 else main_file
-    read_generations(shard, repair=True)  # drop a torn last line of this process's own file
+    own = read_generations(shard, repair=True)  # drops a torn last line of this process's own file
     state.wait_for_everyone()
-    done: set[tuple[str, int]] = set()
+    done = {_key(record) for record in own}  # no other process writes to this process's file
     for path in [main_file, *sorted(out.glob(SHARD_PATTERN))]:
-        done.update(_key(record) for record in read_generations(path))
+        if path != shard:
+            done.update(_key(record) for record in read_generations(path))
     todo = [WorkItem(prompt_id, sample, rows[prompt_id]["prompt"]) for prompt_id, sample in wanted
             if (prompt_id, sample) not in done]
     mine = todo[rank::world]
@@ -512,9 +517,13 @@ def merge_generations(out: Path, wanted: Sequence[tuple[str, int]]) -> list[dict
     """
     by_key: dict[tuple[str, int], dict[str, Any]] = {}
     shards = sorted(out.glob(SHARD_PATTERN))
-    for path in [out / GENERATIONS_FILE, *shards]:
+    main_file = out / GENERATIONS_FILE
+    on_disk: list[tuple[str, int]] = []  # the main file's order, to skip a rewrite that changes nothing
+    for path in [main_file, *shards]:
         for record in read_generations(path):
             key = _key(record)
+            if path == main_file:
+                on_disk.append(key)
             if key in by_key and by_key[key]["continuation"] != record["continuation"]:
                 raise ValueError(f"{key} was generated twice with different continuations ({path})")
             by_key[key] = record
@@ -527,10 +536,8 @@ def merge_generations(out: Path, wanted: Sequence[tuple[str, int]]) -> list[dict
             f"(e.g. {missing[:3]}), {len(extra)} not selected (e.g. {extra[:3]})"
         )
     records = [by_key[key] for key in wanted]
-    on_disk = [_key(record) for record in read_generations(out / GENERATIONS_FILE)]
     if shards or on_disk != list(wanted):
-        payload = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-        atomic_write_bytes(out / GENERATIONS_FILE, payload.encode("utf-8"))
+        atomic_write_bytes(main_file, _jsonl_bytes(records))
         for path in shards:
             path.unlink()
     return records
