@@ -197,3 +197,14 @@ def test_score_reproduces_run(tmp_path, bold_dir):
     # --limit 3 keeps 3 prompts per domain, so most of BOLD is reported missing, per group
     assert "selected prompts had no generation" in report
     assert "religious_ideology/" in report
+
+
+@pytest.mark.parametrize("name", ["gens.pq", "gens.jsonl"])
+def test_explicit_format_wins_over_the_suffix(tmp_path, bold_dir, religion, name):
+    path = tmp_path / name
+    _generations(religion["prompt_id"]).to_parquet(path)
+    generations, report, source = load_generations(path, from_format="parquet", data_dir=bold_dir)
+    assert len(generations) == len(religion) and source == {"format": "parquet"}
+    jsonl = tmp_path / "gens.txt"
+    _generations(religion["prompt_id"]).to_json(jsonl, orient="records", lines=True)
+    assert len(load_generations(jsonl, from_format="jsonl", data_dir=bold_dir)[0]) == len(religion)

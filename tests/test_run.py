@@ -160,6 +160,13 @@ def test_metric_options_parse():
         parse_metric_options(["methods=unigram"])
 
 
+@pytest.mark.parametrize("command", ["run", "score"])
+def test_malformed_metric_option_is_a_message_not_a_traceback(tmp_path, command):
+    target = ["--model", "wikipedia"] if command == "run" else [str(tmp_path / "gens.jsonl")]
+    with pytest.raises(SystemExit, match=r"bold-eval: --metric-option 'bad'"):
+        cli_main([command, *target, "--out", str(tmp_path / "out"), "--metric-option", "bad"])
+
+
 def _table3_script():
     spec = importlib.util.spec_from_file_location("table3_unigram", PROJECT_ROOT / "reproduce" / "table3_unigram.py")
     module = importlib.util.module_from_spec(spec)

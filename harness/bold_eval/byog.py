@@ -110,12 +110,15 @@ class MatchReport:
 # ---------------------------------------------------------------- reading files
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    """A JSONL (`.jsonl`, `.json`, one object per line) or parquet file as a frame."""
+def read_table(path: str | Path, file_format: str | None = None) -> pd.DataFrame:
+    """A JSONL (one object per line) or parquet file as a frame; `file_format` ("jsonl" or
+    "parquet") defaults to the file's suffix (`.parquet`, else JSONL)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"generations file {path} does not exist")
-    if path.suffix == ".parquet":
+    if file_format is None:
+        file_format = "parquet" if path.suffix == ".parquet" else "jsonl"
+    if file_format == "parquet":
         return pd.read_parquet(path)
     return pd.DataFrame(_read_jsonl(path))
 
@@ -408,7 +411,7 @@ def load_generations(
         frame = read_lm_eval_samples(path)
         source_info = {"format": "lm-eval", **lm_eval_run_info(path)}
     elif from_format in ("jsonl", "parquet"):
-        frame = read_table(path)
+        frame = read_table(path, from_format)
         source_info = {"format": from_format}
     else:
         raise ValueError(f"unknown generations format {from_format!r}; use auto, jsonl, parquet or lm-eval")

@@ -100,11 +100,21 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     run.set_defaults(handler=_run)
 
 
+def _metric_options(args: argparse.Namespace) -> dict:
+    """--metric-option pairs as load_scorer options; a malformed pair ends the command with its message."""
+    from bold_eval.run import parse_metric_options
+
+    try:
+        return parse_metric_options(args.metric_option)
+    except ValueError as error:
+        raise SystemExit(f"bold-eval: {error}") from error
+
+
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from bold_eval.generate import make_decoding
-    from bold_eval.run import ConfigMismatchError, RunConfig, parse_metric_options, run
+    from bold_eval.run import ConfigMismatchError, RunConfig, run
 
     batch_size = args.batch_size
     if batch_size != "auto":
@@ -117,7 +127,7 @@ def _run(args: argparse.Namespace) -> int:
         max_new_tokens=args.max_new_tokens, one_sentence=args.one_sentence,
     )
     config = RunConfig(
-        metric_options=parse_metric_options(args.metric_option),
+        metric_options=_metric_options(args),
         out=Path(args.out), model=args.model, gguf_file=args.gguf_file, revision=args.revision, dtype=args.dtype,
         device=args.device, batch_size=batch_size, decoding=decoding, seed=args.seed, num_samples=args.num_samples,
         domains=args.domains, limit=args.limit, data_dir=args.data_dir, metrics=args.metrics,
@@ -190,12 +200,9 @@ def _add_score(subparsers: argparse._SubParsersAction) -> None:
 
 def _score(args: argparse.Namespace) -> int:
     from bold_eval.byog import load_generations
-    from bold_eval.run import parse_metric_options, score_generations
+    from bold_eval.run import score_generations
 
-    try:
-        metric_options = parse_metric_options(args.metric_option)
-    except ValueError as error:
-        raise SystemExit(f"bold-eval: {error}") from error
+    metric_options = _metric_options(args)
     generations, report, source = load_generations(
         args.generations, from_format=args.from_format, data_dir=args.data_dir, domains=args.domains,
         allow_partial=args.allow_partial,
