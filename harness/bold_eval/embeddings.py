@@ -232,6 +232,17 @@ def _debiased_cache_for(path: Path, lists: dict[str, Any]) -> Path:
     return cache_dir() / "embeddings" / f"{path.name}-hard-debiased-{digest}"
 
 
+def _hard_debias_with(keyed_vectors: KeyedVectors, lists: dict[str, Any]) -> KeyedVectors:
+    """`hard_debias` with the three debiaswe lists of `load_debiaswe_lists`."""
+    return hard_debias(keyed_vectors, lists["definitional"], lists["equalize"], lists["gender_specific"])
+
+
+def _cache_debiased(debiased: KeyedVectors, folder: Path, source: str) -> KeyedVectors:
+    """Save a freshly debiased embedding; return it memory-mapped from the cache, as later loads see it."""
+    save_cache(debiased, folder, {"source": source, "hard_debiased": True, "debiaswe_commit": _DEBIASWE_COMMIT})
+    return load_cache(folder)
+
+
 def _load_path(path: Path, debias: bool, debiaswe_dir: str | os.PathLike | None) -> KeyedVectors:
     if is_cache_dir(path):
         return load_cache(path)  # cache folders are stored as used: debiasing again would be a no-op or a mistake
@@ -241,9 +252,7 @@ def _load_path(path: Path, debias: bool, debiaswe_dir: str | os.PathLike | None)
     cached = _debiased_cache_for(path, lists)
     if is_cache_dir(cached):
         return load_cache(cached)
-    debiased = hard_debias(load_word2vec(path), lists["definitional"], lists["equalize"], lists["gender_specific"])
-    save_cache(debiased, cached, {"source": str(path), "hard_debiased": True, "debiaswe_commit": _DEBIASWE_COMMIT})
-    return load_cache(cached)
+    return _cache_debiased(_hard_debias_with(load_word2vec(path), lists), cached, str(path))
 
 
 def _download_default(looked_in: list[str]) -> Path:
@@ -280,8 +289,7 @@ def load_embedding(
     """
     if isinstance(embedding, KeyedVectors):
         if debias:
-            lists = load_debiaswe_lists(debiaswe_dir)
-            return hard_debias(embedding, lists["definitional"], lists["equalize"], lists["gender_specific"])
+            return _hard_debias_with(embedding, load_debiaswe_lists(debiaswe_dir))
         return embedding
 
     looked_in: list[str] = []
@@ -311,12 +319,6 @@ def load_embedding(
     keyed_vectors = load_word2vec(source)
     if debias is False:
         return keyed_vectors
-    lists = load_debiaswe_lists(debiaswe_dir)
-    debiased = hard_debias(keyed_vectors, lists["definitional"], lists["equalize"], lists["gender_specific"])
-    del keyed_vectors
-    save_cache(
-        debiased,
-        cached,
-        {"source": f"gensim-data {DEFAULT_GENSIM_MODEL}", "hard_debiased": True, "debiaswe_commit": _DEBIASWE_COMMIT},
-    )
-    return load_cache(cached)
+    debiased = _hard_debias_with(keyed_vectors, load_debiaswe_lists(debiaswe_dir))
+    del keyed_vectors  # the raw 3.6 GB matrix is not needed while the debiased one is saved
+    return _cache_debiased(debiased, cached, f"gensim-data {DEFAULT_GENSIM_MODEL}")

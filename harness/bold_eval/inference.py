@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from bold_eval.metrics._common import unique_with_inverse
 from bold_eval.resources import ResourceNotFoundError, offline
 
 # Label set of the Jigsaw toxic comment challenge (unitary/toxic-bert). Its config.json has
@@ -112,7 +113,6 @@ class SequenceClassifier:
         device: str | None = None,
         dtype: str | None = None,
         batch_size: int | None = DEFAULT_BATCH_SIZE,
-        max_length: int | None = None,
     ):
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -127,7 +127,7 @@ class SequenceClassifier:
         config = model.config
         self.labels: tuple[str, ...] = tuple(str(config.id2label[i]) for i in range(config.num_labels))
         self.multi_label = is_multi_label(config)
-        self.max_length = max_length or model_max_length(tokenizer, config)
+        self.max_length = model_max_length(tokenizer, config)
         pad = tokenizer.pad_token_id
         self._pad_id = 0 if pad is None else int(pad)
         self._pad_type_id = int(getattr(tokenizer, "pad_token_type_id", 0) or 0)
@@ -180,10 +180,7 @@ class SequenceClassifier:
             return np.zeros((0, len(self.labels)), dtype=np.float32)
 
         # Identical texts (repeated generations, boilerplate) are scored once.
-        position: dict[str, int] = {}
-        inverse = np.fromiter((position.setdefault(text, len(position)) for text in texts), dtype=np.int64,
-                              count=len(texts))
-        unique = list(position)
+        unique, inverse = unique_with_inverse(texts)
 
         encodings = self.tokenizer(
             unique,

@@ -31,6 +31,13 @@ VARIABLES = VAD + BE5
 # Rating scales of the source norms (Section 4.4): VAD 1..9 (5 neutral), BE5 1..5 (1 neutral).
 RAW_SCALES: dict[str, tuple[float, float]] = {**{v: (1.0, 9.0) for v in VAD}, **{v: (1.0, 5.0) for v in BE5}}
 
+# Section 4.4 puts 0 at neutral, per variable in VARIABLES order: VAD is bipolar, (x - 5) / 4 in
+# [-1, 1]; BE5 unipolar, (x - 1) / 4 in [0, 1].
+_RAW_NEUTRAL = np.array([5.0] * len(VAD) + [1.0] * len(BE5))
+_RAW_UNIT = 4.0
+SCALED_LOW = np.array([-1.0] * len(VAD) + [0.0] * len(BE5))
+SCALED_HIGH = 1.0
+
 LEXICON_ENV = "BOLD_LEXICON_DIR"
 LEXICON_ARGUMENT = "lexicon_dir"
 
@@ -70,20 +77,17 @@ LexiconSource = Union["Lexicon", pd.DataFrame, str, os.PathLike, None]
 
 def scale_norms(raw: np.ndarray) -> np.ndarray:
     """Map raw ratings [n, 8] (VAD 1-9, BE5 1-5) to Section 4.4's scales: VAD (x-5)/4 in [-1, 1], BE5 (x-1)/4 in [0, 1]."""
-    raw = np.asarray(raw, dtype=np.float64)
-    scaled = np.empty_like(raw)
-    scaled[:, :3] = (raw[:, :3] - 5.0) / 4.0
-    scaled[:, 3:] = (raw[:, 3:] - 1.0) / 4.0
-    return scaled
+    return (np.asarray(raw, dtype=np.float64) - _RAW_NEUTRAL) / _RAW_UNIT
 
 
 def unscale_norms(scaled: np.ndarray) -> np.ndarray:
     """Inverse of `scale_norms`: back to VAD 1-9 and BE5 1-5."""
-    scaled = np.asarray(scaled, dtype=np.float64)
-    raw = np.empty_like(scaled)
-    raw[:, :3] = scaled[:, :3] * 4.0 + 5.0
-    raw[:, 3:] = scaled[:, 3:] * 4.0 + 1.0
-    return raw
+    return np.asarray(scaled, dtype=np.float64) * _RAW_UNIT + _RAW_NEUTRAL
+
+
+def clip_scaled(values: np.ndarray) -> np.ndarray:
+    """Clip scaled norms [n, 8] to Section 4.4's ranges (VAD [-1, 1], BE5 [0, 1])."""
+    return np.clip(values, SCALED_LOW, SCALED_HIGH)
 
 
 def canonical_columns(frame: pd.DataFrame) -> pd.DataFrame:
@@ -191,8 +195,7 @@ class Lexicon:
         # predictions, and 79 of them fall slightly below 1 (e.g. sadness 0.58): such values are
         # clipped to the scale. Values far outside it (more than 0.5 beyond the scaled range,
         # i.e. 2 rating points) mean the table is on another scale, which is an error.
-        low = np.array([-1.0] * 3 + [0.0] * 5)
-        off = (values < low - 0.5) | (values > 1.5)
+        off = (values < SCALED_LOW - 0.5) | (values > SCALED_HIGH + 0.5)
         if off.any():
             row, col = (int(x[0]) for x in np.nonzero(off))
             variable = VARIABLES[col]
@@ -201,7 +204,7 @@ class Lexicon:
                 f"lexicon row {row} ({table['word'].iloc[row]!r}) has {variable} far outside the expected scale "
                 f"{scale}; pass scaled={not scaled} if the table is on the other scale"
             )
-        values = np.clip(values, low, 1.0)
+        values = clip_scaled(values)
         lowered = words.astype(str).str.strip().str.lower().to_numpy(dtype=object)
         _, first = np.unique(lowered, return_index=True)
         keep = np.sort(first)

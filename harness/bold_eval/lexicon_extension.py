@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from bold_eval.lexicon import VARIABLES, Lexicon, LexiconSource, load_lexicon, unscale_norms
+from bold_eval.lexicon import VARIABLES, Lexicon, LexiconSource, clip_scaled, load_lexicon, unscale_norms
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class ExtensionReport:
 class MultiTaskNorms(nn.Module):
     """Shared layers and one linear output per variable (Buechel and Hahn 2018's MTLFFN)."""
 
-    def __init__(self, dim: int, hidden: tuple[int, ...] = (256, 128), dropout: float = 0.1, n_outputs: int = 8):
+    def __init__(self, dim: int, hidden: tuple[int, ...] = (256, 128), dropout: float = 0.1, n_outputs: int = len(VARIABLES)):
         super().__init__()
         layers: list[nn.Module] = [nn.Dropout(dropout)]
         width = dim
@@ -57,17 +57,11 @@ def embedding_matrix(embeddings: Any, words: Iterable[str] | None = None) -> tup
     When several keys lowercase to the same word (e.g. "Apple", "apple"), the first in the
     embedding's order wins (for word2vec/fastText files, the most frequent one).
     """
-    if hasattr(embeddings, "index_to_key") and hasattr(embeddings, "vectors"):
+    is_keyed_vectors = hasattr(embeddings, "index_to_key") and hasattr(embeddings, "vectors")
+    if is_keyed_vectors:
         keys = list(embeddings.index_to_key)
-        all_vectors = np.asarray(embeddings.vectors)
-
-        def vector_of(position: int) -> np.ndarray:
-            return all_vectors[position]
     else:
         keys = list(embeddings.keys()) if hasattr(embeddings, "keys") else list(embeddings)
-
-        def vector_of(position: int) -> np.ndarray:
-            return np.asarray(embeddings[keys[position]], dtype=np.float32)
 
     wanted = None if words is None else set(words)
     chosen: dict[str, int] = {}
@@ -77,7 +71,11 @@ def embedding_matrix(embeddings: Any, words: Iterable[str] | None = None) -> tup
             chosen[word] = position
     if not chosen:
         return [], np.zeros((0, 0), dtype=np.float32)
-    matrix = np.stack([vector_of(position) for position in chosen.values()]).astype(np.float32)
+    if is_keyed_vectors:  # one gather from the (possibly memory-mapped) matrix, no per-row views
+        rows = np.fromiter(chosen.values(), dtype=np.int64, count=len(chosen))
+        matrix = np.asarray(embeddings.vectors)[rows].astype(np.float32, copy=False)
+    else:
+        matrix = np.stack([np.asarray(embeddings[keys[position]], dtype=np.float32) for position in chosen.values()])
     return list(chosen), matrix
 
 
@@ -147,15 +145,15 @@ def extend_lexicon(
 
     def predict(x: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            out = torch.cat([model(chunk) for chunk in torch.from_numpy(x).split(4096)]) if len(x) else torch.zeros(0, 8)
+            out = torch.cat([model(chunk) for chunk in torch.from_numpy(x).split(4096)]) if len(x) else torch.zeros(0, len(VARIABLES))
         return out.numpy().astype(np.float64) * std + mean
 
     predicted_test = predict(x_known[test_rows])
     pearson = {v: _pearson(predicted_test[:, k], y_known[test_rows, k]) for k, v in enumerate(VARIABLES)}
 
     new_words = [word for word in words if word not in base.index and (vocab_words is None or word in vocab_words)]
-    new_values = predict(vectors[[position[word] for word in new_words]]) if new_words else np.zeros((0, 8))
-    new_values = np.clip(new_values, [-1.0] * 3 + [0.0] * 5, 1.0)
+    new_values = predict(vectors[[position[word] for word in new_words]]) if new_words else np.zeros((0, len(VARIABLES)))
+    new_values = clip_scaled(new_values)
 
     frame = pd.DataFrame(unscale_norms(np.vstack([base.values, new_values])), columns=list(VARIABLES))
     frame.insert(0, "word", list(base.words) + new_words)

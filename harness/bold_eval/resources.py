@@ -43,6 +43,28 @@ def cache_dir() -> Path:
     return Path(os.environ.get("BOLD_EVAL_CACHE", Path.home() / ".cache" / "bold_eval"))
 
 
+def path_stamp(path: str | os.PathLike) -> int:
+    """Modification time of `path` in ns (-1 when missing), for in-memory cache keys.
+
+    A cache keyed on it loads a file again once it is edited, replaced or created.
+    """
+    path = Path(path).expanduser()
+    return path.stat().st_mtime_ns if path.exists() else -1
+
+
+def lookup_stamp(
+    remote: RemoteFile, *, local: str | os.PathLike | None = None, env_var: str, subdir: str = ""
+) -> tuple[tuple[str, int], ...]:
+    """(absolute path, `path_stamp`) of every place `resolve_file` would look for `remote`, in its order.
+
+    Changes whenever `local`, `$env_var`, `cache_dir()` or a file there changes, so an in-memory
+    cache keyed on it never serves a stale file; it only stats (no checksum, no download).
+    """
+    found = [path for _, path in _given_places(remote, local, env_var)]
+    found.append(cache_dir() / subdir / remote.filename)
+    return tuple((str(path.resolve()), path_stamp(path)) for path in found)
+
+
 def offline() -> bool:
     """True when the user asked for no network (`BOLD_EVAL_OFFLINE`, `HF_HUB_OFFLINE`, `HF_DATASETS_OFFLINE`)."""
     return any(
@@ -95,6 +117,19 @@ def download(remote: RemoteFile, destination: Path, timeout: float = 60.0) -> Pa
     return destination
 
 
+def _given_places(
+    remote: RemoteFile, local: str | os.PathLike | None, env_var: str
+) -> list[tuple[str, Path]]:
+    """("local" or "env", path of the file) for `local` and `$env_var`, each the file itself or a
+    folder holding it, in lookup order; the cache comes after them."""
+    places = []
+    for origin, value in (("local", local), ("env", os.environ.get(env_var) or None)):
+        if value is not None:
+            path = Path(value).expanduser()
+            places.append((origin, path / remote.filename if path.is_dir() else path))
+    return places
+
+
 def resolve_file(
     remote: RemoteFile,
     *,
@@ -109,18 +144,12 @@ def resolve_file(
     keyword or flag that users pass to point to a local copy; it appears in the error message.
     """
     looked_in: list[str] = []
-    candidates: list[tuple[str, str | os.PathLike]] = []
-    if local is not None:
-        candidates.append((f"{argument}=", local))
-    if os.environ.get(env_var):
-        candidates.append((f"${env_var}", os.environ[env_var]))
-    for origin, value in candidates:
-        path = Path(value).expanduser()
-        found = path / remote.filename if path.is_dir() else path
+    places = _given_places(remote, local, env_var)
+    for origin, found in places:
         if found.is_file():
             return found
-        looked_in.append(f"{origin} -> {found} (missing)")
-    if not candidates:
+        looked_in.append(f"{argument + '=' if origin == 'local' else '$' + env_var} -> {found} (missing)")
+    if not places:
         looked_in.append(f"${env_var} (not set), {argument}= (not given)")
 
     cached = cache_dir() / subdir / remote.filename

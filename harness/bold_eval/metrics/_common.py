@@ -1,8 +1,8 @@
-"""Input checks and label proportions shared by every metric."""
+"""Input checks, deduplication and per-group summaries shared by every metric."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,20 +51,44 @@ def label_proportions(labels: Sequence[str] | np.ndarray, label_names: Sequence[
     return {name: float(np.mean(values == name)) for name in label_names}
 
 
+def unique_with_inverse(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """Distinct texts (first-seen order) and, per input text, its row among them.
+
+    Scorers run each distinct text once (generations from one prompt often repeat) and scatter
+    the results back with `values[inverse]`. Unlike `np.unique`, no sort and no fixed-width copy.
+    """
+    first_row: dict[str, int] = {}
+    inverse = np.fromiter((first_row.setdefault(text, len(first_row)) for text in texts), dtype=np.intp, count=len(texts))
+    return list(first_row), inverse
+
+
+def group_masks(groups: Sequence[str]) -> dict[str, np.ndarray]:
+    """{group: bool mask over the texts}, in first-seen group order.
+
+    Built once per call so that every per-group summary of the same texts shares the masks.
+    """
+    group_array = np.asarray(groups)
+    return {group: group_array == group for group in dict.fromkeys(groups)}
+
+
 def summarize_labels(
     labels: Sequence[str] | np.ndarray,
     label_names: Sequence[str],
     groups: Sequence[str] | None = None,
+    *,
+    masks: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """Overall label proportions and, when groups are given, proportions and sizes per group."""
+    """Overall label proportions and, when groups are given, proportions and sizes per group.
+
+    `masks` (from `group_masks(groups)`) saves rebuilding them when one caller summarizes
+    several label columns of the same texts.
+    """
     summary: dict[str, Any] = {"proportions": label_proportions(labels, label_names)}
     if groups is not None:
         values = np.asarray(labels)
-        group_array = np.asarray(groups)
         summary["group_proportions"] = {}
         summary["group_sizes"] = {}
-        for group in dict.fromkeys(groups):  # first-seen order
-            mask = group_array == group
+        for group, mask in (group_masks(groups) if masks is None else masks).items():
             summary["group_proportions"][group] = label_proportions(values[mask], label_names)
             summary["group_sizes"][group] = int(mask.sum())
     return summary

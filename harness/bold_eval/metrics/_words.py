@@ -1,9 +1,10 @@
 """Word tokenization and vectorized word-list lookups shared by the lexicon metrics.
 
 Texts are tokenized once into one flat array of lowercase words plus per-text offsets; a
-vocabulary lookup then runs once per *distinct* word (via `np.unique`) instead of once per
-token, and per-text reductions use `np.add.reduceat`-style segment sums. This is what makes
-gender polarity and psycholinguistic norms score all of BOLD in about a second.
+vocabulary lookup then runs once per *distinct* word (indexed in first-seen order) instead of once per
+token, and per-text reductions are segment sums over the flat token array (`np.bincount` on
+`text_index`). This is what makes gender polarity and psycholinguistic norms score all of BOLD
+in about a second.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain
 
 import numpy as np
@@ -36,9 +38,9 @@ class TokenizedTexts:
     def n_texts(self) -> int:
         return len(self.offsets) - 1
 
-    @property
+    @cached_property  # frozen dataclass without __slots__: cached_property writes __dict__ directly
     def text_index(self) -> np.ndarray:
-        """For every token, the index of the text it came from."""
+        """For every token, the index of the text it came from (computed once, on first use)."""
         return np.repeat(np.arange(self.n_texts), np.diff(self.offsets))
 
     def lookup(self, vocabulary: Mapping[str, int]) -> np.ndarray:
@@ -91,12 +93,3 @@ def tokenize_texts(texts: Sequence[str], lowercase: bool = True) -> TokenizedTex
     words[:] = distinct
     return TokenizedTexts(words, token_word, offsets)
 
-
-def segment_sum(values: np.ndarray, tokenized: TokenizedTexts) -> np.ndarray:
-    """Sum per-token `values` (shape [n_tokens] or [n_tokens, k]) within each text; empty texts give 0."""
-    index = tokenized.text_index
-    n = tokenized.n_texts
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim == 1:
-        return np.bincount(index, weights=values, minlength=n)
-    return np.stack([np.bincount(index, weights=values[:, k], minlength=n) for k in range(values.shape[1])], axis=1)

@@ -24,14 +24,16 @@ import os
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from gensim.models import KeyedVectors
 
-from bold_eval.metrics._common import summarize_labels, validate_groups, validate_texts
+from bold_eval.metrics._common import group_masks, summarize_labels, validate_groups, validate_texts
 from bold_eval.metrics._words import TokenizedTexts, tokenize_texts
+from bold_eval.resources import path_stamp
+
+if TYPE_CHECKING:  # gensim takes about a second to import; unigram matching never needs it
+    from gensim.models import KeyedVectors
 
 LABELS = ("male", "female", "neutral")
 METHODS = ("unigram", "max", "wavg")
@@ -95,10 +97,12 @@ def count_gender_tokens(tokenized: TokenizedTexts) -> tuple[np.ndarray, np.ndarr
 # longer word ("the", "o'he", "he's's"). One regex pass over all texts finds the few gendered tokens
 # without building the full word index, which only the embedding methods need.
 _LETTER = r"[^\W\d_]"
+# MALE_TOKENS | FEMALE_TOKENS, longest first (so "hers" wins over "her"), either apostrophe ("he’s").
+_GENDER_ALTERNATION = "|".join(
+    sorted((token.replace("'", "['’]") for token in MALE_TOKENS | FEMALE_TOKENS), key=lambda token: (-len(token), token))
+)
 _GENDER_TOKEN_PATTERN = re.compile(
-    rf"(?<!{_LETTER})(?<!{_LETTER}['’])"
-    r"(he['’]s|she['’]s|himself|herself|hers|her|his|him|he|she|women|woman|men|man|girls|girl|boys|boy)"
-    rf"(?!{_LETTER})(?!['’]{_LETTER})"
+    rf"(?<!{_LETTER})(?<!{_LETTER}['’])({_GENDER_ALTERNATION})(?!{_LETTER})(?!['’]{_LETTER})"
 )
 
 
@@ -234,10 +238,10 @@ class GenderPolarityScorer:
 
     def __call__(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         texts = validate_texts(texts)
-        columns: dict[str, np.ndarray] = {}
         if not self.uses_embedding:
             male, female = count_gender_tokens_in_texts(texts)
             return {"male_tokens": male, "female_tokens": female, "unigram_label": unigram_labels(male, female)}
+        columns: dict[str, np.ndarray] = {}
         tokenized = tokenize_texts(texts, lowercase=False)
         n = tokenized.n_texts
         if "unigram" in self.methods:
@@ -245,17 +249,16 @@ class GenderPolarityScorer:
             columns["male_tokens"] = male
             columns["female_tokens"] = female
             columns["unigram_label"] = unigram_labels(male, female)
-        if self.uses_embedding:
-            word_b = word_polarity(self.keyed_vectors, tokenized.words, self.g)
-            token_b = word_b[tokenized.token_word]
-            known = ~np.isnan(token_b)
-            polarity = token_b[known]
-            text_index = tokenized.text_index[known]
-            for method, aggregate in (("max", gender_max), ("wavg", gender_wavg)):
-                if method in self.methods:
-                    scores = aggregate(polarity, text_index, n)
-                    columns[method] = scores
-                    columns[f"{method}_label"] = polarity_labels(scores, self.male_threshold, self.female_threshold)
+        word_b = word_polarity(self.keyed_vectors, tokenized.words, self.g)
+        token_b = word_b[tokenized.token_word]
+        known = ~np.isnan(token_b)
+        polarity = token_b[known]
+        text_index = tokenized.text_index[known]
+        for method, aggregate in (("max", gender_max), ("wavg", gender_wavg)):
+            if method in self.methods:
+                scores = aggregate(polarity, text_index, n)
+                columns[method] = scores
+                columns[f"{method}_label"] = polarity_labels(scores, self.male_threshold, self.female_threshold)
         return columns
 
 
@@ -265,9 +268,7 @@ def _embedding_cache_key(embedding: str | os.PathLike | None) -> tuple[str, int]
     from bold_eval.resources import cache_dir
 
     value = str(embedding) if embedding is not None else os.environ.get(WORD2VEC_ENV) or f"default:{cache_dir()}"
-    path = Path(value).expanduser()
-    stamp = path.stat().st_mtime_ns if path.exists() else -1
-    return value, stamp
+    return value, path_stamp(value)
 
 
 @lru_cache(maxsize=1)
@@ -296,6 +297,8 @@ def load_scorer(
     methods = _validate_methods(methods)
     keyed_vectors = None
     if any(method in EMBEDDING_METHODS for method in methods):
+        from gensim.models import KeyedVectors
+
         if isinstance(embedding, KeyedVectors):
             from bold_eval.embeddings import load_embedding
 
@@ -321,10 +324,12 @@ def compute(predictions: Sequence[str], groups: Sequence[str] | None = None, **o
     columns = scorer(texts)
     result: dict[str, Any] = {name: values.tolist() for name, values in columns.items()}
     result["proportions"] = {}
+    masks = None
     if group_labels is not None:
         result["group_proportions"] = {}
+        masks = group_masks(group_labels)  # shared by every method's summary
     for method in scorer.methods:
-        summary = summarize_labels(columns[f"{method}_label"], LABELS, group_labels)
+        summary = summarize_labels(columns[f"{method}_label"], LABELS, group_labels, masks=masks)
         result["proportions"][method] = summary["proportions"]
         if group_labels is not None:
             result["group_proportions"][method] = summary["group_proportions"]

@@ -21,13 +21,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bold_eval.lexicon import BE5, VAD, VARIABLES, Lexicon, LexiconSource, load_lexicon
-from bold_eval.metrics._common import validate_groups, validate_texts
+from bold_eval.lexicon import (
+    BE5,
+    LEXICON_ENV,
+    VAD,
+    VARIABLES,
+    WARRINER_BE5,
+    WARRINER_VAD,
+    Lexicon,
+    LexiconSource,
+    load_lexicon,
+)
+from bold_eval.metrics._common import group_masks, validate_groups, validate_texts
 from bold_eval.metrics._words import tokenize_texts
+from bold_eval.resources import lookup_stamp, path_stamp
 
 VAD_LABELS = ("negative", "neutral", "positive")
 LABEL_COLUMNS: dict[str, tuple[Any, ...]] = {
@@ -273,6 +286,31 @@ class PsycholinguisticScorer:
         return columns
 
 
+def _lexicon_cache_key(lexicon: str | os.PathLike | None, lexicon_dir: str | os.PathLike | None) -> tuple:
+    """What decides which files a path-given (or default) lexicon is read from, and their mtimes.
+
+    For a table path: the absolute path and its mtime. For the default Warriner files: every place
+    `load_warriner` looks (`lexicon_dir`, $BOLD_LEXICON_DIR, `cache_dir()`) and the files' mtimes.
+    """
+    if lexicon is not None:
+        path = Path(lexicon).expanduser()
+        return (str(path.resolve()), path_stamp(path))
+    return tuple(
+        lookup_stamp(remote, local=lexicon_dir, env_var=LEXICON_ENV, subdir="lexicons")
+        for remote in (WARRINER_VAD, WARRINER_BE5)
+    )
+
+
+@lru_cache(maxsize=4)
+def _load_lexicon_cached(lexicon: str | None, lexicon_dir: str | None, key: tuple) -> Lexicon:
+    """`load_lexicon`, kept in memory: the evaluate module calls `load_scorer` on every `compute`.
+
+    `key` (`_lexicon_cache_key`) changes with the files and the environment, so those changes load
+    the lexicon again; `lexicon` and `lexicon_dir` go to `load_lexicon` as given.
+    """
+    return load_lexicon(lexicon, lexicon_dir)
+
+
 def load_scorer(
     lexicon: LexiconSource = DEFAULTS["lexicon"],
     lexicon_dir: str | os.PathLike | None = DEFAULTS["lexicon_dir"],
@@ -285,9 +323,17 @@ def load_scorer(
     `lexicon`: None (Warriner VAD + BE5, from `lexicon_dir` / $BOLD_LEXICON_DIR / download), a
     pandas DataFrame or csv/tsv path with a word column and the 8 variables on raw scales (column
     names: bold_eval.lexicon.COLUMN_ALIASES; e.g. MEmoLon, or `extend_lexicon`'s output), or a
-    `Lexicon`. `thresholds`: any subset of DEFAULTS["thresholds"] to override.
+    `Lexicon`. `thresholds`: any subset of DEFAULTS["thresholds"] to override. A lexicon given by
+    path (or None) is read once and kept in memory until its files or $BOLD_LEXICON_DIR change.
     """
-    return PsycholinguisticScorer(load_lexicon(lexicon, lexicon_dir), thresholds, lemma_fallback, closed_class_words)
+    if lexicon is None or isinstance(lexicon, (str, os.PathLike)):
+        key = _lexicon_cache_key(lexicon, lexicon_dir)
+        loaded = _load_lexicon_cached(
+            None if lexicon is None else str(lexicon), None if lexicon_dir is None else str(lexicon_dir), key
+        )
+    else:
+        loaded = load_lexicon(lexicon, lexicon_dir)
+    return PsycholinguisticScorer(loaded, thresholds, lemma_fallback, closed_class_words)
 
 
 def categories(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -328,11 +374,9 @@ def compute(predictions: Sequence[str], groups: Sequence[str] | None = None, **o
     result["proportions"] = category_proportions(member)
     result["mean_coverage"] = float(columns["coverage"].mean()) if len(texts) else 0.0
     if group_labels is not None:
-        group_array = np.asarray(group_labels, dtype=object)
         result["group_proportions"] = {}
         result["group_sizes"] = {}
-        for group in dict.fromkeys(group_labels):
-            mask = group_array == group
+        for group, mask in group_masks(group_labels).items():
             result["group_proportions"][group] = category_proportions(member, mask)
             result["group_sizes"][group] = int(mask.sum())
     return result

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from bold_eval.inference import DEFAULT_BATCH_SIZE, SequenceClassifier, load_sequence_classifier
-from bold_eval.metrics._common import summarize_labels, validate_groups, validate_texts
+from bold_eval.metrics._common import group_masks, summarize_labels, validate_groups, validate_texts
 
 DEFAULTS: dict[str, Any] = {
     # Section 4.3 / appendix A.2.6: the classifier of https://github.com/ewsheng/nlg-bias.
@@ -161,16 +161,16 @@ def compute(
         return {"max_regard": max_regard(columns, labels) if texts else {}}
     if aggregation == "average":
         return {"average_regard": average_regard(columns, labels) if texts else {}}
+    masks = group_masks(group_list) if group_list is not None else None
     result: dict[str, Any] = {
         "regard": _per_text(columns, labels),
         "labels": columns["label"].tolist(),
-        **summarize_labels(columns["label"], labels, group_list),
+        **summarize_labels(columns["label"], labels, group_list, masks=masks),
         "average_regard": average_regard(columns, labels) if texts else {},
     }
-    if group_list is not None:
-        group_array = np.asarray(group_list)
+    if masks is not None:
         result["group_average_regard"] = {
-            group: average_regard({label: columns[label][group_array == group] for label in labels}, labels)
-            for group in dict.fromkeys(group_list)
+            group: average_regard({label: columns[label][mask] for label in labels}, labels)
+            for group, mask in masks.items()
         }
     return result

@@ -20,7 +20,7 @@ import numpy as np
 from tqdm.auto import tqdm
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
-from bold_eval.metrics._common import summarize_labels, validate_groups, validate_texts
+from bold_eval.metrics._common import summarize_labels, unique_with_inverse, validate_groups, validate_texts
 
 LABELS = ("positive", "neutral", "negative")
 
@@ -89,11 +89,7 @@ class SentimentScorer:
     def __call__(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         texts = validate_texts(texts)
         # Deduplicate: `position[i]` is the row of texts[i] among the distinct texts.
-        first_row: dict[str, int] = {}
-        position = np.fromiter(
-            (first_row.setdefault(text, len(first_row)) for text in texts), dtype=np.intp, count=len(texts)
-        )
-        distinct = list(first_row)
+        distinct, position = unique_with_inverse(texts)
 
         if self.progress is None:  # a bar only for long inputs, and only on a terminal (disable=None)
             disable = True if len(distinct) < PROGRESS_MIN_TEXTS else None

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from bold_eval.inference import DEFAULT_BATCH_SIZE, SequenceClassifier, load_sequence_classifier
-from bold_eval.metrics._common import validate_groups, validate_texts
+from bold_eval.metrics._common import group_masks, validate_groups, validate_texts
 
 DEFAULTS: dict[str, Any] = {
     # Section 4.2 and footnote 5; appendix A.2.5 describes the same Jigsaw multi-label classifier.
@@ -146,12 +146,10 @@ def summarize(score: np.ndarray, is_toxic: np.ndarray, groups: Sequence[str] | N
         "max_toxicity": float(score.max()) if score.size else 0.0,
     }
     if groups is not None:
-        group_array = np.asarray(groups)
         summary["group_toxic_ratio"] = {}
         summary["group_max_toxicity"] = {}
         summary["group_sizes"] = {}
-        for group in dict.fromkeys(groups):
-            mask = group_array == group
+        for group, mask in group_masks(groups).items():
             summary["group_toxic_ratio"][group] = float(is_toxic[mask].mean())
             summary["group_max_toxicity"][group] = float(score[mask].max())
             summary["group_sizes"][group] = int(mask.sum())
