@@ -23,10 +23,10 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # o
 import argparse  # noqa: E402
 import math  # noqa: E402
 import re  # noqa: E402
-import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
+from _timing import best_times  # noqa: E402
 from gensim.models import KeyedVectors  # noqa: E402
 
 from bold_eval.data import load_bold  # noqa: E402
@@ -94,17 +94,6 @@ def baseline_all(keyed_vectors: KeyedVectors) -> Callable[[list[str]], list[tupl
         return rows
 
     return score
-
-
-def best_times(functions: list[Callable[[list[str]], object]], texts: list[str], repeats: int) -> list[float]:
-    """Best wall time of each function, alternating passes so background load hits both alike."""
-    times: list[list[float]] = [[] for _ in functions]
-    for _ in range(repeats):
-        for function, function_times in zip(functions, times, strict=True):
-            start = time.perf_counter()
-            function(texts)
-            function_times.append(time.perf_counter() - start)
-    return [min(function_times) for function_times in times]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,34 +13,28 @@ Always exits 0; prints PASS/FAIL against the target.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
+from _timing import best_times
 
 from bold_eval.lexicon import VARIABLES
 from bold_eval.metrics import psycholinguistic
 from bold_eval.metrics._words import tokenize
+from bold_eval.testing import bold_wikipedia_sentences
 
 TARGET_TEXTS_PER_SECOND = 20_000
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "bold"
 
 
 def wikipedia_sentences(data_dir: Path) -> list[str]:
-    """Every Wikipedia sentence of BOLD ({group: {page: [sentences]}} per domain file)."""
-    files = sorted((data_dir / "wikipedia").glob("*.json"))
-    if not files:
+    """Every Wikipedia sentence of BOLD, in file order; exits when the folder has none."""
+    texts = bold_wikipedia_sentences(data_dir=data_dir)
+    if not texts:
         raise SystemExit(f"no BOLD Wikipedia files in {data_dir / 'wikipedia'}; pass --data-dir or set $BOLD_DATA_DIR")
-    texts: list[str] = []
-    for path in files:
-        with open(path, encoding="utf-8") as handle:
-            for pages in json.load(handle).values():
-                for sentences in pages.values():
-                    texts.extend(sentences)
     return texts
 
 
@@ -79,15 +73,6 @@ def make_baseline(scorer: psycholinguistic.PsycholinguisticScorer):
     return score
 
 
-def best_time(function, texts: list[str], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function(texts)
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("BOLD_DATA_DIR", DEFAULT_DATA_DIR)))
@@ -108,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ours_matrix = np.column_stack([columns[v] for v in VARIABLES] + [columns["coverage"]])
     max_diff = float(np.abs(ours_matrix - reference).max())
 
-    base_time = best_time(baseline, texts, args.repeats)
-    ours_time = best_time(ours_cold, texts, args.repeats)
+    base_time, ours_time = best_times([baseline, ours_cold], texts, args.repeats)
     ours_rate = len(texts) / ours_time
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()}")
     print(f"{len(texts)} BOLD Wikipedia sentences, best of {args.repeats} passes, one process")

@@ -19,10 +19,10 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
+from _timing import best_times
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from bold_eval.data import load_bold
@@ -43,20 +43,6 @@ BASELINE_ANALYZER = SentimentIntensityAnalyzer()
 def baseline(texts: list[str]) -> list[dict[str, float]]:
     """The straightforward per-text implementation: VADER's own call in a loop."""
     return [BASELINE_ANALYZER.polarity_scores(text) for text in texts]
-
-
-def best_times(functions: list[Callable[[list[str]], object]], texts: list[str], repeats: int) -> list[float]:
-    """Best CPU time (`time.process_time`) of each function. Both are single-threaded, so CPU time is
-    the one-core cost; unlike wall time it does not count the time other processes on a shared machine
-    hold the core. Passes alternate between the functions so that what remains of the load (caches,
-    frequency) hits both alike."""
-    times: list[list[float]] = [[] for _ in functions]
-    for _ in range(repeats):
-        for function, function_times in zip(functions, times, strict=True):
-            start = time.process_time()
-            function(texts)
-            function_times.append(time.process_time() - start)
-    return [min(function_times) for function_times in times]
 
 
 def cpu_model() -> str:
@@ -98,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'input':<32} {'texts':>7} {'baseline t/s':>13} {'ours t/s':>10} {'ratio':>6}")
     ratios = {}
     for name, inputs in (("BOLD Wikipedia (all)", texts), ("BOLD Wikipedia (distinct only)", distinct)):
-        base, ours = best_times([baseline, scorer], inputs, args.repeats)
+        # CPU time: both are single-threaded, so it is the one-core cost, without the time other
+        # processes on a shared machine hold the core.
+        base, ours = best_times([baseline, scorer], inputs, args.repeats, clock=time.process_time)
         ratios[name] = ours / base
         print(
             f"{name:<32} {len(inputs):>7} {len(inputs) / base:>13,.0f} {len(inputs) / ours:>10,.0f} "

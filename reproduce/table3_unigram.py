@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from bold_eval.aggregate import gender_polarity_view
 from bold_eval.data import load_bold
 from bold_eval.metrics import gender_polarity
 
@@ -33,26 +34,29 @@ PAPER_WIKI_UNIGRAM = {
 
 
 def table3_unigram(data_dir: str | os.PathLike | None = None) -> pd.DataFrame:
-    """One row per Table 3 super-group: ours (texts, male, female, proportions, ratio) and the paper's."""
+    """One row per Table 3 super-group: ours (texts, male, female, proportions, ratio) and the paper's.
+
+    Our counts come from `aggregate.gender_polarity_view`, the code behind the report's Table 3,
+    so the comparison checks that code too.
+    """
     frame = load_bold("profession", data_dir=data_dir).to_pandas()
     frame = frame[frame["category"].isin(list(PAPER_WIKI_UNIGRAM))]
     labels = gender_polarity.load_scorer(methods=["unigram"])(frame["wikipedia"].tolist())["unigram_label"]
-    frame = frame.assign(unigram_label=labels)
+    view = gender_polarity_view(frame.assign(gender_polarity_unigram_label=labels))
+    ours = view["tables"]["gender_polarity_category"].set_index("category")
     rows = []
     for category, paper in PAPER_WIKI_UNIGRAM.items():
-        part = frame[frame["category"] == category]
-        total = len(part)
-        male = int((part["unigram_label"] == "male").sum())
-        female = int((part["unigram_label"] == "female").sum())
+        row = ours.loc[category]
         rows.append(
             {
                 "group": category,
-                "total": total,
-                "male": male,
-                "female": female,
-                "male_share": male / total if total else 0.0,
-                "female_share": female / total if total else 0.0,
-                "ratio": male / female if female else float("inf"),
+                "total": int(row["total"]),
+                "male": int(row["male"]),
+                "female": int(row["female"]),
+                "male_share": float(row["male_proportion"]),
+                "female_share": float(row["female_proportion"]),
+                # the view leaves male : female undefined (NaN) without female texts; print it as inf
+                "ratio": float(row["male_to_female"]) if row["female"] else float("inf"),
                 "paper_total": paper["total"],
                 "paper_male": paper["male"],
                 "paper_female": paper["female"],

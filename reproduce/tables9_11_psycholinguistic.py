@@ -9,20 +9,20 @@ psycholinguistic.DEFAULTS["thresholds"].
 
     python reproduce/tables9_11_psycholinguistic.py [--fit] [--data-dir DIR] [--lexicon-dir DIR]
 
-Texts are the sentences as stored in BOLD's wikipedia/*.json (not anonymized: names and
-ideology terms are kept; the paper anonymizes prompts, Section 3.3).
+Texts are BOLD's Wikipedia sentences as `bold_eval.data.load_bold` reads them from
+wikipedia/*.json, one per prompt, in file order (not anonymized: names and ideology terms are
+kept; the paper anonymizes prompts, Section 3.3).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from bold_eval.data import load_bold
 from bold_eval.metrics import psycholinguistic
 
 # Dhamala et al. (2021), appendix A.4: the WIKI rows of Table 9 (race), Table 10 (political
@@ -51,21 +51,15 @@ SHORT_NAMES = ("Val-", "Aro-", "Dom-", "Val+", "Aro+", "Dom+", "Joy", "Anger", "
 GRID = np.round(np.arange(0.01, 1.0001, 0.01), 2)
 
 
-def wikipedia_sentences(data_dir: Path) -> tuple[list[str], list[str]]:
-    """Sentences and group labels ("<domain>/<group>") of the Table 9-11 groups, from wikipedia/*.json."""
+def wikipedia_sentences(data_dir: str | os.PathLike | None) -> tuple[list[str], list[str]]:
+    """Sentences and group labels ("<domain>/<group>") of the Table 9-11 groups, in BOLD's order."""
     texts: list[str] = []
     groups: list[str] = []
     for domain in ("race", "political_ideology"):
-        path = data_dir / "wikipedia" / f"{domain}_wiki.json"
-        if not path.is_file():
-            sys.exit(f"BOLD Wikipedia file not found: {path} (set BOLD_DATA_DIR or pass --data-dir)")
-        with open(path, encoding="utf-8") as handle:
-            for group, entities in json.load(handle).items():
-                if (domain, group) not in PAPER_WIKI_ROWS:
-                    continue
-                for sentences in entities.values():
-                    texts.extend(sentences)
-                    groups.extend([f"{domain}/{group}"] * len(sentences))
+        frame = load_bold(domain, data_dir=data_dir).select_columns(["group", "wikipedia"]).to_pandas()
+        frame = frame[[(domain, group) in PAPER_WIKI_ROWS for group in frame["group"]]]
+        texts.extend(frame["wikipedia"])
+        groups.extend(f"{domain}/{group}" for group in frame["group"])
     return texts, groups
 
 
@@ -99,12 +93,12 @@ def fit_thresholds(columns: dict[str, np.ndarray], group_masks: list[np.ndarray]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_data = os.environ.get("BOLD_DATA_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "data" / "bold"))
-    parser.add_argument("--data-dir", default=default_data, help="BOLD folder with wikipedia/*.json ($BOLD_DATA_DIR)")
+    parser.add_argument("--data-dir", default=default_data, help="BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
     parser.add_argument("--lexicon-dir", default=None, help="folder with the Warriner files ($BOLD_LEXICON_DIR)")
     parser.add_argument("--fit", action="store_true", help="grid-search the thresholds and use them")
     args = parser.parse_args(argv)
 
-    texts, groups = wikipedia_sentences(Path(args.data_dir))
+    texts, groups = wikipedia_sentences(args.data_dir)
     keys = list(PAPER_WIKI_ROWS)
     group_array = np.asarray(groups, dtype=object)
     group_masks = [group_array == f"{domain}/{group}" for domain, group in keys]

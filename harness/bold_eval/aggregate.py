@@ -25,7 +25,8 @@ import pandas as pd
 from scipy.stats import bootstrap, chi2_contingency
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint, proportions_ztest
 
-from bold_eval.metrics import METRIC_NAMES
+from bold_eval.lexicon import VAD
+from bold_eval.metrics import METRIC_NAMES, psycholinguistic
 
 # Label names of the categorical per-text columns (TEAM contract; Sections 4.1, 4.3-4.5).
 LABELS: dict[str, tuple[str, ...]] = {
@@ -34,9 +35,15 @@ LABELS: dict[str, tuple[str, ...]] = {
     "gender_polarity_unigram_label": ("male", "female", "neutral"),
     "gender_polarity_max_label": ("male", "female", "neutral"),
     "gender_polarity_wavg_label": ("male", "female", "neutral"),
-    "psycholinguistic_valence_label": ("negative", "neutral", "positive"),
-    "psycholinguistic_arousal_label": ("negative", "neutral", "positive"),
-    "psycholinguistic_dominance_label": ("negative", "neutral", "positive"),
+    **{f"psycholinguistic_{variable}_label": psycholinguistic.VAD_LABELS for variable in VAD},
+}
+
+# Labels tested per metric, across a domain's groups (chi-square) and between the paper's pairs:
+# metric -> (per-text column, {label name: value that marks a text}).
+TESTED_LABELS: dict[str, tuple[str, dict[str, Any]]] = {
+    "sentiment": ("sentiment_label", {"positive": "positive", "negative": "negative"}),
+    "toxicity": ("toxicity_is_toxic", {"toxic": True}),
+    "regard": ("regard_label", {"positive": "positive", "negative": "negative"}),
 }
 
 # Columns a metric may have produced; its view is computed when at least one is present
@@ -64,19 +71,20 @@ PROFESSION_CATEGORIES: tuple[str, ...] = (
     "healthcare_and_medicine",
 )
 
-# Tables 4, 6, 9-11 columns: name -> (per-text column, value that puts a text in the category).
+
+def _psycholinguistic_category(name: str) -> tuple[str, Any]:
+    """(per-text column, value) of one category, as `psycholinguistic.categories` defines it:
+    "<variable>_negative/_positive" is that VAD label, an emotion is its `is_<emotion>` flag."""
+    variable, _, side = name.rpartition("_")
+    if variable in VAD and side in ("negative", "positive"):
+        return f"psycholinguistic_{variable}_label", side
+    return f"psycholinguistic_is_{name}", True
+
+
+# Tables 4, 6, 9-11 columns, in the paper's order: name -> (per-text column, value that puts a
+# text in the category). Derived from the metric module so the two cannot drift apart.
 PSYCHOLINGUISTIC_CATEGORIES: dict[str, tuple[str, Any]] = {
-    "valence_negative": ("psycholinguistic_valence_label", "negative"),
-    "arousal_negative": ("psycholinguistic_arousal_label", "negative"),
-    "dominance_negative": ("psycholinguistic_dominance_label", "negative"),
-    "valence_positive": ("psycholinguistic_valence_label", "positive"),
-    "arousal_positive": ("psycholinguistic_arousal_label", "positive"),
-    "dominance_positive": ("psycholinguistic_dominance_label", "positive"),
-    "joy": ("psycholinguistic_is_joy", True),
-    "anger": ("psycholinguistic_is_anger", True),
-    "sadness": ("psycholinguistic_is_sadness", True),
-    "fear": ("psycholinguistic_is_fear", True),
-    "disgust": ("psycholinguistic_is_disgust", True),
+    name: _psycholinguistic_category(name) for name in psycholinguistic.CATEGORIES
 }
 # The paper's column headers for the same categories.
 PSYCHOLINGUISTIC_HEADERS: dict[str, str] = {
@@ -180,6 +188,7 @@ def chi_square_across_groups(
     labels: Sequence[Any] | None = None,
     *,
     target: Any = None,
+    label: str | None = None,
     group_column: str = "group",
     min_expected: int = MIN_EXPECTED,
 ) -> dict[str, Any]:
@@ -190,7 +199,8 @@ def chi_square_across_groups(
     label are left out; labels that never occur are dropped (their expected count is 0).
     No continuity correction, so with two groups the statistic equals the squared z of
     `two_proportion_test`. Groups with an expected count below `min_expected` are listed in
-    `small_groups` and the result is flagged `reliable: False`.
+    `small_groups` and the result is flagged `reliable: False`. `label` names the test in the
+    result (default: the target as text).
     """
     data = frame[frame[column].notna()]
     if target is not None:
@@ -205,7 +215,7 @@ def chi_square_across_groups(
     result: dict[str, Any] = {
         "test": "chi-square",
         "column": column,
-        "label": None if target is None else str(target),
+        "label": str(target) if label is None and target is not None else label,
         "groups": [str(group) for group in observed.index],
         "n": int(observed.to_numpy().sum()),
         "statistic": None,
@@ -424,10 +434,14 @@ def run_counts(scores: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def _pair_frames(scores: pd.DataFrame, pair: tuple[str, str, str]) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+def _pair_values(
+    scores: pd.DataFrame, pair: tuple[str, str, str], column: str
+) -> tuple[pd.Series, pd.Series] | None:
+    """The non-null `column` values of the pair's two groups; None when either has none."""
     domain, group_a, group_b = pair
-    part = scores[scores["domain"] == domain]
-    a, b = part[part["group"] == group_a], part[part["group"] == group_b]
+    in_domain = scores["domain"] == domain
+    a = scores.loc[in_domain & (scores["group"] == group_a), column].dropna()
+    b = scores.loc[in_domain & (scores["group"] == group_b), column].dropna()
     if a.empty or b.empty:
         return None
     return a, b
@@ -444,16 +458,14 @@ def pair_test(
     min_expected: int = MIN_EXPECTED,
 ) -> dict[str, Any] | None:
     """Two-proportion test of `column == value` between the pair's groups (None if absent)."""
-    frames = _pair_frames(scores, pair)
-    if frames is None:
+    values = _pair_values(scores, pair, column)
+    if values is None:
         return None
-    a, b = (frame[frame[column].notna()] for frame in frames)
-    if a.empty or b.empty:
-        return None
+    a, b = values
     result = two_proportion_test(
-        int(a[column].eq(value).sum()), len(a), int(b[column].eq(value).sum()), len(b),
-        alpha=alpha, min_expected=min_expected,
+        int(a.eq(value).sum()), len(a), int(b.eq(value).sum()), len(b), alpha=alpha, min_expected=min_expected
     )
+    # two_proportion_test calls the sides "a" and "b"; name the groups instead.
     result["small_groups"] = [pair[1] if side == "a" else pair[2] for side in result["small_groups"]]
     if result["small_groups"]:
         result["note"] = f"expected count < {min_expected} in: {', '.join(result['small_groups'])}"
@@ -461,16 +473,25 @@ def pair_test(
             "label": label if label is not None else str(value), **result}
 
 
-def _domain_chi_squares(
-    scores: pd.DataFrame, column: str, targets: Mapping[str, Any], min_expected: int
+def domain_chi_squares(
+    scores: pd.DataFrame,
+    column: str,
+    targets: Mapping[str, Any],
+    min_expected: int = MIN_EXPECTED,
+    *,
+    group_column: str = "group",
 ) -> list[dict[str, Any]]:
+    """Per domain with any `column` value, one chi-square test across `group_column` per target.
+
+    `group_column="model"` on several runs' texts gives the cross-model tests (Section 6.2).
+    """
     tests = []
     for domain, part in scores.groupby("domain", sort=True):
         if part[column].notna().sum() == 0:
             continue
         for name, value in targets.items():
-            result = chi_square_across_groups(part, column, target=value, min_expected=min_expected)
-            result["label"] = name
+            result = chi_square_across_groups(part, column, target=value, label=name, group_column=group_column,
+                                              min_expected=min_expected)
             tests.append({"domain": str(domain), **result})
     return tests
 
@@ -482,10 +503,11 @@ def sentiment_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0
     Tests: chi-square across each domain's groups for positive and for negative (Section 6.1.3),
     and male vs female two-proportion tests (Section 6.1.2).
     """
-    table = proportion_table(scores, "sentiment_label", ci=ci, alpha=alpha, seed=seed)
-    tests = _domain_chi_squares(scores, "sentiment_label", {"positive": "positive", "negative": "negative"}, min_expected)
-    for label in ("positive", "negative"):
-        result = pair_test(scores, GENDER_PAIR, "sentiment_label", label, alpha=alpha, min_expected=min_expected)
+    column, targets = TESTED_LABELS["sentiment"]
+    table = proportion_table(scores, column, ci=ci, alpha=alpha, seed=seed)
+    tests = domain_chi_squares(scores, column, targets, min_expected)
+    for name, value in targets.items():
+        result = pair_test(scores, GENDER_PAIR, column, value, label=name, alpha=alpha, min_expected=min_expected)
         if result:
             tests.append(result)
     return {"tables": {"sentiment": table}, "tests": tests}
@@ -494,13 +516,14 @@ def sentiment_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0
 def toxicity_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
                   min_expected: int = MIN_EXPECTED, seed: int = 0) -> dict[str, Any]:
     """Figure 3 / Section 6.1.3: toxic_ratio (share of texts with any toxic label) per group."""
-    table = proportion_table(scores, "toxicity_is_toxic", {"toxic": True}, ci=ci, alpha=alpha, seed=seed)
+    column, targets = TESTED_LABELS["toxicity"]
+    table = proportion_table(scores, column, targets, ci=ci, alpha=alpha, seed=seed)
     table = table.drop(columns="label").rename(columns={"count": "toxic", "proportion": "toxic_ratio"})
-    tests = _domain_chi_squares(scores, "toxicity_is_toxic", {"toxic": True}, min_expected)
-    result = pair_test(scores, GENDER_PAIR, "toxicity_is_toxic", True, label="toxic", alpha=alpha,
-                       min_expected=min_expected)
-    if result:
-        tests.append(result)
+    tests = domain_chi_squares(scores, column, targets, min_expected)
+    for name, value in targets.items():
+        result = pair_test(scores, GENDER_PAIR, column, value, label=name, alpha=alpha, min_expected=min_expected)
+        if result:
+            tests.append(result)
     return {"tables": {"toxic_ratio": table}, "tests": tests}
 
 
@@ -511,14 +534,15 @@ def regard_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05
     Tests: chi-square across groups for positive and negative regard, and the Table 5 pairs
     (male vs female; African vs European Americans).
     """
-    data = scores[scores["domain"].isin(["gender", "race"]) & scores["regard_label"].notna()]
+    column, targets = TESTED_LABELS["regard"]
+    data = scores[scores["domain"].isin(["gender", "race"]) & scores[column].notna()]
     if data.empty:
         return {"skipped": "no regard labels in the gender or race domains (regard is only defined there, Section 4.3)"}
-    table = proportion_table(data, "regard_label", ci=ci, alpha=alpha, seed=seed)
-    tests = _domain_chi_squares(data, "regard_label", {"positive": "positive", "negative": "negative"}, min_expected)
+    table = proportion_table(data, column, ci=ci, alpha=alpha, seed=seed)
+    tests = domain_chi_squares(data, column, targets, min_expected)
     for pair in (GENDER_PAIR, RACE_PAIR):
-        for label in ("positive", "negative"):
-            result = pair_test(data, pair, "regard_label", label, alpha=alpha, min_expected=min_expected)
+        for name, value in targets.items():
+            result = pair_test(data, pair, column, value, label=name, alpha=alpha, min_expected=min_expected)
             if result:
                 tests.append(result)
     return {"tables": {"regard": table}, "tests": tests}
@@ -566,40 +590,40 @@ def gender_polarity_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: flo
     profession = scores[scores["domain"] == "profession"]
     if profession.empty:
         return {"skipped": "no texts in the profession domain"}
+    has_category = "category" in profession.columns
+    by = ["category", "group"] if has_category else ["group"]
+    if has_category:
+        profession = profession.assign(category=profession["category"].fillna("").astype(str))
+        # Professions outside the four Table 3 super-groups have category "".
+        categorized = profession[profession["category"] != ""]
+    else:
+        categorized = profession.iloc[:0]  # no super-groups: no Table 3, no tests
+    metric_rank = {name: rank for rank, name in enumerate(GENDER_POLARITY_METRICS)}
     tables: dict[str, pd.DataFrame] = {}
     tests = []
-    if "category" in profession.columns:
-        categorized = profession[profession["category"].fillna("").astype(str) != ""]
-        if not categorized.empty:
-            table = _gender_polarity_table(categorized, ["category"], ci, alpha, seed)
-            category_rank = {name: rank for rank, name in enumerate(PROFESSION_CATEGORIES)}
-            metric_rank = {name: rank for rank, name in enumerate(GENDER_POLARITY_METRICS)}
-            table = table.assign(
-                _metric=table["metric"].map(metric_rank),
-                _category=table["category"].map(category_rank).fillna(len(category_rank)),
-            ).sort_values(["_metric", "_category", "category"])
-            tables["gender_polarity_category"] = table.drop(columns=["_metric", "_category"]).reset_index(drop=True)
-            for metric in gender_polarity_methods(categorized):
-                column = f"gender_polarity_{metric}_label"
-                result = chi_square_across_groups(categorized, column, LABELS[column], group_column="category",
-                                                  min_expected=min_expected)
-                result["label"] = f"{GENDER_POLARITY_METRICS[metric]}: male/female/neutral"
-                tests.append({"domain": "profession", **result})
-    by = ["group"]
-    if "category" in profession.columns:
-        by = ["category", "group"]
-        profession = profession.assign(category=profession["category"].fillna("").astype(str))
+    if not categorized.empty:
+        table = _gender_polarity_table(categorized, ["category"], ci, alpha, seed)
+        category_rank = {name: rank for rank, name in enumerate(PROFESSION_CATEGORIES)}
+        table = table.assign(
+            _metric=table["metric"].map(metric_rank),
+            _category=table["category"].map(category_rank).fillna(len(category_rank)),
+        ).sort_values(["_metric", "_category", "category"])
+        tables["gender_polarity_category"] = table.drop(columns=["_metric", "_category"]).reset_index(drop=True)
+        for metric, display in gender_polarity_methods(categorized).items():
+            column = f"gender_polarity_{metric}_label"
+            result = chi_square_across_groups(categorized, column, LABELS[column],
+                                              label=f"{display}: male/female/neutral",
+                                              group_column="category", min_expected=min_expected)
+            tests.append({"domain": "profession", **result})
     group_table = _gender_polarity_table(profession, by, ci, alpha, seed)
-    metric_rank = group_table["metric"].map({name: rank for rank, name in enumerate(GENDER_POLARITY_METRICS)})
-    uncategorized = group_table["category"].eq("") if "category" in group_table else False
     tables["gender_polarity_group"] = (
-        group_table.assign(_metric=metric_rank, _uncategorized=uncategorized)
+        group_table.assign(_metric=group_table["metric"].map(metric_rank),
+                           _uncategorized=group_table["category"].eq("") if has_category else False)
         .sort_values(["_metric", "_uncategorized", *by]).drop(columns=["_metric", "_uncategorized"])
         .reset_index(drop=True)
     )
     token_columns = [c for c in ("gender_polarity_male_tokens", "gender_polarity_female_tokens") if c in profession]
-    if token_columns and "gender_polarity_category" in tables:
-        categorized = profession[profession["category"] != ""] if "category" in profession else profession
+    if token_columns and not categorized.empty:
         tables["gender_polarity_tokens"] = (
             categorized.groupby("category", sort=True)[token_columns].sum().astype(int)
             .rename(columns=lambda c: c.removeprefix("gender_polarity_")).reset_index()

@@ -18,9 +18,9 @@ checkout until then); evaluate's own ImportError names the package when it is mi
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import json
-import re
 import shutil
 import sys
 import tempfile
@@ -38,6 +38,8 @@ from huggingface_hub import (
     metadata_load,
 )
 from huggingface_hub.utils import HFValidationError, validate_repo_id
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from bold_eval import __version__
 from bold_eval.paths import METRIC_NAMES, PACKAGE_DIR, SUMMARY_FILE, metric_module_dir
@@ -175,23 +177,38 @@ def vendored_files(script: Path) -> tuple[list[Path], set[str]]:
     return sorted(needed), third_party
 
 
+@functools.cache
 def _declared_requirements() -> dict[str, str]:
-    """bold-eval's own install requirements, {normalized distribution name: requirement line}."""
+    """bold-eval's own install requirements, {canonical distribution name: requirement line}.
+
+    Cached: the installed metadata does not change while staging several Spaces.
+    """
     try:
         requires = importlib.metadata.requires("bold-eval") or []
     except importlib.metadata.PackageNotFoundError:
         requires = []
     declared = {}
     for line in requires:
-        if ";" in line:  # extras such as `; extra == "dev"` are not runtime needs
+        requirement = Requirement(line)
+        if requirement.marker is not None:  # extras such as `; extra == "dev"` are not runtime needs
             continue
-        name = re.split(r"[<>=!~\[ ]", line, maxsplit=1)[0]
-        declared[_normalize(name)] = line.strip()
+        declared[canonicalize_name(requirement.name)] = line.strip()
     return declared
 
 
-def _normalize(distribution: str) -> str:
-    return re.sub(r"[-_.]+", "-", distribution).lower()
+@functools.cache
+def _packages_distributions() -> Mapping[str, list[str]]:
+    """{import name: distributions}; cached because scanning every installed package takes ~0.2 s."""
+    return importlib.metadata.packages_distributions()
+
+
+def _requirement_name(line: str) -> str:
+    """The canonical distribution name of a requirements.txt line (the line itself if it is no
+    plain requirement, e.g. a pip option, so that it is still kept once)."""
+    try:
+        return canonicalize_name(Requirement(line).name)
+    except InvalidRequirement:
+        return line
 
 
 def space_requirements(module_requirements: Sequence[str], third_party: Iterable[str]) -> list[str]:
@@ -201,21 +218,21 @@ def space_requirements(module_requirements: Sequence[str], third_party: Iterable
     imported package that is not listed yet, bounded as in bold-eval's install requirements.
     """
     declared = _declared_requirements()
-    distributions = importlib.metadata.packages_distributions()
+    distributions = _packages_distributions()
     lines: list[str] = []
     names: set[str] = set()
     for raw in module_requirements:
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        name = _normalize(re.split(r"[<>=!~\[ ;@]", line, maxsplit=1)[0])
+        name = _requirement_name(line)
         if name == "bold-eval" or name in names:
             continue
         names.add(name)
         lines.append(line)
     for module in sorted(third_party):
         for distribution in distributions.get(module, [module]):
-            name = _normalize(distribution)
+            name = canonicalize_name(distribution)
             if name in names or name == "bold-eval":
                 continue
             names.add(name)

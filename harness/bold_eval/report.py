@@ -25,12 +25,14 @@ from matplotlib.patches import Patch  # noqa: E402
 from bold_eval.aggregate import (  # noqa: E402
     GENDER_PAIR,
     GENDER_POLARITY_METRICS,
+    LABELS,
     MIN_EXPECTED,
     PSYCHOLINGUISTIC_HEADERS,
     RACE_PAIR,
     RELIGION_PAIR,
+    TESTED_LABELS,
     VIEWS,
-    chi_square_across_groups,
+    domain_chi_squares,
     summarize,
     wide_proportions,
 )
@@ -282,12 +284,18 @@ def plot_gender_polarity(table: pd.DataFrame, path: Path) -> Path:
 # --------------------------------------------------------------------------- report sections
 
 
+def _interval_cells(table: pd.DataFrame, index: list[str], labels: Sequence[str]) -> pd.DataFrame:
+    """A `proportion_table` as one row per `index` and one "p [low, high]" column per label, in
+    `labels` order (the sentiment and regard sections)."""
+    cells = table.assign(cell=[_format_interval(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
+    wide = cells.pivot_table(index=index, columns="label", values="cell", aggfunc="first", sort=True)
+    return wide[[label for label in labels if label in wide.columns]].reset_index()
+
+
 def _sentiment_section(view: Mapping[str, Any], figures: Path, tables: Path, out: list[str]) -> None:
     table = view["tables"]["sentiment"]
     for domain, part in table.groupby("domain", sort=True):
-        wide = part.assign(cell=[_format_interval(*row) for row in part[["proportion", "ci_low", "ci_high"]].to_numpy()])
-        wide = wide.pivot_table(index=["group", "total"], columns="label", values="cell", aggfunc="first", sort=True)
-        wide = wide[[label for label in ("positive", "neutral", "negative") if label in wide.columns]].reset_index()
+        wide = _interval_cells(part, ["group", "total"], LABELS["sentiment_label"])
         figure = plot_stacked_proportions(part, SENTIMENT_COLORS, f"Sentiment, {domain} domain (VADER)",
                                           figures / f"sentiment_{domain}.png")
         out += [f"### {domain}", "", _markdown(wide), "", f"![sentiment {domain}](figures/{figure.name})", ""]
@@ -305,13 +313,10 @@ def _toxicity_section(view: Mapping[str, Any], figures: Path, out: list[str]) ->
 
 def _regard_section(view: Mapping[str, Any], figures: Path, out: list[str]) -> None:
     table = view["tables"]["regard"]
-    shown = table.assign(cell=[_format_interval(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
-    wide = shown.pivot_table(index=["domain", "group", "total"], columns="label", values="cell", aggfunc="first",
-                             sort=True)
-    wide = wide[[label for label in ("positive", "negative", "neutral", "other") if label in wide.columns]]
+    wide = _interval_cells(table, ["domain", "group", "total"], LABELS["regard_label"])
     figure = plot_stacked_proportions(table, REGARD_COLORS, "Regard, gender and race domains",
                                       figures / "regard.png")
-    out += [_markdown(wide.reset_index()), "", f"![regard](figures/{figure.name})", ""]
+    out += [_markdown(wide), "", f"![regard](figures/{figure.name})", ""]
 
 
 def _gender_polarity_section(view: Mapping[str, Any], figures: Path, out: list[str]) -> None:
@@ -605,20 +610,14 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: floa
             ["domain", "group"])
 
     tests = []
-    for metric, column, targets in (("sentiment", "sentiment_label", {"positive": "positive", "negative": "negative"}),
-                                    ("toxicity", "toxicity_is_toxic", {"toxic": True}),
-                                    ("regard", "regard_label", {"positive": "positive", "negative": "negative"})):
+    for metric, (column, targets) in TESTED_LABELS.items():
         labels = list(available(metric))
         if len(labels) < 2:
             continue
         pooled = pd.concat([runs[label][0][["domain", column]].assign(model=label) for label in labels],
                            ignore_index=True)
-        for domain, part in pooled.groupby("domain", sort=True):
-            for name, value in targets.items():
-                result = chi_square_across_groups(part, column, target=value, group_column="model")
-                if result["n"] == 0:
-                    continue
-                tests.append({"metric": metric, "domain": str(domain), **result, "label": name})
+        tests += [{"metric": metric, **test}
+                  for test in domain_chi_squares(pooled, column, targets, group_column="model")]
 
     lines = ["# BOLD comparison", "", "One row per model, as in the paper's tables. Runs:", ""]
     for label, (_scores, run_info, summary) in runs.items():

@@ -24,7 +24,7 @@ from typing import Any
 
 import datasets
 
-DOMAINS = ("gender", "race", "profession", "religious_ideology", "political_ideology")
+from bold_eval.data import DOMAINS, anonymize, load_bold
 
 
 def load_docs(
@@ -44,8 +44,6 @@ def load_docs(
     if source:
         docs = datasets.load_dataset(str(source), domain, split="test")
     else:
-        from bold_eval.data import load_bold
-
         docs = load_bold(domain, data_dir=bold_data_dir)
     missing = {"prompt_id", "group", "prompt"} - set(docs.column_names)
     if missing:
@@ -68,14 +66,12 @@ def _unigram_scorer():
 
 
 def scored_text(doc: dict[str, Any], continuation: str) -> str:
-    """The text the metrics see for one document: prompt plus continuation, anonymized, built by
-    the harness's own `build_texts`, so it is what `bold-eval run` scores by default."""
-    import pandas as pd
+    """The text the metrics see for one document: prompt plus continuation, anonymized.
 
-    from bold_eval.run import build_texts
-
-    row = pd.DataFrame([{**doc, "continuation": continuation}])
-    return str(build_texts(row, anonymize=True, score_on="full").iloc[0])
+    This is what `bold-eval run` scores by default (`run.build_texts` with score_on="full" and
+    anonymize=True applies the same `anonymize` per row), without a one-row frame per document.
+    """
+    return anonymize(doc["prompt"] + continuation, doc)
 
 
 def process_results(doc: dict[str, Any], results: Sequence[str]) -> dict[str, Any]:
