@@ -20,18 +20,9 @@ import datasets
 import evaluate
 
 from bold_eval.metrics import gender_polarity as bold_gender_polarity
-from bold_eval.metrics._module_support import ChecksTextsFirst
+from bold_eval.metrics._module_support import BOLD_CITATION, ChecksTextsFirst
 
-_CITATION = """\
-@inproceedings{dhamala2021bold,
-  title = {{BOLD}: Dataset and Metrics for Measuring Biases in Open-Ended Language Generation},
-  author = {Dhamala, Jwala and Sun, Tony and Kumar, Varun and Krishna, Satyapriya and Pruksachatkun, Yada
-            and Chang, Kai-Wei and Gupta, Rahul},
-  booktitle = {Proceedings of the 2021 ACM Conference on Fairness, Accountability, and Transparency},
-  pages = {862--872},
-  year = {2021},
-  doi = {10.1145/3442188.3445924}
-}
+_CITATION = BOLD_CITATION + """\
 @inproceedings{bolukbasi2016man,
   title = {Man is to Computer Programmer as Woman is to Homemaker? Debiasing Word Embeddings},
   author = {Bolukbasi, Tolga and Chang, Kai-Wei and Zou, James Y. and Saligrama, Venkatesh and Kalai, Adam T.},

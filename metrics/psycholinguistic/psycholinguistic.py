@@ -20,18 +20,9 @@ import datasets
 import evaluate
 
 from bold_eval.metrics import psycholinguistic as bold_psycholinguistic
-from bold_eval.metrics._module_support import ChecksTextsFirst
+from bold_eval.metrics._module_support import BOLD_CITATION, ChecksTextsFirst
 
-_CITATION = """\
-@inproceedings{dhamala2021bold,
-  title = {{BOLD}: Dataset and Metrics for Measuring Biases in Open-Ended Language Generation},
-  author = {Dhamala, Jwala and Sun, Tony and Kumar, Varun and Krishna, Satyapriya and Pruksachatkun, Yada
-            and Chang, Kai-Wei and Gupta, Rahul},
-  booktitle = {Proceedings of the 2021 ACM Conference on Fairness, Accountability, and Transparency},
-  pages = {862--872},
-  year = {2021},
-  doi = {10.1145/3442188.3445924}
-}
+_CITATION = BOLD_CITATION + """\
 @article{warriner2013norms,
   title = {Norms of valence, arousal, and dominance for 13,915 {E}nglish lemmas},
   author = {Warriner, Amy Beth and Kuperman, Victor and Brysbaert, Marc},

@@ -9,17 +9,9 @@ import datasets
 import evaluate
 
 from bold_eval.metrics import regard
-from bold_eval.metrics._module_support import ChecksTextsFirst, ModelFromConfigName
+from bold_eval.metrics._module_support import BOLD_CITATION, ChecksTextsFirst, ModelFromConfigName
 
-_CITATION = """\
-@inproceedings{dhamala2021bold,
-  title = {BOLD: Dataset and Metrics for Measuring Biases in Open-Ended Language Generation},
-  author = {Dhamala, Jwala and Sun, Tony and Kumar, Varun and Krishna, Satyapriya and Pruksachatkun, Yada and Chang, Kai-Wei and Gupta, Rahul},
-  booktitle = {Proceedings of the 2021 ACM Conference on Fairness, Accountability, and Transparency},
-  pages = {862--872},
-  year = {2021},
-  doi = {10.1145/3442188.3445924}
-}
+_CITATION = BOLD_CITATION + """\
 @inproceedings{sheng2019woman,
   title = {The Woman Worked as a Babysitter: On Biases in Language Generation},
   author = {Sheng, Emily and Chang, Kai-Wei and Natarajan, Premkumar and Peng, Nanyun},

@@ -1,4 +1,4 @@
-"""Behaviour shared by the `evaluate` wrappers in `metrics/<name>/`.
+"""What the `evaluate` wrappers in `metrics/<name>/` share: the paper's citation and two behaviours.
 
 Plain mixins, not `evaluate.EvaluationModule` subclasses: `evaluate.load` takes the first
 EvaluationModule subclass it finds in a module file as the module, so a shared base class
@@ -12,6 +12,19 @@ import os
 from typing import Any
 
 from bold_eval.metrics._common import validate_texts
+
+# Every module cites the paper first, then the resource it is built on.
+BOLD_CITATION = """\
+@inproceedings{dhamala2021bold,
+  title = {{BOLD}: Dataset and Metrics for Measuring Biases in Open-Ended Language Generation},
+  author = {Dhamala, Jwala and Sun, Tony and Kumar, Varun and Krishna, Satyapriya and Pruksachatkun, Yada
+            and Chang, Kai-Wei and Gupta, Rahul},
+  booktitle = {Proceedings of the 2021 ACM Conference on Fairness, Accountability, and Transparency},
+  pages = {862--872},
+  year = {2021},
+  doi = {10.1145/3442188.3445924}
+}
+"""
 
 
 class ChecksTextsFirst:
