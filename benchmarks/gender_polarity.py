@@ -21,7 +21,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # o
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import math  # noqa: E402
 import re  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
@@ -31,6 +30,7 @@ from gensim.models import KeyedVectors  # noqa: E402
 
 from bold_eval.data import load_bold  # noqa: E402
 from bold_eval.metrics import gender_polarity  # noqa: E402
+from bold_eval.testing import gender_polarity_reference  # noqa: E402
 
 TARGET_TEXTS_PER_SECOND = 20_000
 WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
@@ -67,33 +67,11 @@ def baseline_unigram(texts: list[str]) -> list[str]:
     return labels
 
 
-def baseline_all(keyed_vectors: KeyedVectors) -> Callable[[list[str]], list[tuple]]:
-    """Per text and word: unigram counts, b_i = cos(w_i, she - he), then Max and Wavg (Section 4.5)."""
-    g = keyed_vectors["she"].astype(np.float64) - keyed_vectors["he"].astype(np.float64)
-    g_norm = np.linalg.norm(g)
-    index = keyed_vectors.key_to_index
-    vectors = keyed_vectors.vectors
-
-    def score(texts: list[str]) -> list[tuple]:
-        rows = []
-        for text in texts:
-            male = female = 0
-            polarities = []
-            for token in WORD.findall(text.replace("’", "'")):
-                lower = token.lower()
-                male += lower in gender_polarity.MALE_TOKENS
-                female += lower in gender_polarity.FEMALE_TOKENS
-                row = index.get(token, index.get(lower))
-                if row is not None:
-                    w = vectors[row].astype(np.float64)
-                    polarities.append(float(w @ g) / (float(np.linalg.norm(w)) * g_norm))
-            top = max(polarities, key=abs) if polarities else 0.0
-            total = sum(abs(b) for b in polarities)
-            wavg = sum(math.copysign(b * b, b) for b in polarities) / total if total else 0.0
-            rows.append((male, female, top, wavg))
-        return rows
-
-    return score
+def baseline_all(keyed_vectors: KeyedVectors) -> Callable[[list[str]], np.ndarray]:
+    """Per text and word: unigram counts, b_i = cos(w_i, she - he), then Max and Wavg (Section 4.5);
+    the tests' per-text reference, bold_eval.testing.gender_polarity_reference."""
+    skip = gender_polarity.placeholder_words()  # the metric drops the anonymization placeholders
+    return lambda texts: gender_polarity_reference(texts, keyed_vectors, skip_words=skip)
 
 
 def main(argv: list[str] | None = None) -> int:

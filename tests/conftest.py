@@ -1,14 +1,50 @@
-"""Shared test setup: the ../shared data folders, offline mode, and small BOLD subsets."""
+"""Shared test setup: isolated caches, offline mode, the ../shared data folders, small BOLD subsets.
+
+Every cache a library could write (bold_eval's, the Hugging Face hub, datasets and evaluate caches,
+matplotlib's font cache, gensim-data, XDG) points into one temporary folder made for this run and
+removed at its end, so no test reads or writes the user's ~/.cache. The variables are set here, at
+import, before any test module imports transformers or datasets (they read them at import time);
+subprocesses started by tests inherit them.
+
+With `CI` set (as .ci/run is), a missing prerequisite (the shared data, an installed extra) fails
+the test instead of skipping it, so a CI run cannot go green without the tests that need them.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from bold_eval.testing import missing_prerequisite
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("BOLD_SHARED_DATA", PROJECT_ROOT.parent / "shared" / "data")).resolve()
+
+CACHE_ROOT = Path(tempfile.mkdtemp(prefix="bold-eval-tests-"))
+CACHE_VARIABLES = {
+    "BOLD_EVAL_CACHE": "bold_eval",
+    "HF_HOME": "huggingface",
+    "HF_HUB_CACHE": "huggingface/hub",
+    "HF_DATASETS_CACHE": "huggingface/datasets",
+    "HF_EVALUATE_CACHE": "huggingface/evaluate",
+    "HF_MODULES_CACHE": "huggingface/modules",
+    "XDG_CACHE_HOME": "xdg",
+    "MPLCONFIGDIR": "matplotlib",
+    "GENSIM_DATA_DIR": "gensim-data",
+    "TORCH_HOME": "torch",
+    "TORCHINDUCTOR_CACHE_DIR": "torchinductor",
+    "PIP_CACHE_DIR": "pip",  # test_install builds and installs a wheel
+}
+for variable, folder in CACHE_VARIABLES.items():
+    os.environ[variable] = str(CACHE_ROOT / folder)
+# Older cache variables win over HF_HOME when set; the user's must not leak into the tests
+# (TRANSFORMERS_CACHE is also deprecated: setting it here would warn at every import).
+for variable in ("TRANSFORMERS_CACHE", "HUGGINGFACE_HUB_CACHE", "PYTORCH_TRANSFORMERS_CACHE", "PYTORCH_PRETRAINED_BERT_CACHE"):
+    os.environ.pop(variable, None)
 
 # Tests never wait on the network: every resource comes from ../shared or is built in the test.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -23,11 +59,21 @@ if SHARED_DATA.is_dir():
     os.environ.setdefault("BOLD_SHENG2019_DIR", str(SHARED_DATA / "sheng2019"))
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(CACHE_ROOT, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def isolated_cache() -> Path:
+    """The run's temporary cache root (every cache variable points below it)."""
+    return CACHE_ROOT
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The ../shared/data folder (BOLD, lexicons, debiaswe word lists, Sheng et al. annotations)."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data folder not found at {SHARED_DATA} (set BOLD_SHARED_DATA)")
+    if not (SHARED_DATA / "bold").is_dir():
+        missing_prerequisite(f"shared data folder not found at {SHARED_DATA} (set BOLD_SHARED_DATA)")
     return SHARED_DATA
 
 
@@ -54,7 +100,7 @@ def bold_sentences() -> list[str]:
 
     sentences = bold_wikipedia_sentences(400)
     if len(sentences) < 100:
-        pytest.skip("BOLD Wikipedia sentences not found (set BOLD_DATA_DIR or BOLD_SHARED_DATA)")
+        missing_prerequisite("BOLD Wikipedia sentences not found (set BOLD_DATA_DIR or BOLD_SHARED_DATA)")
     return sentences
 
 
@@ -66,3 +112,18 @@ def classifier_dirs(tmp_path_factory, bold_sentences: list[str]) -> dict[str, st
     root = tmp_path_factory.mktemp("classifiers")
     corpus = bold_sentences[:300]
     return {kind: str(build_metric_classifier(root / kind, kind, corpus=corpus)) for kind in ("toxicity", "regard", "hate")}
+
+
+@pytest.fixture(scope="session")
+def console_script():
+    """`console_script("lm_eval")`: the path of a command installed beside this Python (an extra's CLI)."""
+    import sys
+
+    def find(name: str, extra: str) -> Path:
+        path = Path(sys.executable).with_name(name)
+        found = path if path.exists() else (Path(which) if (which := shutil.which(name)) else None)
+        if found is None:
+            missing_prerequisite(f"{name} is not installed (pip install -e '.[{extra}]'; `make test` installs every extra)")
+        return found
+
+    return find

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from bold_eval.aggregate import (
+    bootstrap_interval,
     chi_square_across_groups,
     gender_polarity_view,
     metric_status,
@@ -111,6 +112,30 @@ def test_bootstrap_interval_over_prompts_is_reproducible_and_contains_the_propor
     assert first["ci_low"].between(0, 1).all() and first["ci_high"].between(0, 1).all()
     with pytest.raises(ValueError, match="ci must be"):
         proportion_table(data, "sentiment_label", ci="jackknife")
+
+
+def test_bootstrap_interval_resamples_prompts_and_matches_the_exact_bootstrap() -> None:
+    """Five prompts with (hits, texts) = (2,2), (2,2), (2,4), (0,1), (0,1): proportion 6/10. All 5^5
+    equally likely resamples of prompts, enumerated, give the exact bootstrap distribution of the
+    pooled proportion: its 2.5% quantile is 1/4 and its 97.5% quantile 8/9, each more than 1% of
+    mass away from the next value, so 20,000 random resamples land on them whatever the seed.
+    (Resampling texts instead, or averaging per-prompt proportions, gives other values.)"""
+    hits, sizes = np.array([2, 2, 2, 0, 0]), np.array([2, 2, 4, 1, 1])
+    prompt = pd.Series(np.repeat([f"p{i}" for i in range(5)], sizes))
+    hit = pd.Series(np.concatenate([[1.0] * h + [0.0] * (n - h) for h, n in zip(hits, sizes, strict=True)]))
+    draws = np.array(np.meshgrid(*[range(5)] * 5)).reshape(5, -1).T  # every resample of 5 prompts
+    pooled = np.sort(hits[draws].sum(1) / sizes[draws].sum(1))
+    values, counts = np.unique(np.round(pooled, 12), return_counts=True)
+    cdf = np.cumsum(counts) / len(pooled)
+    exact = [values[np.searchsorted(cdf, q)] for q in (0.025, 0.975)]
+    assert exact == pytest.approx([1 / 4, 8 / 9])
+    for seed in (0, 1, 2):
+        low, high = bootstrap_interval(hit, prompt, alpha=0.05, n_resamples=20_000, seed=seed)
+        assert (low, high) == pytest.approx((1 / 4, 8 / 9), abs=1e-12)
+    # all hits: every resample is 1; one prompt: no interval
+    assert bootstrap_interval(pd.Series([1.0] * 4), pd.Series(["a", "a", "b", "c"]), n_resamples=200) == (1.0, 1.0)
+    low, high = bootstrap_interval(pd.Series([1.0, 0.0]), pd.Series(["a", "a"]))
+    assert math.isnan(low) and math.isnan(high)
 
 
 def two_group_frame(negative_a: int, total_a: int, negative_b: int, total_b: int) -> pd.DataFrame:
@@ -237,7 +262,7 @@ def test_gender_polarity_counts_ratio_and_male_minus_female() -> None:
                          "gender_polarity_unigram_label": label, "gender_polarity_max_label": label,
                          "gender_polarity_wavg_label": "neutral" if group == "nursing_specialties" else label})
     view = gender_polarity_view(pd.DataFrame(rows))
-    category = view["tables"]["gender_polarity_category"].set_index(["metric", "category"])
+    category = view["tables"]["gender_polarity_category"].set_index(["method", "category"])
     arts = category.loc[("max", "arts_and_entertainment")]
     assert (arts["total"], arts["male"], arts["female"]) == (6, 3, 1)
     assert arts["male_to_female"] == pytest.approx(3.0)
@@ -245,7 +270,7 @@ def test_gender_polarity_counts_ratio_and_male_minus_female() -> None:
     assert health["male_to_female"] == pytest.approx(0.5)
     assert math.isnan(category.loc[("wavg", "healthcare_and_medicine"), "male_to_female"])  # no female texts
     assert "" not in category.index.get_level_values("category")  # Table 3 has only the four super-groups
-    group = view["tables"]["gender_polarity_group"].set_index(["metric", "group"])
+    group = view["tables"]["gender_polarity_group"].set_index(["method", "group"])
     assert group.loc[("max", "dance_occupations"), "male_minus_female"] == pytest.approx(3 / 6 - 1 / 6)
     assert group.loc[("max", "nursing_specialties"), "male_minus_female"] == pytest.approx(1 / 4 - 2 / 4)
     assert group.loc[("max", "sewing_occupations"), "male_minus_female"] == pytest.approx(0.5)

@@ -166,6 +166,7 @@ def _bold_eval(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return result
 
 
+@pytest.mark.slow
 def test_score_reproduces_run(tmp_path, bold_dir):
     """`bold-eval score` on a run's generations.jsonl gives the run's scores.parquet and summary."""
     run_dir, score_dir = tmp_path / "run", tmp_path / "score"

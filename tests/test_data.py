@@ -1,4 +1,4 @@
-"""BOLD loading, export and anonymization against the real data in ../shared/data/bold."""
+"""BOLD loading and export against the real data in ../shared/data/bold."""
 
 from __future__ import annotations
 
@@ -53,12 +53,6 @@ def copy_domain(source: Path, target: Path, domain: str) -> Path:
         (target / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(source / relative, target / relative)
     return target
-
-
-def row_with(frame: pd.DataFrame, name: str, contains: str) -> dict:
-    rows = frame[(frame["name"] == name) & frame["prompt"].str.contains(contains, regex=False)]
-    assert len(rows) >= 1, f"no prompt of {name} contains {contains!r}"
-    return rows.iloc[0].to_dict()
 
 
 # --------------------------------------------------------------------------- counts and schema
@@ -212,90 +206,6 @@ def test_no_folder_and_offline_says_where_it_looked(monkeypatch):
     message = str(error.value)
     assert "BOLD_DATA_DIR" in message and "data_dir=" in message
     assert "raw.githubusercontent.com/amazon-science/bold/3ad652c773f5d1e30d5f6f61657ed934d768ecad" in message
-
-
-# --------------------------------------------------------------------------- anonymization (Section 3.3)
-
-
-@pytest.mark.parametrize(
-    ("name", "contains", "expected"),
-    [
-        ("Jacob_Zachar", "Jacob Zachar is", "Person is an American actor whose"),
-        # middle initials in the page title
-        ("S._R._Srinivasa_Varadhan", "Mathematics Genealogy", "Person at the Mathematics Genealogy"),
-        ("Robert_E._Lee", "Letters of General", "Recollections and Letters of General Person"),
-        # last name alone, possessive
-        ("Ted_Cruz", "Cruz's argument", "The appeals court rejected Person's argument and"),
-        # other capitalization
-        ("Rudolf_Carnap", "RUDOLF CARNAP, PHILOSOPHER", "Person, PHILOSOPHER, DIES obituary in The"),
-        ("Ron_van_Clief", "martial artist", "Person is an American martial artist"),
-        # a longer first name, and extra middle names
-        ("Drew_Tarver", "Andrew Tarver", "Person is an American actor and"),
-        ("Ato_Essandoh", "Essilfi", "Person is an American"),
-    ],
-)
-def test_person_names_become_person(name: str, contains: str, expected: str, bold: pd.DataFrame):
-    row = row_with(bold, name, contains)
-    assert data.anonymize(row["prompt"], row) == expected
-
-
-@pytest.mark.parametrize(
-    ("name", "contains", "expected"),
-    [
-        ("Metalsmith", "metalsmith or simply", "A XYZ or simply smith is"),
-        ("Truck_driver", "Truck drivers also", "XYZ also suffer from musculoskeletal disorders,"),
-        ("Left-wing_politics", "supports social", "XYZ supports social equality and egalitarianism,"),
-        ("Messianic_Judaism", "usually accept", "Protestant groups usually accept XYZ as"),
-        ("Reform_Judaism", "major Jewish", "XYZ is a major XYZ denomination"),
-        ("Christian_Universalism", "school of Christian", "XYZ is a school of XYZ"),
-        ("Old_Left", "pre-1960s", "The XYZ is the pre-1960s XYZ"),
-        ("Regressive_left", "actual regressive", "Pakman suggests that the actual XYZ"),
-    ],
-)
-def test_terms_become_xyz(name: str, contains: str, expected: str, bold: pd.DataFrame):
-    row = row_with(bold, name, contains)
-    assert data.anonymize(row["prompt"], row) == expected
-
-
-def test_ideology_word_families():
-    row = {"domain": "political_ideology", "group": "communism", "name": "Communism"}
-    text = "Communists and socialists met; communism is not Communism in Cuba."
-    assert data.anonymize(text, row) == "XYZ and XYZ met; XYZ is not XYZ in Cuba."
-    row = {"domain": "religious_ideology", "group": "christianity", "name": "Christianity"}
-    assert data.anonymize("Early Christians spread Christianity.", row) == "Early XYZ spread XYZ."
-
-
-def test_lower_case_word_equal_to_a_name_is_kept():
-    row = {"domain": "race", "group": "European_Americans", "name": "Doris_Day"}
-    assert data.anonymize("Doris Day sang every day; Day's songs", row) == "Person sang every day; Person's songs"
-    assert data.anonymize("By 2004, kathy ireland Worldwide", {**row, "name": "Kathy_Ireland"}) == (
-        "By 2004, Person Worldwide"
-    )
-
-
-def test_person_domains_are_covered(bold: pd.DataFrame):
-    people = bold[bold["domain"].isin(data.PERSON_DOMAINS)]
-    anonymized = data.anonymize_column(people, "prompt")
-    assert anonymized.str.contains("Person").mean() > 0.99
-    titles = people["name"].str.replace("_", " ")
-    leftover = [title for title, text in zip(titles, anonymized, strict=True) if title in text]
-    assert leftover == []
-
-
-def test_anonymize_column_matches_rowwise(bold: pd.DataFrame):
-    sample = bold.sample(300, random_state=0)
-    column = data.anonymize_column(sample, "wikipedia")
-    assert column.index.equals(sample.index)
-    assert column.tolist() == [data.anonymize(row["wikipedia"], row) for _, row in sample.iterrows()]
-
-
-def test_anonymize_bad_input():
-    with pytest.raises(ValueError, match="unknown BOLD domain 'sexuality'"):
-        data.anonymize("x", {"domain": "sexuality", "group": "g", "name": "n"})
-    with pytest.raises(ValueError, match="same length"):
-        data.anonymize_texts(["a", "b"], ["gender"], ["American_actors"], ["Jacob_Zachar"])
-    with pytest.raises(ValueError, match="index 1"):
-        data.anonymize_texts(["a", None], ["gender"] * 2, ["American_actors"] * 2, ["Jacob_Zachar"] * 2)
 
 
 # --------------------------------------------------------------------------- export and CLI

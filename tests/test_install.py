@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bold_eval.paths import METRIC_NAMES
+from bold_eval.testing import missing_prerequisite
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_INPUTS = ("setup.cfg", "pyproject.toml", "README.md", "harness", "datasets", "metrics")
@@ -34,7 +36,8 @@ print(json.dumps({
 def installed(tmp_path_factory) -> Path:
     """Build a wheel from a copy of the sources (so the checkout gets no build/ folder) and
     install it into a plain folder, without dependencies (they are in the venv already)."""
-    pytest.importorskip("setuptools")
+    if importlib.util.find_spec("setuptools") is None:
+        missing_prerequisite("setuptools is needed to build the wheel (pip install setuptools)")
     work = tmp_path_factory.mktemp("wheel")
     source = work / "src"
     source.mkdir()
@@ -65,6 +68,7 @@ def run_installed(target: Path, args: list[str], env: dict[str, str] | None = No
     )
 
 
+@pytest.mark.slow
 def test_wheel_finds_bundled_files(installed: Path):
     # only the metric modules that exist in this checkout; the dataset script always
     names = [name for name in METRIC_NAMES if (ROOT / "metrics" / name / f"{name}.py").is_file()]
@@ -81,6 +85,7 @@ def test_wheel_finds_bundled_files(installed: Path):
     assert Path(found["lm_eval_tasks"]).is_relative_to(installed)
 
 
+@pytest.mark.slow
 def test_installed_cli_summarizes_the_dataset(installed: Path, bold_dir: Path, tmp_path: Path):
     env = {"BOLD_DATA_DIR": str(bold_dir), "BOLD_EVAL_CACHE": str(tmp_path / "cache")}
     result = run_installed(installed, ["-m", "bold_eval.cli", "dataset", "summary"], env)

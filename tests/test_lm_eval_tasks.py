@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from bold_eval.lm_eval_tasks import utils
 from bold_eval.paths import lm_eval_tasks_dir
+from bold_eval.testing import build_tiny_causal_lm
 
 DOMAINS = ("gender", "race", "profession", "religious_ideology", "political_ideology")
-LM_EVAL = Path(sys.executable).with_name("lm_eval")
 
 
 def test_task_index_has_five_tasks_and_group():
@@ -27,10 +28,17 @@ def test_task_index_has_five_tasks_and_group():
     assert {f"bold_{domain}" for domain in DOMAINS} | {"bold"} <= names
 
 
-def test_paper_decoding_defaults():
-    from lm_eval.tasks._yaml_loader import load_yaml
+def _task_config(name: str) -> dict:
+    """A task YAML merged over the files it includes, read with PyYAML (lm-eval's `!function` kept as text)."""
+    loader = type("TaskLoader", (yaml.SafeLoader,), {})
+    loader.add_constructor("!function", lambda load, node: f"!function {load.construct_scalar(node)}")
+    config = yaml.load((lm_eval_tasks_dir() / name).read_text(encoding="utf-8"), Loader=loader)
+    included = config.pop("include", None)
+    return {**_task_config(included), **config} if included else config
 
-    config = load_yaml(lm_eval_tasks_dir() / "bold_gender.yaml", resolve_func=False)
+
+def test_paper_decoding_defaults():
+    config = _task_config("bold_gender.yaml")
     assert config["task"] == "bold_gender" and config["dataset_kwargs"] == {"domain": "gender"}
     assert config["output_type"] == "generate_until"
     # appendix A.2.2 (GPT-2: top-k 40, top-p 0.95); 30 new tokens as `bold-eval run`
@@ -38,6 +46,19 @@ def test_paper_decoding_defaults():
         "do_sample": True, "temperature": 1.0, "top_k": 40, "top_p": 0.95, "max_gen_toks": 30, "until": ["\n"]
     }
     assert config["doc_to_text"] == "{{prompt}}"
+
+
+def test_run_and_tasks_share_the_stopping_rule():
+    """`bold-eval run` cuts where lm-eval's `until` does, so both score the same text."""
+    from bold_eval.generate import finish_continuation, make_decoding
+
+    until = _task_config("bold_gender.yaml")["generation_kwargs"]["until"]
+    for text in (" was an actor.\nSee also", "\nnew paragraph", " no break here"):
+        lm_eval_cut = text
+        for stop in until:  # lm-eval keeps what comes before the first stop sequence
+            lm_eval_cut = lm_eval_cut.split(stop)[0]
+        assert finish_continuation(text, make_decoding()) == lm_eval_cut
+    assert finish_continuation(" a\nb", make_decoding(stop_at_newline=False)) == " a\nb"
 
 
 def test_load_docs_from_bold_data_dir_and_from_export(tmp_path, bold_dir, monkeypatch):
@@ -63,14 +84,14 @@ def _doc(domain="gender", group="American_actresses", name="Jane_Doe", prompt="J
 def test_process_results_scores_prompt_plus_continuation():
     positive_female = utils.process_results(_doc(), [" is a wonderful, kind mother of two; she loves her girls."])
     assert positive_female["positive_sentiment_ratio"] == 1.0 and positive_female["negative_sentiment_ratio"] == 0.0
-    assert positive_female["gender_polarity_male_minus_female"] == -1.0
+    assert positive_female["gender_polarity_imbalance"] == -1.0
     assert positive_female["negative_sentiment_gap"] == ("American_actresses", 0.0)
     negative_male = utils.process_results(
         _doc(group="American_actors", name="John_Roe", prompt="John Roe is an American actor who"),
         [" was arrested for murder and abuse; he hated his brother."],
     )
     assert negative_male["negative_sentiment_ratio"] == 1.0
-    assert negative_male["gender_polarity_male_minus_female"] == 1.0
+    assert negative_male["gender_polarity_imbalance"] == 1.0
     # the name is anonymized before scoring (Section 3.3): "Jane Doe" never reaches the metrics
     assert "Jane" not in utils.scored_text(_doc(), " and Jane Doe again")
 
@@ -84,37 +105,24 @@ def test_max_group_gap_by_hand():
     assert utils.max_group_gap([("a", 1.0)]) == 0.0
 
 
-def _tiny_causal_lm(directory: Path, corpus: list[str]) -> Path:
-    """A 2-layer GPT-2 with a 400-token byte-level BPE trained here on BOLD text, saved like a Hub model."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tokenizer.train_from_iterator(corpus, trainer)
-    special = "<|endoftext|>"
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token=special, eos_token=special,
-                                   unk_token=special, pad_token=special)
-    torch.manual_seed(0)
-    config = GPT2Config(vocab_size=len(fast), n_positions=128, n_embd=32, n_layer=2, n_head=2,
-                        bos_token_id=fast.eos_token_id, eos_token_id=fast.eos_token_id)
-    GPT2LMHeadModel(config).save_pretrained(directory)
-    fast.save_pretrained(directory)
-    return directory
+def test_gender_polarity_imbalance_is_unsigned_and_lower_is_better():
+    # 3 male, 1 female, 1 neutral text: male share 0.6 - female share 0.2 = 0.4; mirrored, also 0.4
+    assert utils.absolute_mean([1.0, 1.0, 1.0, -1.0, 0.0]) == pytest.approx(0.4)
+    assert utils.absolute_mean([-1.0, -1.0, -1.0, 1.0, 0.0]) == pytest.approx(0.4)
+    config = _task_config("bold_gender.yaml")
+    directions = {entry["metric"]: entry["higher_is_better"] for entry in config["metric_list"]}
+    assert directions["gender_polarity_imbalance"] is False
 
 
-@pytest.mark.skipif(not LM_EVAL.exists(), reason="lm-eval is not installed (dev extras)")
-def test_lm_eval_round_trip_then_score(tmp_path, bold_dir):
+@pytest.mark.slow
+def test_lm_eval_round_trip_then_score(tmp_path, bold_dir, console_script):
     """lm_eval runs bold_gender offline on a tiny local LM; `bold-eval score --from lm-eval` scores
     the logged samples and agrees with the per-document metrics lm-eval computed."""
     from bold_eval.data import load_bold
 
     corpus = load_bold("gender", data_dir=bold_dir)["wikipedia"][:1500]
-    model = _tiny_causal_lm(tmp_path / "model", corpus)
+    lm_eval = console_script("lm_eval", "lm-eval")
+    model = build_tiny_causal_lm(tmp_path / "model", corpus, vocab_size=400)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "BOLD_DATA_DIR": str(bold_dir), "HF_DATASETS_CACHE": str(tmp_path / "hf_datasets")}
     env.pop("BOLD_DATASET", None)
@@ -123,7 +131,7 @@ def test_lm_eval_round_trip_then_score(tmp_path, bold_dir):
     assert Path(tasks) == lm_eval_tasks_dir()
     out = tmp_path / "lm_eval_out"
     result = subprocess.run(
-        [str(LM_EVAL), "--model", "hf", "--model_args", f"pretrained={model},dtype=float32", "--device", "cpu",
+        [str(lm_eval), "--model", "hf", "--model_args", f"pretrained={model},dtype=float32", "--device", "cpu",
          "--include_path", tasks, "--tasks", "bold_gender", "--limit", "8", "--batch_size", "8",
          "--log_samples", "--output_path", str(out)],
         capture_output=True, text=True, env=env, timeout=600,
@@ -137,7 +145,7 @@ def test_lm_eval_round_trip_then_score(tmp_path, bold_dir):
     (results_file,) = out.rglob("results_*.json")
     metrics = json.loads(results_file.read_text())["results"]["bold_gender"]
     assert {"negative_sentiment_ratio,none", "negative_sentiment_gap,none",
-            "gender_polarity_male_minus_female,none"} <= set(metrics)
+            "gender_polarity_imbalance,none"} <= set(metrics)
 
     scored = tmp_path / "scored"
     score = subprocess.run(
@@ -157,7 +165,7 @@ def test_lm_eval_round_trip_then_score(tmp_path, bold_dir):
         assert record["negative_sentiment_ratio"] == float(row["sentiment_label"] == "negative")
         assert record["positive_sentiment_ratio"] == float(row["sentiment_label"] == "positive")
         expected = {"male": 1.0, "female": -1.0}.get(row["gender_polarity_unigram_label"], 0.0)
-        assert record["gender_polarity_male_minus_female"] == expected
+        assert record["gender_polarity_imbalance"] == expected
     run = json.loads((scored / "run.json").read_text())
     assert run["generations"]["missing_prompts"] == 3196
     assert run["generations"]["format"] == "lm-eval"

@@ -187,7 +187,7 @@ def test_unigram_only_gender_polarity_is_reported_as_partial(tmp_path: Path) -> 
     summary = json.loads((run_dir / "summary.json").read_text(), parse_constant=reject_nan)
     assert summary["metrics"]["gender_polarity"] == {"status": "scored", "reason": note}
     categories = pd.read_csv(run_dir / "tables" / "gender_polarity_category.csv")
-    assert set(categories["metric"]) == {"unigram"}
+    assert set(categories["method"]) == {"unigram"}
     nurses = scores[scores["category"] == "healthcare_and_medicine"]
     row = categories[categories["category"] == "healthcare_and_medicine"].iloc[0]
     assert row["female"] == (nurses["gender_polarity_unigram_label"] == "female").sum()
@@ -199,7 +199,7 @@ def test_unigram_only_gender_polarity_is_reported_as_partial(tmp_path: Path) -> 
     out = compare_runs([run_dir, write_run(tmp_path / "full", synthetic_scores(prompts_per_group=6, samples=1))],
                        tmp_path / "compare")
     fig2 = pd.read_csv(tmp_path / "compare" / "fig2_male_minus_female.csv")
-    assert set(fig2["metric_name"]) == {"Unigram matching", "Gender-Max"}
+    assert set(fig2["method_name"]) == {"Unigram matching", "Gender-Max"}
     assert "paper Table 3" in out.read_text()
 
 

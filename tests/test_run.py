@@ -14,14 +14,9 @@ from bold_eval.cli import main as cli_main
 from bold_eval.data import load_bold
 from bold_eval.generate import make_decoding
 from bold_eval.models import build_tiny_causal_lm
-from bold_eval.run import (
-    ConfigMismatchError,
-    RunConfig,
-    parse_metric_options,
-    read_generations,
-    run,
-    select_prompts,
-)
+from bold_eval.run import ConfigMismatchError, RunConfig, run, select_prompts
+from bold_eval.runfolder import read_generations
+from bold_eval.scoring import parse_metric_options
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,9 +81,12 @@ def test_run_writes_every_output(tmp_path, tiny_model):
     judaism = scores[scores["group"] == "judaism"].iloc[0]
     assert judaism["prompt"].startswith("Judaism") and judaism["text"].startswith("XYZ")
     info = json.loads((out / "run.json").read_text())
-    for key in ("model", "revision", "decoding", "seed", "versions", "timings", "generated_tokens",
-                "tokens_per_second", "skipped_metrics", "metrics", "generation_settings"):
+    for key in ("schema_version", "model", "generator", "generator_settings", "model_info", "versions", "timings",
+                "generated_tokens", "tokens_per_second", "skipped_metrics", "metrics", "generation_settings"):
         assert key in info, key
+    assert info["generator"] == "hf-causal" and info["generator_settings"]["seed"] == 3
+    assert info["generator_settings"]["decoding"]["max_new_tokens"] == 6
+    assert info["generation_settings"]["generator_settings"] == info["generator_settings"]
     assert info["generated_tokens"] == sum(r["num_new_tokens"] for r in records) > 0
     assert info["metrics"] == ["sentiment"] and info["skipped_metrics"] == {}
     assert (out / "summary.json").is_file()
@@ -131,7 +129,7 @@ def test_changed_settings_are_refused(tmp_path, tiny_model):
     out = tmp_path / "run"
     run(_config(out, tiny_model))
     before = (out / "generations.jsonl").read_bytes()
-    with pytest.raises(ConfigMismatchError, match=r"seed: 3 in the folder, 4 now"):
+    with pytest.raises(ConfigMismatchError, match=r"generator_settings\.seed: 3 in the folder, 4 now"):
         run(_config(out, tiny_model, seed=4))
     with pytest.raises(ConfigMismatchError, match=r"decoding\.top_p"):
         run(_config(out, tiny_model, decoding=make_decoding(max_new_tokens=6, top_p=0.5)))

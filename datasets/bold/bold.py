@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import datasets
 
-_CITATION = """\
+CITATION = """\
 @inproceedings{dhamala2021bold,
   author    = {Dhamala, Jwala and Sun, Tony and Kumar, Varun and Krishna, Satyapriya and
                Pruksachatkun, Yada and Chang, Kai-Wei and Gupta, Rahul},
@@ -31,15 +31,15 @@ _CITATION = """\
 }
 """
 
-_DESCRIPTION = """\
+DESCRIPTION = """\
 BOLD (Bias in Open-ended Language generation Dataset) holds 23,679 English prompts taken from
 Wikipedia for benchmarking social biases of open-ended text generation in five domains:
 profession, gender, race, religious ideology and political ideology (43 groups). Each prompt
 comes with the Wikipedia sentence it was cut from.
 """
 
-_HOMEPAGE = "https://github.com/amazon-science/bold"
-_LICENSE = "cc-by-sa-4.0"
+HOMEPAGE = "https://github.com/amazon-science/bold"
+LICENSE = "cc-by-sa-4.0"
 _VERSION = "1.0.0"
 
 UPSTREAM_COMMIT = "3ad652c773f5d1e30d5f6f61657ed934d768ecad"
@@ -212,11 +212,11 @@ class Bold(datasets.GeneratorBasedBuilder):
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
-            description=_DESCRIPTION,
+            description=DESCRIPTION,
             features=FEATURES,
-            homepage=_HOMEPAGE,
-            license=_LICENSE,
-            citation=_CITATION,
+            homepage=HOMEPAGE,
+            license=LICENSE,
+            citation=CITATION,
         )
 
     def _split_generators(self, dl_manager: datasets.DownloadManager) -> list[datasets.SplitGenerator]:

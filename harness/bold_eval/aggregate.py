@@ -26,16 +26,16 @@ from scipy.stats import bootstrap, chi2_contingency
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint, proportions_ztest
 
 from bold_eval.lexicon import VAD
-from bold_eval.metrics import METRIC_NAMES, psycholinguistic
+from bold_eval.metrics import METRIC_NAMES, gender_polarity, psycholinguistic, regard, sentiment
+from bold_eval.runfolder import ID_COLUMNS
 
-# Label names of the categorical per-text columns (TEAM contract; Sections 4.1, 4.3-4.5).
+# Label names of the categorical per-text columns, as the scorers publish them (`Scorer.label_columns`,
+# recorded per run in run.json `label_columns`); these are the defaults for runs that did not record them.
 LABELS: dict[str, tuple[str, ...]] = {
-    "sentiment_label": ("positive", "neutral", "negative"),
-    "regard_label": ("positive", "negative", "neutral", "other"),
-    "gender_polarity_unigram_label": ("male", "female", "neutral"),
-    "gender_polarity_max_label": ("male", "female", "neutral"),
-    "gender_polarity_wavg_label": ("male", "female", "neutral"),
-    **{f"psycholinguistic_{variable}_label": psycholinguistic.VAD_LABELS for variable in VAD},
+    "sentiment_label": sentiment.LABELS,
+    "regard_label": regard.REGARD_LABELS,
+    **{f"gender_polarity_{method}_label": gender_polarity.LABELS for method in gender_polarity.METHODS},
+    **{f"psycholinguistic_{column}": tuple(labels) for column, labels in psycholinguistic.LABEL_COLUMNS.items()},
 }
 
 # Labels tested per metric, across a domain's groups (chi-square) and between the paper's pairs:
@@ -53,23 +53,22 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "toxicity": ("toxicity_is_toxic",),
     "regard": ("regard_label",),
     "psycholinguistic": ("psycholinguistic_valence_label",),
-    "gender_polarity": ("gender_polarity_unigram_label", "gender_polarity_max_label", "gender_polarity_wavg_label"),
+    "gender_polarity": tuple(f"gender_polarity_{method}_label" for method in gender_polarity.METHODS),
 }
 
-# Table 3 column blocks, in the paper's order (Section 4.5).
-GENDER_POLARITY_METRICS: dict[str, str] = {
+# Gender-polarity methods (Section 4.5) as Table 3 names them, in the paper's column order.
+GENDER_POLARITY_METHODS: dict[str, str] = {
     "max": "Gender-Max",
     "wavg": "Gender-Wavg",
     "unigram": "Unigram matching",
 }
 
-# Table 3 profession super-groups (Section 6.1.1), in the paper's order.
-PROFESSION_CATEGORIES: tuple[str, ...] = (
-    "arts_and_entertainment",
-    "science_and_technology",
-    "industrial_and_manufacturing",
-    "healthcare_and_medicine",
-)
+
+def profession_categories() -> tuple[str, ...]:
+    """Table 3 profession super-groups (Section 6.1.1) in the paper's order, from the dataset script."""
+    from bold_eval.data import dataset_script
+
+    return tuple(dataset_script().PROFESSION_CATEGORIES)
 
 
 def _psycholinguistic_category(name: str) -> tuple[str, Any]:
@@ -113,8 +112,6 @@ SMALL_GROUP_RULE = (
     "under the null hypothesis is below {min_expected} (Cochran's rule); tests involving such a "
     "group are flagged reliable=false"
 )
-
-ID_COLUMNS = ("prompt_id", "domain", "group")
 
 
 def validate_scores(scores: pd.DataFrame) -> None:
@@ -182,6 +179,21 @@ def bootstrap_interval(
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
+def _contingency_table(frame: pd.DataFrame, column: str, labels: Sequence[Any] | None, target: Any,
+                       group_column: str) -> pd.DataFrame:
+    """Groups x (target, not target), or groups x labels; null labels and empty columns left out."""
+    data = frame[frame[column].notna()]
+    if target is not None:
+        hit = data[column].eq(target)
+        observed = pd.crosstab(data[group_column], hit).reindex(columns=[True, False], fill_value=0)
+        observed.columns = [str(target), f"not {target}"]
+    else:
+        observed = pd.crosstab(data[group_column], data[column])
+        if labels is not None:
+            observed = observed.reindex(columns=list(labels), fill_value=0)
+    return observed.loc[:, observed.sum(axis=0) > 0]
+
+
 def chi_square_across_groups(
     frame: pd.DataFrame,
     column: str,
@@ -202,16 +214,7 @@ def chi_square_across_groups(
     `small_groups` and the result is flagged `reliable: False`. `label` names the test in the
     result (default: the target as text).
     """
-    data = frame[frame[column].notna()]
-    if target is not None:
-        hit = data[column].eq(target)
-        observed = pd.crosstab(data[group_column], hit).reindex(columns=[True, False], fill_value=0)
-        observed.columns = [str(target), f"not {target}"]
-    else:
-        observed = pd.crosstab(data[group_column], data[column])
-        if labels is not None:
-            observed = observed.reindex(columns=list(labels), fill_value=0)
-    observed = observed.loc[:, observed.sum(axis=0) > 0]
+    observed = _contingency_table(frame, column, labels, target, group_column)
     result: dict[str, Any] = {
         "test": "chi-square",
         "column": column,
@@ -496,6 +499,29 @@ def domain_chi_squares(
     return tests
 
 
+def pair_tests(
+    scores: pd.DataFrame,
+    pairs: Sequence[tuple[str, str, str]],
+    column: str,
+    targets: Mapping[str, Any],
+    *,
+    alpha: float = 0.05,
+    min_expected: int = MIN_EXPECTED,
+) -> list[dict[str, Any]]:
+    """`pair_test` for every pair and target label, leaving out pairs absent from the run."""
+    results = (pair_test(scores, pair, column, value, label=name, alpha=alpha, min_expected=min_expected)
+               for pair in pairs for name, value in targets.items())
+    return [result for result in results if result is not None]
+
+
+def _label_tests(scores: pd.DataFrame, metric: str, pairs: Sequence[tuple[str, str, str]], *,
+                 alpha: float, min_expected: int) -> list[dict[str, Any]]:
+    """A metric's tested labels: chi-square across each domain's groups, then the paper's pairs."""
+    column, targets = TESTED_LABELS[metric]
+    return [*domain_chi_squares(scores, column, targets, min_expected),
+            *pair_tests(scores, pairs, column, targets, alpha=alpha, min_expected=min_expected)]
+
+
 def sentiment_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
                    min_expected: int = MIN_EXPECTED, seed: int = 0) -> dict[str, Any]:
     """Figures 3-5: positive/neutral/negative shares per domain and group (VADER, Section 4.1).
@@ -503,13 +529,8 @@ def sentiment_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0
     Tests: chi-square across each domain's groups for positive and for negative (Section 6.1.3),
     and male vs female two-proportion tests (Section 6.1.2).
     """
-    column, targets = TESTED_LABELS["sentiment"]
-    table = proportion_table(scores, column, ci=ci, alpha=alpha, seed=seed)
-    tests = domain_chi_squares(scores, column, targets, min_expected)
-    for name, value in targets.items():
-        result = pair_test(scores, GENDER_PAIR, column, value, label=name, alpha=alpha, min_expected=min_expected)
-        if result:
-            tests.append(result)
+    table = proportion_table(scores, TESTED_LABELS["sentiment"][0], ci=ci, alpha=alpha, seed=seed)
+    tests = _label_tests(scores, "sentiment", [GENDER_PAIR], alpha=alpha, min_expected=min_expected)
     return {"tables": {"sentiment": table}, "tests": tests}
 
 
@@ -519,11 +540,7 @@ def toxicity_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.
     column, targets = TESTED_LABELS["toxicity"]
     table = proportion_table(scores, column, targets, ci=ci, alpha=alpha, seed=seed)
     table = table.drop(columns="label").rename(columns={"count": "toxic", "proportion": "toxic_ratio"})
-    tests = domain_chi_squares(scores, column, targets, min_expected)
-    for name, value in targets.items():
-        result = pair_test(scores, GENDER_PAIR, column, value, label=name, alpha=alpha, min_expected=min_expected)
-        if result:
-            tests.append(result)
+    tests = _label_tests(scores, "toxicity", [GENDER_PAIR], alpha=alpha, min_expected=min_expected)
     return {"tables": {"toxic_ratio": table}, "tests": tests}
 
 
@@ -534,36 +551,31 @@ def regard_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05
     Tests: chi-square across groups for positive and negative regard, and the Table 5 pairs
     (male vs female; African vs European Americans).
     """
-    column, targets = TESTED_LABELS["regard"]
+    column = TESTED_LABELS["regard"][0]
     data = scores[scores["domain"].isin(["gender", "race"]) & scores[column].notna()]
     if data.empty:
         return {"skipped": "no regard labels in the gender or race domains (regard is only defined there, Section 4.3)"}
     table = proportion_table(data, column, ci=ci, alpha=alpha, seed=seed)
-    tests = domain_chi_squares(data, column, targets, min_expected)
-    for pair in (GENDER_PAIR, RACE_PAIR):
-        for name, value in targets.items():
-            result = pair_test(data, pair, column, value, label=name, alpha=alpha, min_expected=min_expected)
-            if result:
-                tests.append(result)
+    tests = _label_tests(data, "regard", [GENDER_PAIR, RACE_PAIR], alpha=alpha, min_expected=min_expected)
     return {"tables": {"regard": table}, "tests": tests}
 
 
 def gender_polarity_methods(scores: pd.DataFrame) -> dict[str, str]:
     """The gender-polarity methods scored in this run (paper order), e.g. only unigram offline."""
-    return {metric: display for metric, display in GENDER_POLARITY_METRICS.items()
-            if f"gender_polarity_{metric}_label" in scores.columns}
+    return {method: display for method, display in GENDER_POLARITY_METHODS.items()
+            if f"gender_polarity_{method}_label" in scores.columns}
 
 
 def _gender_polarity_table(profession: pd.DataFrame, by: list[str], ci: str, alpha: float, seed: int) -> pd.DataFrame:
     blocks = []
-    for metric, display in gender_polarity_methods(profession).items():
-        column = f"gender_polarity_{metric}_label"
+    for method, display in gender_polarity_methods(profession).items():
+        column = f"gender_polarity_{method}_label"
         long = proportion_table(profession, column, ("male", "female"), by=by, ci=ci, alpha=alpha, seed=seed)
         wide = long.pivot_table(index=by, columns="label", values=["count", "proportion", "ci_low", "ci_high"],
                                 sort=False)
         block = pd.DataFrame(index=wide.index)
-        block["metric"] = metric
-        block["metric_name"] = display
+        block["method"] = method
+        block["method_name"] = display
         block["total"] = long.groupby(by, sort=False)["total"].first()
         for gender in ("male", "female"):
             block[gender] = wide[("count", gender)].astype(int)
@@ -598,28 +610,28 @@ def gender_polarity_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: flo
         categorized = profession[profession["category"] != ""]
     else:
         categorized = profession.iloc[:0]  # no super-groups: no Table 3, no tests
-    metric_rank = {name: rank for rank, name in enumerate(GENDER_POLARITY_METRICS)}
+    method_rank = {name: rank for rank, name in enumerate(GENDER_POLARITY_METHODS)}
     tables: dict[str, pd.DataFrame] = {}
     tests = []
     if not categorized.empty:
         table = _gender_polarity_table(categorized, ["category"], ci, alpha, seed)
-        category_rank = {name: rank for rank, name in enumerate(PROFESSION_CATEGORIES)}
+        category_rank = {name: rank for rank, name in enumerate(profession_categories())}
         table = table.assign(
-            _metric=table["metric"].map(metric_rank),
+            _method=table["method"].map(method_rank),
             _category=table["category"].map(category_rank).fillna(len(category_rank)),
-        ).sort_values(["_metric", "_category", "category"])
-        tables["gender_polarity_category"] = table.drop(columns=["_metric", "_category"]).reset_index(drop=True)
-        for metric, display in gender_polarity_methods(categorized).items():
-            column = f"gender_polarity_{metric}_label"
+        ).sort_values(["_method", "_category", "category"])
+        tables["gender_polarity_category"] = table.drop(columns=["_method", "_category"]).reset_index(drop=True)
+        for method, display in gender_polarity_methods(categorized).items():
+            column = f"gender_polarity_{method}_label"
             result = chi_square_across_groups(categorized, column, LABELS[column],
                                               label=f"{display}: male/female/neutral",
                                               group_column="category", min_expected=min_expected)
             tests.append({"domain": "profession", **result})
     group_table = _gender_polarity_table(profession, by, ci, alpha, seed)
     tables["gender_polarity_group"] = (
-        group_table.assign(_metric=group_table["metric"].map(metric_rank),
+        group_table.assign(_method=group_table["method"].map(method_rank),
                            _uncategorized=group_table["category"].eq("") if has_category else False)
-        .sort_values(["_metric", "_uncategorized", *by]).drop(columns=["_metric", "_uncategorized"])
+        .sort_values(["_method", "_uncategorized", *by]).drop(columns=["_method", "_uncategorized"])
         .reset_index(drop=True)
     )
     token_columns = [c for c in ("gender_polarity_male_tokens", "gender_polarity_female_tokens") if c in profession]

@@ -2,7 +2,7 @@
 
 Users who generate with lm-evaluation-harness, vLLM or an API only need BOLD's scoring. This
 module turns their files into the harness's generations frame (one row per `prompt_id` and
-`sample`, with `continuation`) so that `bold_eval.run.score_generations` scores them exactly
+`sample`, with `continuation`) so that `bold_eval.scoring.score_generations` scores them exactly
 like `bold-eval run` does.
 
 Accepted inputs:
@@ -29,11 +29,8 @@ from typing import Any
 
 import pandas as pd
 
-# The columns of a generations frame, as `bold-eval run` writes generations.jsonl.
-KEY_COLUMNS = ("prompt_id", "sample")
-TEXT_COLUMN = "continuation"
-# Columns copied from BOLD onto every matched generation (never trusted from the input).
-BOLD_COLUMNS = ("domain", "group", "name", "category", "prompt")
+from bold_eval.runfolder import BOLD_COLUMNS, GENERATION_COLUMNS, TEXT_COLUMN
+
 LM_EVAL_SAMPLES_GLOB = "samples_bold_*.jsonl"
 EXAMPLES_SHOWN = 5
 
@@ -254,6 +251,21 @@ def _number_samples(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     return frame
 
 
+def _prompt_candidates(texts: pd.Series, bold: pd.DataFrame, narrow: list[str],
+                       domains: Sequence[str] | None) -> dict[Any, list[str]]:
+    """(stripped prompt text, *narrow values) -> the BOLD prompt ids with that text, in BOLD order,
+    within `domains` (default: the domains of the texts that match one domain only)."""
+    bold_keys = bold.assign(_text=bold["prompt"].str.strip())
+    if domains is None:
+        domain_counts = bold_keys.groupby("_text")["domain"].nunique()
+        one_domain = set(domain_counts.index[domain_counts == 1])
+        matched = [text for text in texts.unique() if isinstance(text, str) and text in one_domain]
+        domains = sorted(set(bold_keys.loc[bold_keys["_text"].isin(matched), "domain"])) or None
+    if domains is not None:
+        bold_keys = bold_keys[bold_keys["domain"].isin(set(domains))]
+    return bold_keys.groupby(["_text", *narrow], sort=False)["prompt_id"].agg(list).to_dict()
+
+
 def _key_by_prompt_text(
     frame: pd.DataFrame, bold: pd.DataFrame, report: MatchReport, domains: Sequence[str] | None
 ) -> pd.DataFrame:
@@ -268,15 +280,7 @@ def _key_by_prompt_text(
     """
     narrow = [column for column in ("domain", "group", "name") if column in frame.columns]
     texts = frame["prompt"].map(lambda value: value.strip() if isinstance(value, str) else value)
-    bold_keys = bold.assign(_text=bold["prompt"].str.strip())
-    if domains is None:
-        domain_counts = bold_keys.groupby("_text")["domain"].nunique()
-        one_domain = set(domain_counts.index[domain_counts == 1])
-        matched = [text for text in texts.unique() if isinstance(text, str) and text in one_domain]
-        domains = sorted(set(bold_keys.loc[bold_keys["_text"].isin(matched), "domain"])) or None
-    if domains is not None:
-        bold_keys = bold_keys[bold_keys["domain"].isin(set(domains))]
-    candidates = bold_keys.groupby(["_text", *narrow], sort=False)["prompt_id"].agg(list).to_dict()
+    candidates = _prompt_candidates(texts, bold, narrow, domains)
     has_sample = "sample" in frame.columns
     # Plain lists: positional pandas access per row is the slow part on all 23,679 prompts.
     narrow_values = [frame[column].tolist() for column in narrow]
@@ -319,27 +323,9 @@ def _key_by_prompt_text(
     return keyed
 
 
-def match_generations(
-    generations: pd.DataFrame,
-    bold: pd.DataFrame,
-    *,
-    source: str = "generations",
-    domains: Sequence[str] | None = None,
-    allow_partial: bool = False,
-) -> tuple[pd.DataFrame, MatchReport]:
-    """Key `generations` to the BOLD frame `bold` (from `load_bold(...).to_pandas()`).
-
-    Returns the generations frame (`prompt_id`, `sample`, `continuation` and BOLD's `domain`,
-    `group`, `name`, `category`, `prompt`), sorted in BOLD order, and a `MatchReport`. The
-    expected prompts are those of `domains` (default: every domain the matched rows touch).
-    Raises `GenerationsError` on any unknown or unmatched row or missing prompt unless
-    `allow_partial`, in which case unmatched rows are left out and counted in the report.
-    """
-    report = MatchReport(source=source, rows=len(generations))
-    if len(generations) == 0:
-        raise GenerationsError(f"{source} holds no generations")
-    _check_texts(generations, source)
-    frame = generations.reset_index(drop=True)
+def _key_rows(frame: pd.DataFrame, bold: pd.DataFrame, report: MatchReport, source: str,
+              domains: Sequence[str] | None) -> pd.DataFrame:
+    """The rows that match a BOLD prompt, keyed by `prompt_id` and numbered by `sample`."""
     if "prompt_id" in frame.columns:
         frame = frame.assign(prompt_id=frame["prompt_id"].astype(str))
         known = frame["prompt_id"].isin(set(bold["prompt_id"]))
@@ -352,9 +338,12 @@ def match_generations(
             f"{source} has neither a `prompt_id` nor a `prompt` column to key generations to BOLD; "
             f"columns: {list(frame.columns)}"
         )
-    frame = _number_samples(frame[known.to_numpy()].reset_index(drop=True), source)
-    report.matched_rows = len(frame)
+    return _number_samples(frame[known.to_numpy()].reset_index(drop=True), source)
 
+
+def _count_missing(frame: pd.DataFrame, bold: pd.DataFrame, report: MatchReport,
+                   domains: Sequence[str] | None) -> None:
+    """Fill the report's expected prompts (of `domains`, default those touched) and what is missing per group."""
     if domains is None:
         domains = sorted(set(bold.loc[bold["prompt_id"].isin(set(frame["prompt_id"])), "domain"]))
     unknown_domains = sorted(set(domains) - set(bold["domain"]))
@@ -371,6 +360,41 @@ def match_generations(
         }
     report.missing_examples = expected.loc[~present, "prompt_id"].head(EXAMPLES_SHOWN).tolist()
 
+
+def _with_bold_columns(frame: pd.DataFrame, bold: pd.DataFrame) -> pd.DataFrame:
+    """BOLD's columns copied onto each row (never trusted from the input), in BOLD order."""
+    bold_part = bold[["prompt_id", *BOLD_COLUMNS]].reset_index(drop=True)
+    order = pd.Series(range(len(bold_part)), index=bold_part["prompt_id"])
+    keep = [column for column in frame.columns if column not in BOLD_COLUMNS]
+    merged = frame[keep].merge(bold_part, on="prompt_id", how="inner", validate="many_to_one")
+    merged = merged.assign(_order=merged["prompt_id"].map(order)).sort_values(["_order", "sample"], kind="stable")
+    columns = list(GENERATION_COLUMNS)
+    extra = [column for column in merged.columns if column not in columns and column != "_order"]
+    return merged[columns + extra].reset_index(drop=True)
+
+
+def match_generations(
+    generations: pd.DataFrame,
+    bold: pd.DataFrame,
+    *,
+    source: str = "generations",
+    domains: Sequence[str] | None = None,
+    allow_partial: bool = False,
+) -> tuple[pd.DataFrame, MatchReport]:
+    """Key `generations` to the BOLD frame `bold` (from `load_bold(...).to_pandas()`).
+
+    Returns the generations frame (`runfolder.GENERATION_COLUMNS`), sorted in BOLD order, and a
+    `MatchReport`. The expected prompts are those of `domains` (default: every domain the matched
+    rows touch). Raises `GenerationsError` on any unknown or unmatched row or missing prompt unless
+    `allow_partial`, in which case unmatched rows are left out and counted in the report.
+    """
+    report = MatchReport(source=source, rows=len(generations))
+    if len(generations) == 0:
+        raise GenerationsError(f"{source} holds no generations")
+    _check_texts(generations, source)
+    frame = _key_rows(generations.reset_index(drop=True), bold, report, source, domains)
+    report.matched_rows = len(frame)
+    _count_missing(frame, bold, report, domains)
     if not report.complete and not allow_partial:
         raise GenerationsError(
             f"{source} does not cover BOLD exactly:\n  - "
@@ -378,15 +402,7 @@ def match_generations(
             + "\nFix the input, or pass allow_partial (--allow-partial) to score what matched; the report "
             "then lists what was missing per group."
         )
-
-    bold_part = bold[["prompt_id", *BOLD_COLUMNS]].reset_index(drop=True)
-    order = pd.Series(range(len(bold_part)), index=bold_part["prompt_id"])
-    keep = [column for column in frame.columns if column not in BOLD_COLUMNS]
-    merged = frame[keep].merge(bold_part, on="prompt_id", how="inner", validate="many_to_one")
-    merged = merged.assign(_order=merged["prompt_id"].map(order)).sort_values(["_order", "sample"], kind="stable")
-    columns = ["prompt_id", "sample", *BOLD_COLUMNS, TEXT_COLUMN]
-    extra = [column for column in merged.columns if column not in columns and column != "_order"]
-    return merged[columns + extra].reset_index(drop=True), report
+    return _with_bold_columns(frame, bold), report
 
 
 def load_generations(

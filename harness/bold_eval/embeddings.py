@@ -26,9 +26,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from gensim.models import KeyedVectors
 
-from bold_eval.resources import RemoteFile, ResourceNotFoundError, cache_dir, offline, resolve_file
+from bold_eval.resources import (
+    RemoteFile,
+    ResourceNotFoundError,
+    cache_dir,
+    offline,
+    require_extra,
+    resolve_file,
+)
+
+# gensim is the `embeddings` extra: without it, importing this module says which extra to install.
+KeyedVectors = require_extra("gensim.models", extra="embeddings", purpose="word2vec for Gender-Max and Gender-Wavg").KeyedVectors
 
 WORD2VEC_ENV = "BOLD_WORD2VEC"
 DEBIASWE_ENV = "BOLD_DEBIASWE_DIR"

@@ -38,8 +38,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 DEFAULT_PRESET = "gpt2"
 DEFAULT_MAX_NEW_TOKENS = 30
-CPU_BATCH_SIZE = 64
-GPU_START_BATCH_SIZE = 512
+CPU_GENERATION_BATCH_SIZE = 64
+GPU_START_GENERATION_BATCH_SIZE = 512
 
 # A sentence ends at . ! or ? (possibly followed by closing quotes or brackets) before whitespace
 # or the end of the text.
@@ -61,6 +61,8 @@ class DecodingConfig:
     control_code: str | None = None
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
     one_sentence: bool = False
+    # The shared stopping rule (STOPPING_RULE): also the lm-eval tasks' `until: ["\n"]`.
+    stop_at_newline: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,6 +79,7 @@ def make_decoding(
     control_code: str | None = None,
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
     one_sentence: bool = False,
+    stop_at_newline: bool = True,
 ) -> DecodingConfig:
     """A preset from appendix A.2 with explicit overrides; validates every value."""
     if preset not in PRESETS:
@@ -103,7 +106,8 @@ def make_decoding(
     if greedy:  # sampling filters do not matter under argmax; keep the record unambiguous
         values.update(top_k=None, top_p=None, temperature=1.0)
     return DecodingConfig(preset=preset, greedy=greedy, control_code=control_code or None,
-                          max_new_tokens=max_new_tokens, one_sentence=one_sentence, **values)
+                          max_new_tokens=max_new_tokens, one_sentence=one_sentence,
+                          stop_at_newline=stop_at_newline, **values)
 
 
 def uniform_draws(seed: int, prompt_id: str, sample: int, steps: int) -> np.ndarray:
@@ -116,6 +120,22 @@ def cut_one_sentence(text: str) -> str:
     """Cut a continuation after the end of the first sentence (the prompt's own sentence)."""
     match = _SENTENCE_END.search(text)
     return text[: match.end()] if match else text
+
+
+STOPPING_RULE = (
+    "a continuation ends before its first line break (a BOLD prompt starts one Wikipedia sentence; what a "
+    "base model writes after a line break is new, unrelated text); the lm-eval tasks stop at the same place "
+    "with `until: [\"\\n\"]`, and `bold-eval run --no-stop-at-newline` turns it off"
+)
+
+
+def finish_continuation(text: str, decoding: DecodingConfig) -> str:
+    """Apply the stopping rules to a generated continuation: `STOPPING_RULE`, then `one_sentence`.
+
+    Every generator calls this, so a run and the lm-eval tasks score the same text."""
+    if decoding.stop_at_newline:
+        text = text.split("\n", 1)[0]
+    return cut_one_sentence(text) if decoding.one_sentence else text
 
 
 @dataclass
@@ -176,6 +196,16 @@ def _next_tokens(logits: Any, draws: Any, decoding: DecodingConfig, seen: Any) -
     return indices.gather(1, choice.unsqueeze(1)).squeeze(1)
 
 
+def _stopped(tokenizer: Any, rows: list[list[int]], decoding: DecodingConfig, device: Any) -> Any:
+    """Rows whose text so far has reached a stopping rule (a line break, or a sentence end)."""
+    import torch
+
+    texts = tokenizer.batch_decode(rows, skip_special_tokens=True)
+    ended = [(decoding.stop_at_newline and "\n" in text)
+             or (decoding.one_sentence and bool(_SENTENCE_END_FOLLOWED.search(text))) for text in texts]
+    return torch.tensor(ended, device=device)
+
+
 def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np.ndarray,
                    decoding: DecodingConfig) -> list[Generated]:
     """Generate continuations for one left-padded batch. `draws[i, t]` picks row i's t-th token."""
@@ -209,10 +239,8 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
                 counts[row] += 1
                 if not done:
                     tokens[row].append(token)
-            if decoding.one_sentence:
-                texts_now = tokenizer.batch_decode([tokens[row] for row in active.tolist()], skip_special_tokens=True)
-                ended = [bool(_SENTENCE_END_FOLLOWED.search(text)) for text in texts_now]
-                finished = finished | torch.tensor(ended, device=device)
+            if decoding.one_sentence or decoding.stop_at_newline:
+                finished = finished | _stopped(tokenizer, [tokens[row] for row in active.tolist()], decoding, device)
             if step == decoding.max_new_tokens - 1:
                 break
             if bool(finished.any()):
@@ -237,8 +265,7 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
     full = tokenizer.batch_decode([ids + new for ids, new in zip(prompt_ids, tokens, strict=True)], skip_special_tokens=True)
     continuations = [whole[len(prefix):] if whole.startswith(prefix) else tokenizer.decode(new, skip_special_tokens=True)
                      for whole, prefix, new in zip(full, prefixes, tokens, strict=True)]
-    if decoding.one_sentence:
-        continuations = [cut_one_sentence(text) for text in continuations]
+    continuations = [finish_continuation(text, decoding) for text in continuations]
     return [Generated(text, count) for text, count in zip(continuations, counts, strict=True)]
 
 
@@ -254,7 +281,7 @@ def default_batch_size(device: Any) -> int:
     """`--batch-size auto`: start large on accelerators (halved on out-of-memory); 64 on CPU, where
     the forward pass is compute-bound so bigger batches add little, and smaller ones reach disk
     (resume points) sooner."""
-    return GPU_START_BATCH_SIZE if getattr(device, "type", str(device)) != "cpu" else CPU_BATCH_SIZE
+    return GPU_START_GENERATION_BATCH_SIZE if getattr(device, "type", str(device)) != "cpu" else CPU_GENERATION_BATCH_SIZE
 
 
 @dataclass

@@ -13,11 +13,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bold_eval.devices import resolve_device, resolve_dtype
 from bold_eval.metrics._common import unique_with_inverse
 from bold_eval.resources import ResourceNotFoundError, offline
 
@@ -33,13 +35,11 @@ _OFFSET_POSITION_MODELS = frozenset(
 )
 # tokenizer.model_max_length is int(1e30) when the checkpoint does not say.
 _NO_LIMIT = 1_000_000
-_DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-           "float16": "float16", "fp16": "float16"}
 # Texts per batch when not given: on a 2-core CPU BERT-base is compute-bound and 16 measured
 # fastest (benchmarks/RESULTS.md); a GPU needs larger batches to fill.
 DEFAULT_BATCH_SIZE = None
-CPU_BATCH_SIZE = 16
-GPU_BATCH_SIZE = 64
+CPU_CLASSIFIER_BATCH_SIZE = 16
+GPU_CLASSIFIER_BATCH_SIZE = 64
 PROGRESS_MIN_TEXTS = 1000
 
 
@@ -78,29 +78,6 @@ def is_multi_label(config: Any) -> bool:
     return set(config.id2label.values()) == JIGSAW_LABELS
 
 
-def resolve_device(device: str | None = None) -> str:
-    """`device`, else CUDA when available, else CPU."""
-    import torch
-
-    if device:
-        return str(device)
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def resolve_dtype(dtype: str | None, device: str) -> str:
-    """Compute precision: float32 on CPU unless asked; bf16 (fp16 on GPUs without bf16) on GPU."""
-    import torch
-
-    if dtype is None:
-        if not device.startswith("cuda"):
-            return "float32"
-        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
-    name = str(dtype).replace("torch.", "").lower()
-    if name not in _DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; valid: float32, bfloat16, float16")
-    return _DTYPES[name]
-
-
 class SequenceClassifier:
     """A loaded classifier: callable on texts, returns (n_texts, n_labels) probabilities."""
 
@@ -119,7 +96,7 @@ class SequenceClassifier:
         self.name = name or getattr(model.config, "name_or_path", "")
         self.device = resolve_device(device)
         if batch_size is None:
-            batch_size = GPU_BATCH_SIZE if self.device.startswith("cuda") else CPU_BATCH_SIZE
+            batch_size = GPU_CLASSIFIER_BATCH_SIZE if self.device.startswith("cuda") else CPU_CLASSIFIER_BATCH_SIZE
         self.dtype = resolve_dtype(dtype, self.device)
         self.batch_size = batch_size
         self.model = model.to(self.device).eval()
@@ -269,3 +246,39 @@ def load_sequence_classifier(
         raise ResourceNotFoundError(f"{resource} {source!r}", looked_in, hint) from error
     return SequenceClassifier(loaded, tokenizer, name=source, device=device, dtype=dtype,
                               batch_size=batch_size)
+
+
+@dataclass(frozen=True)
+class ClassifierSource:
+    """Where a metric's classifier comes from: its paper default (a Hub id) and the env var that
+    points to a local copy; `metric` names the evaluate module folder for the error's hint."""
+
+    metric: str
+    default: str
+    env_var: str
+    resource: str
+
+
+def load_metric_classifier(
+    source: ClassifierSource,
+    model: str | os.PathLike | None = None,
+    *,
+    batch_size: int | None = DEFAULT_BATCH_SIZE,
+    device: str | None = None,
+    dtype: str | None = None,
+) -> SequenceClassifier:
+    """A metric's classifier: `model` (Hub id or folder), else `$<source.env_var>`, else `source.default`.
+
+    Raises ResourceNotFoundError naming the model id and how to point to a local copy. The
+    toxicity and regard metrics (Sections 4.2, 4.3) both load through here.
+    """
+    return load_sequence_classifier(
+        model,
+        default=source.default,
+        env_var=source.env_var,
+        resource=source.resource,
+        device=device,
+        dtype=dtype,
+        batch_size=batch_size,
+        config_hint=f'use the folder as the module config name (evaluate.load("metrics/{source.metric}", "DIR"))',
+    )

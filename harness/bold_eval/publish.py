@@ -42,7 +42,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from bold_eval import __version__
-from bold_eval.paths import METRIC_NAMES, PACKAGE_DIR, SUMMARY_FILE, metric_module_dir
+from bold_eval.paths import METRIC_NAMES, PACKAGE_DIR, metric_module_dir
+from bold_eval.runfolder import read_summary
 
 DATASET_REPO_NAME = "bold"
 # The files of an evaluate module folder (metrics/<name>/), all uploaded to its Space.
@@ -79,6 +80,9 @@ def repo_id_in(namespace: str, name: str) -> str:
     if not namespace or "/" in namespace:
         raise PublishError(f"namespace must be a user or organisation name without '/', got {namespace!r}")
     repo_id = f"{namespace}/{name}"
+    # The Hub allows 1 to 96 characters per part; huggingface_hub < 1.0 checks only the whole id.
+    if len(namespace) > 96:
+        raise PublishError(f"invalid Hub repo id {repo_id!r}: a namespace has at most 96 characters")
     try:
         validate_repo_id(repo_id)
     except HFValidationError as error:
@@ -431,11 +435,11 @@ def summary_metrics(summary: Mapping[str, Any]) -> list[tuple[str, str, str, flo
             rows.append((domain, f"{metric_type}_gap", f"{name}: largest gap between groups", gap))
     polarity = ((summary.get("gender_polarity") or {}).get("tables") or {}).get("gender_polarity_group") or []
     for method in ("unigram", "max", "wavg"):
-        records = [record for record in polarity if record.get("metric") == method]
+        records = [record for record in polarity if record.get("method") == method]
         total = sum(float(record["total"]) for record in records)
         if not total:
             continue
-        display = records[0].get("metric_name", method)
+        display = records[0].get("method_name", method)
         for gender in ("male", "female"):
             share = sum(float(record[gender]) for record in records) / total
             rows.append(("profession", f"gender_polarity_{method}_{gender}_ratio",
@@ -495,10 +499,10 @@ def _result_key(result: EvalResult) -> tuple:
 
 
 def _read_summary(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / SUMMARY_FILE
-    if not path.is_file():
-        raise PublishError(f"{path} not found; `bold-eval run` or `bold-eval report {run_dir}` writes it")
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        return read_summary(run_dir).to_dict()
+    except FileNotFoundError as error:
+        raise PublishError(str(error)) from None
 
 
 def _current_card(client: Any, repo_id: str) -> str | None:

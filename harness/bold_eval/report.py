@@ -10,21 +10,18 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-
-from bold_eval.aggregate import (  # noqa: E402
+from bold_eval.aggregate import (
     GENDER_PAIR,
-    GENDER_POLARITY_METRICS,
+    GENDER_POLARITY_METHODS,
     LABELS,
     MIN_EXPECTED,
     PSYCHOLINGUISTIC_HEADERS,
@@ -36,10 +33,17 @@ from bold_eval.aggregate import (  # noqa: E402
     summarize,
     wide_proportions,
 )
-from bold_eval.paths import RUN_FILE, SCORES_FILE, SUMMARY_FILE  # noqa: E402
-from bold_eval.resources import atomic_write_bytes  # noqa: E402
-
-REPORT_FILE = "report.md"
+from bold_eval.resources import atomic_write_bytes
+from bold_eval.runfolder import (
+    FIGURES_DIR,
+    REPORT_FILE,
+    TABLES_DIR,
+    RunRecord,
+    SummaryRecord,
+    load_run,
+    write_json,
+    write_summary,
+)
 
 SENTIMENT_COLORS = {"negative": "#d7301f", "neutral": "#bdbdbd", "positive": "#1a9850"}
 REGARD_COLORS = {"negative": "#d7301f", "neutral": "#bdbdbd", "other": "#9ecae1", "positive": "#1a9850"}
@@ -73,18 +77,6 @@ CAVEATS = (
 
 
 # --------------------------------------------------------------------------- I/O helpers
-
-
-def load_run(run_dir: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read `scores.parquet` and `run.json` of a run folder (run.json may be absent: {})."""
-    run_dir = Path(run_dir)
-    scores_path = run_dir / SCORES_FILE
-    if not scores_path.is_file():
-        raise FileNotFoundError(f"{scores_path} not found; `bold-eval run --out {run_dir}` writes it")
-    scores = pd.read_parquet(scores_path)
-    run_path = run_dir / RUN_FILE
-    run_info = json.loads(run_path.read_text(encoding="utf-8")) if run_path.is_file() else {}
-    return scores, run_info
 
 
 def to_jsonable(value: Any) -> Any:
@@ -134,16 +126,6 @@ def _write_table(frame: pd.DataFrame, folder: Path, name: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     _write_text(folder / f"{name}.csv", frame.to_csv(index=False))
     _write_text(folder / f"{name}.md", _markdown(frame) + "\n")
-
-
-def _setting(run_info: Mapping[str, Any], key: str) -> Any:
-    """A run setting, top level or one level down (e.g. run.json's "config" block)."""
-    if key in run_info:
-        return run_info[key]
-    for value in run_info.values():
-        if isinstance(value, Mapping) and key in value:
-            return value[key]
-    return None
 
 
 def _format_interval(proportion: float, low: float, high: float) -> str:
@@ -199,7 +181,8 @@ def plot_stacked_proportions(table: pd.DataFrame, colors: Mapping[str, str], tit
     wide = table.pivot_table(index="group", columns="label", values="proportion", sort=False)  # domain order
     totals = table.groupby("group", sort=False)["total"].first()
     labels = [label for label in colors if label in wide.columns]
-    fig, ax = plt.subplots(figsize=(8.5, _figure_height(len(wide))))
+    fig = Figure(figsize=(8.5, _figure_height(len(wide))))
+    ax = fig.subplots()
     left = np.zeros(len(wide))
     for label in labels:
         values = wide[label].fillna(0).to_numpy()
@@ -218,7 +201,6 @@ def plot_stacked_proportions(table: pd.DataFrame, colors: Mapping[str, str], tit
               frameon=False, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
@@ -226,8 +208,8 @@ def plot_toxic_ratio(table: pd.DataFrame, path: Path) -> Path:
     """toxic_ratio per group with its interval, one panel per domain (Section 6.1.3)."""
     domains = list(dict.fromkeys(table["domain"]))
     sizes = [int((table["domain"] == domain).sum()) for domain in domains]
-    fig, axes = plt.subplots(len(domains), 1, figsize=(8.5, 0.6 * len(domains) + 0.32 * sum(sizes) + 0.6),
-                             sharex=True, gridspec_kw={"height_ratios": [size + 1 for size in sizes]}, squeeze=False)
+    fig = Figure(figsize=(8.5, 0.6 * len(domains) + 0.32 * sum(sizes) + 0.6))
+    axes = fig.subplots(len(domains), 1, sharex=True, gridspec_kw={"height_ratios": [size + 1 for size in sizes]}, squeeze=False)
     # Scale to the groups with at least 30 texts so one tiny group's wide interval does not flatten the rest;
     # its error bar is cut at the edge.
     sized = table[table["total"] >= 30] if (table["total"] >= 30).any() else table
@@ -248,27 +230,27 @@ def plot_toxic_ratio(table: pd.DataFrame, path: Path) -> Path:
                            "(axis fits groups with >= 30 texts; wider intervals are cut)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
 def plot_gender_polarity(table: pd.DataFrame, path: Path) -> Path:
     """Figure 2: proportion male minus proportion female per fine-grained profession."""
-    wide = table.pivot_table(index="group", columns="metric", values="male_minus_female", sort=False)
+    wide = table.pivot_table(index="group", columns="method", values="male_minus_female", sort=False)
     # Bars for Gender-Max as in the paper, or the first method scored when it is absent.
-    bars = next(metric for metric in GENDER_POLARITY_METRICS if metric in wide)
+    bars = next(method for method in GENDER_POLARITY_METHODS if method in wide)
     wide = wide.sort_values(bars)
-    fig, ax = plt.subplots(figsize=(8.5, _figure_height(len(wide))))
+    fig = Figure(figsize=(8.5, _figure_height(len(wide))))
+    ax = fig.subplots()
     positions = np.arange(len(wide))
     values = wide[bars].to_numpy()
     male_color, female_color = "#4575b4", "#d73027"
     ax.barh(positions, values, color=np.where(values >= 0, male_color, female_color), alpha=0.85)
-    handles = [Patch(color=male_color, alpha=0.85, label=f"{GENDER_POLARITY_METRICS[bars]}: more male"),
-               Patch(color=female_color, alpha=0.85, label=f"{GENDER_POLARITY_METRICS[bars]}: more female")]
-    for metric, marker in (("wavg", "o"), ("unigram", "x")):
-        if metric in wide and metric != bars:
-            handles.append(ax.scatter(wide[metric], positions, marker=marker, color="black", s=22, zorder=3,
-                                      label=GENDER_POLARITY_METRICS[metric]))
+    handles = [Patch(color=male_color, alpha=0.85, label=f"{GENDER_POLARITY_METHODS[bars]}: more male"),
+               Patch(color=female_color, alpha=0.85, label=f"{GENDER_POLARITY_METHODS[bars]}: more female")]
+    for method, marker in (("wavg", "o"), ("unigram", "x")):
+        if method in wide and method != bars:
+            handles.append(ax.scatter(wide[method], positions, marker=marker, color="black", s=22, zorder=3,
+                                      label=GENDER_POLARITY_METHODS[method]))
     ax.axvline(0, color="black", lw=0.8)
     ax.set_yticks(positions, wide.index, fontsize=9)
     ax.set_xlabel("proportion male - proportion female  (> 0: more texts classified male)")
@@ -277,7 +259,6 @@ def plot_gender_polarity(table: pd.DataFrame, path: Path) -> Path:
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
@@ -331,7 +312,7 @@ def _gender_polarity_section(view: Mapping[str, Any], figures: Path, out: list[s
                 _markdown(tables["gender_polarity_tokens"]), ""]
     group = tables["gender_polarity_group"]
     figure = plot_gender_polarity(group, figures / "gender_polarity_male_minus_female.png")
-    shown = group.pivot_table(index=["category", "group", "total"], columns="metric_name",
+    shown = group.pivot_table(index=["category", "group", "total"], columns="method_name",
                               values="male_minus_female", sort=False).reset_index()
     out += ["Proportion male minus proportion female per fine-grained profession (paper Fig. 2 uses Gender-Max):",
             "", _markdown(shown), "", f"![gender polarity](figures/{figure.name})", ""]
@@ -339,24 +320,24 @@ def _gender_polarity_section(view: Mapping[str, Any], figures: Path, out: list[s
 
 def _first_method(table: pd.DataFrame) -> pd.DataFrame:
     """Rows of the first gender-polarity method in the paper's order that the table has."""
-    method = next(metric for metric in GENDER_POLARITY_METRICS if (table["metric"] == metric).any())
-    return table[table["metric"] == method]
+    method = next(method for method in GENDER_POLARITY_METHODS if (table["method"] == method).any())
+    return table[table["method"] == method]
 
 
 def _table3_block(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Table 3 layout: one row per key, male #, female #, male : female for each metric."""
+    """Table 3 layout: one row per key, male #, female #, male : female for each method."""
     blocks = []
-    methods = [metric for metric in GENDER_POLARITY_METRICS if (table["metric"] == metric).any()]
-    for metric in methods:
-        display = GENDER_POLARITY_METRICS[metric]
-        part = table[table["metric"] == metric].set_index(keys)
+    methods = [method for method in GENDER_POLARITY_METHODS if (table["method"] == method).any()]
+    for method in methods:
+        display = GENDER_POLARITY_METHODS[method]
+        part = table[table["method"] == method].set_index(keys)
         block = pd.DataFrame({
             f"{display} male #": part["male"],
             f"{display} female #": part["female"],
             f"{display} male : female": part["male_to_female"].round(2),
         })
         blocks.append(block)
-    totals = table[table["metric"] == methods[0]].set_index(keys)["total"].rename("total #")
+    totals = table[table["method"] == methods[0]].set_index(keys)["total"].rename("total #")
     return pd.concat([totals, *blocks], axis=1).reset_index()
 
 
@@ -394,40 +375,53 @@ def _psycholinguistic_section(view: Mapping[str, Any], out: list[str]) -> None:
         out += [f"_Note: {note}_", ""]
 
 
-def _run_section(run_info: Mapping[str, Any], summary: Mapping[str, Any], out: list[str]) -> None:
-    keys = ("model", "revision", "gguf_file", "decoding", "max_new_tokens", "seed", "anonymize", "score_on",
-            "one_sentence", "limit", "metrics", "versions", "timings")
-    settings = [("metrics requested" if key == "metrics" else key, _setting(run_info, key)) for key in keys]
-    out += ["## What was run", ""]
-    if not run_info:
-        out += ["_run.json not found: settings unknown._", ""]
+def _settings_lines(record: RunRecord) -> list[str]:
+    """`- **name**: value` lines for what produced and scored the texts (empty values left out)."""
+    settings: list[tuple[str, Any]] = [("model", record.model), ("generator", record.generator)]
+    settings += [(key, value) for key, value in record.generator_settings.items() if key != "model"]
+    settings += [("model revision", record.model_info.get("revision")), ("anonymize", record.anonymize),
+                 ("score_on", record.score_on), ("limit", record.limit), ("metrics requested", record.metrics),
+                 ("versions", record.versions or None), ("timings", record.timings or None)]
+    lines = []
     for name, value in settings:
         if value is None:
             continue
         shown = json.dumps(to_jsonable(value), sort_keys=False) if isinstance(value, (Mapping, list, tuple)) else value
-        out.append(f"- **{name}**: {shown}")
+        lines.append(f"- **{name}**: {shown}")
+    return lines
+
+
+def _metric_status_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The per-metric status table; full multi-line reasons (places looked, variables to set)
+    follow as a list, since table cells cannot hold line breaks."""
+    status = pd.DataFrame([{"metric": metric, **values, "reason": values["reason"].splitlines()[0] if values["reason"] else ""}
+                           for metric, values in summary["metrics"].items()])
+    lines = ["### Metrics", "", _markdown(status), ""]
+    for metric, values in summary["metrics"].items():
+        if "\n" in values["reason"]:
+            lines += [f"- **{metric}**:", "", "  ```text", *(f"  {line}" for line in values["reason"].splitlines()),
+                      "  ```", ""]
+    return lines
+
+
+def _run_section(record: RunRecord, summary: Mapping[str, Any], out: list[str]) -> None:
+    out += ["## What was run", ""]
+    if record.status == "unknown":
+        out += ["_run.json not found: settings unknown._", ""]
+    out += _settings_lines(record)
     counts = summary["counts"]
     out += ["", f"{counts['texts']} texts from {counts['prompts']} prompts "
             f"({counts['samples_per_prompt_min']}-{counts['samples_per_prompt_max']} samples per prompt).", ""]
     per_domain = pd.DataFrame([{"domain": domain, **values} for domain, values in counts["domains"].items()])
     out += [_markdown(per_domain), ""]
-    _missing_generations_section(run_info, out)
+    _missing_generations_section(record.generations, out)
     if summary["statistics"]["samples_note"]:
         out += [f"_{summary['statistics']['samples_note'].capitalize()}._", ""]
-    # The table shows each reason's first line; the full messages (places looked, variables to
-    # set) follow as a list, since table cells cannot hold line breaks.
-    status = pd.DataFrame([{"metric": metric, **values, "reason": values["reason"].splitlines()[0] if values["reason"] else ""}
-                           for metric, values in summary["metrics"].items()])
-    out += ["### Metrics", "", _markdown(status), ""]
-    for metric, values in summary["metrics"].items():
-        if "\n" in values["reason"]:
-            out += [f"- **{metric}**:", "", "  ```text", *(f"  {line}" for line in values["reason"].splitlines()),
-                    "  ```", ""]
+    out += _metric_status_lines(summary)
 
 
-def _missing_generations_section(run_info: Mapping[str, Any], out: list[str]) -> None:
+def _missing_generations_section(generations: Mapping[str, Any], out: list[str]) -> None:
     """For `bold-eval score --allow-partial`: how many prompts had no generation, per group."""
-    generations = run_info.get("generations") or {}
     if not generations:
         return
     line = (f"Generations from {generations.get('source', '?')}: {generations.get('rows', '?')} rows, "
@@ -443,35 +437,18 @@ def _missing_generations_section(run_info: Mapping[str, Any], out: list[str]) ->
         out += [_markdown(table), ""]
 
 
-def write_report(
-    run_dir: str | Path,
-    *,
-    ci: str = "wilson",
-    alpha: float = 0.05,
-    min_expected: int = MIN_EXPECTED,
-    seed: int = 0,
-) -> Path:
-    """Write summary.json, tables/, figures/ and report.md into `run_dir`; return report.md's path."""
-    run_dir = Path(run_dir)
-    scores, run_info = load_run(run_dir)
-    summary = summarize(scores, run_info, ci=ci, alpha=alpha, min_expected=min_expected, seed=seed)
-    figures, tables = run_dir / "figures", run_dir / "tables"
-    figures.mkdir(parents=True, exist_ok=True)
-    tables.mkdir(parents=True, exist_ok=True)
-
+def _write_view_tables(summary: Mapping[str, Any], tables: Path) -> None:
     for metric in VIEWS:
         for name, table in summary[metric].get("tables", {}).items():
             _write_table(table, tables, name)
         if summary[metric].get("tests"):
             _write_table(pd.DataFrame(to_jsonable(summary[metric]["tests"])), tables, f"{metric}_tests")
 
-    model = _setting(run_info, "model") or run_dir.name
-    out = [f"# BOLD evaluation: {model}", "",
-           "Bias in open-ended language generation, measured as in Dhamala et al., FAccT 2021 "
-           "(BOLD). Proportions carry 95% intervals in brackets "
-           f"({summary['statistics']['interval']}).", ""]
-    _run_section(run_info, summary, out)
-    sections = [
+
+def _metric_sections(summary: Mapping[str, Any], figures: Path, tables: Path) -> list[str]:
+    """One section per metric, in the paper's order; a skipped metric says why."""
+    out: list[str] = []
+    renderers: list[tuple[str, str, Callable[[Mapping[str, Any]], None]]] = [
         ("sentiment", "Sentiment (Section 4.1; paper Figures 3-5)",
          lambda view: _sentiment_section(view, figures, tables, out)),
         ("toxicity", "Toxicity (Section 4.2; toxic_ratio, Section 6.1.3)",
@@ -482,7 +459,7 @@ def write_report(
         ("psycholinguistic", "Psycholinguistic norms (Section 4.4; paper Tables 4, 6, 9-11)",
          lambda view: _psycholinguistic_section(view, out)),
     ]
-    for metric, title, render in sections:
+    for metric, title, render in renderers:
         view = summary[metric]
         out += [f"## {title}", ""]
         if "skipped" in view:
@@ -491,39 +468,71 @@ def write_report(
         render(view)
         if view.get("tests"):
             out += ["Tests:", "", _tests_markdown(view["tests"]), ""]
+    return out
+
+
+def _statistics_and_caveats(summary: Mapping[str, Any], min_expected: int) -> list[str]:
     stats = summary["statistics"]
-    out += ["## Statistics", "",
-            f"- Intervals: {stats['interval']}, {stats['confidence_level']:.0%}.",
-            f"- Across a domain's groups: {stats['chi_square']}.",
-            f"- Pairs (the paper's binomial proportion test): {stats['pair_test']}.",
-            f"- Small groups: {stats['small_group_rule']}.",
-            "- Unit: one text; several samples of one prompt count as several texts.", ""]
+    out = ["## Statistics", "",
+           f"- Intervals: {stats['interval']}, {stats['confidence_level']:.0%}.",
+           f"- Across a domain's groups: {stats['chi_square']}.",
+           f"- Pairs (the paper's binomial proportion test): {stats['pair_test']}.",
+           f"- Small groups: {stats['small_group_rule']}.",
+           "- Unit: one text; several samples of one prompt count as several texts.", ""]
     out += ["## Caveats", "", *[f"- {caveat}" for caveat in CAVEATS]]
     small = small_groups(summary)
     if small:
         out.append(f"- In this run, groups too small for at least one test (expected count < {min_expected}): "
                    f"{', '.join(small)}.")
-    if summary["statistics"]["samples_note"]:
-        out.append(f"- {summary['statistics']['samples_note'].capitalize()}.")
-    out.append("")
+    if stats["samples_note"]:
+        out.append(f"- {stats['samples_note'].capitalize()}.")
+    return [*out, ""]
 
+
+def _summary_record(record: RunRecord, summary: Mapping[str, Any]) -> SummaryRecord:
+    payload = to_jsonable(summary)
+    fixed = ("counts", "metrics", "statistics")
+    return SummaryRecord(run=to_jsonable(record.to_dict()), counts=payload["counts"], metrics=payload["metrics"],
+                         statistics=payload["statistics"],
+                         views={key: value for key, value in payload.items() if key not in fixed})
+
+
+def write_report(
+    run_dir: str | Path,
+    *,
+    ci: str = "wilson",
+    alpha: float = 0.05,
+    min_expected: int = MIN_EXPECTED,
+    seed: int = 0,
+) -> Path:
+    """Write summary.json, tables/, figures/ and report.md into `run_dir`; return report.md's path."""
+    run_dir = Path(run_dir)
+    scores, record = load_run(run_dir)
+    summary = summarize(scores, record.to_dict(), ci=ci, alpha=alpha, min_expected=min_expected, seed=seed)
+    figures, tables = run_dir / FIGURES_DIR, run_dir / TABLES_DIR
+    figures.mkdir(parents=True, exist_ok=True)
+    _write_view_tables(summary, tables)
+    out = [f"# BOLD evaluation: {record.model or run_dir.name}", "",
+           "Bias in open-ended language generation, measured as in Dhamala et al., FAccT 2021 "
+           "(BOLD). Proportions carry 95% intervals in brackets "
+           f"({summary['statistics']['interval']}).", ""]
+    _run_section(record, summary, out)
+    out += _metric_sections(summary, figures, tables)
+    out += _statistics_and_caveats(summary, min_expected)
     report = run_dir / REPORT_FILE
     _write_text(report, "\n".join(out))
-    payload = {"run": to_jsonable(run_info), **to_jsonable(summary)}
-    _write_text(run_dir / SUMMARY_FILE, json.dumps(payload, indent=1, allow_nan=False))
+    write_summary(run_dir, _summary_record(record, summary))
     return report
 
 
 # --------------------------------------------------------------------------- compare
 
 
-def run_label(run_info: Mapping[str, Any], run_dir: Path) -> str:
+def run_label(record: RunRecord, run_dir: Path) -> str:
     """Model name as the paper's tables print it (WIKI for the Wikipedia baseline)."""
-    model = _setting(run_info, "model")
-    if model is None:
+    if record.model is None:
         return run_dir.name
-    model = str(model)
-    return "WIKI" if model.lower() == "wikipedia" else model
+    return "WIKI" if str(record.model).lower() == "wikipedia" else str(record.model)
 
 
 def _stack_models(frames: Mapping[str, pd.DataFrame], keys: list[str]) -> pd.DataFrame:
@@ -551,6 +560,119 @@ def _table5_row(regard: pd.DataFrame) -> dict[str, Any]:
     return row
 
 
+class _Compared:
+    """Several runs, each with its scores, run record and summary, keyed by its model label."""
+
+    def __init__(self, run_dirs: Sequence[str | Path], alpha: float):
+        self.runs: dict[str, tuple[pd.DataFrame, RunRecord, dict[str, Any]]] = {}
+        for run_dir in map(Path, run_dirs):
+            scores, record = load_run(run_dir)
+            label = run_label(record, run_dir)
+            if label in self.runs:
+                label = f"{label} ({run_dir.name})"
+            self.runs[label] = (scores, record, summarize(scores, record.to_dict(), alpha=alpha))
+
+    def views(self, metric: str) -> dict[str, dict[str, Any]]:
+        """{label: the metric's view} for the runs that scored it."""
+        return {label: summary[metric] for label, (_, _, summary) in self.runs.items()
+                if "skipped" not in summary[metric]}
+
+
+def _gender_polarity_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
+    """Table 3 per model, and Figure 2's male minus female per profession."""
+    gender = compared.views("gender_polarity")
+    table3 = {label: _table3_block(view["tables"]["gender_polarity_category"], ["category"])
+              for label, view in gender.items() if "gender_polarity_category" in view["tables"]}
+    if not table3:
+        return {}
+    # Figure 2 plots Gender-Max; a run without embeddings contributes its unigram rows instead.
+    fig2 = {label: _first_method(view["tables"]["gender_polarity_group"])[
+        ["category", "group", "method_name", "total", "male_minus_female"]] for label, view in gender.items()}
+    return {"table3_gender_polarity": _stack_models(table3, ["category"]),
+            "fig2_male_minus_female": _stack_models(fig2, ["category", "group"])}
+
+
+def _regard_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
+    regard = compared.views("regard")
+    if not regard:
+        return {}
+    return {"table5_regard": pd.DataFrame([{"model": label, **_table5_row(view["tables"]["regard"])}
+                                           for label, view in regard.items()])}
+
+
+def _psycholinguistic_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
+    """Tables 4 and 6: one row per model, one column per category, in percentage points."""
+    tables = {}
+    for name, table_name in (("psycholinguistic_gender_difference", "table4_male_minus_female"),
+                             ("psycholinguistic_religion_difference", "table6_christianity_minus_islam")):
+        rows = [{"model": label, **dict(zip(view["tables"][name]["header"],
+                                            (view["tables"][name]["difference"] * 100).round(2), strict=True))}
+                for label, view in compared.views("psycholinguistic").items() if name in view["tables"]]
+        if rows:
+            tables[table_name] = pd.DataFrame(rows)
+    return tables
+
+
+def _sentiment_and_toxicity_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
+    tables = {}
+    sentiment = compared.views("sentiment")
+    if sentiment:
+        tables["sentiment_per_group"] = _stack_models(
+            {label: wide_proportions(view["tables"]["sentiment"]) for label, view in sentiment.items()},
+            ["domain", "group"])
+    toxicity = compared.views("toxicity")
+    if toxicity:
+        columns = ["domain", "group", "total", "toxic", "toxic_ratio", "ci_low", "ci_high"]
+        tables["toxic_ratio_per_group"] = _stack_models(
+            {label: view["tables"]["toxic_ratio"][columns] for label, view in toxicity.items()}, ["domain", "group"])
+    return tables
+
+
+def _cross_model_tests(compared: _Compared) -> list[dict[str, Any]]:
+    """Chi-square tests with the model as the group, per tested label (Section 6.2)."""
+    tests = []
+    for metric, (column, targets) in TESTED_LABELS.items():
+        labels = list(compared.views(metric))
+        if len(labels) < 2:
+            continue
+        pooled = pd.concat([compared.runs[label][0][["domain", column]].assign(model=label) for label in labels],
+                           ignore_index=True)
+        tests += [{"metric": metric, **test}
+                  for test in domain_chi_squares(pooled, column, targets, group_column="model")]
+    return tests
+
+
+COMPARE_TITLES = {
+    "table3_gender_polarity": "Texts classified male / female per profession super-group (paper Table 3)",
+    "fig2_male_minus_female": "Gender-Max proportion male minus female per profession (paper Figure 2)",
+    "table5_regard": "Proportions of texts with positive and negative regard (paper Table 5)",
+    "table4_male_minus_female": "Male minus female, percentage points (paper Table 4)",
+    "table6_christianity_minus_islam": "Christianity minus Islam, percentage points (paper Table 6)",
+    "sentiment_per_group": "Sentiment proportions per group (paper Figures 3-5)",
+    "toxic_ratio_per_group": "toxic_ratio per group (Section 6.1.3)",
+}
+_TWO_DECIMALS = {"table3_gender_polarity", "table4_male_minus_female", "table6_christianity_minus_islam"}
+
+
+def _compare_markdown(compared: _Compared, tables: Mapping[str, pd.DataFrame], tests: list[dict[str, Any]]) -> str:
+    lines = ["# BOLD comparison", "", "One row per model, as in the paper's tables. Runs:", ""]
+    for label, (_scores, record, summary) in compared.runs.items():
+        skipped = [metric for metric, state in summary["metrics"].items() if state["status"] != "scored"]
+        lines.append(f"- **{label}**: {summary['counts']['texts']} texts, {record.generator or 'generator unknown'} "
+                     f"{json.dumps(to_jsonable(record.generator_settings))}"
+                     + (f"; not scored: {', '.join(skipped)}" if skipped else ""))
+    lines.append("")
+    for name, table in tables.items():
+        lines += [f"## {COMPARE_TITLES[name]}", "", _markdown(table, ".2f" if name in _TWO_DECIMALS else ".3f"), ""]
+    if tests:
+        lines += ["## Differences across models (chi-square, model as group; Section 6.2)", "",
+                  _tests_markdown(tests), "",
+                  "_The runs share prompts, so these texts are not independent samples; read p-values as descriptive._",
+                  ""]
+    lines += ["## Caveats", "", *[f"- {caveat}" for caveat in CAVEATS], ""]
+    return "\n".join(lines)
+
+
 def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: float = 0.05) -> Path:
     """Side-by-side tables of several runs, one row per model (paper Tables 3-6, Figures 3-5).
 
@@ -561,92 +683,14 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: floa
         raise ValueError("compare needs at least one run folder")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    runs: dict[str, tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]] = {}
-    for run_dir in map(Path, run_dirs):
-        scores, run_info = load_run(run_dir)
-        label = run_label(run_info, run_dir)
-        if label in runs:
-            label = f"{label} ({run_dir.name})"
-        runs[label] = (scores, run_info, summarize(scores, run_info, alpha=alpha))
-
-    def available(metric: str) -> dict[str, dict[str, Any]]:
-        return {label: summary[metric] for label, (_, _, summary) in runs.items() if "skipped" not in summary[metric]}
-
-    tables: dict[str, pd.DataFrame] = {}
-    gender = available("gender_polarity")
-    table3 = {label: _table3_block(view["tables"]["gender_polarity_category"], ["category"])
-              for label, view in gender.items() if "gender_polarity_category" in view["tables"]}
-    if table3:
-        tables["table3_gender_polarity"] = _stack_models(table3, ["category"])
-        # Figure 2 plots Gender-Max; a run without embeddings contributes its unigram rows instead.
-        tables["fig2_male_minus_female"] = _stack_models(
-            {label: _first_method(view["tables"]["gender_polarity_group"])[
-                ["category", "group", "metric_name", "total", "male_minus_female"]] for label, view in gender.items()},
-            ["category", "group"])
-    regard = available("regard")
-    if regard:
-        tables["table5_regard"] = pd.DataFrame(
-            [{"model": label, **_table5_row(view["tables"]["regard"])} for label, view in regard.items()])
-    psycho = available("psycholinguistic")
-    for name, table_name in (("psycholinguistic_gender_difference", "table4_male_minus_female"),
-                             ("psycholinguistic_religion_difference", "table6_christianity_minus_islam")):
-        rows = []
-        for label, view in psycho.items():
-            if name in view["tables"]:
-                diff = view["tables"][name]
-                rows.append({"model": label, **dict(zip(diff["header"], (diff["difference"] * 100).round(2), strict=True))})
-        if rows:
-            tables[table_name] = pd.DataFrame(rows)
-    sentiment = available("sentiment")
-    if sentiment:
-        tables["sentiment_per_group"] = _stack_models(
-            {label: wide_proportions(view["tables"]["sentiment"]) for label, view in sentiment.items()},
-            ["domain", "group"])
-    toxicity = available("toxicity")
-    if toxicity:
-        tables["toxic_ratio_per_group"] = _stack_models(
-            {label: view["tables"]["toxic_ratio"][["domain", "group", "total", "toxic", "toxic_ratio", "ci_low",
-                                                   "ci_high"]] for label, view in toxicity.items()},
-            ["domain", "group"])
-
-    tests = []
-    for metric, (column, targets) in TESTED_LABELS.items():
-        labels = list(available(metric))
-        if len(labels) < 2:
-            continue
-        pooled = pd.concat([runs[label][0][["domain", column]].assign(model=label) for label in labels],
-                           ignore_index=True)
-        tests += [{"metric": metric, **test}
-                  for test in domain_chi_squares(pooled, column, targets, group_column="model")]
-
-    lines = ["# BOLD comparison", "", "One row per model, as in the paper's tables. Runs:", ""]
-    for label, (_scores, run_info, summary) in runs.items():
-        skipped = [metric for metric, state in summary["metrics"].items() if state["status"] != "scored"]
-        lines.append(f"- **{label}**: {summary['counts']['texts']} texts, decoding "
-                     f"{json.dumps(to_jsonable(_setting(run_info, 'decoding')))}, seed {_setting(run_info, 'seed')}"
-                     + (f"; not scored: {', '.join(skipped)}" if skipped else ""))
-    lines.append("")
-    titles = {
-        "table3_gender_polarity": "Texts classified male / female per profession super-group (paper Table 3)",
-        "fig2_male_minus_female": "Gender-Max proportion male minus female per profession (paper Figure 2)",
-        "table5_regard": "Proportions of texts with positive and negative regard (paper Table 5)",
-        "table4_male_minus_female": "Male minus female, percentage points (paper Table 4)",
-        "table6_christianity_minus_islam": "Christianity minus Islam, percentage points (paper Table 6)",
-        "sentiment_per_group": "Sentiment proportions per group (paper Figures 3-5)",
-        "toxic_ratio_per_group": "toxic_ratio per group (Section 6.1.3)",
-    }
-    two_decimals = {"table3_gender_polarity", "table4_male_minus_female", "table6_christianity_minus_islam"}
+    compared = _Compared(run_dirs, alpha)
+    tables = {**_gender_polarity_tables(compared), **_regard_tables(compared),
+              **_psycholinguistic_tables(compared), **_sentiment_and_toxicity_tables(compared)}
+    tests = _cross_model_tests(compared)
     for name, table in tables.items():
         _write_text(out / f"{name}.csv", table.to_csv(index=False))
-        lines += [f"## {titles[name]}", "", _markdown(table, ".2f" if name in two_decimals else ".3f"), ""]
-    if tests:
-        lines += ["## Differences across models (chi-square, model as group; Section 6.2)", "",
-                  _tests_markdown(tests), "",
-                  "_The runs share prompts, so these texts are not independent samples; read p-values as descriptive._",
-                  ""]
-    lines += ["## Caveats", "", *[f"- {caveat}" for caveat in CAVEATS], ""]
     report = out / "compare.md"
-    _write_text(report, "\n".join(lines))
-    payload = {"runs": list(runs), "tables": to_jsonable(tables), "tests": to_jsonable(tests)}
-    _write_text(out / "compare.json", json.dumps(payload, indent=1, allow_nan=False))
+    _write_text(report, _compare_markdown(compared, tables, tests))
+    write_json(out / "compare.json", {"runs": list(compared.runs), "tables": to_jsonable(tables),
+                                      "tests": to_jsonable(tests)})
     return report

@@ -9,12 +9,14 @@ says which resource, every place that was tried, and the variable or argument to
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import tempfile
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 
 class ResourceNotFoundError(FileNotFoundError):
@@ -26,6 +28,31 @@ class ResourceNotFoundError(FileNotFoundError):
         self.hint = hint
         places = "\n".join(f"  - {place}" for place in self.looked_in)
         super().__init__(f"{resource} not found. Looked in:\n{places}\n{hint}")
+
+
+class MissingExtraError(ResourceNotFoundError):
+    """An optional Python package (one of bold-eval's extras) is not installed.
+
+    A `ResourceNotFoundError`, so the harness treats it like a missing model or word list:
+    gender polarity falls back to unigram matching, a metric is skipped with this message.
+    """
+
+    def __init__(self, module: str, extra: str, purpose: str, error: ImportError):
+        self.module = module
+        self.extra = extra
+        super().__init__(
+            f"python package {module.split('.')[0]} (bold-eval's `{extra}` extra, {purpose})",
+            [f"import {module} ({error})"],
+            f"Install it with `pip install 'bold-eval[{extra}]'` (or `pip install -e '.[{extra}]'` in a checkout).",
+        )
+
+
+def require_extra(module: str, *, extra: str, purpose: str) -> ModuleType:
+    """Import `module` from an optional dependency, or raise `MissingExtraError` naming the extra."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise MissingExtraError(module, extra, purpose, error) from error
 
 
 @dataclass(frozen=True)

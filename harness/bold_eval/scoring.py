@@ -1,4 +1,8 @@
-"""Score a run's texts with every requested metric (Section 4) through the metric contract.
+"""Score generations with every requested metric (Section 4) and write the run folder's scores.
+
+`score_generations` is where `bold-eval run` and `bold-eval score` meet: the same generations
+give the same scores.parquet, run.json and report. It never imports the generation or model
+modules, so scoring generations made elsewhere needs no LM stack.
 
 Each metric's per-text columns are prefixed `<metric>_` (e.g. `sentiment_label`). A metric whose
 model or resource is unavailable (`ResourceNotFoundError` from its `load_scorer`) is skipped and
@@ -7,9 +11,14 @@ its message kept for run.json and the report; any other error is a bug and propa
 
 from __future__ import annotations
 
+import json
+import os
+import platform
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,6 +26,10 @@ import pandas as pd
 
 from bold_eval.metrics import METRIC_NAMES, metric_module
 from bold_eval.resources import ResourceNotFoundError
+from bold_eval.runfolder import GENERATION_COLUMNS, RunRecord, write_run_record, write_scores
+
+# What the metrics read (Section 3.3 scores whole sentences; `continuation` drops the prompt).
+SCORE_ON = ("full", "continuation")
 
 # Section 4.3: "Since the regard classifier was only trained on a few groups, we limit calculation
 # of this metrics to gender (female, male) and race (European American, African American) groups."
@@ -135,3 +148,141 @@ def score_texts(
         result.seconds[name] = round(time.perf_counter() - started, 3)
     result.columns = pd.DataFrame(columns, index=range(len(texts)))
     return result
+
+
+def parse_metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """`["gender_polarity.methods=unigram", "toxicity.batch_size=64"]` -> {metric: {key: value}}.
+
+    A value is read as JSON when it parses (numbers, booleans, lists), else kept as a string;
+    `methods` also accepts a comma list.
+    """
+    options: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        metric, dot, key = name.partition(".")
+        if not equals or not dot or not key or metric not in METRIC_NAMES:
+            raise ValueError(f"--metric-option {pair!r}: expected METRIC.KEY=VALUE with METRIC in {', '.join(METRIC_NAMES)}")
+        try:
+            parsed: Any = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value
+        if key == "methods" and isinstance(parsed, str):
+            parsed = [method.strip() for method in parsed.split(",") if method.strip()]
+        options.setdefault(metric, {})[key] = parsed
+    return options
+
+
+def versions() -> dict[str, str]:
+    """Versions of the packages that shape the results."""
+    import importlib.metadata
+
+    found = {"python": platform.python_version()}
+    for name in ("bold-eval", "torch", "transformers", "accelerate", "datasets", "tokenizers", "numpy", "pandas"):
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+# --------------------------------------------------------------------------- generations -> texts -> scores
+
+
+def build_texts(generations: pd.DataFrame, *, anonymize: bool = True, score_on: str = "full") -> pd.Series:
+    """The text each metric sees: prompt + continuation (`full`, like the Wikipedia baseline's whole
+    sentence) or the continuation alone, with names and group terms anonymized (Section 3.3)."""
+    if score_on not in SCORE_ON:
+        raise ValueError(f"score_on must be one of {', '.join(SCORE_ON)}, got {score_on!r}")
+    if score_on == "full":
+        texts = (generations["prompt"] + generations["continuation"]).tolist()
+    else:
+        texts = generations["continuation"].tolist()
+    if anonymize:
+        from bold_eval.anonymize import anonymize_texts
+
+        texts = anonymize_texts(texts, generations["domain"].tolist(), generations["group"].tolist(),
+                                generations["name"].tolist())
+    return pd.Series(texts, index=generations.index, name="text", dtype=object)
+
+
+def validate_generations(generations: pd.DataFrame) -> pd.DataFrame:
+    """The generations with a fresh index; raises on missing columns, non-string texts or repeated keys."""
+    missing = [column for column in GENERATION_COLUMNS if column not in generations.columns]
+    if missing:
+        raise ValueError(f"generations lack column(s) {', '.join(missing)}; needed: {', '.join(GENERATION_COLUMNS)}")
+    frame = generations.reset_index(drop=True)
+    for column in ("prompt", "continuation"):
+        bad = [i for i, value in enumerate(frame[column]) if not isinstance(value, str)]
+        if bad:
+            raise ValueError(f"{column} at index {bad[0]} is {frame[column].iloc[bad[0]]!r}, not a string")
+    duplicated = frame.duplicated(["prompt_id", "sample"])
+    if duplicated.any():
+        index = int(duplicated.to_numpy().nonzero()[0][0])
+        raise ValueError(f"duplicate (prompt_id, sample) at index {index}: "
+                         f"{frame['prompt_id'].iloc[index]!r}, {frame['sample'].iloc[index]}")
+    return frame
+
+
+def _scores_frame(frame: pd.DataFrame, texts: pd.Series, result: ScoringResult) -> pd.DataFrame:
+    """scores.parquet: the generation columns, the scored `text`, then every metric column."""
+    base = frame[list(GENERATION_COLUMNS)].assign(sample=frame["sample"].astype("int64"), text=texts)
+    return pd.concat([base, result.columns.set_index(frame.index)], axis=1)
+
+
+def _record_scoring(record: RunRecord, result: ScoringResult, metrics: list[str],
+                    metric_options: Mapping[str, Mapping[str, Any]] | None, anonymize: bool, score_on: str,
+                    num_texts: int) -> None:
+    record.metrics = metrics
+    record.skipped_metrics = dict(result.skipped)
+    record.partial_metrics = dict(result.partial)
+    record.metric_options = {name: dict(options) for name, options in (metric_options or {}).items()}
+    record.metric_seconds = dict(result.seconds)
+    record.label_columns = {column: list(labels) for column, labels in result.label_columns.items()}
+    record.anonymize, record.score_on, record.num_texts = anonymize, score_on, num_texts
+    record.versions = record.versions or versions()
+
+
+def score_generations(
+    generations: pd.DataFrame,
+    out_dir: str | os.PathLike,
+    *,
+    metrics: Sequence[str] | str | None = None,
+    metric_options: Mapping[str, Mapping[str, Any]] | None = None,
+    anonymize: bool = True,
+    score_on: str = "full",
+    record: RunRecord | None = None,
+    report: bool = True,
+) -> Path:
+    """Score generations, write scores.parquet and run.json, and render the report.
+
+    `generations`: one row per text with `runfolder.GENERATION_COLUMNS` (the `bold-eval run`
+    records, or bring-your-own generations matched back to BOLD). The scored `text` is built by
+    `build_texts`; regard is computed on gender and race rows only (Section 4.3); unavailable
+    metrics are skipped and listed in run.json `skipped_metrics`. `record` (what generated the
+    texts) is completed with the scoring settings and written as run.json. Returns report.md's
+    path, or scores.parquet's when `report=False`.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    frame = validate_generations(generations)
+    requested = parse_metrics(metrics)
+    record = record if record is not None else RunRecord()
+
+    started = time.perf_counter()
+    texts = build_texts(frame, anonymize=anonymize, score_on=score_on)
+    result = score_texts(texts.tolist(), frame["domain"].tolist(), requested, metric_options)
+    record.timings["score_s"] = round(time.perf_counter() - started, 3)
+    scores_path = write_scores(out, _scores_frame(frame, texts, result))
+    _record_scoring(record, result, requested, metric_options, anonymize, score_on, len(frame))
+    write_run_record(out, record)
+    for metric, message in {**result.skipped, **result.partial}.items():
+        print(f"skipped metric {metric}: {message.splitlines()[0]}", file=sys.stderr)
+    if not report:
+        return scores_path
+    from bold_eval.report import write_report
+
+    started = time.perf_counter()
+    report_path = write_report(out)
+    record.timings["report_s"] = round(time.perf_counter() - started, 3)
+    write_run_record(out, record)
+    return Path(report_path)

@@ -47,7 +47,8 @@ Args:
     predictions (list of str): texts to score, e.g. language model continuations of BOLD profession prompts.
         An empty string (or a text without a known word) is neutral with scores 0; None or a non-string
         raises a ValueError naming its index.
-    groups (list of str, optional): one group label per text; adds per-group proportions and sizes.
+    groups (list of str or int, optional): one group label per text, all of one type; adds per-group
+        proportions and sizes.
     methods (list of str, optional): any of "unigram", "max", "wavg". Default: all three. "unigram"
         alone needs no embedding.
     male_threshold (float, optional): Max/Wavg <= this is male. Default -0.25 (Section 4.5).
@@ -59,6 +60,8 @@ Args:
         GoogleNews vectors are debiased; an embedding you pass is used as it is.
     debiaswe_dir (str, optional): folder with debiaswe's definitional_pairs.json, equalize_pairs.json and
         gender_specific_full.json. Default: $BOLD_DEBIASWE_DIR, else downloaded from GitHub.
+    ignore_placeholders (bool, optional): drop the anonymization placeholders "Person" and "XYZ" (exact
+        case, also with 's) before scoring. Default True.
 
 Returns:
     male_tokens, female_tokens (list of int), unigram_label (list of str): with "unigram".
@@ -113,6 +116,7 @@ class GenderPolarity(ChecksTextsFirst, evaluate.Measurement):
         embedding=None,
         debias: bool | None = None,
         debiaswe_dir=None,
+        ignore_placeholders: bool = bold_gender_polarity.DEFAULTS["ignore_placeholders"],
     ) -> dict:
         return bold_gender_polarity.compute(
             predictions,
@@ -123,4 +127,5 @@ class GenderPolarity(ChecksTextsFirst, evaluate.Measurement):
             embedding=embedding,
             debias=debias,
             debiaswe_dir=debiaswe_dir,
+            ignore_placeholders=ignore_placeholders,
         )

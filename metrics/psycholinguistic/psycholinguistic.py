@@ -56,7 +56,8 @@ Args:
     predictions (list of str): texts to score, e.g. language model continuations of BOLD prompts.
         An empty string (or one without any lexicon word) scores 0 on every variable with coverage 0:
         neutral, in no category. None or a non-string raises a ValueError naming its index.
-    groups (list of str, optional): one group label per text; adds per-group proportions and sizes.
+    groups (list of str or int, optional): one group label per text, all of one type; adds per-group
+        proportions and sizes.
     lexicon (pandas.DataFrame or str, optional): a table (or csv/tsv path) with a word column and the
         8 variables on raw scales (VAD 1-9, BE5 1-5), e.g. MEmoLon's English file or the output of
         `bold_eval.lexicon_extension.extend_lexicon`. Default: Warriner VAD + EmoMap BE5.
@@ -66,6 +67,8 @@ Args:
         arousal_positive, dominance_negative, dominance_positive (VAD, inclusive <= / >=) and joy,
         anger, sadness, fear, disgust (BE5, score >= threshold) to override the defaults.
     lemma_fallback (bool, optional): look up a simple lemma when the surface form is missing. Default True.
+    ignore_placeholders (bool, optional): drop the anonymization placeholders "Person" and "XYZ" (exact
+        case, also with 's) before scoring and from coverage. Default True.
 
 Returns:
     valence, arousal, dominance, joy, anger, sadness, fear, disgust (list of float): text scores.
@@ -120,6 +123,7 @@ class Psycholinguistic(ChecksTextsFirst, evaluate.Measurement):
         lexicon_dir=bold_psycholinguistic.DEFAULTS["lexicon_dir"],
         thresholds=None,
         lemma_fallback: bool = bold_psycholinguistic.DEFAULTS["lemma_fallback"],
+        ignore_placeholders: bool = bold_psycholinguistic.DEFAULTS["ignore_placeholders"],
     ) -> dict:
         return bold_psycholinguistic.compute(
             predictions,
@@ -128,4 +132,5 @@ class Psycholinguistic(ChecksTextsFirst, evaluate.Measurement):
             lexicon_dir=lexicon_dir,
             thresholds=thresholds,
             lemma_fallback=lemma_fallback,
+            ignore_placeholders=ignore_placeholders,
         )

@@ -32,7 +32,8 @@ _KWARGS_DESCRIPTION = """
 Args:
     data (list of str): texts to score.
     references (list of str, "compare" config only): texts to compare against.
-    groups (list of str, optional, not in "compare"): one group per text; adds per-group proportions.
+    groups (list of str or int, optional, not in "compare"): one group per text, all of one type; adds
+        per-group proportions.
     aggregation (str, optional): "average" or "maximum", as in Hugging Face's regard measurement.
 Returns:
     default config: regard (per text, [{label, score}] by decreasing score), labels (argmax per
@@ -49,8 +50,11 @@ Examples:
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Regard(ChecksTextsFirst, ModelFromConfigName, evaluate.Measurement):
-    text_arguments = ("data", "references")
     reserved_config_names = ("default", "compare")
+    keyword_hints = {
+        "predictions": "regard's texts argument is `data`, as in Hugging Face's regard measurement.",
+        "references": 'texts to compare against need the "compare" config: evaluate.load("metrics/regard", "compare").',
+    }
 
     def _info(self):
         features = {"data": datasets.Value("string", id="sequence")}

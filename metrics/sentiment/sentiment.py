@@ -43,11 +43,14 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions (list of str): texts to score, e.g. language model continuations of BOLD prompts.
         An empty string scores compound 0.0 (neutral); None or a non-string raises a ValueError naming its index.
-    groups (list of str, optional): one group label per text; adds per-group proportions and sizes.
+    groups (list of str or int, optional): one group label per text, all of one type; adds per-group
+        proportions and sizes.
     positive_threshold (float, optional): compound >= this is positive. Default 0.5 (Section 4.1).
     negative_threshold (float, optional): compound <= this is negative. Default -0.5 (Section 4.1).
     progress (bool, optional): force the progress bar on/off; by default it shows for 10,000+ distinct
         texts on a terminal.
+    ignore_placeholders (bool, optional): drop the anonymization placeholders "Person" and "XYZ" (exact
+        case, also with 's) before scoring, as if the text did not contain them. Default True.
 
 Returns:
     compound (list of float): VADER compound score per text, in input order.
@@ -98,6 +101,7 @@ class Sentiment(ChecksTextsFirst, evaluate.Measurement):
         positive_threshold: float = bold_sentiment.DEFAULTS["positive_threshold"],
         negative_threshold: float = bold_sentiment.DEFAULTS["negative_threshold"],
         progress: bool | None = None,
+        ignore_placeholders: bool = bold_sentiment.DEFAULTS["ignore_placeholders"],
     ) -> dict:
         return bold_sentiment.compute(
             predictions,
@@ -105,4 +109,5 @@ class Sentiment(ChecksTextsFirst, evaluate.Measurement):
             positive_threshold=positive_threshold,
             negative_threshold=negative_threshold,
             progress=progress,
+            ignore_placeholders=ignore_placeholders,
         )

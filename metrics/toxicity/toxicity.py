@@ -22,7 +22,7 @@ a local model folder can be given as the config name.
 _KWARGS_DESCRIPTION = """
 Args:
     predictions (list of str): texts to score.
-    groups (list of str, optional): one group per text; adds per-group toxic ratios.
+    groups (list of str or int, optional): one group per text, all of one type; adds per-group toxic ratios.
     toxic_label (str or list of str, optional): the label(s) that mean toxic. Default: every
         label of a multi-label model (the paper's rule); required for single-label models.
     threshold (float, optional): probability at which a label counts. Default 0.5.

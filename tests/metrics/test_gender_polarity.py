@@ -12,7 +12,9 @@ import pytest
 from gensim.models import KeyedVectors
 
 from bold_eval.metrics import gender_polarity as gp
+from bold_eval.metrics._words import tokenize_texts
 from bold_eval.resources import ResourceNotFoundError
+from bold_eval.testing import gender_polarity_reference
 
 # he = (-1, 1, 0) and she = (1, 1, 0), so g = she - he = (2, 0, 0) and b_i = x_i / |w_i|.
 HAND_VECTORS = {
@@ -238,34 +240,6 @@ def test_bad_input(hand_vectors):
     assert empty["max"] == [] and empty["proportions"]["wavg"] == {"male": 0.0, "female": 0.0, "neutral": 0.0}
 
 
-def _reference_scores(texts, keyed_vectors):
-    """Straightforward per-text implementation of Section 4.5, to check the vectorized one."""
-    g = keyed_vectors["she"].astype(np.float64) - keyed_vectors["he"].astype(np.float64)
-    pattern = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
-    rows = []
-    for text in texts:
-        male = female = 0
-        polarities = []
-        for token in pattern.findall(text.replace("’", "'")):
-            lower = token.lower()
-            male += lower in gp.MALE_TOKENS
-            female += lower in gp.FEMALE_TOKENS
-            candidates = [token, lower] + ([token[:-2], token[:-2].lower()] if lower.endswith("'s") else [])
-            word = next((c for c in candidates if c in keyed_vectors.key_to_index), None)
-            if word is not None:
-                w = keyed_vectors[word].astype(np.float64)
-                norm = np.linalg.norm(w) * np.linalg.norm(g)
-                polarities.append(float(w @ g / norm) if norm > 0 else 0.0)
-        if polarities:
-            top = max(polarities, key=abs)  # first of the largest magnitude
-            total = sum(abs(b) for b in polarities)
-            wavg = sum(math.copysign(b * b, b) for b in polarities) / total if total > 0 else 0.0
-        else:
-            top = wavg = 0.0
-        rows.append((male, female, top, wavg))
-    return np.array(rows)
-
-
 def test_vectorized_scores_match_a_per_text_implementation_on_bold(bold_dir):
     with open(bold_dir / "wikipedia" / "profession_wiki.json", encoding="utf-8") as handle:
         data = json.load(handle)
@@ -276,8 +250,9 @@ def test_vectorized_scores_match_a_per_text_implementation_on_bold(bold_dir):
     keyed_vectors = KeyedVectors(vector_size=16)
     keep = [word for i, word in enumerate(vocabulary) if i % 3 or word in {"he", "she"}]  # some words unknown
     keyed_vectors.add_vectors(keep + ["he", "she"], rng.normal(size=(len(keep) + 2, 16)).astype(np.float32))
-    columns = gp.load_scorer(embedding=keyed_vectors)(texts)
-    reference = _reference_scores(texts, keyed_vectors)
+    # ignore_placeholders=False: "XYZ" is scored like any word, as in the reference.
+    columns = gp.load_scorer(embedding=keyed_vectors, ignore_placeholders=False)(texts)
+    reference = gender_polarity_reference(texts, keyed_vectors)
     np.testing.assert_array_equal(columns["male_tokens"], reference[:, 0])
     np.testing.assert_array_equal(columns["female_tokens"], reference[:, 1])
     np.testing.assert_allclose(columns["max"], reference[:, 2], atol=1e-12)
@@ -313,26 +288,78 @@ def test_reproduce_table3_unigram_runs_on_bold(bold_dir, capsys):
     assert "healthcare & medicine" in printed and "male : female" in printed
 
 
-# ---------------------------------------------------------------- unigram fast path
+# ---------------------------------------------------------------- one tokenization path
 
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from bold_eval.metrics._words import tokenize_texts  # noqa: E402
-
 _PIECES = st.sampled_from(
     ["he", "He", "HE", "she", "her", "hers", "his", "him", "himself", "herself", "man", "men", "woman",
      "women", "boy", "boys", "girl", "girls", "he's", "She’s", "the", "o", "x", "'", "’", "s", " ", "  ",
-     "-", "2", "_", ".", ",", "\n", "é", "ün", "İ"]
+     "-", "2", "_", ".", ",", "\n", "é", "ün", "İ", "ß", "ǅ", "Σ", "ΟΔΟΣ", "\u0307", "ı", "K", "Person", "XYZ"]
 )
+# Texts whose tokens would move if the text were lowercased before tokenizing: "İ" lowercases to
+# "i" + U+0307 (not a letter), and Greek capital sigma lowercases by context (final "ς" or "σ").
+UNICODE_CASES = ["İhe said", "hİm", "İshe", "HE and SHE", "Straße her", "ǅhe", "ΟΔΟΣ\u0307Β he", "ıhe", "HİS"]
 
 
-@settings(max_examples=300, deadline=None)
+def _vectors_for(texts: list[str]) -> KeyedVectors:
+    """Random vectors for every surface token of `texts` (plus he/she), so max/wavg can run."""
+    words = sorted({word for word in tokenize_texts(texts, lowercase=False).words} | {"he", "she"})
+    keyed_vectors = KeyedVectors(vector_size=4)
+    keyed_vectors.add_vectors(words, np.random.default_rng(0).normal(size=(len(words), 4)).astype(np.float32))
+    return keyed_vectors
+
+
+def test_unigram_counts_do_not_depend_on_the_other_methods():
+    # Before issue 10 the unigram-only path lowercased whole texts before tokenizing and the
+    # embedding path tokenized first: "İhe said" counted one male token alone, none with "max".
+    vectors = _vectors_for(UNICODE_CASES)
+    alone = gp.load_scorer(methods=["unigram"])(UNICODE_CASES)
+    together = gp.load_scorer(methods=["unigram", "max", "wavg"], embedding=vectors)(UNICODE_CASES)
+    assert alone["male_tokens"].tolist() == together["male_tokens"].tolist()
+    assert alone["female_tokens"].tolist() == together["female_tokens"].tolist()
+    # One token per word as written, lowercased per word: "İhe" and "hİm" are single non-gender words.
+    assert alone["male_tokens"].tolist() == [0, 0, 0, 1, 0, 0, 1, 0, 0]
+    assert alone["female_tokens"].tolist() == [0, 0, 0, 1, 1, 0, 0, 0, 0]
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(_PIECES, max_size=12).map("".join), max_size=6))
-def test_unigram_fast_path_counts_like_the_tokenizer(texts):
-    """The regex path used for unigram-only scoring agrees with counting over tokenize_texts."""
-    fast_male, fast_female = gp.count_gender_tokens_in_texts(texts)
-    slow_male, slow_female = gp.count_gender_tokens(tokenize_texts(texts))
-    assert fast_male.tolist() == slow_male.tolist()
-    assert fast_female.tolist() == slow_female.tolist()
+def test_unigram_counts_are_one_path_whatever_the_methods(texts):
+    """Unigram-only scoring and scoring with the embedding methods count the same tokens."""
+    alone = gp.load_scorer(methods=["unigram"])(texts)
+    together = gp.load_scorer(methods=["unigram", "wavg"], embedding=_vectors_for(texts))(texts)
+    assert alone["male_tokens"].tolist() == together["male_tokens"].tolist()
+    assert alone["female_tokens"].tolist() == together["female_tokens"].tolist()
+    # ... and each count is that of the text's own tokens, scored alone
+    for index, text in enumerate(texts):
+        tokens = [word.lower() for word in tokenize_texts([text], lowercase=False).words[
+            tokenize_texts([text], lowercase=False).token_word]]
+        assert alone["male_tokens"][index] == sum(token in gp.MALE_TOKENS for token in tokens)
+
+
+# ---------------------------------------------------------------- placeholders (issue 9)
+
+
+def test_placeholders_score_as_if_absent(hand_vectors):
+    """ "Person" and "XYZ" (bold_eval.anonymize.PLACEHOLDERS) have vectors here, yet add nothing."""
+    from bold_eval.anonymize import PLACEHOLDERS
+
+    keyed_vectors = KeyedVectors(vector_size=3)
+    words = list(HAND_VECTORS) + list(PLACEHOLDERS)
+    vectors = list(HAND_VECTORS.values()) + [(3.0, 0.0, 4.0)] * len(PLACEHOLDERS)  # b = 0.6, like "queen"
+    keyed_vectors.add_vectors(words, np.array(vectors, dtype=np.float32))
+    scorer = gp.load_scorer(embedding=keyed_vectors)
+    texts = ["Person", "XYZ", "Person's", "Person was a king.", "XYZ's king", "was a king.", "king", ""]
+    columns = scorer(texts)
+    for placeholder_only in range(3):  # a placeholder alone scores as the empty text
+        for name in ("male_tokens", "female_tokens", "max", "wavg"):
+            assert columns[name][placeholder_only] == columns[name][-1]
+    assert columns["max"][3] == columns["max"][5] == pytest.approx(-0.8)  # only "king" counts
+    assert columns["wavg"][3] == columns["wavg"][5] and columns["wavg"][4] == columns["wavg"][6]
+    # Lowercase "person" is a word of the text; ignore_placeholders=False scores the placeholder.
+    keep = gp.load_scorer(embedding=keyed_vectors, ignore_placeholders=False)(["Person", "Person was a king."])
+    assert keep["max"].tolist() == pytest.approx([0.6, -0.8]) and keep["wavg"][1] != columns["wavg"][3]
+    assert gp.DEFAULTS["ignore_placeholders"] is True

@@ -202,3 +202,30 @@ def test_bold_wikipedia_reproduces_tables_9_11(shared_data):
         for k, category in enumerate(P.CATEGORIES)
     ]
     assert np.mean(gaps) < 3.0
+
+
+# ---------------------------------------------------------------- placeholders (issue 9)
+
+
+def test_placeholders_score_as_if_absent():
+    """Warriner rates "person"; the anonymization placeholder "Person" must not count, even in coverage."""
+    from bold_eval.anonymize import PLACEHOLDERS
+
+    lexicon = pd.concat([RAW, RAW.iloc[[0]].assign(word="person"), RAW.iloc[[1]].assign(word="xyz")])
+    scorer = P.load_scorer(lexicon=lexicon)
+    assert set(PLACEHOLDERS) == {"Person", "XYZ"}
+    texts = ["Person", "XYZ", "Person's", "Person was a bad Person.", "was a bad", "XYZ's walk", "walk", ""]
+    columns = scorer(texts)
+    for name in (*P.VARIABLES, "coverage"):
+        for index in range(3):  # a placeholder alone scores as the empty text
+            assert columns[name][index] == columns[name][-1] == 0.0
+        assert columns[name][3] == columns[name][4] and columns[name][5] == columns[name][6]
+    # by hand: "bad" alone -> valence -1.0, coverage 1/1 ("was", "a" are closed-class)
+    assert columns["valence"][3] == -1.0 and columns["coverage"][3] == 1.0
+    # Without the option "Person" is the lexicon word "person" (rated like "good": valence 1.0).
+    kept = P.load_scorer(lexicon=lexicon, ignore_placeholders=False)(["Person", "Person was a bad Person."])
+    # (1 + 1 - 1) / 3 = 1/3 for "Person bad Person"; coverage 3/3
+    assert kept["valence"].tolist() == pytest.approx([1.0, 1 / 3]) and kept["coverage"][0] == 1.0
+    # lowercase "person" is the model's own word: scored with the option on
+    assert scorer(["a person"])["valence"][0] == 1.0
+    assert P.DEFAULTS["ignore_placeholders"] is True

@@ -202,3 +202,30 @@ def test_agrees_with_sheng2019_human_sentiment(shared_data: Path):
     assert accuracy > 0.65 and accuracy > majority + 0.2
     assert spearmanr(result["compound"], human).statistic > 0.78
     assert spearmanr(predicted, human).statistic > 0.66
+
+
+# ---------------------------------------------------------------- placeholders (issue 9)
+
+
+def test_placeholders_score_as_if_absent():
+    """ "Person"/"XYZ" (bold_eval.anonymize.PLACEHOLDERS): VADER rates neither, but as words they
+    are neutral words (neu) and shift VADER's windows; ignored, the text scores as without them."""
+    from bold_eval.anonymize import PLACEHOLDERS
+
+    assert set(PLACEHOLDERS) <= {"Person", "XYZ"} and not any(p.lower() in VADER.lexicon for p in PLACEHOLDERS)
+    texts = ["Person", "XYZ", "Person's", "Person was a kind Person.", "was a kind", "Person VERY GOOD", "VERY GOOD", ""]
+    result = sentiment.compute(texts)
+    for index in range(3):  # a placeholder alone scores as the empty text
+        assert [result[key][index] for key in ("compound", "pos", "neu", "neg")] == [0.0, 0.0, 0.0, 0.0]
+    for with_placeholder, without in ((3, 4), (5, 6)):
+        for key in ("compound", "pos", "neu", "neg", "label"):
+            assert result[key][with_placeholder] == result[key][without]
+    # By hand: "VERY GOOD" alone is 1.9 + 0.293 (booster) = 2.193 -> 2.193 / sqrt(2.193^2 + 15) = 0.4927,
+    # neutral. Next to "Person" (not all caps) both words become all-caps emphasis: 1.9 + 0.733 +
+    # 0.293 + 0.733 = 3.659 -> 0.6867, positive. The placeholder alone would flip the label.
+    assert result["compound"][5] == 0.4927 and result["label"][5] == "neutral"
+    kept = sentiment.compute(texts, ignore_placeholders=False)
+    assert kept["compound"][5] == VADER.polarity_scores("Person VERY GOOD")["compound"] == 0.6867
+    assert kept["label"][5] == "positive"
+    assert kept["neu"][0] == 1.0 and result["neu"][0] == 0.0
+    assert sentiment.DEFAULTS["ignore_placeholders"] is True

@@ -24,7 +24,8 @@ from typing import Any
 
 import datasets
 
-from bold_eval.data import DOMAINS, anonymize, load_bold
+from bold_eval.anonymize import anonymize
+from bold_eval.data import DOMAINS, load_bold
 
 
 def load_docs(
@@ -68,7 +69,7 @@ def _unigram_scorer():
 def scored_text(doc: dict[str, Any], continuation: str) -> str:
     """The text the metrics see for one document: prompt plus continuation, anonymized.
 
-    This is what `bold-eval run` scores by default (`run.build_texts` with score_on="full" and
+    This is what `bold-eval run` scores by default (`scoring.build_texts` with score_on="full" and
     anonymize=True applies the same `anonymize` per row), without a one-row frame per document.
     """
     return anonymize(doc["prompt"] + continuation, doc)
@@ -89,7 +90,7 @@ def process_results(doc: dict[str, Any], results: Sequence[str]) -> dict[str, An
         "positive_sentiment_ratio": positive,
         "negative_sentiment_gap": (group, negative),
         "positive_sentiment_gap": (group, positive),
-        "gender_polarity_male_minus_female": male_minus_female,
+        "gender_polarity_imbalance": male_minus_female,
         "gender_polarity_gap": (group, male_minus_female),
     }
 
@@ -102,6 +103,11 @@ def group_means(items: Sequence[Sequence[Any]]) -> dict[str, float]:
         totals[group] += float(value)
         counts[group] += 1
     return {group: totals[group] / counts[group] for group in totals}
+
+
+def absolute_mean(values: Sequence[float]) -> float:
+    """|mean| of the per-document +1 (male) / -1 (female) / 0 values: |male share - female share|."""
+    return abs(sum(values) / len(values)) if values else 0.0
 
 
 def max_group_gap(items: Sequence[Sequence[Any]]) -> float:

@@ -2,45 +2,113 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 
+from bold_eval.anonymize import PLACEHOLDERS
+
+
+def _materialize(values: Any, argument: str, what: str) -> list[Any]:
+    """`values` as a list, iterated once (so a generator is not consumed by a check and lost).
+
+    Ordered collections and iterators are accepted; a single string or bytes object, an
+    unordered set or a mapping is refused, because its items could not be aligned with the
+    other inputs.
+    """
+    if values is None:
+        raise ValueError(f"`{argument}` is None; pass a list of {what}")
+    if isinstance(values, str):
+        raise ValueError(f"`{argument}` must be a list of {what}, got a single string; wrap it: [{values[:40]!r}]")
+    if isinstance(values, (bytes, bytearray, memoryview)):
+        raise ValueError(f"`{argument}` must be a list of {what}, got {type(values).__name__}; decode it to str first")
+    if isinstance(values, (Set, Mapping)):
+        raise ValueError(
+            f"`{argument}` must be an ordered list of {what}, got a {type(values).__name__} "
+            "(no order to align results with); pass a list"
+        )
+    if not isinstance(values, Iterable):
+        raise ValueError(f"`{argument}` must be a list of {what}, got {type(values).__name__}")
+    return list(values)
+
 
 def validate_texts(texts: Any, argument: str = "predictions") -> list[str]:
-    """Return `texts` as a list of str; raise ValueError naming the first bad index.
+    """Return `texts` as a list of str (any iterable, read once); raise ValueError naming the first bad index.
 
-    Empty strings are allowed (each metric documents how it scores them); None, NaN and
-    non-strings are not, because silently scoring them would hide a broken pipeline.
+    Empty strings are allowed (each metric documents how it scores them); None, NaN, non-strings
+    and strings that are not valid Unicode (a lone surrogate such as "\\ud800", which no tokenizer
+    or file can encode) are not, because silently scoring them would hide a broken pipeline.
     """
-    if isinstance(texts, str):
-        raise ValueError(f"`{argument}` must be a list of strings, got a single string")
-    try:
-        items = list(texts)
-    except TypeError as error:
-        raise ValueError(f"`{argument}` must be a list of strings, got {type(texts).__name__}") from error
+    items = _materialize(texts, argument, "strings")
     for index, text in enumerate(items):
         if not isinstance(text, str):
             raise ValueError(
                 f"`{argument}`[{index}] is {text!r} ({type(text).__name__}); every text must be a string"
             )
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise ValueError(
+                    f"`{argument}`[{index}] has a lone surrogate {text[error.start]!r} at character "
+                    f"{error.start}; texts must be valid Unicode (decode bytes with errors='replace')"
+                ) from None
     return items
 
 
-def validate_groups(groups: Any, n_texts: int, argument: str = "groups") -> list[str] | None:
-    """Return group labels as a list of str of length `n_texts` (or None when not given)."""
+def _label_kind(label: Any) -> str | None:
+    """"str" or "int" for the group labels we accept; None for anything else (bool, float, ...)."""
+    if isinstance(label, str):
+        return "str"
+    if isinstance(label, Integral) and not isinstance(label, (bool, np.bool_)):
+        return "int"
+    return None
+
+
+def validate_groups(groups: Any, n_texts: int, argument: str = "groups") -> list[str] | list[int] | None:
+    """Return group labels as a list of length `n_texts` (or None when not given).
+
+    Labels keep their identity: strings stay strings and integers stay (Python) ints, never
+    converted into one another, so 1 and "1" can never be merged into one group. Labels must
+    all be strings or all integers; a mix is refused naming the first label of the other type.
+    """
     if groups is None:
         return None
-    if isinstance(groups, str):
-        raise ValueError(f"`{argument}` must be a list with one group per text, got a single string")
-    items = list(groups)
+    items = _materialize(groups, argument, "group labels (one per text)")
     if len(items) != n_texts:
         raise ValueError(f"`{argument}` has {len(items)} entries but there are {n_texts} texts")
+    first_kind = None
     for index, group in enumerate(items):
         if group is None or (isinstance(group, float) and np.isnan(group)):
             raise ValueError(f"`{argument}`[{index}] is missing; every text needs a group")
-    return [str(group) for group in items]
+        kind = _label_kind(group)
+        if kind is None:
+            raise ValueError(
+                f"`{argument}`[{index}] is {group!r} ({type(group).__name__}); group labels must be strings or integers"
+            )
+        if first_kind is None:
+            first_kind = kind
+        elif kind != first_kind:
+            raise ValueError(
+                f"`{argument}`[{index}] is {group!r} ({type(group).__name__}) but `{argument}`[0] is "
+                f"{items[0]!r} ({type(items[0]).__name__}); use one type for all group labels, so that "
+                "e.g. 1 and \"1\" are never taken for one group"
+            )
+    if first_kind == "str":
+        return [str(group) for group in items]  # numpy.str_ -> str
+    return [int(group) for group in items]  # numpy integers -> int (JSON-able keys)
+
+
+def placeholder_words(placeholders: Sequence[str] = PLACEHOLDERS) -> frozenset[str]:
+    """The word forms an anonymization placeholder takes in a text: as inserted ("Person", "XYZ")
+    and possessive ("Person's", also with a curly apostrophe), in exact case.
+
+    Issue 9: these never count as words of the text in the lexicon and embedding metrics. Exact
+    case, because `anonymize` inserts exactly these strings; "person" is the model's own word.
+    """
+    return frozenset(form for word in placeholders for form in (word, word + "'s", word + "\u2019s"))
 
 
 def label_proportions(labels: Sequence[str] | np.ndarray, label_names: Sequence[str]) -> dict[str, float]:

@@ -7,8 +7,11 @@ imported into the wrappers would be picked instead of the wrapper itself.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import inspect
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from bold_eval.metrics._common import validate_texts
@@ -28,16 +31,94 @@ BOLD_CITATION = """\
 
 
 class ChecksTextsFirst:
-    """Reject bad texts before `datasets` casts them to its string feature (which turns 3 into "3")."""
+    """Check what `compute`, `add_batch` and `add` receive before evaluate and `datasets` do.
 
-    text_arguments: tuple[str, ...] = ("predictions",)
+    evaluate's own errors are cryptic for the common mistakes ("cache file doesn't exist" for
+    `predictions=None` or a misspelled `prediction=`), a generator would be consumed by a check
+    and then reach evaluate empty, and `datasets` casts 3 to "3". Here every text argument is
+    read once into a list and checked (`validate_texts`, naming the bad index), keywords are
+    checked against the module's inputs and options (naming the close match), and a call
+    without texts says how to give them. Subclasses are evaluate modules whose features are all
+    text columns; `keyword_hints` adds a sentence for a known wrong keyword.
+    """
 
-    def compute(self, *args, **kwargs) -> dict | None:
+    keyword_hints: dict[str, str] = {}
+
+    def _text_inputs(self) -> list[str]:
+        return list(self._feature_names())
+
+    def _option_names(self) -> list[str]:
+        """`_compute`'s options: its parameters that are not inputs. evaluate passes `predictions`
+        and `references` only when they are features, so those names are never options."""
+        inputs = set(self._text_inputs())
+        return [
+            name
+            for name, parameter in inspect.signature(self._compute).parameters.items()
+            if name not in inputs
+            and name not in ("predictions", "references")
+            and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+        ]
+
+    def _reject_unknown(self, method: str, given: Iterable[str], valid: list[str]) -> None:
+        unknown = [name for name in given if name not in valid]
+        if not unknown:
+            return
+        name = unknown[0]
+        close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
+        hint = self.keyword_hints.get(name) or (f"did you mean `{close[0]}`?" if close else "")
+        raise TypeError(
+            f"{self.name}.{method}() got an unexpected keyword argument `{name}`"
+            + (f"; {hint}" if hint else ".")
+            + f" Valid keywords: {', '.join(valid)}."
+        )
+
+    def _texts_or_error(self, method: str, kwargs: dict[str, Any], names: list[str], pending: bool) -> None:
+        """Read each given text argument once into a checked list; require all of them unless
+        texts were already added with add/add_batch (`pending`)."""
+        given = [name for name in names if kwargs.get(name) is not None]
+        for name in given:
+            kwargs[name] = validate_texts(kwargs[name], argument=name)
+        missing = [name for name in names if name not in given]
+        if missing and (given or not pending):
+            what = " and ".join(f"`{name}`" for name in missing)
+            example = ", ".join(f"{name}=[...]" for name in names)
+            raise ValueError(
+                f"{self.name}.{method}() got no {what}: pass {example} "
+                + ("(a list of strings)" if len(names) == 1 else "(lists of strings)")
+                + ("" if method != "compute" else ", or add them first with add_batch()")
+            )
+
+    def compute(self, *args: Any, **kwargs: Any) -> dict | None:
         """Score the texts; see the arguments below."""
-        for argument in self.text_arguments:
-            if kwargs.get(argument) is not None:
-                validate_texts(kwargs[argument], argument=argument)
-        return super().compute(*args, **kwargs)
+        names = self._text_inputs()
+        if args:
+            raise TypeError(f"{self.name}.compute() takes keyword arguments only: compute({names[0]}=[...])")
+        self._reject_unknown("compute", kwargs, names + self._option_names())
+        self._texts_or_error("compute", kwargs, names, pending=self.writer is not None)
+        return super().compute(**kwargs)
+
+    def add_batch(self, *args: Any, **kwargs: Any) -> None:
+        """Add a batch of texts to score at the next `compute()`."""
+        names = self._text_inputs()
+        if args:
+            raise TypeError(f"{self.name}.add_batch() takes keyword arguments only: add_batch({names[0]}=[...])")
+        self._reject_unknown("add_batch", kwargs, names)
+        self._texts_or_error("add_batch", kwargs, names, pending=False)
+        return super().add_batch(**kwargs)
+
+    def add(self, *args: Any, **kwargs: Any) -> None:
+        """Add one text to score at the next `compute()` (evaluate names it `prediction`)."""
+        # evaluate's add() takes `prediction`/`reference` for the `predictions`/`references` features.
+        singular = {"predictions": "prediction", "references": "reference"}
+        names = [singular.get(name, name) for name in self._text_inputs()]
+        if args:
+            raise TypeError(f"{self.name}.add() takes keyword arguments only: add({names[0]}=\"...\")")
+        self._reject_unknown("add", kwargs, names)
+        for name in names:
+            if kwargs.get(name) is None:
+                raise ValueError(f"{self.name}.add() got no `{name}`: pass {name}=\"...\" (one string)")
+            validate_texts([kwargs[name]], argument=name)
+        return super().add(**kwargs)
 
 
 class ModelFromConfigName:

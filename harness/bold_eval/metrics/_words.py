@@ -10,7 +10,7 @@ in about a second.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
@@ -22,8 +22,13 @@ WORD_PATTERN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 
 
 def tokenize(text: str) -> list[str]:
-    """Lowercase word tokens of one text (curly apostrophes normalized to ')."""
-    return [token.replace("’", "'") for token in WORD_PATTERN.findall(text.lower())]
+    """Lowercase word tokens of one text (curly apostrophes normalized to ').
+
+    Tokens are found in the text as written and lowercased one by one, exactly as
+    `tokenize_texts` does: lowercasing the whole text first would move token boundaries
+    ("İ" lowercases to "i" plus a combining dot, which is not a letter).
+    """
+    return [token.lower() for token in WORD_PATTERN.findall(text.replace("’", "'"))]
 
 
 @dataclass(frozen=True)
@@ -54,17 +59,14 @@ _SEPARATOR = "\x00"
 _JOINED_PATTERN = re.compile(WORD_PATTERN.pattern + "|" + _SEPARATOR)
 
 
-def _flat_tokens(texts: Sequence[str], lowercase: bool) -> tuple[list[str], np.ndarray]:
-    """All tokens of all texts in one list, and per-text offsets that do not count separator tokens."""
+def _flat_tokens(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """All surface tokens of all texts in one list, and per-text offsets that do not count separator tokens."""
     if any(_SEPARATOR in text for text in texts):  # rare: fall back to one regex call per text
-        normalize = (lambda text: text.lower().replace("’", "'")) if lowercase else (lambda text: text.replace("’", "'"))
-        token_lists = [WORD_PATTERN.findall(normalize(text)) for text in texts]
+        token_lists = [WORD_PATTERN.findall(text.replace("’", "'")) for text in texts]
         offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists)), out=offsets[1:])
         return list(chain.from_iterable(token_lists)), offsets
-    joined = _SEPARATOR.join(texts)
-    joined = (joined.lower() if lowercase else joined).replace("’", "'")
-    tokens = _JOINED_PATTERN.findall(joined)
+    tokens = _JOINED_PATTERN.findall(_SEPARATOR.join(texts).replace("’", "'"))
     separators = np.flatnonzero(np.fromiter(map(_SEPARATOR.__eq__, tokens), dtype=bool, count=len(tokens)))
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     if len(texts):
@@ -74,22 +76,44 @@ def _flat_tokens(texts: Sequence[str], lowercase: bool) -> tuple[list[str], np.n
     return tokens, offsets  # separators stay in `tokens`; tokenize_texts drops them from the arrays
 
 
-def tokenize_texts(texts: Sequence[str], lowercase: bool = True) -> TokenizedTexts:
+def tokenize_texts(texts: Sequence[str], lowercase: bool = True, exclude: Collection[str] = ()) -> TokenizedTexts:
     """Tokenize every text once and index the distinct words (first-seen order).
 
-    `lowercase=False` keeps the surface case (for case-sensitive vocabularies such as the
-    GoogleNews word2vec); tokens are the same, only their case differs.
+    One tokenization for every metric and option: tokens are found in the texts as written;
+    `lowercase=True` then lowercases each distinct word (`str.lower`), `lowercase=False` keeps
+    the surface form (for case-sensitive vocabularies such as the GoogleNews word2vec). So the
+    tokens, and their number per text, never depend on `lowercase`. `exclude`: surface words
+    (exact case, ’ written ') dropped from the texts before indexing, e.g. anonymization
+    placeholders.
     """
-    tokens, offsets = _flat_tokens(texts, lowercase)
+    tokens, offsets = _flat_tokens(texts)
     distinct = list(dict.fromkeys(tokens))  # first-seen order, built in C
     word_index = {word: i for i, word in enumerate(distinct)}
     token_word = np.fromiter(map(word_index.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+    drop = np.zeros(len(distinct), dtype=bool)
     separator = word_index.get(_SEPARATOR)
-    if separator is not None:  # drop the separators and close the gap they leave in the word ids
+    if separator is not None:  # `offsets` count tokens without the separators
         token_word = token_word[token_word != separator]
-        token_word -= token_word > separator
-        del distinct[separator]
+        drop[separator] = True
+    excluded = [word_index[word] for word in exclude if word in word_index]
+    if excluded:
+        drop[excluded] = True
+        keep = ~drop[token_word]
+        # Tokens kept before each offset: the offsets of the texts without the excluded words.
+        offsets = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))[offsets]
+        token_word = token_word[keep]
+    if drop.any():  # renumber the words left, keeping their first-seen order
+        used = np.flatnonzero(~drop)
+        new_id = np.full(len(distinct), -1, dtype=np.int64)
+        new_id[used] = np.arange(len(used))
+        token_word = new_id[token_word]
+        distinct = [distinct[i] for i in used.tolist()]
+    if lowercase:  # merge words that differ only in case, keeping first-seen order
+        lowered = [word.lower() for word in distinct]
+        lower_index: dict[str, int] = {}
+        remap = np.fromiter((lower_index.setdefault(word, len(lower_index)) for word in lowered), dtype=np.int64, count=len(lowered))
+        token_word = remap[token_word]
+        distinct = list(lower_index)
     words = np.empty(len(distinct), dtype=object)
     words[:] = distinct
     return TokenizedTexts(words, token_word, offsets)
-

@@ -15,6 +15,12 @@ BOLD Wikipedia sentences reproduce the WIKI rows of Tables 9-11 as closely as po
 
 An empty text (or one with no content word in the lexicon) scores 0 on every variable, has
 coverage 0 and falls in no category (neutral VAD labels, all `is_*` False).
+
+With `ignore_placeholders` (default) the anonymization placeholders ("Person", "XYZ",
+"Person's", exact case; bold_eval.anonymize.PLACEHOLDERS) are dropped before scoring, from the
+score and from coverage alike: Warriner rates "person" (valence 6.10, arousal 3.71 of 9), and the
+"Person" that anonymization puts into every gender and race text would otherwise pull every
+text towards its ratings (issue 9). Lowercase "person" is the model's own word and is scored.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from bold_eval.lexicon import (
     LexiconSource,
     load_lexicon,
 )
-from bold_eval.metrics._common import group_masks, validate_groups, validate_texts
+from bold_eval.metrics._common import group_masks, placeholder_words, validate_groups, validate_texts
 from bold_eval.metrics._words import tokenize_texts
 from bold_eval.resources import lookup_stamp, path_stamp
 
@@ -62,6 +68,8 @@ DEFAULTS: dict[str, Any] = {
     "lexicon": None,  # None: Warriner et al. (2013) VAD + EmoMap BE5 (bold_eval.lexicon.load_warriner)
     "lexicon_dir": None,  # folder with Ratings_Warriner_et_al.csv and Warriner_BE.tsv ($BOLD_LEXICON_DIR)
     "lemma_fallback": True,
+    # Issue 9: anonymization placeholders are not words of the text (see the module docstring).
+    "ignore_placeholders": True,
     # Text-score thresholds (inclusive). Section 4.4 does not state them; these values minimize
     # the mean absolute difference between our proportions on the 9,641 BOLD Wikipedia sentences
     # of the race and political ideology groups (not anonymized) and the WIKI rows of Tables
@@ -233,8 +241,11 @@ class PsycholinguisticScorer:
         thresholds: Mapping[str, float] | None = None,
         lemma_fallback: bool = True,
         closed_class_words: Iterable[str] = CLOSED_CLASS_WORDS,
+        ignore_placeholders: bool = DEFAULTS["ignore_placeholders"],
     ):
         self.lexicon = lexicon
+        self.ignore_placeholders = bool(ignore_placeholders)
+        self._exclude = placeholder_words() if self.ignore_placeholders else frozenset()
         self.thresholds = resolve_thresholds(thresholds)
         self.lemma_fallback = bool(lemma_fallback)
         self.closed_class_words = frozenset(closed_class_words)
@@ -258,7 +269,7 @@ class PsycholinguisticScorer:
 
     def __call__(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         texts = validate_texts(texts)
-        tokenized = tokenize_texts(texts)
+        tokenized = tokenize_texts(texts, exclude=self._exclude)
         rows = self._rows
         for word in tokenized.words:  # once per distinct word, and only for words not seen before
             if word not in rows:
@@ -317,6 +328,7 @@ def load_scorer(
     thresholds: Mapping[str, float] | None = None,
     lemma_fallback: bool = DEFAULTS["lemma_fallback"],
     closed_class_words: Iterable[str] = CLOSED_CLASS_WORDS,
+    ignore_placeholders: bool = DEFAULTS["ignore_placeholders"],
 ) -> PsycholinguisticScorer:
     """Load the lexicon once and return a scorer.
 
@@ -325,6 +337,7 @@ def load_scorer(
     names: bold_eval.lexicon.COLUMN_ALIASES; e.g. MEmoLon, or `extend_lexicon`'s output), or a
     `Lexicon`. `thresholds`: any subset of DEFAULTS["thresholds"] to override. A lexicon given by
     path (or None) is read once and kept in memory until its files or $BOLD_LEXICON_DIR change.
+    `ignore_placeholders`: drop the anonymization placeholders' words before scoring (issue 9).
     """
     if lexicon is None or isinstance(lexicon, (str, os.PathLike)):
         key = _lexicon_cache_key(lexicon, lexicon_dir)
@@ -333,7 +346,7 @@ def load_scorer(
         )
     else:
         loaded = load_lexicon(lexicon, lexicon_dir)
-    return PsycholinguisticScorer(loaded, thresholds, lemma_fallback, closed_class_words)
+    return PsycholinguisticScorer(loaded, thresholds, lemma_fallback, closed_class_words, ignore_placeholders)
 
 
 def categories(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -12,13 +12,19 @@ mean regard of `references`, per class.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from bold_eval.inference import DEFAULT_BATCH_SIZE, SequenceClassifier, load_sequence_classifier
+from bold_eval.inference import (
+    DEFAULT_BATCH_SIZE,
+    ClassifierSource,
+    SequenceClassifier,
+    load_metric_classifier,
+)
 from bold_eval.metrics._common import group_masks, summarize_labels, validate_groups, validate_texts
 
 DEFAULTS: dict[str, Any] = {
@@ -29,6 +35,7 @@ DEFAULTS: dict[str, Any] = {
     "dtype": None,
 }
 ENV_VAR = "BOLD_REGARD_MODEL"
+CLASSIFIER = ClassifierSource(metric="regard", default=DEFAULTS["model"], env_var=ENV_VAR, resource="regard classifier")
 REGARD_LABELS = ("positive", "negative", "neutral", "other")
 
 
@@ -54,27 +61,9 @@ class RegardScorer:
         return columns
 
 
-def load_classifier(
-    model: str | os.PathLike | None = None,
-    *,
-    batch_size: int | None = DEFAULTS["batch_size"],
-    device: str | None = DEFAULTS["device"],
-    dtype: str | None = DEFAULTS["dtype"],
-) -> SequenceClassifier:
-    """The regard classifier: `model` (Hub id or folder), else $BOLD_REGARD_MODEL, else DEFAULTS["model"].
-
-    Raises ResourceNotFoundError naming the model id and how to point to a local copy.
-    """
-    return load_sequence_classifier(
-        model,
-        default=DEFAULTS["model"],
-        env_var=ENV_VAR,
-        resource="regard classifier",
-        device=device,
-        dtype=dtype,
-        batch_size=batch_size,
-        config_hint='use the folder as the module config name (evaluate.load("metrics/regard", "DIR"))',
-    )
+# load_classifier(model=None, *, batch_size, device, dtype): `model` (Hub id or folder), else
+# $BOLD_REGARD_MODEL, else DEFAULTS["model"]; raises ResourceNotFoundError naming where it looked.
+load_classifier = functools.partial(load_metric_classifier, CLASSIFIER)
 
 
 def load_scorer(

@@ -1,0 +1,274 @@
+"""The run folder: its file names, column schema and typed run.json / summary.json records.
+
+`bold-eval run` and `score` write a folder; `report`, `compare` and `publish-results` read it.
+Every writer and reader goes through this module, so the layout is defined once:
+
+    generations.jsonl        one record per (prompt_id, sample), appended batch by batch
+    generations.rank<r>.jsonl  per-process shards under several processes, merged by process 0
+    scores.parquet           one row per text: GENERATION_COLUMNS, `text`, `<metric>_<column>`
+    run.json                 a `RunRecord`: what was generated and scored, and how
+    summary.json             a `SummaryRecord`: every view of `bold_eval.aggregate.summarize`
+    report.md, figures/, tables/   written by `bold_eval.report`
+
+run.json and summary.json carry `schema_version`. Folders written by bold-eval 0.1 have none;
+their run.json is read by mapping the 0.1 keys onto the record (see `RunRecord.from_dict`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bold_eval.resources import atomic_write_bytes
+
+# Version of the run.json / summary.json layout. 0.1 folders have no version field.
+SCHEMA_VERSION = 2
+LEGACY_SCHEMA = "0.1 (no schema_version)"
+
+GENERATIONS_FILE = "generations.jsonl"
+SHARD_PATTERN = "generations.rank*.jsonl"
+SCORES_FILE = "scores.parquet"
+RUN_FILE = "run.json"
+SUMMARY_FILE = "summary.json"
+REPORT_FILE = "report.md"
+FIGURES_DIR = "figures"
+TABLES_DIR = "tables"
+
+# BOLD's columns copied onto every generation (never trusted from a user's input).
+BOLD_COLUMNS = ("domain", "group", "category", "name", "prompt")
+# The key of a generation: a BOLD prompt and the sample index of its continuation.
+KEY_COLUMNS = ("prompt_id", "sample")
+TEXT_COLUMN = "continuation"
+# A generations frame and scores.parquet's leading columns, in this order.
+GENERATION_COLUMNS = ("prompt_id", *BOLD_COLUMNS, "sample", TEXT_COLUMN)
+# generations.jsonl also records how many tokens each continuation took.
+RECORD_COLUMNS = (*GENERATION_COLUMNS, "num_new_tokens")
+# The columns every aggregation groups by.
+ID_COLUMNS = ("prompt_id", "domain", "group")
+
+
+def shard_file(out: Path, rank: int) -> Path:
+    """The generations file of process `rank` under several processes."""
+    return out / f"generations.rank{rank}.jsonl"
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass
+class RunRecord:
+    """run.json: how the texts were generated (or where they came from) and how they were scored."""
+
+    schema_version: int = SCHEMA_VERSION
+    status: str = "complete"  # "generating" while generations.jsonl is being written
+    model: str | None = None  # the name reports and comparisons show
+    generator: str | None = None  # a `bold_eval.generators` kind, e.g. "hf-causal"; None for `score`
+    generator_settings: dict[str, Any] = field(default_factory=dict)  # Generator.settings()
+    model_info: dict[str, Any] = field(default_factory=dict)  # Generator.info()
+    generation_settings: dict[str, Any] | None = None  # the resume fingerprint
+    num_samples: int | None = None
+    domains: list[str] | None = None
+    limit: int | None = None
+    processes: int | None = None
+    generated_now: int | None = None
+    resumed: int | None = None
+    generated_tokens: int | None = None
+    tokens_per_second: float | None = None
+    batch_size: int | None = None
+    out_of_memory_retries: int | None = None
+    generations: dict[str, Any] = field(default_factory=dict)  # `bold-eval score`: source and match counts
+    metrics: list[str] | None = None
+    skipped_metrics: dict[str, str] = field(default_factory=dict)
+    partial_metrics: dict[str, str] = field(default_factory=dict)
+    metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    metric_seconds: dict[str, float] = field(default_factory=dict)
+    label_columns: dict[str, list[str]] = field(default_factory=dict)
+    anonymize: bool | None = None
+    score_on: str | None = None
+    num_texts: int | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = RUN_FILE) -> RunRecord:
+        """A record from run.json; 0.1 keys (top-level revision/decoding/seed) are mapped on."""
+        version = data.get("schema_version")
+        if version is None:
+            data = _from_legacy(data)
+        elif version != SCHEMA_VERSION:
+            raise ValueError(
+                f"{source} has schema_version {version!r}; this bold-eval reads {SCHEMA_VERSION} and "
+                f"{LEGACY_SCHEMA}. Use the bold-eval version that wrote the folder, or rerun `bold-eval score`."
+            )
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in names})
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def legacy(self) -> bool:
+        return self.schema_version != SCHEMA_VERSION
+
+
+# 0.1 run.json kept these generation settings at the top level.
+_LEGACY_GENERATOR_KEYS = ("revision", "gguf_file", "decoding", "seed")
+
+
+def _from_legacy(data: Mapping[str, Any]) -> dict[str, Any]:
+    data = dict(data)
+    settings = {key: data.pop(key) for key in _LEGACY_GENERATOR_KEYS if data.get(key) is not None}
+    for key in ("max_new_tokens", "one_sentence"):  # 0.1 copies of decoding fields
+        data.pop(key, None)
+    data["generator_settings"] = {**settings, **(data.get("generator_settings") or {})}
+    data["schema_version"] = 0
+    return data
+
+
+@dataclass
+class SummaryRecord:
+    """summary.json: the run record and every view of `bold_eval.aggregate.summarize` (JSON-able)."""
+
+    run: dict[str, Any]
+    counts: dict[str, Any]
+    metrics: dict[str, Any]
+    statistics: dict[str, Any]
+    views: dict[str, Any]  # metric -> {"tables": {name: records}, "tests": [...]} or {"skipped": reason}
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """Views stay at the top level (summary["sentiment"]["tables"]), as in 0.1."""
+        return {"schema_version": self.schema_version, "run": self.run, "counts": self.counts,
+                "metrics": self.metrics, "statistics": self.statistics, **self.views}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = SUMMARY_FILE) -> SummaryRecord:
+        version = data.get("schema_version", 0)
+        if version not in (0, SCHEMA_VERSION):
+            raise ValueError(f"{source} has schema_version {version!r}; this bold-eval reads {SCHEMA_VERSION} "
+                             f"and {LEGACY_SCHEMA}")
+        fixed = {"schema_version", "run", "counts", "metrics", "statistics"}
+        return cls(run=dict(data.get("run") or {}), counts=dict(data.get("counts") or {}),
+                   metrics=dict(data.get("metrics") or {}), statistics=dict(data.get("statistics") or {}),
+                   views={key: value for key, value in data.items() if key not in fixed}, schema_version=version)
+
+
+# --------------------------------------------------------------------------- JSON files
+
+
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """Pretty JSON, written atomically (a reader never sees half a file)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n"
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def read_run_record(out: Path) -> RunRecord | None:
+    """run.json of a folder as a record; None when the folder has none."""
+    path = Path(out) / RUN_FILE
+    if not path.is_file():
+        return None
+    return RunRecord.from_dict(json.loads(path.read_text(encoding="utf-8")), source=str(path))
+
+
+def write_run_record(out: Path, record: RunRecord) -> None:
+    write_json(Path(out) / RUN_FILE, record.to_dict())
+
+
+def read_summary(run_dir: Path) -> SummaryRecord:
+    path = Path(run_dir) / SUMMARY_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found; `bold-eval run` or `bold-eval report {run_dir}` writes it")
+    return SummaryRecord.from_dict(json.loads(path.read_text(encoding="utf-8")), source=str(path))
+
+
+def write_summary(run_dir: Path, summary: SummaryRecord) -> None:
+    write_json(Path(run_dir) / SUMMARY_FILE, summary.to_dict())
+
+
+# --------------------------------------------------------------------------- scores
+
+
+def write_scores(out: Path, scores: pd.DataFrame) -> Path:
+    path = Path(out) / SCORES_FILE
+    atomic_write_bytes(path, scores.to_parquet(index=False))
+    return path
+
+
+def load_run(run_dir: str | Path) -> tuple[pd.DataFrame, RunRecord]:
+    """scores.parquet and run.json of a run folder (run.json may be absent: an empty record)."""
+    run_dir = Path(run_dir)
+    scores_path = run_dir / SCORES_FILE
+    if not scores_path.is_file():
+        raise FileNotFoundError(f"{scores_path} not found; `bold-eval run --out {run_dir}` writes it")
+    record = read_run_record(run_dir)
+    return pd.read_parquet(scores_path), record if record is not None else RunRecord(status="unknown")
+
+
+# --------------------------------------------------------------------------- generations.jsonl
+
+
+def read_generations(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
+    """Records of a generations JSONL file ([] if absent).
+
+    A last line without its newline or that does not parse is the trace of an interrupted write:
+    it is dropped (and cut from the file when `repair`). A bad line anywhere else is corruption,
+    not a crash, and raises with its line number.
+    """
+    if not path.is_file():
+        return []
+    lines = path.read_bytes().split(b"\n")
+    complete, tail = lines[:-1], lines[-1]  # tail is b"" when the file ends with a newline
+    records = []
+    good_bytes = 0
+    for number, line in enumerate(complete, start=1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            if number == len(complete) and not tail:
+                tail = line  # a torn write that happened to end in a newline byte
+                break
+            raise ValueError(f"{path}: line {number} is not valid JSON; the file is corrupted") from None
+        records.append(record)
+        good_bytes += len(line) + 1
+    if tail and repair:
+        with open(path, "r+b") as handle:
+            handle.truncate(good_bytes)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return records
+
+
+def jsonl_bytes(records: Iterable[Mapping[str, Any]]) -> bytes:
+    """One JSON object per line: the same bytes whether appended by a run or rewritten by a merge."""
+    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records).encode("utf-8")
+
+
+def append_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    """Append whole lines in one write, then flush and fsync: a crash tears at most the last line."""
+    with open(path, "ab") as handle:
+        handle.write(jsonl_bytes(records))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def write_generations(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    """Replace a generations file atomically (the merge of the shards)."""
+    atomic_write_bytes(path, jsonl_bytes(records))
+
+
+def record_key(record: Mapping[str, Any]) -> tuple[str, int]:
+    return str(record["prompt_id"]), int(record["sample"])
+
+
+def generation_record(row: Mapping[str, Any], sample: int, continuation: str, num_new_tokens: int) -> dict[str, Any]:
+    """One generations.jsonl line: the BOLD row's columns, the sample, the text and its token count."""
+    record = {column: row[column] for column in ("prompt_id", *BOLD_COLUMNS)}
+    record.update(sample=int(sample), continuation=continuation, num_new_tokens=int(num_new_tokens))
+    return record

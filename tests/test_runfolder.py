@@ -1,0 +1,99 @@
+"""The run folder's records (run.json versions, 0.1 folders), the generator seam, and what
+importing the scoring side pulls in."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bold_eval.generate import Generated, WorkItem
+from bold_eval.generators import (
+    GENERATORS,
+    Generator,
+    GeneratorContext,
+    HFCausalGenerator,
+    WikipediaGenerator,
+    build_generator,
+    generator_kind,
+)
+from bold_eval.run import RunConfig
+from bold_eval.runfolder import SCHEMA_VERSION, RunRecord, SummaryRecord, load_run, read_run_record
+
+
+def _python(code: str) -> str:
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip()
+
+
+def test_scoring_side_never_imports_generation():
+    """`bold-eval score` and `report` need no LM stack: no generate, models, torch or pyplot."""
+    loaded = _python(
+        "import sys, bold_eval.byog, bold_eval.scoring, bold_eval.report, bold_eval.cli\n"
+        "print(sorted(m for m in ('bold_eval.generate', 'bold_eval.models', 'bold_eval.run', 'torch',"
+        " 'matplotlib.pyplot') if m in sys.modules))"
+    )
+    assert loaded == "[]"
+
+
+def test_imports_change_no_global_state():
+    """Importing the report keeps the matplotlib backend; importing data runs no dataset script."""
+    out = _python(
+        "import matplotlib; matplotlib.use('svg'); import sys, bold_eval.report, bold_eval.data\n"
+        "print(matplotlib.get_backend(), '_bold_eval_dataset.bold' in sys.modules)"
+    )
+    assert out == "svg False"
+
+
+def test_legacy_run_json_is_read_and_mapped(tmp_path: Path):
+    """A 0.1 run.json (no schema_version, settings at the top level) still loads."""
+    pd.DataFrame({"prompt_id": ["a"], "domain": ["gender"], "group": ["g"]}).to_parquet(tmp_path / "scores.parquet")
+    (tmp_path / "run.json").write_text(json.dumps(
+        {"model": "gpt2", "seed": 0, "revision": "abc", "max_new_tokens": 30, "decoding": {"top_k": 40},
+         "metrics": ["sentiment"], "unknown_key": 1}))
+    _, record = load_run(tmp_path)
+    assert record.legacy and record.model == "gpt2" and record.metrics == ["sentiment"]
+    assert record.generator_settings == {"revision": "abc", "decoding": {"top_k": 40}, "seed": 0}
+
+
+def test_unknown_schema_version_is_refused_with_the_version(tmp_path: Path):
+    (tmp_path / "run.json").write_text(json.dumps({"schema_version": 99, "model": "x"}))
+    with pytest.raises(ValueError, match="schema_version 99"):
+        read_run_record(tmp_path)
+
+
+def test_records_round_trip():
+    record = RunRecord(model="m", generator="hf-causal", generator_settings={"seed": 1}, metrics=["toxicity"])
+    assert RunRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
+    summary = SummaryRecord(run=record.to_dict(), counts={"texts": 1}, metrics={}, statistics={},
+                            views={"sentiment": {"skipped": "x"}})
+    data = summary.to_dict()
+    assert data["schema_version"] == SCHEMA_VERSION and data["sentiment"] == {"skipped": "x"}
+    assert SummaryRecord.from_dict(data) == summary
+
+
+def test_generator_choice_and_protocol(tmp_path: Path):
+    assert generator_kind(RunConfig(out=tmp_path, model="wikipedia")) == "wikipedia"
+    assert generator_kind(RunConfig(out=tmp_path, model="gpt2")) == "hf-causal"
+    assert {"hf-causal", "wikipedia"} <= set(GENERATORS)
+    hf = build_generator(RunConfig(out=tmp_path, model="gpt2", seed=5), GeneratorContext())
+    assert isinstance(hf, HFCausalGenerator) and isinstance(hf, Generator)
+    assert hf.settings()["seed"] == 5 and hf.loaded is None  # building loads no model
+    with pytest.raises(ValueError, match="unknown generator 'nope'"):
+        build_generator(RunConfig(out=tmp_path, generator="nope"), GeneratorContext())
+
+
+def test_wikipedia_generator_returns_the_rest_of_the_sentence(tmp_path: Path):
+    rows = {"p/0": {"prompt": "Judaism is", "wikipedia": "Judaism is an Abrahamic religion."}}
+    generator = build_generator(RunConfig(out=tmp_path, model="wikipedia"), GeneratorContext(rows=rows))
+    assert isinstance(generator, WikipediaGenerator)
+    batches = []
+    generator.generate([WorkItem("p/0", 0, "Judaism is")], on_batch=lambda items, results: batches.append(results))
+    assert batches == [[Generated(" an Abrahamic religion.", 0)]]
+    with pytest.raises(ValueError, match="num-samples must be 1"):
+        build_generator(RunConfig(out=tmp_path, model="wikipedia", num_samples=2), GeneratorContext(rows=rows))

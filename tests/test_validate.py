@@ -1,0 +1,374 @@
+"""`bold-eval validate` (issue 14): Section 6.3's agreement of a metric with human labels, Table 8 and Figure 6."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bold_eval
+from bold_eval import cli
+from bold_eval.human_labels import canonical_label, load_labelled_file, parse_label_map, parse_label_set
+from bold_eval.resources import ResourceNotFoundError, sha256_of
+from bold_eval.sheng2019 import SHENG2019_COMMIT, SHENG2019_FILES, load_sheng2019
+from bold_eval.validation import BCA_MAX_TEXTS, agreement, run_validation, validate_source
+from bold_eval.validation_report import format_percent, format_rho, summary_text, table8_markdown
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+FAST = {"n_resamples": 999}  # enough resamples for an interval; the default 9999 is for reports
+
+
+# --------------------------------------------------------------------------- the statistics, by hand
+
+
+def test_agreement_on_a_hand_made_set():
+    # Eight texts, classes positive (index 0, human label 1), neutral (1, label 0), negative (2, label -1).
+    #   text:        0     1     2     3     4     5     6     7
+    #   human:       pos   pos   pos   neu   neu   neu   neg   neg
+    #   metric:      pos   pos   neu   neu   neu   neg   neg   neu
+    #   score:       0.9   0.7   0.3   0.1  -0.1  -0.6  -0.8   0.2
+    human = np.array([0, 0, 0, 1, 1, 1, 2, 2])
+    predicted = np.array([0, 0, 1, 1, 1, 2, 2, 1])
+    scores = np.array([0.9, 0.7, 0.3, 0.1, -0.1, -0.6, -0.8, 0.2])
+    order = np.array([1, 1, 1, 0, 0, 0, -1, -1])  # the human label's place on the score axis
+    result = agreement(human, predicted, scores, order, ["positive", "neutral", "negative"], n_resamples=999)
+
+    # positive: predicted for texts 0, 1, both right -> precision 2/2; 2 of 3 found -> recall 2/3;
+    #   f1 = 2 * 1 * 2/3 / (1 + 2/3) = 0.8.
+    # neutral: predicted for 2, 3, 4, 7, right for 3, 4 -> precision 2/4; recall 2/3; f1 = 2 * .5 * 2/3 / (7/6) = 4/7.
+    # negative: predicted for 5, 6, right for 6 -> precision 1/2; recall 1/2; f1 1/2.
+    per_class = result["per_class"]
+    assert per_class["positive"] == pytest.approx({"precision": 1.0, "recall": 2 / 3, "f1": 0.8, "support": 3})
+    assert per_class["neutral"] == pytest.approx({"precision": 0.5, "recall": 2 / 3, "f1": 4 / 7, "support": 3})
+    assert per_class["negative"] == pytest.approx({"precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 2})
+    # accuracy: 5 of 8 right. Weighted by class size (3, 3, 2):
+    #   precision (3 * 1 + 3 * .5 + 2 * .5) / 8 = 5.5 / 8; recall (2 + 2 + 1) / 8 = accuracy;
+    #   f1 (3 * .8 + 3 * 4/7 + 2 * .5) / 8.
+    assert result["accuracy"] == pytest.approx(5 / 8)
+    assert result["weighted"] == pytest.approx(
+        {"precision": 5.5 / 8, "recall": 5 / 8, "f1": (2.4 + 12 / 7 + 1.0) / 8}
+    )
+    # Spearman: score ranks (ascending) 8 7 6 4 3 2 1 5; human ranks 7 7 7 4 4 4 1.5 1.5 (ties averaged).
+    # Both mean 4.5; deviations 3.5 2.5 1.5 -.5 -1.5 -2.5 -3.5 .5 and 2.5 2.5 2.5 -.5 -.5 -.5 -3 -3:
+    # sum of products 30, sums of squares 42 and 37.5 -> rho = 30 / sqrt(42 * 37.5) = 30 / sqrt(1575).
+    assert result["spearman_rho"] == pytest.approx(30 / math.sqrt(1575))
+    assert result["n"] == 8
+    assert result["predicted_outside"] == 0
+    assert result["confusion_matrix"]["counts"] == [[2, 1, 0, 0], [0, 2, 1, 0], [0, 1, 1, 0]]
+    low, high = result["intervals"]["spearman_rho"]
+    assert -1.0 <= low < high <= 1.0
+    low, high = result["intervals"]["accuracy"]
+    assert 0.0 <= low < high <= 1.0
+    # Seeded: the same call gives the same intervals.
+    again = agreement(human, predicted, scores, order, ["positive", "neutral", "negative"], n_resamples=999)
+    assert again["intervals"] == result["intervals"]
+
+
+def test_a_prediction_outside_the_compared_classes_is_a_miss():
+    # Three texts; the metric says "other" (index 3 = no compared class) for the positive one.
+    # positive: never predicted -> precision 0 (zero_division), recall 0/1; neutral and negative right.
+    result = agreement(
+        np.array([0, 1, 2]), np.array([3, 1, 2]), np.array([0.2, 0.0, -0.5]), np.array([1, 0, -1]),
+        ["positive", "neutral", "negative"], n_resamples=99,
+    )
+    assert result["accuracy"] == pytest.approx(2 / 3)
+    assert result["per_class"]["positive"] == pytest.approx({"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 1})
+    assert result["per_class"]["neutral"]["precision"] == 1.0
+    assert result["predicted_outside"] == 1
+    assert result["confusion_matrix"]["counts"][0] == [0, 0, 0, 1]
+    assert result["spearman_rho"] == pytest.approx(1.0)  # the scores are still in the human order
+
+
+def test_large_sets_use_the_percentile_interval():
+    # BCa's jackknife is quadratic in the number of texts; above BCA_MAX_TEXTS the percentile interval is used.
+    rng = np.random.default_rng(0)
+    n = BCA_MAX_TEXTS + 1
+    human = rng.integers(0, 2, n)
+    result = agreement(human, human, human + rng.normal(size=n), human, ["a", "b"], n_resamples=99)
+    assert result["intervals"]["method"].startswith("percentile bootstrap")
+    assert result["accuracy"] == 1.0 and result["intervals"]["accuracy"] == [None, None]  # no spread: undefined
+    small = agreement(human[:50], human[:50], human[:50] + 0.5, human[:50], ["a", "b"], n_resamples=99)
+    assert small["intervals"]["method"].startswith("BCa bootstrap")
+
+
+def test_sentiment_on_hand_made_texts():
+    texts = [
+        "This is a wonderful, excellent and lovely day.",
+        "I love this great and beautiful gift.",
+        "The meeting is on Tuesday at noon.",
+        "The box is on the table.",
+        "This is a horrible, terrible and awful disaster.",
+        "He hates the ugly, disgusting mess.",
+    ]
+    human = [1, 1, 0, 0, -1, 0]  # the annotators call the last text neutral
+    result = run_validation("sentiment", texts, human, **FAST)
+    # The premise, from VADER: two positive texts, two neutral ones at exactly 0, two negative ones
+    # (the fifth more negative than the sixth).
+    assert result.metric_labels.tolist() == ["positive", "positive", "neutral", "neutral", "negative", "negative"]
+    assert result.scores[2] == result.scores[3] == 0.0 and result.scores[4] < result.scores[5] < 0
+    record = result.record
+    # positive: P 1, R 1; neutral: predicted for 2 texts, both right, 2 of 3 found; negative: 1 of 2 right, R 1.
+    assert record["per_class"]["positive"] == pytest.approx(
+        {"label": 1, "precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 2})
+    assert record["per_class"]["neutral"] == pytest.approx(
+        {"label": 0, "precision": 1.0, "recall": 2 / 3, "f1": 0.8, "support": 3})
+    assert record["per_class"]["negative"] == pytest.approx(
+        {"label": -1, "precision": 0.5, "recall": 1.0, "f1": 2 / 3, "support": 1})
+    assert record["accuracy"] == pytest.approx(5 / 6)
+    # Spearman: score ranks {5, 6} for the positives, 3.5 3.5 (tie), 1, 2; human ranks 5.5 5.5 3 3 1 3.
+    # Deviations from 3.5: (1.5, 2.5 in some order) 0 0 -2.5 -1.5 and 2 2 -.5 -.5 -2.5 -.5:
+    # products 2 * 4 + 6.25 + .75 = 15; squares 17 and 15 -> rho = 15 / sqrt(255).
+    assert record["spearman_rho"] == pytest.approx(15 / math.sqrt(255))
+    assert record["label_mapping"] == {"negative": -1, "neutral": 0, "positive": 1}
+    assert list(record["per_class"]) == ["positive", "neutral", "negative"]  # Table 8's order
+    assert record["excluded"] == 0 and record["n"] == 6
+    # The evaluate-style API returns the same record.
+    assert bold_eval.validate("sentiment", texts, human, **FAST) == record
+
+
+def test_gender_polarity_unigram_on_hand_made_texts():
+    # Unnamed numeric labels take the paper's codes: male = -1, neutral = 0, female = 1 (Section 6.3).
+    texts = ["He is a man and his son is a boy.", "She said her daughter is a girl.", "The table is red.",
+             "He met her."]
+    human = [-1, 1, 0, 1]
+    record = bold_eval.validate("gender_polarity", texts, human, **FAST)
+    # unigram labels: male, female, neutral, neutral (one token each) -> female recall 1/2, accuracy 3/4.
+    assert record["score"] == "unigram" and record["table8_row"] == "unigram"
+    assert record["label_mapping"] == {"male": -1, "neutral": 0, "female": 1}
+    assert record["accuracy"] == pytest.approx(3 / 4)
+    assert list(record["per_class"]) == ["female", "neutral", "male"]  # plain numbers named after the metric labels
+    assert record["per_class"]["female"]["recall"] == pytest.approx(0.5)
+    # Scores (female - male) / (female + male): -1, 1, 0, 0; human ranks 1, 3.5, 2, 3.5 ->
+    # rho = Pearson of (1, 4, 2.5, 2.5) and (1, 3.5, 2, 3.5) = 3.75 / sqrt(4.5 * 4.5) = 0.8333.
+    assert record["spearman_rho"] == pytest.approx(3.75 / 4.5)
+
+
+# --------------------------------------------------------------------------- Sheng et al. (2019), end to end
+
+
+def test_sheng2019_files_match_the_pinned_checksums(shared_data):
+    for relative, remote in SHENG2019_FILES.items():
+        assert sha256_of(shared_data / "sheng2019" / relative) == remote.sha256, relative
+        assert SHENG2019_COMMIT in remote.url and remote.url.endswith("/data/" + relative)
+
+
+def test_sheng2019_sources(shared_data):
+    regard = load_sheng2019("sheng2019-regard")
+    # train_other (212 + 23 "other") + dev 60 + test 30.
+    assert len(regard.texts) == len(regard.labels) == 325
+    assert regard.labels.count(2) == 23 and regard.exclude == (2,)
+    assert [entry["file"] for entry in regard.source["files"]] == [
+        "regard/train_other.tsv", "regard/dev.tsv", "regard/test.tsv"]
+    assert all(entry["matches_pinned_sha256"] for entry in regard.source["files"])
+    sentiment = load_sheng2019("sheng2019-sentiment")
+    assert len(sentiment.texts) == 217 + 62 + 30 and 2 not in sentiment.labels
+    assert len(load_sheng2019("sheng2019-regard", splits=["test"]).texts) == 30
+    with pytest.raises(ValueError, match="choose one of train and train_other"):
+        load_sheng2019("sheng2019-regard", splits=["train", "train_other"])
+
+
+def test_sentiment_against_sheng2019_regard_and_sentiment(shared_data, tmp_path):
+    regard = validate_source("sentiment", "sheng2019-regard", tmp_path / "regard", **FAST).record
+    assert regard["n"] == 302 and regard["excluded"] == 23 and regard["excluded_labels"] == {"other": 23}
+    assert [entry["label"] for entry in regard["per_class"].values()] == [1, 0, -1]
+    assert sum(entry["support"] for entry in regard["per_class"].values()) == 302
+    assert regard["weighted"]["recall"] == pytest.approx(regard["accuracy"])
+    assert sum(map(sum, regard["confusion_matrix"]["counts"])) == 302
+    assert 0.3 < regard["spearman_rho"] < 0.95 and regard["spearman_p_value"] < 1e-6
+    low, high = regard["intervals"]["spearman_rho"]
+    assert low < regard["spearman_rho"] < high
+    sentiment = validate_source("sentiment", "sheng2019-sentiment", tmp_path / "sentiment", **FAST).record
+    assert sentiment["n"] == 309 and sentiment["excluded"] == 0
+    assert sentiment["source"]["commit"] == SHENG2019_COMMIT
+    assert all(entry["sha256"] for entry in sentiment["source"]["files"])
+
+
+def test_sheng2019_offline_error_names_the_resource_and_the_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOLD_SHENG2019_DIR", str(tmp_path / "empty"))
+    monkeypatch.setenv("BOLD_EVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("BOLD_EVAL_OFFLINE", "1")
+    with pytest.raises(ResourceNotFoundError) as error:
+        load_sheng2019("sheng2019-regard")
+    message = str(error.value)
+    assert "Sheng et al. (2019) regard annotations" in message and "BOLD_SHENG2019_DIR" in message
+    assert str(tmp_path / "empty") in message and "offline" in message and SHENG2019_COMMIT in message
+
+
+# --------------------------------------------------------------------------- classifiers (tiny models)
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_toxicity_with_a_tiny_classifier_on_a_user_file(classifier_dirs, bold_sentences, tmp_path):
+    from bold_eval.metrics import toxicity
+
+    model = classifier_dirs["toxicity"]
+    texts = bold_sentences[:40]
+    columns = toxicity.load_scorer(model)(texts)
+    # Human labels that agree with the classifier on the first 30 texts and disagree on the last 10.
+    human = [int(flag) if i < 30 else 1 - int(flag) for i, flag in enumerate(columns["is_toxic"])]
+    path = tmp_path / "toxic.csv"
+    import pandas as pd
+
+    pd.DataFrame({"comment": texts, "toxic": human}).to_csv(path, index=False)
+    result = validate_source("toxicity", str(path), tmp_path / "out", text_column="comment", label_column="toxic",
+                             model=model, **FAST)
+    record = result.record
+    # Unnamed labels 0/1 take the paper's codes: toxic = 1, non-toxic (neutral) = 0 (Section 6.3).
+    assert record["label_mapping"] == {"non-toxic": 0, "toxic": 1}
+    assert record["accuracy"] == pytest.approx(30 / 40)
+    np.testing.assert_allclose(result.scores, columns["score"], rtol=1e-6)
+    assert record["metric_options"] == {"model": model}
+    assert record["thresholds"] == {"toxic": 0.5}
+    assert (tmp_path / "out" / "validation.json").is_file()
+
+    # The same labels as words map by name; a JSONL file works the same way.
+    words = tmp_path / "toxic.jsonl"
+    words.write_text("".join(json.dumps({"text": t, "label": "toxic" if h else "non-toxic"}) + "\n"
+                             for t, h in zip(texts, human, strict=True)), encoding="utf-8")
+    named = validate_source("toxicity", str(words), tmp_path / "named", model=model, **FAST).record
+    assert named["label_mapping"] == {"non-toxic": "non-toxic", "toxic": "toxic"}
+    assert named["accuracy"] == record["accuracy"] and named["spearman_rho"] == pytest.approx(record["spearman_rho"])
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_regard_with_a_tiny_classifier_against_sheng2019_regard(classifier_dirs, shared_data, tmp_path):
+    from bold_eval.metrics import regard
+
+    model = classifier_dirs["regard"]
+    result = validate_source("regard", "sheng2019-regard", tmp_path, splits=["train_other"], model=model, **FAST)
+    record = result.record
+    assert record["n"] == 212 and record["excluded"] == 23
+    # Regard labels map by name; "other" goes to Sheng's 2, which is excluded, so predicting it is a miss.
+    assert record["label_mapping"] == {"positive": 1, "negative": -1, "neutral": 0, "other": 2}
+    labelled = load_sheng2019("sheng2019-regard", splits=["train_other"])
+    columns = regard.load_scorer(model)(labelled.texts)
+    compared = np.array(labelled.labels) != 2
+    assert record["predicted_outside"] == int((columns["label"][compared] == "other").sum())
+    np.testing.assert_allclose(result.scores, columns["positive"] - columns["negative"], rtol=1e-5, atol=1e-6)
+    codes = {"positive": 1, "neutral": 0, "negative": -1}
+    hits = sum(codes.get(label) == human for label, human in zip(columns["label"][compared],
+                                                                  np.array(labelled.labels)[compared], strict=True))
+    assert record["accuracy"] == pytest.approx(hits / 212)
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_cli_writes_json_table8_and_figure6(shared_data, tmp_path, capsys):
+    out = tmp_path / "validation"
+    assert cli.main(["validate", "sentiment", "--against", "sheng2019-regard", "--out", str(out),
+                     "--n-resamples", "999", "--metric-option", "sentiment.positive_threshold=0.5"]) == 0
+    printed = capsys.readouterr().out
+    record = json.loads((out / "validation.json").read_text(encoding="utf-8"))
+    for key in ("n", "spearman_rho", "accuracy", "per_class", "weighted", "excluded", "intervals",
+                "label_mapping", "metric_options", "source"):
+        assert key in record
+    assert record["metric_options"] == {"positive_threshold": 0.5}
+    assert printed.startswith(summary_text(record))
+    assert f"| sentiment | {format_rho(record['spearman_rho'])} | {format_percent(record['accuracy'])} |" in printed
+    markdown = (out / "validation.md").read_text(encoding="utf-8")
+    assert "| metrics | Spearman's ρ | accuracy | precision | recall | f1 | per-class recall |" in markdown
+    assert "| sentiment (paper, Table 8) | .5163 | 80.62 |" in markdown
+    assert record["source"]["files"][0]["sha256"] in markdown
+    assert (out / "figures" / "score_distributions.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "predictions.csv").read_text(encoding="utf-8").startswith("text,human_label,compared,score")
+    assert not list(out.rglob("*.tmp"))  # atomic writes leave no temporary files
+
+
+def test_cli_on_a_user_file_with_a_declared_label_set(tmp_path, capsys):
+    path = tmp_path / "labels.tsv"
+    path.write_text("sentence\tpolarity\nWhat a wonderful, lovely day.\tgood\nThe box is on the table.\tmeh\n"
+                    "A horrible, awful disaster.\tbad\nThe sky is blue.\tmeh\n", encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["validate", "sentiment", "--against", str(path), "--out", str(out), "--text-column", "sentence",
+                     "--label-column", "polarity", "--labels", "good:positive,meh:neutral,bad:negative",
+                     "--n-resamples", "99"]) == 0
+    record = json.loads((out / "validation.json").read_text(encoding="utf-8"))
+    assert record["label_mapping"] == {"negative": "bad", "neutral": "meh", "positive": "good"}
+    assert record["accuracy"] == 1.0 and list(record["per_class"]) == ["positive", "neutral", "negative"]
+    assert "| sentiment | 1.0000 | 100.00 |" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- bad inputs
+
+
+def test_bad_inputs_give_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="unknown metric 'sentimental'; valid metrics: sentiment"):
+        bold_eval.validate("sentimental", ["a text"], [1])
+    with pytest.raises(ValueError, match="`texts` has 2 entries but `human_labels` has 1"):
+        bold_eval.validate("sentiment", ["a text", "another"], [1])
+    with pytest.raises(ValueError, match=r"human label 5 \(text 1\) is not in the declared label set \[1, 0, -1\]"):
+        bold_eval.validate("sentiment", ["good", "bad"], [1, 5], label_set=[1, 0, -1])
+    with pytest.raises(ValueError, match=r"human_labels\[1\] is missing"):
+        bold_eval.validate("sentiment", ["good", "bad"], [1, None])
+    with pytest.raises(ValueError, match=r"gender_polarity label\(s\) male, neutral, female have no counterpart.*--label-map"):
+        bold_eval.validate("gender_polarity", ["He is here."], [1], label_set={1: "positive", -1: "negative"})
+    with pytest.raises(ValueError, match="human label 2 \\(2\\) has no counterpart.*--exclude-label"):
+        bold_eval.validate("sentiment", ["good", "bad"], [1, 2])
+    with pytest.raises(ValueError, match="label map names 'nice', which is not a sentiment label"):
+        bold_eval.validate("sentiment", ["good"], [1], label_map={"nice": 1})
+
+    csv = tmp_path / "labels.csv"
+    csv.write_text("text,rating\nA nice day.,1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"has no column 'label' \(its columns: text, rating\); .*--label-column"):
+        load_labelled_file(csv)
+    with pytest.raises(SystemExit, match="no column 'content'.*--text-column"):
+        cli.main(["validate", "sentiment", "--against", str(csv), "--out", str(tmp_path / "o"),
+                  "--text-column", "content", "--label-column", "rating"])
+    with pytest.raises(SystemExit, match="not in the declared label set"):
+        cli.main(["validate", "sentiment", "--against", str(csv), "--out", str(tmp_path / "o"),
+                  "--label-column", "rating", "--labels=-1,0"])
+    with pytest.raises(SystemExit, match="--metric-option for toxicity does not apply to sentiment"):
+        cli.main(["validate", "sentiment", "--against", str(csv), "--out", str(tmp_path / "o"),
+                  "--metric-option", "toxicity.threshold=0.4"])
+    with pytest.raises(SystemExit, match="labelled file .*missing.csv not found"):
+        cli.main(["validate", "sentiment", "--against", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "o")])
+    jsonl = tmp_path / "labels.jsonl"
+    jsonl.write_text('{"text": "fine", "label": 1}\n{"text": null, "label": 0}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="line 2: 'text' is None"):
+        load_labelled_file(jsonl)
+
+
+def test_label_parsing():
+    assert [canonical_label(value) for value in (1, 1.0, "1", " -1 ", True, "toxic", "0.5")] == [
+        1, 1, 1, -1, 1, "toxic", "0.5"]
+    assert parse_label_set("1:positive, 0:neutral,-1:negative") == {1: "positive", 0: "neutral", -1: "negative"}
+    assert parse_label_set("toxic,non-toxic") == {"toxic": "toxic", "non-toxic": "non-toxic"}
+    assert parse_label_map(["toxic=1", "non-toxic=0"]) == {"toxic": 1, "non-toxic": 0}
+    with pytest.raises(ValueError, match="expected METRIC_LABEL=HUMAN_LABEL"):
+        parse_label_map(["toxic"])
+
+
+def test_table8_layout_pads_two_classes_like_the_paper():
+    record = {
+        "metric": "toxicity", "score": "toxicity", "table8_row": "toxicity", "spearman_rho": 0.5839, "accuracy": 0.8,
+        "weighted": {"precision": 0.8013, "recall": 0.8, "f1": 0.7963},
+        "per_class": {"non-toxic": {"precision": 0.7934, "recall": 0.8902}, "toxic": {"precision": 0.8125,
+                                                                                    "recall": 0.6724}},
+    }
+    lines = table8_markdown([record]).splitlines()
+    assert lines[2] == "|  |  |  |  |  |  | non-toxic | toxic | - | non-toxic | toxic | - |"
+    assert lines[3] == "| toxicity | .5839 | 80.00 | 80.13 | 80.00 | 79.63 | 89.02 | 67.24 | NA | 79.34 | 81.25 | NA |"
+
+
+# --------------------------------------------------------------------------- the module cards
+
+
+def _card_validation_section(metric: str) -> str:
+    card = (PROJECT_ROOT / "metrics" / metric / "README.md").read_text(encoding="utf-8")
+    assert "\n## Validation\n" in card, f"metrics/{metric}/README.md has no Validation section"
+    section = card.split("\n## Validation\n", 1)[1]
+    return re.split(r"\n## ", section, maxsplit=1)[0]
+
+
+@pytest.mark.parametrize(("metric", "source"), [("sentiment", "sheng2019-regard"), ("sentiment", "sheng2019-sentiment"),
+                                                ("psycholinguistic", "sheng2019-sentiment")])
+def test_the_cards_print_what_the_command_prints(metric, source, shared_data, tmp_path):
+    # The Validation sections quote `bold-eval validate METRIC --against SOURCE` with the default
+    # 9999 resamples and seed 0; the intervals need the same resamples to match digit for digit.
+    record = validate_source(metric, source, tmp_path).record
+    assert summary_text(record) in _card_validation_section(metric)
