@@ -50,6 +50,16 @@ def serving_available() -> bool:
     return bool(is_serve_available())
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGTERM the server when the process that started it dies (even by SIGKILL), so a
+    killed test run leaves no server behind. The kernel ties this to the starting *thread*: start
+    servers from a thread that lives as long as they should (the main thread in tests)."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 class TransformersServer:
     """`transformers serve MODEL --host 127.0.0.1 --port PORT` in a subprocess, as a context manager.
 
@@ -100,7 +110,8 @@ class TransformersServer:
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         env = {**os.environ, **self.env}
         self.process = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT, env=env,
-                                        stdin=subprocess.DEVNULL, start_new_session=True)
+                                        stdin=subprocess.DEVNULL, start_new_session=True,
+                                        preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
