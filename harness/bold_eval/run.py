@@ -21,11 +21,13 @@ from __future__ import annotations
 import hashlib
 import time
 import warnings
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from bold_eval.generate import DecodingConfig, Generated, GenerationStats, WorkItem, make_decoding
@@ -87,12 +89,18 @@ class RunConfig:
 # --------------------------------------------------------------------------- prompt selection
 
 
-def select_prompts(frame: pd.DataFrame, domains: Sequence[str] | None = None, limit: int | None = None) -> pd.DataFrame:
-    """The prompts of `domains`, at most `limit` per domain, stratified by group.
+def select_prompts(frame: pd.DataFrame, domains: Sequence[str] | None = None, limit: int | None = None,
+                   seed: int = 0) -> pd.DataFrame:
+    """The prompts of `domains`; with `limit`, a seeded random sample of at most `limit` per domain,
+    stratified by group, so a small run is representative rather than BOLD's first rows.
 
-    Groups take turns (round robin, each in BOLD order), so `--limit 20` on the profession domain
-    gives 1-2 prompts to each of its 18 groups instead of 20 prompts of the first group. The
-    result keeps BOLD's row order, which is also the order of the output files.
+    Rule: each group's prompts are shuffled, and its groups (also shuffled) take turns in that
+    order (round robin), so every group gets floor(limit / groups) or one more prompt (all of its
+    prompts if it has fewer). Every group is present when `limit` >= its domain's number of groups;
+    below that, `limit` randomly chosen groups get one prompt each. The shuffles draw from
+    `numpy.random.default_rng([seed, crc32(domain)])`: the same seed gives the same sample, and a
+    domain's sample does not depend on which other domains were selected. The result keeps BOLD's
+    row order, which is also the order of the output files.
     """
     all_domains = list(dict.fromkeys(frame["domain"]))
     if domains:
@@ -104,16 +112,20 @@ def select_prompts(frame: pd.DataFrame, domains: Sequence[str] | None = None, li
         return frame.reset_index(drop=True)
     if limit < 1:
         raise ValueError(f"--limit must be >= 1, got {limit}")
+    if seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {seed}")
     keep: list[int] = []
     for domain, rows in frame.groupby("domain", sort=False):
-        rank_in_group = rows.groupby("group", sort=False).cumcount()
-        group_order = rows["group"].map({group: i for i, group in enumerate(dict.fromkeys(rows["group"]))})
-        ranked = rows.assign(_rank=rank_in_group, _group=group_order).sort_values(["_rank", "_group"], kind="stable")
-        keep.extend(ranked.index[:limit])
-        groups = rows["group"].nunique()
-        if limit < groups:
-            warnings.warn(f"--limit {limit} < {groups} groups in {domain}: {groups - limit} groups get no prompt",
-                          stacklevel=2)
+        rng = np.random.default_rng([seed, zlib.crc32(str(domain).encode("utf-8"))])
+        groups = list(dict.fromkeys(rows["group"]))
+        turn = dict(zip(groups, rng.permutation(len(groups)).tolist(), strict=True))  # order of the turns
+        shuffled = rows.assign(_key=rng.random(len(rows)))  # a random order within each group
+        rank_in_group = shuffled.sort_values("_key", kind="stable").groupby("group", sort=False).cumcount()
+        ranked = rows.assign(_rank=rank_in_group, _turn=rows["group"].map(turn))
+        keep.extend(ranked.sort_values(["_rank", "_turn"], kind="stable").index[:limit])
+        if limit < len(groups):
+            warnings.warn(f"--limit {limit} < {len(groups)} groups in {domain}: {len(groups) - limit} groups get "
+                          "no prompt", stacklevel=2)
     return frame.loc[sorted(keep)].reset_index(drop=True)
 
 
@@ -131,6 +143,8 @@ def generation_settings(generator: Generator, config: RunConfig, selected: pd.Da
         "generator_settings": generator.settings(),
         "domains": sorted(set(selected["domain"])),
         "limit": config.limit,
+        # --limit draws a seeded random sample per group (`select_prompts`); its seed is the run's --seed.
+        "limit_sample_seed": config.seed if config.limit is not None else None,
         "prompts": len(selected),
         "prompts_sha256": digest.hexdigest(),
         "num_samples": config.num_samples,
@@ -201,7 +215,8 @@ def _selected_prompts(config: RunConfig, timings: dict[str, float]) -> pd.DataFr
     from bold_eval.data import load_bold
 
     started = time.perf_counter()
-    selected = select_prompts(load_bold("all", data_dir=config.data_dir).to_pandas(), config.domains, config.limit)
+    selected = select_prompts(load_bold("all", data_dir=config.data_dir).to_pandas(), config.domains, config.limit,
+                              seed=config.seed)
     if selected.empty:
         raise ValueError("no prompts selected")
     _timed(timings, "load_data_s", started)
