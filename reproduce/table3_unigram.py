@@ -1,54 +1,83 @@
-"""Table 3, "Unigram matching", WIKI rows: male and female texts per profession super-group.
+"""Table 3, WIKI rows: texts classified male and female per profession super-group, paper vs ours.
 
-Scores the Wikipedia sentence of every BOLD profession prompt with unigram matching
-(Section 4.5) and prints, per Table 3 super-group, our male/female counts, proportions and
-male : female ratio next to the paper's. Table 3's caption speaks of proportions, but its
-columns are counts ("male #", "female #") and their ratio, so both are shown.
+Runs the Wikipedia baseline exactly as `bold-eval run --model wikipedia` does (anonymized,
+Section 3.3; the package's gender-polarity scorer, Section 4.5; `aggregate.gender_polarity_view`,
+the code behind the report's Table 3) and prints, per Table 3 super-group, our male/female counts,
+proportions and male : female ratio next to the paper's. Unigram matching needs no resource;
+Gender-Max and Gender-Wavg are added when the hard-debiased word2vec is available
+($BOLD_WORD2VEC). Table 3's caption speaks of proportions, but its columns are counts
+("male #", "female #") and their ratio, so both are shown.
 
-    python reproduce/table3_unigram.py [--data-dir DIR]
+    python reproduce/table3_unigram.py [--data-dir DIR] [--run-dir RUN] [--methods unigram]
 
-BOLD is read with `bold_eval.data.load_bold`: `--data-dir`, else $BOLD_DATA_DIR, else the
-pinned upstream copy (e.g. `--data-dir ../shared/data/bold` in this project).
+`--run-dir`: read a finished `bold-eval run --model wikipedia` folder instead of running it;
+the numbers printed are the same either way. BOLD is read with `bold_eval.data.load_bold`:
+`--data-dir`, else $BOLD_DATA_DIR, else the pinned upstream copy.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 
-from bold_eval.aggregate import gender_polarity_view
-from bold_eval.data import load_bold
-from bold_eval.metrics import gender_polarity
+from bold_eval.aggregate import GENDER_POLARITY_METHODS, gender_polarity_view
 
-# Dhamala et al. 2021, Section 6.1.1, Table 3, rows "WIKI", columns "total #" and
-# "Unigram matching" (male #, female #, male : female).
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # reproduce/_wikipedia.py, the shared run path
+from _wikipedia import wikipedia_scores  # noqa: E402
+
+# Dhamala et al. 2021, Section 6.1.1, Table 3, rows "WIKI": "total #" and, per method,
+# (male #, female #, male : female) as printed.
+PAPER_WIKI_TOTAL = {
+    "arts_and_entertainment": 3009,
+    "science_and_technology": 4153,
+    "industrial_and_manufacturing": 1699,
+    "healthcare_and_medicine": 1173,
+}
+PAPER_WIKI: dict[str, dict[str, tuple[int, int, float]]] = {
+    "max": {  # Gender-Max
+        "arts_and_entertainment": (145, 101, 1.43),
+        "science_and_technology": (66, 10, 6.60),
+        "industrial_and_manufacturing": (29, 36, 0.80),
+        "healthcare_and_medicine": (11, 31, 0.35),
+    },
+    "wavg": {  # Gender-Wavg
+        "arts_and_entertainment": (114, 77, 1.48),
+        "science_and_technology": (64, 5, 12.80),
+        "industrial_and_manufacturing": (25, 31, 0.80),
+        "healthcare_and_medicine": (6, 28, 0.21),
+    },
+    "unigram": {  # Unigram matching
+        "arts_and_entertainment": (102, 66, 1.54),
+        "science_and_technology": (54, 6, 9.00),
+        "industrial_and_manufacturing": (23, 17, 1.35),
+        "healthcare_and_medicine": (3, 19, 0.15),
+    },
+}
+# Kept for callers of the unigram-only layout: category -> {"total", "male", "female", "ratio"}.
 PAPER_WIKI_UNIGRAM = {
-    "arts_and_entertainment": {"total": 3009, "male": 102, "female": 66, "ratio": 1.54},
-    "science_and_technology": {"total": 4153, "male": 54, "female": 6, "ratio": 9.00},
-    "industrial_and_manufacturing": {"total": 1699, "male": 23, "female": 17, "ratio": 1.35},
-    "healthcare_and_medicine": {"total": 1173, "male": 3, "female": 19, "ratio": 0.15},
+    category: {"total": PAPER_WIKI_TOTAL[category], "male": male, "female": female, "ratio": ratio}
+    for category, (male, female, ratio) in PAPER_WIKI["unigram"].items()
 }
 
 
-def table3_unigram(data_dir: str | os.PathLike | None = None) -> pd.DataFrame:
-    """One row per Table 3 super-group: ours (texts, male, female, proportions, ratio) and the paper's.
-
-    Our counts come from `aggregate.gender_polarity_view`, the code behind the report's Table 3,
-    so the comparison checks that code too.
-    """
-    frame = load_bold("profession", data_dir=data_dir).to_pandas()
-    frame = frame[frame["category"].isin(list(PAPER_WIKI_UNIGRAM))]
-    labels = gender_polarity.load_scorer(methods=["unigram"])(frame["wikipedia"].tolist())["unigram_label"]
-    view = gender_polarity_view(frame.assign(gender_polarity_unigram_label=labels))
-    ours = view["tables"]["gender_polarity_category"].set_index("category")
+def table3(scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per (method, Table 3 super-group) scored in `scores`: ours and the paper's WIKI row."""
+    view = gender_polarity_view(scores)
+    ours = view["tables"]["gender_polarity_category"].set_index(["method", "category"])
     rows = []
-    for category, paper in PAPER_WIKI_UNIGRAM.items():
-        row = ours.loc[category]
-        rows.append(
-            {
+    for method in GENDER_POLARITY_METHODS:
+        for category, (male, female, ratio) in PAPER_WIKI[method].items():
+            if (method, category) not in ours.index:
+                continue
+            row = ours.loc[(method, category)]
+            total = PAPER_WIKI_TOTAL[category]
+            rows.append({
+                "method": method,
                 "group": category,
                 "total": int(row["total"]),
                 "male": int(row["male"]),
@@ -57,15 +86,22 @@ def table3_unigram(data_dir: str | os.PathLike | None = None) -> pd.DataFrame:
                 "female_share": float(row["female_proportion"]),
                 # the view leaves male : female undefined (NaN) without female texts; print it as inf
                 "ratio": float(row["male_to_female"]) if row["female"] else float("inf"),
-                "paper_total": paper["total"],
-                "paper_male": paper["male"],
-                "paper_female": paper["female"],
-                "paper_male_share": paper["male"] / paper["total"],
-                "paper_female_share": paper["female"] / paper["total"],
-                "paper_ratio": paper["ratio"],
-            }
-        )
+                "paper_total": total,
+                "paper_male": male,
+                "paper_female": female,
+                "paper_male_share": male / total,
+                "paper_female_share": female / total,
+                "paper_ratio": ratio,
+            })
     return pd.DataFrame(rows)
+
+
+def table3_unigram(data_dir: str | os.PathLike | None = None, *, run_dir: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The unigram-matching rows of `table3` for the Wikipedia baseline (no embedding needed)."""
+    scores = wikipedia_scores(["profession"], ["gender_polarity"], run_dir=run_dir, data_dir=data_dir,
+                              metric_options={"gender_polarity": {"methods": ["unigram"]}})
+    table = table3(scores)
+    return table[table["method"] == "unigram"].reset_index(drop=True)
 
 
 def format_table(table: pd.DataFrame) -> str:
@@ -73,29 +109,33 @@ def format_table(table: pd.DataFrame) -> str:
         f"{'group':<30} {'total #':>15} {'male #':>11} {'female #':>11} "
         f"{'male %':>13} {'female %':>13} {'male : female':>15}"
     )
-    lines = [
-        "Table 3 (Dhamala et al. 2021, Section 6.1.1), Unigram matching, WIKI rows: ours / paper",
-        header,
-        "-" * len(header),
-    ]
-    for row in table.itertuples(index=False):
-        lines.append(
-            f"{row.group.replace('_and_', ' & ').replace('_', ' '):<30} "
-            f"{f'{row.total:,} / {row.paper_total:,}':>15} "
-            f"{f'{row.male} / {row.paper_male}':>11} "
-            f"{f'{row.female} / {row.paper_female}':>11} "
-            f"{f'{100 * row.male_share:.2f} / {100 * row.paper_male_share:.2f}':>13} "
-            f"{f'{100 * row.female_share:.2f} / {100 * row.paper_female_share:.2f}':>13} "
-            f"{f'{row.ratio:.2f} / {row.paper_ratio:.2f}':>15}"
-        )
+    lines = ["Table 3 (Dhamala et al. 2021, Section 6.1.1), WIKI rows: ours / paper"]
+    for method, block in table.groupby("method", sort=False):
+        lines += ["", GENDER_POLARITY_METHODS[method], header, "-" * len(header)]
+        for row in block.itertuples(index=False):
+            lines.append(
+                f"{row.group.replace('_and_', ' & ').replace('_', ' '):<30} "
+                f"{f'{row.total:,} / {row.paper_total:,}':>15} "
+                f"{f'{row.male} / {row.paper_male}':>11} "
+                f"{f'{row.female} / {row.paper_female}':>11} "
+                f"{f'{100 * row.male_share:.2f} / {100 * row.paper_male_share:.2f}':>13} "
+                f"{f'{100 * row.female_share:.2f} / {100 * row.paper_female_share:.2f}':>13} "
+                f"{f'{row.ratio:.2f} / {row.paper_ratio:.2f}':>15}"
+            )
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=None, help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
+    parser.add_argument("--run-dir", default=None, help="a finished `bold-eval run --model wikipedia` folder to read")
+    parser.add_argument("--methods", default=None,
+                        help="gender-polarity methods, comma list (default: all; without word2vec, unigram only)")
     args = parser.parse_args(argv)
-    print(format_table(table3_unigram(args.data_dir)))
+    options = {"gender_polarity": {"methods": args.methods.split(",")}} if args.methods else None
+    scores = wikipedia_scores(["profession"], ["gender_polarity"], run_dir=args.run_dir, data_dir=args.data_dir,
+                              metric_options=options)
+    print(format_table(table3(scores)))
     return 0
 
 

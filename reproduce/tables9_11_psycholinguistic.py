@@ -1,34 +1,41 @@
 """Tables 9-11, WIKI rows: share of BOLD Wikipedia sentences in each VAD/BE5 category, paper vs ours.
 
-Section 4.4 does not state the text-score thresholds behind Tables 4, 6 and 9-11. This script
-scores the BOLD Wikipedia sentences of the race (Table 9) and political ideology (Tables 10
-and 11) groups with `bold_eval.metrics.psycholinguistic`, prints our proportions next to the
-paper's WIKI rows, and with `--fit` searches, per category, the threshold (grid step 0.01)
-that minimizes the mean absolute difference over the 16 groups; those fitted values are
-psycholinguistic.DEFAULTS["thresholds"].
+Runs the Wikipedia baseline exactly as `bold-eval run --model wikipedia` does (anonymized,
+Section 3.3; `bold_eval.metrics.psycholinguistic` with its default thresholds, anonymization
+placeholders ignored; `aggregate.psycholinguistic_view`, the code behind the report's tables)
+on the race (Table 9) and political ideology (Tables 10 and 11) groups, and prints our
+percentages next to the paper's WIKI rows, with the mean absolute gap per category.
 
-    python reproduce/tables9_11_psycholinguistic.py [--fit] [--data-dir DIR] [--lexicon-dir DIR]
+    python reproduce/tables9_11_psycholinguistic.py [--data-dir DIR] [--run-dir RUN] [--lexicon PATH]
 
-Texts are BOLD's Wikipedia sentences as `bold_eval.data.load_bold` reads them from
-wikipedia/*.json, one per prompt, in file order (not anonymized: names and ideology terms are
-kept; the paper anonymizes prompts, Section 3.3).
+Section 4.4 does not state the text-score thresholds behind the categories; ours are fitted on a
+calibration half of these sentences (reproduce/calibrate_psycholinguistic_thresholds.py). The
+`--split` option prints the gap on each half separately. `--run-dir`: read a finished
+`bold-eval run --model wikipedia` folder instead of running it; the numbers are the same.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import hashlib
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-from bold_eval.data import load_bold
+from bold_eval.aggregate import psycholinguistic_view
 from bold_eval.metrics import psycholinguistic
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # reproduce/_wikipedia.py, the shared run path
+from _wikipedia import wikipedia_scores  # noqa: E402
+
+DOMAINS = ("race", "political_ideology")
 # Dhamala et al. (2021), appendix A.4: the WIKI rows of Table 9 (race), Table 10 (political
 # ideology) and Table 11 (left-wing, right-wing). Percentages, in the tables' column order
 # (= psycholinguistic.CATEGORIES): Val(-ve), Aro(-ve), Dom(-ve), Val(+ve), Aro(+ve), Dom(+ve),
-# Joy, Anger, Sad, Fear, Disgust. Keys: (domain file, BOLD group name) -> (table, row name, values).
+# Joy, Anger, Sad, Fear, Disgust. Keys: (domain, BOLD group name) -> (table, row name, values).
 PAPER_WIKI_ROWS: dict[tuple[str, str], tuple[str, str, tuple[float, ...]]] = {
     ("race", "Hispanic_and_Latino_Americans"): ("9", "Hispanic/Latino", (0.97, 82.52, 0, 34.95, 0, 6.8, 96.12, 3.88, 3.88, 4.85, 2.91)),
     ("race", "European_Americans"): ("9", "European", (2.07, 89.83, 0.79, 30.3, 0.02, 5.1, 95.25, 4.71, 5.6, 7.09, 2.25)),
@@ -47,86 +54,110 @@ PAPER_WIKI_ROWS: dict[tuple[str, str], tuple[str, str, tuple[float, ...]]] = {
     ("political_ideology", "left-wing"): ("11", "left-wing", (5.31, 92.92, 0.88, 7.08, 0, 3.54, 82.3, 4.42, 6.19, 7.96, 1.77)),
     ("political_ideology", "right-wing"): ("11", "right-wing", (3.66, 97.56, 0, 4.88, 0, 0, 85.37, 9.76, 9.76, 9.76, 1.22)),
 }
+PAPER = np.array([values for _, _, values in PAPER_WIKI_ROWS.values()], dtype=float)  # [16 groups, 11 categories]
 SHORT_NAMES = ("Val-", "Aro-", "Dom-", "Val+", "Aro+", "Dom+", "Joy", "Anger", "Sad", "Fear", "Disg")
-GRID = np.round(np.arange(0.01, 1.0001, 0.01), 2)
+
+# The calibration / held-out split of the Table 9-11 sentences (issue 9): within each (domain,
+# group), the prompts sorted by sha256("<SPLIT_SEED>/<prompt_id>"), the first ceil(n/2) are the
+# calibration half, the rest the held-out half. Seeded, stratified by group, independent of
+# file order and of the text, so anyone can recompute it from the prompt ids alone.
+SPLIT_SEED = "bold-eval-psycholinguistic-2021"
 
 
-def wikipedia_sentences(data_dir: str | os.PathLike | None) -> tuple[list[str], list[str]]:
-    """Sentences and group labels ("<domain>/<group>") of the Table 9-11 groups, in BOLD's order."""
-    texts: list[str] = []
-    groups: list[str] = []
-    for domain in ("race", "political_ideology"):
-        frame = load_bold(domain, data_dir=data_dir).select_columns(["group", "wikipedia"]).to_pandas()
-        frame = frame[[(domain, group) in PAPER_WIKI_ROWS for group in frame["group"]]]
-        texts.extend(frame["wikipedia"])
-        groups.extend(f"{domain}/{group}" for group in frame["group"])
-    return texts, groups
+def calibration_half(scores: pd.DataFrame, seed: str = SPLIT_SEED) -> np.ndarray:
+    """Boolean mask over `scores` rows: True for the calibration half, False for the held-out half."""
+    keys = scores["prompt_id"].map(lambda prompt_id: hashlib.sha256(f"{seed}/{prompt_id}".encode()).hexdigest())
+    rank = keys.groupby([scores["domain"], scores["group"]]).rank(method="first") - 1
+    size = scores.groupby(["domain", "group"])["prompt_id"].transform("size")
+    return (rank < np.ceil(size / 2)).to_numpy()
 
 
-def category_scores(columns: dict[str, np.ndarray], category: str) -> tuple[np.ndarray, int]:
-    """The text score a category thresholds, and the side: +1 for score >= t, -1 for score <= -t."""
-    if category.endswith("_negative"):
-        return columns[category.removesuffix("_negative")], -1
-    if category.endswith("_positive"):
-        return columns[category.removesuffix("_positive")], +1
-    return columns[category], +1
+def table_rows(scores: pd.DataFrame) -> pd.DataFrame:
+    """The Table 9-11 groups' rows of `scores` (one row per text), in BOLD order."""
+    keep = [(domain, group) in PAPER_WIKI_ROWS for domain, group in zip(scores["domain"], scores["group"], strict=True)]
+    return scores[keep].reset_index(drop=True)
 
 
-def fit_thresholds(columns: dict[str, np.ndarray], group_masks: list[np.ndarray], paper: np.ndarray) -> dict[str, float]:
-    """Per category, the grid threshold minimizing the mean |ours - paper| (percent) over the groups.
+def view_percentages(scores: pd.DataFrame) -> np.ndarray:
+    """Our [16, 11] percentages from `aggregate.psycholinguistic_view`, the report's code path."""
+    table = psycholinguistic_view(table_rows(scores))["tables"]["psycholinguistic"]
+    cells = table.set_index(["domain", "group", "category"])["proportion"]
+    return np.array([[100 * cells[(domain, group, category)] for category in psycholinguistic.CATEGORIES]
+                     for domain, group in PAPER_WIKI_ROWS])
 
-    Among equally good thresholds the smallest magnitude wins (the least extreme choice).
+
+def category_scores(scores: pd.DataFrame, category: str) -> tuple[np.ndarray, int]:
+    """The text score a category thresholds and its side: +1 for score >= t, -1 for score <= -t."""
+    variable, _, side = category.rpartition("_")
+    if side == "negative":
+        return scores[f"psycholinguistic_{variable}"].to_numpy(float), -1
+    if side == "positive":
+        return scores[f"psycholinguistic_{variable}"].to_numpy(float), +1
+    return scores[f"psycholinguistic_{category}"].to_numpy(float), +1
+
+
+def group_masks(scores: pd.DataFrame) -> list[np.ndarray]:
+    """One boolean mask per PAPER_WIKI_ROWS group, in that order."""
+    keys = list(zip(scores["domain"], scores["group"], strict=True))
+    return [np.array([key == wanted for key in keys]) for wanted in PAPER_WIKI_ROWS]
+
+
+def percentages(scores: pd.DataFrame, thresholds: Mapping[str, float], rows: np.ndarray | None = None) -> np.ndarray:
+    """[16, 11] percentages of texts per category with `thresholds`, over `rows` (a mask) or all rows.
+
+    The same rule as `psycholinguistic` (inclusive: VAD -ve when score <= threshold, +ve when
+    score >= threshold, an emotion when score >= threshold), on the scores.parquet columns.
     """
-    fitted = {}
+    rows = np.ones(len(scores), dtype=bool) if rows is None else rows
+    masks = [mask & rows for mask in group_masks(scores)]
+    out = np.zeros((len(masks), len(psycholinguistic.CATEGORIES)))
     for k, category in enumerate(psycholinguistic.CATEGORIES):
-        scores, side = category_scores(columns, category)
-        errors = []
-        for t in GRID:
-            member = scores <= -t if side < 0 else scores >= t
-            ours = np.array([100 * member[mask].mean() for mask in group_masks])
-            errors.append(np.abs(ours - paper[:, k]).mean())
-        best = GRID[int(np.argmin(np.round(errors, 9)))]
-        fitted[category] = float(-best if side < 0 else best)
-    return fitted
+        values, side = category_scores(scores, category)
+        member = values <= thresholds[category] if side < 0 else values >= thresholds[category]
+        out[:, k] = [100 * member[mask].mean() if mask.any() else np.nan for mask in masks]
+    return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def mean_abs_gap(ours: np.ndarray, paper: np.ndarray = PAPER) -> np.ndarray:
+    """Mean |ours - paper| in percentage points per category (over the 16 groups)."""
+    return np.nanmean(np.abs(ours - paper), axis=0)
+
+
+def format_table(ours: np.ndarray, sizes: Sequence[int], title: str) -> str:
+    lines = [title, "", "| Table | Group | n | " + " | ".join(SHORT_NAMES) + " |",
+             "|" + "---|" * (3 + len(SHORT_NAMES))]
+    for row, (table, name, _) in enumerate(PAPER_WIKI_ROWS.values()):
+        cells = " | ".join(f"{PAPER[row, k]:g} / {ours[row, k]:.2f}" for k in range(len(SHORT_NAMES)))
+        lines.append(f"| {table} | {name} | {sizes[row]} | {cells} |")
+    gap = mean_abs_gap(ours)
+    lines.append("| | mean abs. gap | | " + " | ".join(f"{value:.2f}" for value in gap) + " |")
+    lines.append(f"\nmean absolute gap over all cells: {gap.mean():.2f} percentage points")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default_data = os.environ.get("BOLD_DATA_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "data" / "bold"))
-    parser.add_argument("--data-dir", default=default_data, help="BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
-    parser.add_argument("--lexicon-dir", default=None, help="folder with the Warriner files ($BOLD_LEXICON_DIR)")
-    parser.add_argument("--fit", action="store_true", help="grid-search the thresholds and use them")
+    parser.add_argument("--data-dir", default=None, help="BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
+    parser.add_argument("--run-dir", default=None, help="a finished `bold-eval run --model wikipedia` folder to read")
+    parser.add_argument("--lexicon", default=None,
+                        help="lexicon table for the scorer (e.g. an extended lexicon); default Warriner ($BOLD_LEXICON_DIR)")
+    parser.add_argument("--split", action="store_true", help="also print the gap on the calibration and held-out halves")
     args = parser.parse_args(argv)
-
-    texts, groups = wikipedia_sentences(args.data_dir)
-    keys = list(PAPER_WIKI_ROWS)
-    group_array = np.asarray(groups, dtype=object)
-    group_masks = [group_array == f"{domain}/{group}" for domain, group in keys]
-    paper = np.array([PAPER_WIKI_ROWS[key][2] for key in keys], dtype=float)
-
-    scorer = psycholinguistic.load_scorer(lexicon_dir=args.lexicon_dir)
-    columns = scorer(texts)
-    thresholds = fit_thresholds(columns, group_masks, paper) if args.fit else scorer.thresholds
-    if args.fit:
-        print("fitted thresholds (paste into DEFAULTS['thresholds']):")
-        for name, value in thresholds.items():
-            print(f'    "{name}": {value:.2f},')
-        columns = psycholinguistic.load_scorer(lexicon=scorer.lexicon, thresholds=thresholds)(texts)
-    member = psycholinguistic.categories(columns)
-    ours = np.array([[100 * member[c][mask].mean() for c in psycholinguistic.CATEGORIES] for mask in group_masks])
-
-    print(f"\n{len(texts)} BOLD Wikipedia sentences, mean lexicon coverage {columns['coverage'].mean():.3f}")
-    print("Percent of texts per category, paper (Dhamala et al. 2021, Tables 9-11, WIKI rows) / ours\n")
-    header = "| Table | Group | n | " + " | ".join(SHORT_NAMES) + " |"
-    print(header)
-    print("|" + "---|" * (3 + len(SHORT_NAMES)))
-    for row, key in enumerate(keys):
-        table, name, _ = PAPER_WIKI_ROWS[key]
-        cells = " | ".join(f"{paper[row, k]:g} / {ours[row, k]:.2f}" for k in range(len(SHORT_NAMES)))
-        print(f"| {table} | {name} | {int(group_masks[row].sum())} | {cells} |")
-    mad = np.abs(ours - paper).mean(axis=0)
-    print("| | mean abs. diff. | | " + " | ".join(f"{value:.2f}" for value in mad) + " |")
-    print(f"\noverall mean absolute difference: {mad.mean():.2f} percentage points")
+    options = {"psycholinguistic": {"lexicon": args.lexicon}} if args.lexicon else None
+    scores = table_rows(wikipedia_scores(DOMAINS, ["psycholinguistic"], run_dir=args.run_dir, data_dir=args.data_dir,
+                                         metric_options=options))
+    ours = view_percentages(scores)
+    sizes = [int(mask.sum()) for mask in group_masks(scores)]
+    print(f"{len(scores)} BOLD Wikipedia sentences (anonymized), mean lexicon coverage "
+          f"{scores['psycholinguistic_coverage'].mean():.3f}")
+    print(format_table(ours, sizes, "Percent of texts per category, paper (Dhamala et al. 2021, Tables 9-11, "
+                                    "WIKI rows) / ours"))
+    if args.split:
+        thresholds = psycholinguistic.resolve_thresholds()
+        half = calibration_half(scores)
+        for name, rows in (("calibration", half), ("held-out", ~half)):
+            gap = mean_abs_gap(percentages(scores, thresholds, rows)).mean()
+            print(f"{name} half ({int(rows.sum())} sentences): mean absolute gap {gap:.2f} points")
     return 0
 
 

@@ -128,13 +128,13 @@ def test_repeat_call_reuses_the_cache(bold_dir: Path):
 def test_changed_folder_is_not_served_from_a_stale_cache(bold_dir: Path, tmp_path: Path):
     folder = copy_domain(bold_dir, tmp_path / "bold", "gender")
     assert len(data.load_bold("gender", data_dir=folder)) == 3204
-    # drop one actor from both files: the next load must see it
+    # drop one actor from both files (modified data, allowed): the next load must see it
     for relative in ("prompts/gender_prompt.json", "wikipedia/gender_wiki.json"):
         path = folder / relative
         content = json.loads(path.read_text(encoding="utf-8"))
         dropped = content["American_actors"].pop("Jacob_Zachar")
         path.write_text(json.dumps(content), encoding="utf-8")
-    reloaded = data.load_bold("gender", data_dir=folder)
+    reloaded = data.load_bold("gender", data_dir=folder, allow_modified=True)
     assert len(reloaded) == 3204 - len(dropped)
     assert "gender/American_actors/Jacob_Zachar/0" not in set(reloaded["prompt_id"])
     # another folder with the original files gives the original rows again

@@ -145,6 +145,7 @@ def test_module_gives_one_result_per_text_or_names_the_bad_one(name, items, modu
     assert {len(values) for values in per_text(name, result).values()} <= {len(items)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", METRIC_NAMES)
 @FUZZ
 @given(batch=text_lists, data=st.data())
@@ -173,6 +174,7 @@ def _seconds(function, argument, repeats: int = 3) -> float:
     return best
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", METRIC_NAMES)
 @FUZZ_TIMING
 @given(piece=texts.filter(lambda text: len(text) >= 5))

@@ -106,6 +106,7 @@ def test_cut_one_sentence():
     assert cut_one_sentence(" version 2.5 was released.") == " version 2.5 was released."
 
 
+@pytest.mark.slow
 def test_same_seed_same_outputs_whatever_the_batch_size(tiny_lm):
     decoding = make_decoding(max_new_tokens=8)
     one_by_one = _generate(tiny_lm, decoding, 1)

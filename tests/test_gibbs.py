@@ -383,13 +383,12 @@ def test_generator_options_parse_and_name_the_bad_one():
         settings_from_options({"burnin": 5})
 
 
+@pytest.mark.slow
 def test_limit_run_end_to_end_through_report(tmp_path, tokenizer, monkeypatch):
     """`bold-eval run` with the gibbs-mlm generator on a tiny BertForMaskedLM folder: generations,
     scores, report and run.json; rerunning resumes, other sampler settings are refused."""
-    from bold_eval import generators
     from bold_eval.run import ConfigMismatchError, RunConfig, run
 
-    monkeypatch.setitem(generators.GENERATORS, "gibbs-mlm", "bold_eval.gibbs:GibbsRunGenerator")
     monkeypatch.setenv("BOLD_EVAL_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "mlm"
     torch.manual_seed(0)
@@ -423,3 +422,62 @@ def test_limit_run_end_to_end_through_report(tmp_path, tokenizer, monkeypatch):
     assert json.loads((out / "run.json").read_text())["generated_now"] == 0
     with pytest.raises(ConfigMismatchError, match="burn_in"):
         run(config(generator_options={**options, "burn_in": 9}))
+
+
+@pytest.fixture
+def mlm_folder(tmp_path, tokenizer, monkeypatch):
+    """A saved tiny BertForMaskedLM with its WordPiece tokenizer (what `--model DIR` points at)."""
+    monkeypatch.setenv("BOLD_EVAL_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "mlm"
+    torch.manual_seed(0)
+    BertForMaskedLM(_config(tokenizer)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_cli_detects_a_masked_lm_and_runs_it_by_gibbs_sampling_through_report(tmp_path, mlm_folder):
+    """`bold-eval run --model DIR --limit N` on a BertForMaskedLM folder, without --generator: the
+    config is read, the Gibbs sampler runs with the flags' settings, and the report says so."""
+    from bold_eval.cli import main
+
+    out = tmp_path / "run"
+    argv = ["run", "--model", str(mlm_folder), "--out", str(out), "--domains", "religious_ideology", "--limit", "4",
+            "--metrics", "sentiment", "--dtype", "float32", "--device", "cpu", "--batch-size", "3", "--no-progress",
+            "--max-new-tokens", "5", "--gibbs-burn-in", "4", "--gibbs-max-iter", "12", "--gibbs-top-k", "7"]
+    assert main(argv) == 0
+    info = json.loads((out / "run.json").read_text())
+    assert info["generator"] == "gibbs-mlm"
+    assert info["generator_settings"] == {"model": str(mlm_folder), "revision": None, "dtype": "float32", "seed": 0,
+                                          "mode": "parallel-sequential", "max_new_tokens": 5, "temperature": 0.7,
+                                          "burn_in": 4, "max_iter": 12, "top_k": 7}
+    records = [json.loads(line) for line in (out / "generations.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(records) == 4 and all(1 <= r["num_new_tokens"] <= 5 for r in records)
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert f"- **model**: {mlm_folder} (Gibbs sampling from a masked LM" in report
+    assert "- **generator**: gibbs-mlm" in report and "- **burn_in**: 4" in report
+    # the alias and the explicit kind resume the same folder; other settings are refused
+    assert main([*argv, "--generator", "gibbs"]) == 0
+    assert main([*argv[:-1], "8"]) == 2  # --gibbs-top-k 8: ConfigMismatchError, exit status 2
+
+
+def test_cli_refuses_causal_decoding_of_a_masked_lm(tmp_path, mlm_folder, capsys):
+    import re
+
+    from bold_eval.cli import main
+
+    def refused(argv, message):
+        capsys.readouterr()
+        assert main(argv) == 2  # a usage error: the message alone, no traceback
+        err = capsys.readouterr().err
+        assert re.search(message, err) and "Traceback" not in err, err
+
+    base = ["run", "--model", str(mlm_folder), "--out", str(tmp_path / "run"), "--domains", "gender", "--limit", "2",
+            "--device", "cpu"]
+    refused([*base, "--generator", "hf-causal"], "is a masked LM.*--generator gibbs")
+    for flags in (["--top-k", "5"], ["--decoding", "ctrl"], ["--greedy"], ["--generator", "gibbs", "--top-p", "0.9"]):
+        flag = flags[-1] if flags[-1].startswith("--") else flags[-2]
+        refused([*base, *flags], f"{flag} set causal-LM decoding.*Gibbs sampling")
+    refused(["run", "--model", "wikipedia", "--out", str(tmp_path / "wiki"), "--gibbs-burn-in", "3"],
+            "--gibbs-burn-in apply to --generator gibbs-mlm")
+    refused([*base, "--generator-option", "burn_in=5", "--gibbs-burn-in", "6"], "burn_in=5 contradicts")
+    assert not (tmp_path / "run").exists()

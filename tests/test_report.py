@@ -159,6 +159,7 @@ def test_summary_json_parses_without_nan_and_matches_the_scores(full_run: Path) 
         assert (full_run / "tables" / f"{name}.csv").is_file() and (full_run / "tables" / f"{name}.md").is_file()
 
 
+@pytest.mark.slow
 def test_skipped_and_missing_metrics_are_named_in_the_report(tmp_path: Path) -> None:
     scores = synthetic_scores(prompts_per_group=6, samples=1)
     scores = scores.drop(columns=[c for c in scores if c.startswith(("toxicity_", "regard_"))])
@@ -177,6 +178,7 @@ def test_skipped_and_missing_metrics_are_named_in_the_report(tmp_path: Path) -> 
     assert "skipped" in summary["toxicity"]
 
 
+@pytest.mark.slow
 def test_unigram_only_gender_polarity_is_reported_as_partial(tmp_path: Path) -> None:
     """Offline (no word2vec) the harness scores unigram matching alone; Table 3 and Fig. 2 show it."""
     scores = synthetic_scores(prompts_per_group=6, samples=1)
@@ -203,14 +205,17 @@ def test_unigram_only_gender_polarity_is_reported_as_partial(tmp_path: Path) -> 
     assert "paper Table 3" in out.read_text()
 
 
+@pytest.mark.slow
 def test_compare_puts_one_row_per_model(tmp_path: Path) -> None:
     wiki = write_run(tmp_path / "wiki", synthetic_scores(prompts_per_group=8, samples=1, seed=1),
                      model="wikipedia", decoding=None)
-    gpt2 = write_run(tmp_path / "gpt2", synthetic_scores(prompts_per_group=8, samples=2, seed=2))
+    gpt2 = write_run(tmp_path / "gpt2", synthetic_scores(prompts_per_group=8, samples=1, seed=2))
     out = compare_runs([wiki, gpt2], tmp_path / "compare")
     text = out.read_text()
+    assert "share all their **131** (prompt_id, sample) pairs" in text
     for heading in ("paper Table 3", "paper Table 5", "paper Table 4", "paper Table 6", "Sentiment proportions",
-                    "toxic_ratio per group", "Differences across models"):
+                    "toxic_ratio per group", "paper Table 9", "paper Table 10", "paired: McNemar's test",
+                    "Gender-Max: proportion male minus female"):
         assert heading in text, heading
     table5 = pd.read_csv(tmp_path / "compare" / "table5_regard.csv")
     assert list(table5["model"]) == ["WIKI", "gpt2"]
@@ -242,5 +247,50 @@ def test_cli_report_and_compare(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "compare.md" in capsys.readouterr().out
     text = (tmp_path / "cmp" / "compare.md").read_text()
     assert "gpt2 (b)" in text  # two runs of the same model get told apart by folder
-    with pytest.raises(FileNotFoundError, match="scores.parquet"):
-        main(["report", str(tmp_path / "missing")])
+    assert main(["report", str(tmp_path / "missing")]) == 1
+    assert "scores.parquet not found" in capsys.readouterr().err
+
+
+def test_compare_refuses_different_prompt_sets_unless_allowed(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """One sample per prompt against two: 131 vs 262 (prompt_id, sample) pairs, 131 shared."""
+    scores = synthetic_scores(prompts_per_group=8, samples=2, seed=2)
+    one = write_run(tmp_path / "one", scores[scores["sample"] == 0], model="wikipedia")
+    two = write_run(tmp_path / "two", scores)
+    with pytest.raises(ValueError, match=r"different prompt sets \(WIKI: 131, gpt2: 262 .* 131 shared"):
+        compare_runs([one, two], tmp_path / "refused")
+    assert main(["compare", str(one), str(two), "--out", str(tmp_path / "cli")]) == 2
+    assert "--allow-different-prompts" in capsys.readouterr().err
+    out = compare_runs([one, two], tmp_path / "allowed", allow_different_prompts=True)
+    assert "WARNING: the runs have different prompt sets" in capsys.readouterr().err
+    text = out.read_text()
+    assert "WARNING: these runs were generated from different prompt sets" in text
+    assert "on the **131** pairs all runs share" in text
+    payload = json.loads((tmp_path / "allowed" / "compare.json").read_text())
+    assert payload["shared_pairs"] == 131 and payload["pairs_per_run"] == {"WIKI": 131, "gpt2": 262}
+    # restricted to the shared pairs, the same texts give identical labels: no discordant pair at all
+    assert all(test["a_only"] == test["b_only"] == 0 for test in payload["tests"])
+    assert "gpt2**: 131 texts compared (of 262)" in text
+
+
+def test_paired_test_is_mcnemar_by_hand() -> None:
+    """50 shared prompts: 10 positive for both, 8 for a only, 2 for b only, 30 for neither.
+    Exact McNemar: 10 discordant pairs, P = 2 * P(X <= 2 | Bin(10, 1/2)) = 2 * (1 + 10 + 45) / 1024 = 0.109375.
+    Difference (8 - 2) / 50 = 0.12; paired Wald SE sqrt(10 - 36/50) / 50 = 0.060926, so the 95% interval is
+    0.12 +- 1.959964 * 0.0609262 = 0.12 +- 0.119413 = [0.000587, 0.239413]."""
+    from bold_eval.report import paired_test
+
+    a = pd.Series([True] * 10 + [True] * 8 + [False] * 2 + [False] * 30)
+    b = pd.Series([True] * 10 + [False] * 8 + [True] * 2 + [False] * 30)
+    result = paired_test(a, b)
+    assert result["test"] == "McNemar (exact binomial)"
+    assert (result["a_only"], result["b_only"], result["n"]) == (8, 2, 50)
+    assert result["p_value"] == pytest.approx(0.109375)
+    assert result["difference"] == pytest.approx(0.12)
+    assert (result["ci_low"], result["ci_high"]) == pytest.approx((0.000587, 0.239413), abs=1e-6)
+    # 30 discordant pairs (20 / 10): the chi-square version, (|20 - 10| - 1)^2 / 30 = 2.7
+    a = pd.Series([True] * 20 + [False] * 10 + [False] * 20)
+    b = pd.Series([False] * 20 + [True] * 10 + [False] * 20)
+    result = paired_test(a, b)
+    assert result["test"] == "McNemar (chi-square, continuity corrected)"
+    assert result["statistic"] == pytest.approx(2.7)

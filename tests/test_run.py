@@ -3,7 +3,6 @@ torn lines, refusal to mix settings, and the Wikipedia baseline against the Tabl
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -124,6 +123,7 @@ def test_run_writes_every_output(tmp_path, tiny_model):
     assert (out / "summary.json").is_file()
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_without_regenerating(tmp_path, tiny_model):
     reference = tmp_path / "reference"
     run(_config(reference, tiny_model))
@@ -157,6 +157,7 @@ def test_interrupted_run_resumes_without_regenerating(tmp_path, tiny_model):
     assert again == [] and json.loads((out / "run.json").read_text())["generated_now"] == 0
 
 
+@pytest.mark.slow
 def test_changed_settings_are_refused(tmp_path, tiny_model):
     out = tmp_path / "run"
     run(_config(out, tiny_model))
@@ -197,14 +198,8 @@ def test_malformed_metric_option_is_a_message_not_a_traceback(tmp_path, command)
         cli_main([command, *target, "--out", str(tmp_path / "out"), "--metric-option", "bad"])
 
 
-def _table3_script():
-    spec = importlib.util.spec_from_file_location("table3_unigram", PROJECT_ROOT / "reproduce" / "table3_unigram.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_wikipedia_baseline_reproduces_table3_unigram_counts(tmp_path, bold_dir):
+@pytest.mark.slow
+def test_wikipedia_baseline_scores_the_wikipedia_sentences(tmp_path, bold_dir):
     out = tmp_path / "wiki"
     assert cli_main(["run", "--model", "wikipedia", "--domains", "profession", "--metrics", "gender_polarity",
                      "--metric-option", "gender_polarity.methods=unigram", "--no-anonymize", "--out", str(out),
@@ -213,11 +208,7 @@ def test_wikipedia_baseline_reproduces_table3_unigram_counts(tmp_path, bold_dir)
     bold = load_bold("profession", data_dir=bold_dir).to_pandas()
     assert len(scores) == len(bold) == 10195
     assert scores["text"].tolist() == bold["wikipedia"].tolist()  # the sentence is the "generation"
-    counts = scores.groupby("category")["gender_polarity_unigram_label"].value_counts().unstack(fill_value=0)
-    table = _table3_script().table3_unigram(bold_dir).set_index("group")
-    for category, row in table.iterrows():
-        assert counts.loc[category, "male"] == row["male"], category
-        assert counts.loc[category, "female"] == row["female"], category
+    # Table 3 against the paper, through reproduce/table3_unigram.py: tests/test_reproduce.py.
     info = json.loads((out / "run.json").read_text())
     assert info["model"] == "wikipedia" and info["generated_tokens"] == 0
 

@@ -31,6 +31,7 @@ def _python(code: str) -> str:
     return result.stdout.strip()
 
 
+@pytest.mark.slow
 def test_scoring_side_never_imports_generation():
     """`bold-eval score` and `report` need no LM stack: no generate, models, torch or pyplot."""
     loaded = _python(
@@ -41,6 +42,7 @@ def test_scoring_side_never_imports_generation():
     assert loaded == "[]"
 
 
+@pytest.mark.slow
 def test_imports_change_no_global_state():
     """Importing the report keeps the matplotlib backend; importing data runs no dataset script."""
     out = _python(

@@ -367,6 +367,7 @@ def _card_validation_section(metric: str) -> str:
 
 @pytest.mark.parametrize(("metric", "source"), [("sentiment", "sheng2019-regard"), ("sentiment", "sheng2019-sentiment"),
                                                 ("psycholinguistic", "sheng2019-sentiment")])
+@pytest.mark.slow
 def test_the_cards_print_what_the_command_prints(metric, source, shared_data, tmp_path):
     # The Validation sections quote `bold-eval validate METRIC --against SOURCE` with the default
     # 9999 resamples and seed 0; the intervals need the same resamples to match digit for digit.

@@ -179,6 +179,8 @@ def read_domain(domain: str, prompts_path: str, wikipedia_path: str) -> list[dic
     extra = [group for group in wikipedia if group not in prompts]
     if extra:
         raise ValueError(f"{wikipedia_path}: group(s) {extra} have no prompts in {prompts_path}")
+    if not rows:  # never a silently missing domain (BOLD has 639 to 10,195 prompts per domain, Table 1)
+        raise ValueError(f"{prompts_path} holds no prompts for domain {domain!r}; BOLD has prompts in every domain")
     return rows
 
 

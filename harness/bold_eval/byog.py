@@ -29,13 +29,14 @@ from typing import Any
 
 import pandas as pd
 
-from bold_eval.runfolder import BOLD_COLUMNS, GENERATION_COLUMNS, TEXT_COLUMN
+from bold_eval.errors import InputError, MissingFileError, UsageError
+from bold_eval.runfolder import BOLD_COLUMNS, GENERATION_COLUMNS, TEXT_COLUMN, parse_jsonl_line
 
 LM_EVAL_SAMPLES_GLOB = "samples_bold_*.jsonl"
 EXAMPLES_SHOWN = 5
 
 
-class GenerationsError(ValueError):
+class GenerationsError(InputError):
     """The generations cannot be keyed to BOLD (unknown ids, unmatched prompts, missing prompts)."""
 
 
@@ -112,7 +113,7 @@ def read_table(path: str | Path, file_format: str | None = None) -> pd.DataFrame
     "parquet") defaults to the file's suffix (`.parquet`, else JSONL)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"generations file {path} does not exist")
+        raise MissingFileError(f"generations file {path} does not exist")
     if file_format is None:
         file_format = "parquet" if path.suffix == ".parquet" else "jsonl"
     if file_format == "parquet":
@@ -121,18 +122,16 @@ def read_table(path: str | Path, file_format: str | None = None) -> pd.DataFrame
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every non-blank line as an object; a bad line (not UTF-8, not JSON, not an object, a lone
+    surrogate) is a `GenerationsError` naming `path:line`."""
     rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise GenerationsError(f"{path}, line {number}: not valid JSON ({error.msg})") from None
-            if not isinstance(row, dict):
-                raise GenerationsError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
-            rows.append(row)
+    for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(parse_jsonl_line(line, path, number))
+        except InputError as error:
+            raise GenerationsError(str(error)) from None
     return rows
 
 
@@ -142,10 +141,10 @@ def lm_eval_sample_files(path: str | Path) -> list[Path]:
     if path.is_file():
         return [path]
     if not path.is_dir():
-        raise FileNotFoundError(f"lm-eval output {path} does not exist")
+        raise MissingFileError(f"lm-eval output {path} does not exist")
     files = sorted(path.rglob(LM_EVAL_SAMPLES_GLOB))
     if not files:
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"no lm-eval samples ({LM_EVAL_SAMPLES_GLOB}) under {path}; run lm_eval with --log_samples "
             "and --output_path on the bold tasks"
         )
@@ -412,6 +411,7 @@ def load_generations(
     data_dir: str | Path | None = None,
     domains: Sequence[str] | None = None,
     allow_partial: bool = False,
+    allow_modified: bool | None = None,
 ) -> tuple[pd.DataFrame, MatchReport, dict[str, Any]]:
     """Read a generations file (`from_format` "jsonl", "parquet", "lm-eval" or "auto") and key it
     to BOLD. Returns the generations frame, the match report and run info about the source."""
@@ -430,8 +430,8 @@ def load_generations(
         frame = read_table(path, from_format)
         source_info = {"format": from_format}
     else:
-        raise ValueError(f"unknown generations format {from_format!r}; use auto, jsonl, parquet or lm-eval")
-    bold = load_bold("all", data_dir=data_dir).to_pandas()
+        raise UsageError(f"unknown generations format {from_format!r}; use auto, jsonl, parquet or lm-eval")
+    bold = load_bold("all", data_dir=data_dir, allow_modified=allow_modified).to_pandas()
     generations, report = match_generations(
         frame, bold, source=str(path), domains=domains, allow_partial=allow_partial
     )

@@ -7,8 +7,12 @@ that calls into `bold_eval`.
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 import sys
 from collections.abc import Sequence
+
+from bold_eval.errors import DEBUG_ENV, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, UserError
 
 
 def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +31,13 @@ def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
                         help="score prompt + continuation (default, like the Wikipedia sentences) or the continuation")
     parser.add_argument("--data-dir", default=None,
                         help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
+    _add_allow_modified(parser)
+
+
+def _add_allow_modified(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-modified-data", action="store_true", default=None,
+                        help="accept a local BOLD folder whose files differ from the pinned upstream release "
+                             "(default: refuse; also $BOLD_ALLOW_MODIFIED_DATA=1); run.json and the report say so")
 
 
 def _add_dataset(subparsers: argparse._SubParsersAction) -> None:
@@ -35,16 +46,18 @@ def _add_dataset(subparsers: argparse._SubParsersAction) -> None:
     export = actions.add_parser("export", help="write a Hub-ready parquet folder with a dataset card")
     export.add_argument("out", help="output folder")
     export.add_argument("--data-dir", default=None, help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR or upstream")
+    _add_allow_modified(export)
     export.set_defaults(handler=_dataset_export)
     summary = actions.add_parser("summary", help="print prompts per domain and group")
     summary.add_argument("--data-dir", default=None, help="local BOLD folder (prompts/, wikipedia/)")
+    _add_allow_modified(summary)
     summary.set_defaults(handler=_dataset_summary)
 
 
 def _dataset_export(args: argparse.Namespace) -> int:
     from bold_eval.data import export_dataset
 
-    out = export_dataset(args.out, data_dir=args.data_dir)
+    out = export_dataset(args.out, data_dir=args.data_dir, allow_modified=args.allow_modified_data)
     print(f"wrote {out}")
     return 0
 
@@ -52,13 +65,16 @@ def _dataset_export(args: argparse.Namespace) -> int:
 def _dataset_summary(args: argparse.Namespace) -> int:
     from bold_eval.data import load_bold
 
-    frame = load_bold("all", data_dir=args.data_dir).to_pandas()
+    frame = load_bold("all", data_dir=args.data_dir, allow_modified=args.allow_modified_data).to_pandas()
     print(frame.groupby(["domain", "group"]).size().to_string())
     print(f"total: {len(frame)} prompts in {frame['group'].nunique()} groups")
     return 0
 
 
 def _add_run(subparsers: argparse._SubParsersAction) -> None:
+    from bold_eval.api_client import DEFAULT_API_KEY_ENV as API_KEY_ENV
+    from bold_eval.api_generator import API_MODES
+    from bold_eval.api_generator import DEFAULT_CONCURRENCY as API_CONCURRENCY
     from bold_eval.devices import DTYPES
     from bold_eval.generate import DEFAULT_MAX_NEW_TOKENS, PRESETS
     from bold_eval.gibbs import DEFAULT_BURN_IN as GIBBS_BURN_IN
@@ -68,8 +84,9 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     from bold_eval.gibbs import DEFAULT_TOP_K as GIBBS_TOP_K
 
     run = subparsers.add_parser(
-        "run", help="generate continuations of BOLD prompts with a causal LM, score, aggregate and report",
-        description="Generate with any causal LM (or the Wikipedia baseline), score with the paper's metrics and "
+        "run", help="generate continuations of BOLD prompts with a language model, score, aggregate and report",
+        description="Generate with any causal LM, a masked LM by Gibbs sampling (the paper's BERT) or the Wikipedia "
+                    "baseline, score with the paper's metrics and "
                     "write scores.parquet, summary.json, report.md and figures. Rerunning the same command resumes; "
                     "under accelerate launch / torchrun the prompts are sharded across processes.",
     )
@@ -83,6 +100,9 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--generator-option", action="append", default=[], metavar="KEY=VALUE",
                      help="option of the chosen generator (VALUE is JSON when it parses, else a string); repeatable")
     run.add_argument("--gguf-file", default=None, help="GGUF file name inside --model (a folder or Hub repo)")
+    run.add_argument("--model-args", default=None, metavar="KEY=VALUE,...",
+                     help="how from_pretrained loads a causal LM (lm-eval syntax): device_map=auto, load_in_4bit=true, "
+                          "trust_remote_code=true, attn_implementation=sdpa, peft=PATH, ...; recorded in run.json")
     run.add_argument("--revision", default=None, help="Hub revision (branch, tag or commit) of --model")
     run.add_argument("--out", required=True, help="output folder")
     run.add_argument("--dtype", choices=DTYPES, default="auto",
@@ -91,7 +111,8 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--batch-size", default="auto",
                      help="prompts per batch, or auto (largest that fits on GPU, halving on out-of-memory; 64 on CPU)")
     run.add_argument("--max-new-tokens", type=int, default=None,
-                     help=f"tokens per continuation (default {DEFAULT_MAX_NEW_TOKENS} for causal LMs, "
+                     help=f"tokens per continuation (default {DEFAULT_MAX_NEW_TOKENS} for causal LMs, our choice: the paper "
+                          "gives no length for GPT-2/CTRL; "
                           f"{GIBBS_MAX_NEW_TOKENS} for gibbs-mlm: appendix A.2.1's max sentence length)")
     run.add_argument("--seed", type=int, default=0, help="same seed, same outputs (default 0)")
     run.add_argument("--num-samples", type=int, default=1, help="continuations per prompt (column `sample`)")
@@ -108,6 +129,17 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--stop-at-newline", action=argparse.BooleanOptionalAction, default=True,
                      help="end each continuation before its first line break, where the lm-eval tasks stop "
                           "(until: ['\\n']; default on)")
+    api = run.add_argument_group("a model behind an OpenAI-compatible server (vLLM, TGI, llama.cpp, hosted APIs)")
+    api.add_argument("--base-url", default=None, metavar="URL",
+                     help="API root, e.g. http://localhost:8000/v1; generates through the server (--model is the "
+                          "served model's name)")
+    api.add_argument("--api", choices=API_MODES, default=None,
+                     help="completions (default: /v1/completions, plain continuation as BOLD measures) or chat "
+                          "(/v1/chat/completions, for chat-only endpoints; the prompt goes in an instruction)")
+    api.add_argument("--concurrency", type=int, default=None,
+                     help=f"requests in flight at once (default {API_CONCURRENCY})")
+    api.add_argument("--api-key-env", default=None, metavar="NAME",
+                     help=f"environment variable holding the API key (default {API_KEY_ENV}; never written anywhere)")
     gibbs = run.add_argument_group("Gibbs sampling from a masked LM (--generator gibbs-mlm; appendix A.2.1)")
     gibbs.add_argument("--gibbs-temperature", type=float, default=None,
                        help=f"draw from softmax(logits / T) (default {GIBBS_TEMPERATURE})")
@@ -132,7 +164,7 @@ def _metric_options(args: argparse.Namespace) -> dict:
     try:
         return parse_metric_options(args.metric_option)
     except ValueError as error:
-        raise SystemExit(f"bold-eval: {error}") from error
+        raise UsageError(str(error)) from error
 
 
 def _generator_options(pairs: Sequence[str]) -> dict:
@@ -192,11 +224,66 @@ def _gibbs_options(args: argparse.Namespace, kind: str, options: dict) -> dict:
     return options
 
 
+# --flag -> option of the openai-* generators (bold_eval.api_generator.GENERATOR_OPTIONS).
+_API_FLAGS = {"base_url": "base_url", "concurrency": "concurrency", "api_key_env": "api_key_env"}
+
+
+def _generator_choice(args: argparse.Namespace) -> tuple[str, dict]:
+    """The generator kind and its options from the `run` flags: --base-url picks the HTTP generator
+    (--api), --generator auto detects a masked LM from its config; flags that the chosen generator
+    would ignore are refused."""
+    from pathlib import Path
+
+    from bold_eval.api_generator import KINDS as API_KINDS
+    from bold_eval.generators import ALIASES, HF_CAUSAL, generator_kind
+    from bold_eval.run import RunConfig
+
+    options = _generator_options(args.generator_option)
+    api_kinds = set(API_KINDS.values())
+    requested = ALIASES.get(args.generator, args.generator)
+    if args.base_url:
+        kind = API_KINDS[args.api or "completions"]
+        if requested in api_kinds and args.api is None:
+            kind = requested
+        if requested not in ("auto", kind):
+            raise SystemExit(f"bold-eval run: --base-url generates through a server ({kind}); "
+                             f"--generator {args.generator} contradicts it")
+        for flag, value in (("--gguf-file", args.gguf_file), ("--model-args", args.model_args)):
+            if value:
+                raise SystemExit(f"bold-eval run: {flag} loads a checkpoint locally; with --base-url the server "
+                                 "loads the model")
+    else:
+        kind = generator_kind(RunConfig(out=Path(args.out), model=args.model, generator=args.generator,
+                                        gguf_file=args.gguf_file, revision=args.revision))
+    if kind in api_kinds:
+        if args.api and API_KINDS[args.api] != kind:
+            raise SystemExit(f"bold-eval run: --api {args.api} contradicts --generator {kind}")
+        for dest, key in _API_FLAGS.items():
+            value = getattr(args, dest)
+            if value is not None:
+                if key in options and options[key] != value:
+                    raise SystemExit(f"bold-eval run: --generator-option {key}={options[key]} contradicts {_flag(dest)}")
+                options[key] = value
+    else:
+        given = [_flag(dest) for dest in ("api", *_API_FLAGS) if getattr(args, dest) is not None]
+        if given:
+            raise SystemExit(f"bold-eval run: {', '.join(given)} apply to a model behind a server; give --base-url URL")
+    if args.model_args:
+        if kind != HF_CAUSAL:
+            raise SystemExit(f"bold-eval run: --model-args applies to causal LMs loaded here ({HF_CAUSAL}), not to {kind}")
+        from bold_eval.model_args import parse_model_args
+
+        try:
+            options["model_args"] = parse_model_args(args.model_args)
+        except ValueError as error:
+            raise SystemExit(f"bold-eval run: {error}") from error
+    return kind, _gibbs_options(args, kind, options)
+
+
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from bold_eval.generate import DEFAULT_MAX_NEW_TOKENS, DEFAULT_PRESET, make_decoding
-    from bold_eval.generators import generator_kind
     from bold_eval.run import ConfigMismatchError, RunConfig, run
 
     batch_size = args.batch_size
@@ -205,14 +292,12 @@ def _run(args: argparse.Namespace) -> int:
             raise SystemExit(f"bold-eval run: --batch-size must be 'auto' or a positive integer, got {batch_size!r}")
         batch_size = int(batch_size)
     # auto resolves here (a masked LM is detected from its config) so that the flags can be checked against it
-    kind = generator_kind(RunConfig(out=Path(args.out), model=args.model, generator=args.generator,
-                                    gguf_file=args.gguf_file, revision=args.revision))
-    generator_options = _gibbs_options(args, kind, _generator_options(args.generator_option))
+    kind, generator_options = _generator_choice(args)
     decoding = make_decoding(
         args.decoding or DEFAULT_PRESET, greedy=args.greedy, top_k=args.top_k, top_p=args.top_p,
         temperature=args.temperature, repetition_penalty=args.repetition_penalty, control_code=args.control_code,
-        max_new_tokens=args.max_new_tokens or DEFAULT_MAX_NEW_TOKENS, one_sentence=args.one_sentence,
-        stop_at_newline=args.stop_at_newline,
+        max_new_tokens=DEFAULT_MAX_NEW_TOKENS if args.max_new_tokens is None else args.max_new_tokens,
+        one_sentence=args.one_sentence, stop_at_newline=args.stop_at_newline,
     )
     config = RunConfig(
         metric_options=_metric_options(args), generator=kind, generator_options=generator_options,
@@ -220,6 +305,7 @@ def _run(args: argparse.Namespace) -> int:
         device=args.device, batch_size=batch_size, decoding=decoding, seed=args.seed, num_samples=args.num_samples,
         domains=args.domains, limit=args.limit, data_dir=args.data_dir, metrics=args.metrics,
         anonymize=args.anonymize, score_on=args.score_on, progress=not args.no_progress,
+        allow_modified_data=bool(args.allow_modified_data),
     )
     try:
         report = run(config)
@@ -231,14 +317,36 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _alpha(text: str) -> float:
+    """argparse type of --alpha: a number strictly between 0 and 1, else a usage error."""
+    from bold_eval.aggregate import validate_alpha
+
+    try:
+        return validate_alpha(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _add_alpha(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--alpha", type=_alpha, default=0.05,
+                        help="1 - confidence level, strictly between 0 and 1 (default 0.05: 95%% intervals); "
+                             "every interval, label and test threshold follows it")
+
+
 def _add_report(subparsers: argparse._SubParsersAction) -> None:
+    from bold_eval.aggregate import CORRECTIONS, DEFAULT_CORRECTION
+
     report = subparsers.add_parser(
         "report", help="regenerate summary.json, tables, figures and report.md of a run folder from scores.parquet"
     )
     report.add_argument("run_dir", help="run folder written by `bold-eval run` (scores.parquet, run.json)")
     report.add_argument("--ci", choices=("wilson", "bootstrap"), default="wilson",
-                        help="95%% intervals: Wilson score (default) or a bootstrap over prompts")
-    report.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
+                        help="intervals: Wilson score (default) or a bootstrap over prompts")
+    _add_alpha(report)
+    report.add_argument("--correction", choices=tuple(CORRECTIONS), default=DEFAULT_CORRECTION,
+                        help="multiple-comparison correction of the findings over the report's whole family of "
+                             "group-vs-rest tests: holm (default; family-wise error rate) or bh "
+                             "(Benjamini-Hochberg; false discovery rate)")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     report.set_defaults(handler=_report)
 
@@ -246,23 +354,28 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
 def _report(args: argparse.Namespace) -> int:
     from bold_eval.report import write_report
 
-    path = write_report(args.run_dir, ci=args.ci, alpha=args.alpha, seed=args.seed)
+    path = write_report(args.run_dir, ci=args.ci, alpha=args.alpha, seed=args.seed, correction=args.correction)
     print(f"wrote {path}")
     return 0
 
 
 def _add_compare(subparsers: argparse._SubParsersAction) -> None:
-    compare = subparsers.add_parser("compare", help="put several runs side by side, one row per model")
+    compare = subparsers.add_parser(
+        "compare", help="put several runs side by side, one row per model, on the prompts they share")
     compare.add_argument("run_dirs", nargs="+", help="run folders written by `bold-eval run`")
     compare.add_argument("--out", default="compare", help="output folder (default ./compare)")
-    compare.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
+    _add_alpha(compare)
+    compare.add_argument("--allow-different-prompts", action="store_true",
+                         help="compare runs whose (prompt_id, sample) sets differ, on the prompts all share "
+                              "(default: refuse); says so loudly in compare.md and on the terminal")
     compare.set_defaults(handler=_compare)
 
 
 def _compare(args: argparse.Namespace) -> int:
     from bold_eval.report import compare_runs
 
-    path = compare_runs(args.run_dirs, args.out, alpha=args.alpha)
+    path = compare_runs(args.run_dirs, args.out, alpha=args.alpha,
+                        allow_different_prompts=args.allow_different_prompts)
     print(f"wrote {path}")
     return 0
 
@@ -294,18 +407,25 @@ def _score(args: argparse.Namespace) -> int:
     metric_options = _metric_options(args)
     generations, report, source = load_generations(
         args.generations, from_format=args.from_format, data_dir=args.data_dir, domains=args.domains,
-        allow_partial=args.allow_partial,
+        allow_partial=args.allow_partial, allow_modified=args.allow_modified_data,
     )
     for line in report.problems():
         print(f"warning (--allow-partial): {line}", file=sys.stderr)
     record = RunRecord(model=args.model or source.get("model") or args.generations,
-                       generations={**report.as_run_info(), **source})
+                       generations={**report.as_run_info(), **source}, modified_data=_modified_data(args))
     path = score_generations(
         generations, args.out, metrics=args.metrics, metric_options=metric_options, anonymize=args.anonymize,
         score_on=args.score_on, record=record,
     )
     print(f"scored {report.matched_rows} generations; wrote {path}")
     return 0
+
+
+def _modified_data(args: argparse.Namespace) -> list[str] | None:
+    """The local BOLD files that differ from the pinned release, when the user allowed them (run.json)."""
+    from bold_eval.data import allow_modified_data, modified_files
+
+    return (modified_files(args.data_dir) or None) if allow_modified_data(args.allow_modified_data) else None
 
 
 def _add_lm_eval_tasks_path(subparsers: argparse._SubParsersAction) -> None:
@@ -437,6 +557,8 @@ def build_parser() -> argparse.ArgumentParser:
     from bold_eval import __version__
 
     parser.add_argument("--version", action="version", version=f"bold-eval {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help=f"show the traceback of an error (also ${DEBUG_ENV}=1); the flag may go anywhere")
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_dataset(subparsers)
     _add_run(subparsers)
@@ -450,9 +572,66 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_paragraph(message: str) -> str:
+    """An error message as one paragraph: lines joined, indentation of listed items kept readable."""
+    return " ".join(line.strip() for line in str(message).splitlines() if line.strip())
+
+
+def _debug(argv: Sequence[str]) -> bool:
+    return "--debug" in argv or os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _bug_report_request() -> str:
+    from bold_eval import __version__
+
+    return (f"This is a bug in bold-eval {__version__} (Python {sys.version.split()[0]}), not a mistake in your input. "
+            "Please report it to the bold-eval issue tracker with the command you ran and the traceback above.")
+
+
+def _interrupted_message(error: KeyboardInterrupt, argv: Sequence[str]) -> str:
+    """What Ctrl-C leaves behind and the command that picks up from there (the same command)."""
+    command = shlex.join(["bold-eval", *argv])
+    saved = getattr(error, "saved", None)
+    if saved is not None:
+        return (f"bold-eval: interrupted; {saved}. Run the same command to resume (finished work is kept "
+                f"and not redone):\n  {command}")
+    return f"bold-eval: interrupted; nothing of this step was saved. Run the command again:\n  {command}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.handler(args) or 0)
+    """Run one subcommand. A `UserError` (and a usage message from a handler) ends with its message
+    alone: status 2 for usage errors, 1 otherwise; `--debug` / $BOLD_EVAL_DEBUG=1 add the traceback.
+    Ctrl-C says what was saved and how to resume (status 130). Any other exception is a bug: its
+    traceback is shown with a request to report it."""
+    import traceback
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = _debug(argv)
+    command = [arg for arg in argv if arg != "--debug"]
+    try:
+        args = build_parser().parse_args(command)
+        return int(args.handler(args) or 0)
+    except KeyboardInterrupt as error:
+        if debug:
+            traceback.print_exc()
+        print(_interrupted_message(error, command), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except UserError as error:
+        if debug:
+            traceback.print_exc()
+        print(f"bold-eval: error: {_one_paragraph(error)}", file=sys.stderr)
+        return error.exit_status
+    except SystemExit as error:
+        if not isinstance(error.code, str):  # argparse's own exits (--help, usage errors) keep their status
+            raise
+        if debug:
+            traceback.print_exc()
+        print(_one_paragraph(error.code), file=sys.stderr)  # a handler's usage message
+        return EXIT_USAGE
+    except Exception:
+        traceback.print_exc()
+        print(_bug_report_request(), file=sys.stderr)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import datasets
 import yaml
 from datasets.exceptions import DatasetGenerationError
 
+from bold_eval.errors import DataMismatchError, InputError
 from bold_eval.paths import dataset_script_dir
 from bold_eval.resources import ResourceNotFoundError, atomic_write_bytes, cache_dir, offline
 
@@ -127,8 +128,8 @@ def _prepare(builder: datasets.DatasetBuilder, local: bool) -> None:
     try:
         builder.download_and_prepare()
     except DatasetGenerationError as error:
-        if isinstance(error.__cause__, ValueError):
-            raise error.__cause__ from None
+        if isinstance(error.__cause__, ValueError):  # the script's own errors name the file and key
+            raise InputError(str(error.__cause__)) from None
         raise
     except Exception as error:
         # A local folder's errors already name their file; a checksum mismatch is a ValueError.
@@ -137,12 +138,70 @@ def _prepare(builder: datasets.DatasetBuilder, local: bool) -> None:
         raise _download_unavailable(f"{upstream} (download failed: {error})") from error
 
 
-def load_bold(config: str = "all", data_dir: str | os.PathLike | None = None) -> datasets.Dataset:
+ALLOW_MODIFIED_ENV = "BOLD_ALLOW_MODIFIED_DATA"
+
+
+def allow_modified_data(allow: bool | None = None) -> bool:
+    """`allow`, else $BOLD_ALLOW_MODIFIED_DATA (1/true/yes) — whether a local BOLD folder may differ
+    from the pinned upstream files."""
+    if allow is not None:
+        return bool(allow)
+    return os.environ.get(ALLOW_MODIFIED_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@functools.lru_cache(maxsize=64)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a file, cached per (path, size, mtime) so repeated loads hash it once."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def modified_files(data_dir: str | os.PathLike | None = None, domains: Sequence[str] | None = None) -> list[str]:
+    """The files of a local BOLD folder (`data_dir`, else $BOLD_DATA_DIR) whose sha256 differs from
+    the pinned upstream release (the dataset script's SHA256); [] for a download or a pristine copy."""
+    folder = resolve_data_dir(data_dir)
+    if folder is None:
+        return []
+    script = dataset_script()
+    changed = []
+    for domain in domains or script.DOMAINS:
+        for relative in script.source_files(domain):
+            file = folder / relative
+            if file.is_file():
+                stat = file.stat()
+                if _file_sha256(str(file), stat.st_size, stat.st_mtime_ns) != script.SHA256[relative]:
+                    changed.append(relative)
+    return changed
+
+
+def _check_pinned(folder: Path, domains: Sequence[str], rows: int, origin: str) -> None:
+    """Refuse a local folder whose files differ from the pinned release (a dropped group, a file
+    holding `{}`): a run would silently evaluate fewer prompts than BOLD's Table 1 has."""
+    changed = modified_files(folder, domains)
+    if changed:
+        script = dataset_script()
+        raise DataMismatchError(
+            f"the BOLD file(s) {', '.join(str(folder / name) for name in changed)} ({origin}) differ from the "
+            f"upstream release (commit {script.UPSTREAM_COMMIT}, sha256 in datasets/bold/bold.py); they give "
+            f"{rows} prompts for {', '.join(domains)}. Restore the upstream files, or pass --allow-modified-data "
+            f"(allow_modified=True, ${ALLOW_MODIFIED_ENV}=1) to evaluate modified data; run.json and the report "
+            "then say so."
+        )
+
+
+def load_bold(config: str = "all", data_dir: str | os.PathLike | None = None,
+              allow_modified: bool | None = None) -> datasets.Dataset:
     """BOLD's `test` split for one config (`all` or a domain) as a `datasets.Dataset`.
 
     Rows are in config domain order, then upstream group, name and list order. The data comes
     from `data_dir`, else `$BOLD_DATA_DIR`, else the pinned upstream commit (checksummed).
-    The prepared Arrow table is cached under `bold_eval.resources.cache_dir()/datasets`.
+    A local folder must hold the pinned files too (sha256), unless `allow_modified`
+    (default $BOLD_ALLOW_MODIFIED_DATA): then only its structure is checked, and a domain
+    without prompts is still an error. The prepared Arrow table is cached under
+    `bold_eval.resources.cache_dir()/datasets`.
     """
     domains = _config_domains(config)
     folder = resolve_data_dir(data_dir)
@@ -157,7 +216,10 @@ def load_bold(config: str = "all", data_dir: str | os.PathLike | None = None) ->
         hash=_cache_hash(files),
     )
     _prepare(builder, local=folder is not None)
-    return builder.as_dataset(split="test")
+    dataset = builder.as_dataset(split="test")
+    if folder is not None and not allow_modified_data(allow_modified):
+        _check_pinned(folder, domains, len(dataset), origin)
+    return dataset
 
 
 # --------------------------------------------------------------------------- export
@@ -242,7 +304,8 @@ gender = load_dataset("path/to/this/folder", "gender", split="test")  # {counts[
     return "\n".join(parts)
 
 
-def export_dataset(out: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> Path:
+def export_dataset(out: str | os.PathLike, data_dir: str | os.PathLike | None = None,
+                   allow_modified: bool | None = None) -> Path:
     """Write BOLD as a Hub-ready folder: `data/<domain>/test-00000-of-00001.parquet` and a
     dataset card `README.md` whose YAML `configs:` let `datasets.load_dataset(out, "gender")`
     work without the script. Every file is written atomically."""
@@ -250,7 +313,7 @@ def export_dataset(out: str | os.PathLike, data_dir: str | os.PathLike | None = 
     counts: dict[str, int] = {}
     sizes: dict[str, tuple[int, int]] = {}
     for domain in dataset_script().DOMAINS:
-        dataset = load_bold(domain, data_dir=data_dir)
+        dataset = load_bold(domain, data_dir=data_dir, allow_modified=allow_modified)
         target = out / "data" / domain / "test-00000-of-00001.parquet"
         buffer = io.BytesIO()
         dataset.to_parquet(buffer)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bold_eval.errors import UsageError
+
 # `--dtype` choices; "auto" picks per device (see `resolve_dtype`).
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 _DTYPE_ALIASES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
@@ -33,7 +35,7 @@ def resolve_dtype(dtype: str | None, device: str, *, bf16_on_cpu: bool = False) 
     if dtype not in (None, "auto"):
         name = str(dtype).replace("torch.", "").lower()
         if name not in _DTYPE_ALIASES:
-            raise ValueError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
+            raise UsageError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
         return _DTYPE_ALIASES[name]
     kind = str(device).split(":")[0]
     if kind == "cuda":

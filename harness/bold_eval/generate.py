@@ -1,5 +1,9 @@
 """Batched generation of BOLD continuations with any causal LM (paper Section 5, appendix A.2).
 
+This is the GPT-2 and CTRL family of the paper (appendix A.2.2, A.2.3: `PRESETS`); its BERT family,
+Gibbs sampling from a masked LM (A.2.1), is `bold_eval.gibbs`. Both share `WorkItem`, `Generated`
+and the per-prompt random streams of `uniform_draws`.
+
 One decoding loop for every model: prompts are sorted by token length and left-padded, the
 prefill keeps only the last position's logits, and each step feeds one token per row through the
 KV cache. Rows that emit an end-of-sequence token (or, with `one_sentence`, end their first
@@ -23,10 +27,12 @@ import hashlib
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+
+from bold_eval.errors import UsageError
 
 # Appendix A.2.2: "GPT-2 text generation with hyperparameters of top-k of 40 and top-p of 0.95".
 # Appendix A.2.3: CTRL with "the default params provided by Huggingface's transformers package ...
@@ -83,7 +89,7 @@ def make_decoding(
 ) -> DecodingConfig:
     """A preset from appendix A.2 with explicit overrides; validates every value."""
     if preset not in PRESETS:
-        raise ValueError(f"unknown decoding preset {preset!r}; valid: {', '.join(PRESETS)}")
+        raise UsageError(f"unknown decoding preset {preset!r}; valid: {', '.join(PRESETS)}")
     values = dict(PRESETS[preset])
     for key, value in (("top_k", top_k), ("top_p", top_p), ("temperature", temperature),
                        ("repetition_penalty", repetition_penalty)):
@@ -92,17 +98,17 @@ def make_decoding(
     if values["top_k"] is not None and values["top_k"] <= 0:
         values["top_k"] = None  # top-k 0 means "no top-k filter", as in transformers
     if values["top_p"] is not None and not 0.0 < values["top_p"] <= 1.0:
-        raise ValueError(f"top_p must be in (0, 1], got {values['top_p']}")
+        raise UsageError(f"top_p must be in (0, 1], got {values['top_p']}")
     if values["top_p"] == 1.0:
         values["top_p"] = None
     if values["temperature"] <= 0:
-        raise ValueError(f"temperature must be > 0 (use --greedy for argmax decoding), got {values['temperature']}")
+        raise UsageError(f"temperature must be > 0 (use --greedy for argmax decoding), got {values['temperature']}")
     if values["repetition_penalty"] <= 0:
-        raise ValueError(f"repetition_penalty must be > 0, got {values['repetition_penalty']}")
+        raise UsageError(f"repetition_penalty must be > 0, got {values['repetition_penalty']}")
     if max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        raise UsageError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     if preset == "ctrl" and not control_code:
-        raise ValueError("the ctrl preset needs --control-code (the paper uses Wikipedia, Thoughts, Opinion)")
+        raise UsageError("the ctrl preset needs --control-code (the paper uses Wikipedia, Thoughts, Opinion)")
     if greedy:  # sampling filters do not matter under argmax; keep the record unambiguous
         values.update(top_k=None, top_p=None, temperature=1.0)
     return DecodingConfig(preset=preset, greedy=greedy, control_code=control_code or None,
@@ -290,54 +296,128 @@ class GenerationStats:
     seconds: float = 0.0
     batch_size: int = 0
     out_of_memory_retries: int = 0
+    # The (start, size) segments of the batch plan this call ran (`BatchPlan.schedule`).
+    batch_schedule: list[tuple[int, int]] = field(default_factory=list)
 
 
 BatchCallback = Callable[[list[WorkItem], list[Generated]], None]
 
 
+@dataclass
+class BatchPlan:
+    """The batches of one process: fixed by its full item list and the schedule, never by what is
+    left, so that a resumed run regenerates exactly the batches of an uninterrupted one (under
+    bfloat16 a token can depend on the batch its prompt runs in; see the module docstring).
+
+    `items`: every item of this process, done or not. The plan sorts them by prompt length
+    (longest first, ties by prompt_id and sample) and cuts them by `schedule`: (start, size)
+    segments of that order, "from `start` on, batches of `size`". Empty: one segment of the
+    generator's batch size, added by `run_batch_plan`. When `auto` halves on out-of-memory at
+    position p, the segment (p, size // 2) replaces everything from p on, in place and before the
+    next batch is handed over, so the caller can record it and a resume replays it.
+    """
+
+    items: Sequence[WorkItem]
+    schedule: list[tuple[int, int]] = field(default_factory=list)
+
+
+def item_key(item: WorkItem) -> tuple[str, int]:
+    return item.prompt_id, item.sample
+
+
+def _segment(schedule: Sequence[tuple[int, int]], position: int, total: int) -> tuple[int, int]:
+    """(batch size, end of segment) in force at `position` of the plan."""
+    size, end = schedule[0][1], total
+    for index, (start, segment_size) in enumerate(schedule):
+        if start <= position:
+            size = segment_size
+            end = schedule[index + 1][0] if index + 1 < len(schedule) else total
+    return size, end
+
+
+def run_batch_plan(todo: Sequence[WorkItem], plan: BatchPlan | None, *, lengths: Callable[[list[WorkItem]], list[int]],
+                   batch_size: int | str, default_size: int, generate_batch: Callable[[list[WorkItem]], list[Generated]],
+                   on_batch: BatchCallback, stats: GenerationStats, bar: Any) -> GenerationStats:
+    """Run the batches of `plan` that hold an item of `todo`, each exactly as planned (done items
+    included, their results discarded); `on_batch` receives only the `todo` items of each batch.
+
+    `lengths(items)` gives each item's prompt length in the generator's tokens; `generate_batch`
+    makes one batch. With `batch_size` "auto", an out-of-memory error halves the batch and retries
+    it (recorded in `plan.schedule`); any other error, or one with a fixed batch size, propagates.
+    Without a plan, the plan is `todo` itself (no resume).
+    """
+    import torch
+
+    plan = plan if plan is not None else BatchPlan(list(todo))
+    items = list(plan.items)
+    pending = {item_key(item) for item in todo}
+    unplanned = pending - {item_key(item) for item in items}
+    if unplanned:
+        raise ValueError(f"{len(unplanned)} items to generate are not in the batch plan (e.g. {sorted(unplanned)[:3]})")
+    auto = batch_size == "auto"
+    if not plan.schedule:
+        size = default_size if auto else int(batch_size)
+        if size < 1:
+            raise UsageError(f"batch size (--batch-size) must be >= 1 or auto, got {batch_size}")
+        plan.schedule.append((0, size))
+    item_lengths = lengths(items)
+    ordered = [items[i] for i in sorted(range(len(items)),
+                                        key=lambda i: (-item_lengths[i], items[i].prompt_id, items[i].sample))]
+    started = time.perf_counter()
+    position = 0
+    while position < len(ordered):
+        size, segment_end = _segment(plan.schedule, position, len(ordered))
+        end = min(position + size, segment_end)
+        batch = ordered[position:end]
+        keep = [index for index, item in enumerate(batch) if item_key(item) in pending]
+        if not keep:
+            position = end
+            continue
+        try:
+            results = generate_batch(batch)
+        except Exception as error:
+            if not (auto and _is_out_of_memory(error)) or len(batch) == 1:
+                raise
+            stats.out_of_memory_retries += 1
+            plan.schedule[:] = [segment for segment in plan.schedule if segment[0] < position]
+            plan.schedule.append((position, max(1, len(batch) // 2)))
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            continue
+        chosen = [results[index] for index in keep]
+        on_batch([batch[index] for index in keep], chosen)
+        stats.new_tokens += sum(result.num_new_tokens for result in chosen)
+        bar.update(len(keep))
+        position = end
+    stats.seconds = time.perf_counter() - started
+    stats.batch_size = min(plan.schedule[-1][1], len(ordered))
+    stats.batch_schedule = [tuple(segment) for segment in plan.schedule]
+    return stats
+
+
 def generate_items(model: Any, tokenizer: Any, items: Sequence[WorkItem], decoding: DecodingConfig, *,
                    seed: int, batch_size: int | str = "auto", on_batch: BatchCallback,
-                   progress: bool = True) -> GenerationStats:
-    """Generate every item in length-sorted batches; `on_batch` receives each finished batch.
+                   progress: bool = True, plan: BatchPlan | None = None) -> GenerationStats:
+    """Generate `items` in the length-sorted batches of `plan` (default: a plan over `items`);
+    `on_batch` receives each finished batch's items of `items`.
 
     Longest prompts go first, so `auto` meets out-of-memory on the first batch: the batch size is
     halved and the same batch retried; finished batches were already handed to `on_batch`.
     """
-    import torch
     from tqdm.auto import tqdm
 
     stats = GenerationStats()
     if not items:
         return stats
-    lengths = [len(ids) for ids in tokenizer([item.prompt for item in items], add_special_tokens=True)["input_ids"]]
-    order = sorted(range(len(items)), key=lambda i: (-lengths[i], items[i].prompt_id, items[i].sample))
-    ordered = [items[i] for i in order]
-    auto = batch_size == "auto"
-    size = default_batch_size(model.device) if auto else int(batch_size)
-    if size < 1:
-        raise ValueError(f"batch size must be >= 1, got {batch_size}")
-    size = min(size, len(ordered))
-    started = time.perf_counter()
-    bar = tqdm(total=len(ordered), desc="generating", unit="text", disable=not progress)
-    position = 0
-    while position < len(ordered):
-        batch = ordered[position : position + size]
+
+    def lengths(planned: list[WorkItem]) -> list[int]:
+        return [len(ids) for ids in tokenizer([item.prompt for item in planned], add_special_tokens=True)["input_ids"]]
+
+    def one_batch(batch: list[WorkItem]) -> list[Generated]:
         draws = np.stack([uniform_draws(seed, item.prompt_id, item.sample, decoding.max_new_tokens) for item in batch])
-        try:
-            results = generate_batch(model, tokenizer, [item.prompt for item in batch], draws, decoding)
-        except Exception as error:
-            if not (auto and _is_out_of_memory(error)) or size == 1:
-                raise
-            stats.out_of_memory_retries += 1
-            size = max(1, size // 2)
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
-            continue
-        on_batch(batch, results)
-        position += len(batch)
-        stats.new_tokens += sum(result.num_new_tokens for result in results)
-        bar.update(len(batch))
-    bar.close()
-    stats.seconds = time.perf_counter() - started
-    stats.batch_size = size
-    return stats
+        return generate_batch(model, tokenizer, [item.prompt for item in batch], draws, decoding)
+
+    with tqdm(total=len(items), desc="generating", unit="text", disable=not progress) as bar:
+        return run_batch_plan(items, plan, lengths=lengths, batch_size=batch_size,
+                              default_size=default_batch_size(model.device), generate_batch=one_batch,
+                              on_batch=on_batch, stats=stats, bar=bar)

@@ -11,7 +11,11 @@ the paper evaluates causal LMs; the Wikipedia baseline is a generator too):
 - `generate(items, on_batch=..., progress=...)`: produce every item, calling
   `on_batch(items, results)` once per finished batch (results aligned with items), and return
   `GenerationStats`. Each item's text must depend only on (seed, prompt_id, sample) and the
-  settings, never on batch composition, so that a resumed run equals an uninterrupted one.
+  settings. A generator whose texts can depend on the batch they ran in (float rounding differs
+  with the batch shape, e.g. under bfloat16) sets `plans_batches = True` and accepts
+  `plan=BatchPlan(all items of this process, schedule)`: it runs the planned batches that hold a
+  pending item, exactly as planned, and hands over only the pending items
+  (`bold_eval.generate.run_batch_plan`), so a resumed run equals an uninterrupted one.
 
 A new generator is a factory `(RunConfig, GeneratorContext) -> Generator` (a class whose
 `__init__` takes those two works) listed under its kind in `GENERATORS` as "module:attribute"
@@ -28,7 +32,8 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from bold_eval.generate import BatchCallback, Generated, GenerationStats, WorkItem
+from bold_eval.errors import UsageError
+from bold_eval.generate import BatchCallback, BatchPlan, Generated, GenerationStats, WorkItem
 
 if TYPE_CHECKING:
     from bold_eval.run import RunConfig
@@ -67,6 +72,9 @@ GENERATORS: dict[str, GeneratorFactory | str] = {
     HF_CAUSAL: "bold_eval.generators:HFCausalGenerator",
     WIKIPEDIA: "bold_eval.generators:WikipediaGenerator",
     GIBBS_MLM: "bold_eval.gibbs:GibbsRunGenerator",  # BERT's generator, appendix A.2.1
+    # any OpenAI-compatible server (vLLM, TGI, llama.cpp, hosted APIs): `--base-url`, `--api`
+    "openai-completions": "bold_eval.api_generator:completions_generator",
+    "openai-chat": "bold_eval.api_generator:chat_generator",
 }
 # Short names accepted wherever a kind is (`--generator gibbs`).
 ALIASES: dict[str, str] = {"gibbs": GIBBS_MLM}
@@ -83,7 +91,7 @@ def generator_kinds() -> tuple[str, ...]:
 
 def _factory(kind: str) -> GeneratorFactory:
     if kind not in GENERATORS:
-        raise ValueError(f"unknown generator {kind!r}; valid: auto, {', '.join(GENERATORS)}")
+        raise UsageError(f"unknown generator {kind!r}; valid: auto, {', '.join(GENERATORS)}")
     factory = GENERATORS[kind]
     if isinstance(factory, str):
         module, _, attribute = factory.partition(":")
@@ -121,24 +129,36 @@ class HFCausalGenerator:
     kind = HF_CAUSAL
 
     def __init__(self, config: RunConfig, context: GeneratorContext):
-        if config.generator_options:
-            raise ValueError(f"--generator-option {', '.join(config.generator_options)}: the {HF_CAUSAL} generator "
-                             "takes none; its settings are the decoding flags (--decoding, --top-k, ...)")
+        from bold_eval.model_args import check_data_parallel, parse_model_args
+
+        options = dict(config.generator_options or {})
+        # `--model-args` (how from_pretrained loads the checkpoint: device_map, quantization, PEFT, ...)
+        try:
+            self.model_args = parse_model_args(options.pop("model_args", None))
+            check_data_parallel(self.model_args)  # device_map under accelerate launch / torchrun
+        except ValueError as error:
+            raise UsageError(str(error)) from error
+        if options:
+            raise UsageError(f"--generator-option {', '.join(options)}: the {HF_CAUSAL} generator takes only "
+                             "model_args (--model-args); its settings are the decoding flags (--decoding, --top-k, ...)")
         if config.model not in ("embedded", WIKIPEDIA) and not config.gguf_file:
             # transformers would load e.g. BertForMaskedLM weights into BertLMHeadModel, a decoder
             # they were never trained as, and generate without a word: refuse before anything runs.
             from bold_eval.gibbs import is_masked_lm_checkpoint, masked_lm_as_causal_message
 
             if is_masked_lm_checkpoint(config.model, revision=config.revision):
-                raise ValueError(masked_lm_as_causal_message(config.model))
+                raise UsageError(masked_lm_as_causal_message(config.model))
         self.config = config
         self.context = context
         self.loaded: Any = None
 
     def settings(self) -> dict[str, Any]:
         config = self.config
-        return {"model": config.model, "gguf_file": config.gguf_file, "revision": config.revision,
-                "dtype": config.dtype, "seed": config.seed, "decoding": config.decoding.to_dict()}
+        settings = {"model": config.model, "gguf_file": config.gguf_file, "revision": config.revision,
+                    "dtype": config.dtype, "seed": config.seed, "decoding": config.decoding.to_dict()}
+        if self.model_args:  # only when given, so that folders from before --model-args still resume
+            settings["model_args"] = dict(self.model_args)
+        return settings
 
     def info(self) -> dict[str, Any]:
         if self.loaded is None:
@@ -153,11 +173,14 @@ class HFCausalGenerator:
             config = self.config
             with self.context.main_process_first():
                 self.loaded = load_model(config.model, gguf_file=config.gguf_file, dtype=config.dtype,
-                                         device=self.context.device, revision=config.revision)
+                                         device=self.context.device, revision=config.revision,
+                                         model_args=self.model_args or None)
         return self.loaded
 
+    plans_batches = True  # takes `plan=` (BatchPlan): a resume replays the planned batches
+
     def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback,
-                 progress: bool = True) -> GenerationStats:
+                 progress: bool = True, plan: BatchPlan | None = None) -> GenerationStats:
         import torch
 
         from bold_eval.generate import generate_items
@@ -165,7 +188,8 @@ class HFCausalGenerator:
         loaded = self.load()
         torch.manual_seed(self.config.seed)
         return generate_items(loaded.model, loaded.tokenizer, items, self.config.decoding, seed=self.config.seed,
-                              batch_size=self.config.batch_size, on_batch=on_batch, progress=progress)
+                              batch_size=self.config.batch_size, on_batch=on_batch, progress=progress,
+                              plan=plan)
 
 
 # --------------------------------------------------------------------------- the Wikipedia baseline
@@ -178,7 +202,7 @@ class WikipediaGenerator:
 
     def __init__(self, config: RunConfig, context: GeneratorContext):
         if config.num_samples != 1:
-            raise ValueError("--model wikipedia has one text per prompt; --num-samples must be 1")
+            raise UsageError("--model wikipedia has one text per prompt; --num-samples must be 1")
         self.rows = context.rows
 
     def settings(self) -> dict[str, Any]:

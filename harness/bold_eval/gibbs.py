@@ -16,6 +16,10 @@
    then 300 top-k iterations.
 3. Return the final state after `max_iter` iterations (no averaging, no selection).
 
+The paper's other two families, GPT-2 and CTRL (A.2.2, A.2.3), are causal decoding in
+`bold_eval.generate`; `bold-eval run` picks this sampler for a masked-LM checkpoint
+(`bold_eval.generators.generator_kind`) and refuses to run one as a causal decoder.
+
 Choices the paper and [38] leave open, made here:
 - Update order: [38] draws one position per iteration for a batch of copies of one seed text. Here
   each (seed, prompt_id, sample) has its own random stream (`bold_eval.generate.uniform_draws`) that
@@ -47,7 +51,6 @@ the device (draws and positions are precomputed tensors, no `.item()` per iterat
 from __future__ import annotations
 
 import contextlib
-import time
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -56,12 +59,15 @@ from typing import Any
 
 import numpy as np
 
+from bold_eval.errors import UsageError
 from bold_eval.generate import (
     BatchCallback,
+    BatchPlan,
     Generated,
     GenerationStats,
     WorkItem,
     default_batch_size,
+    run_batch_plan,
     uniform_draws,
 )
 
@@ -91,16 +97,16 @@ class GibbsSettings:
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens (--max-new-tokens) must be >= 1, got {self.max_new_tokens}")
+            raise UsageError(f"max_new_tokens (--max-new-tokens) must be >= 1, got {self.max_new_tokens}")
         if not self.temperature > 0:
-            raise ValueError(f"temperature (--gibbs-temperature) must be > 0, got {self.temperature}")
+            raise UsageError(f"temperature (--gibbs-temperature) must be > 0, got {self.temperature}")
         if self.max_iter < 1:
-            raise ValueError(f"max_iter (--gibbs-max-iter) must be >= 1, got {self.max_iter}")
+            raise UsageError(f"max_iter (--gibbs-max-iter) must be >= 1, got {self.max_iter}")
         if not 0 <= self.burn_in <= self.max_iter:
-            raise ValueError(f"burn_in (--gibbs-burn-in) must be between 0 and max_iter ({self.max_iter}), "
+            raise UsageError(f"burn_in (--gibbs-burn-in) must be between 0 and max_iter ({self.max_iter}), "
                              f"got {self.burn_in}")
         if self.top_k < 0:
-            raise ValueError(f"top_k (--gibbs-top-k) must be >= 0 (0: argmax after burn-in), got {self.top_k}")
+            raise UsageError(f"top_k (--gibbs-top-k) must be >= 0 (0: argmax after burn-in), got {self.top_k}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": MODE, **asdict(self)}
@@ -187,10 +193,10 @@ def load_masked_lm(name: str, *, dtype: str = "auto", device: str = "auto", revi
     missing_head = sorted(key for key in loading.get("missing_keys", ())
                           if not key.startswith(prefix) and key.endswith(".weight"))
     if missing_head:
-        raise ValueError(f"{name} has no masked-LM head (missing from the checkpoint: {', '.join(missing_head[:4])}); "
+        raise UsageError(f"{name} has no masked-LM head (missing from the checkpoint: {', '.join(missing_head[:4])}); "
                          "Gibbs sampling needs a checkpoint trained as a masked LM, e.g. bert-large-cased")
     if tokenizer.mask_token_id is None:
-        raise ValueError(f"the tokenizer of {name} has no mask token; Gibbs sampling needs a masked LM's tokenizer")
+        raise UsageError(f"the tokenizer of {name} has no mask token; Gibbs sampling needs a masked LM's tokenizer")
     model.to(resolved_device)
     model.eval()
     info: dict[str, Any] = {
@@ -228,7 +234,7 @@ def initial_inputs(tokenizer: Any, prompts: Sequence[str], max_new_tokens: int) 
     sep_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
     mask_id, pad_id = tokenizer.mask_token_id, tokenizer.pad_token_id
     if None in (cls_id, sep_id, mask_id, pad_id):
-        raise ValueError("Gibbs sampling needs a tokenizer with [CLS]/<s>, [SEP]/</s>, [MASK] and [PAD] tokens; "
+        raise UsageError("Gibbs sampling needs a tokenizer with [CLS]/<s>, [SEP]/</s>, [MASK] and [PAD] tokens; "
                          f"{type(tokenizer).__name__} lacks one")
     prompt_ids = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
     rows = [[cls_id, *ids, *([mask_id] * max_new_tokens), sep_id] for ids in prompt_ids]
@@ -414,11 +420,11 @@ class GibbsGenerator:
                  burn_in: int = DEFAULT_BURN_IN, max_iter: int = DEFAULT_MAX_ITER, top_k: int = DEFAULT_TOP_K,
                  batch_size: int | str = "auto", model_info: dict[str, Any] | None = None) -> None:
         if seed < 0:
-            raise ValueError(f"seed (--seed) must be >= 0, got {seed}")
+            raise UsageError(f"seed (--seed) must be >= 0, got {seed}")
         if batch_size != "auto" and int(batch_size) < 1:
-            raise ValueError(f"batch size (--batch-size) must be >= 1 or auto, got {batch_size}")
+            raise UsageError(f"batch size (--batch-size) must be >= 1 or auto, got {batch_size}")
         if tokenizer.mask_token_id is None:
-            raise ValueError(f"{type(tokenizer).__name__} has no mask token; Gibbs sampling needs a masked LM")
+            raise UsageError(f"{type(tokenizer).__name__} has no mask token; Gibbs sampling needs a masked LM")
         self.model = model
         self.tokenizer = tokenizer
         self.seed = int(seed)
@@ -454,49 +460,36 @@ class GibbsGenerator:
             limits.append(tokenizer_limit)
         return min(limits) if limits else 512
 
-    def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback, progress: bool = True) -> GibbsStats:
-        """Generate every item in length-sorted batches; `on_batch(items, results)` after each batch."""
-        import torch
+    def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback, progress: bool = True,
+                 plan: BatchPlan | None = None) -> GibbsStats:
+        """Generate `items` in the length-sorted batches of `plan` (`bold_eval.generate.BatchPlan`;
+        default a plan over `items`); `on_batch(items, results)` after each batch."""
         from tqdm.auto import tqdm
 
         stats = GibbsStats()
         if not items:
             return stats
         n = self.sampler.max_new_tokens
-        lengths = [len(ids) for ids in self.tokenizer([item.prompt for item in items], add_special_tokens=False)["input_ids"]]
         limit = self._max_length()
-        for item, length in zip(items, lengths, strict=True):
-            if length + n + 2 > limit:
-                raise ValueError(f"prompt {item.prompt_id} has {length} tokens; with {n} new tokens (--max-new-tokens) "
-                                 f"and [CLS]/[SEP] it exceeds the model's {limit} positions")
-        order = sorted(range(len(items)), key=lambda i: (-lengths[i], items[i].prompt_id, items[i].sample))
-        ordered = [items[i] for i in order]
-        auto = self.batch_size == "auto"
-        size = min(default_batch_size(self.model.device) if auto else int(self.batch_size), len(ordered))
-        started = time.perf_counter()
-        bar = tqdm(total=len(ordered), desc="gibbs sampling", unit="text", disable=not progress)
-        position = 0
-        while position < len(ordered):
-            batch = ordered[position: position + size]
-            try:
-                results = self._generate_batch(batch, stats, bar)
-            except Exception as error:
-                if not (auto and _is_out_of_memory(error)) or size == 1:
-                    raise
-                stats.out_of_memory_retries += 1
-                size = max(1, size // 2)
-                if torch.cuda.is_available():
-                    torch.cuda.empty_cache()
-                continue
-            on_batch(batch, results)
-            position += len(batch)
+
+        def lengths(planned: list[WorkItem]) -> list[int]:
+            counts = [len(ids) for ids in
+                      self.tokenizer([item.prompt for item in planned], add_special_tokens=False)["input_ids"]]
+            for item, length in zip(planned, counts, strict=True):
+                if length + n + 2 > limit:
+                    raise UsageError(f"prompt {item.prompt_id} has {length} tokens; with {n} new tokens "
+                                     f"(--max-new-tokens) and [CLS]/[SEP] it exceeds the model's {limit} positions")
+            return counts
+
+        def one_batch(batch: list[WorkItem]) -> list[Generated]:
+            results = self._generate_batch(batch, stats, bar)
             stats.batches += 1
-            stats.new_tokens += sum(result.num_new_tokens for result in results)
-            bar.update(len(batch))
-        bar.close()
-        stats.seconds = time.perf_counter() - started
-        stats.batch_size = size
-        return stats
+            return results
+
+        with tqdm(total=len(items), desc="gibbs sampling", unit="text", disable=not progress) as bar:
+            return run_batch_plan(items, plan, lengths=lengths, batch_size=self.batch_size,
+                                  default_size=default_batch_size(self.model.device), generate_batch=one_batch,
+                                  on_batch=on_batch, stats=stats, bar=bar)
 
     def _generate_batch(self, batch: Sequence[WorkItem], stats: GibbsStats, bar: Any) -> list[Generated]:
         import torch
@@ -534,7 +527,7 @@ def settings_from_options(options: dict[str, Any]) -> GibbsSettings:
     """`GibbsSettings` from `--generator-option KEY=VALUE` pairs (names as in OPTION_TYPES)."""
     unknown = sorted(set(options) - set(OPTION_TYPES))
     if unknown:
-        raise ValueError(f"unknown --generator-option for {KIND}: {', '.join(unknown)}; valid: {', '.join(OPTION_TYPES)}")
+        raise UsageError(f"unknown --generator-option for {KIND}: {', '.join(unknown)}; valid: {', '.join(OPTION_TYPES)}")
     values = {}
     for key, value in options.items():
         cast = OPTION_TYPES[key]
@@ -543,7 +536,7 @@ def settings_from_options(options: dict[str, Any]) -> GibbsSettings:
             if cast is int and values[key] != float(value):
                 raise ValueError
         except (TypeError, ValueError):
-            raise ValueError(f"--generator-option {key}={value!r}: expected {cast.__name__}") from None
+            raise UsageError(f"--generator-option {key}={value!r}: expected {cast.__name__}") from None
     return GibbsSettings(**values)
 
 
@@ -556,7 +549,7 @@ class GibbsRunGenerator:
 
     def __init__(self, config: Any, context: Any) -> None:
         if config.gguf_file:
-            raise ValueError("--gguf-file is for causal LMs; the Gibbs sampler loads a masked LM with transformers")
+            raise UsageError("--gguf-file is for causal LMs; the Gibbs sampler loads a masked LM with transformers")
         self.config = config
         self.context = context
         self.sampler = settings_from_options(dict(config.generator_options or {}))
@@ -584,5 +577,8 @@ class GibbsRunGenerator:
                                        model_info=loaded.info, **asdict(self.sampler))
         return self.core
 
-    def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback, progress: bool = True) -> GibbsStats:
-        return self.load().generate(items, on_batch=on_batch, progress=progress)
+    plans_batches = True  # takes `plan=` (bold_eval.generate.BatchPlan): resumes replay the planned batches
+
+    def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback, progress: bool = True,
+                 plan: BatchPlan | None = None) -> GibbsStats:
+        return self.load().generate(items, on_batch=on_batch, progress=progress, plan=plan)

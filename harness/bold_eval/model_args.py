@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bold_eval.errors import UsageError
+
 # key -> (type, what it does); the type is how VALUE is read.
 MODEL_ARGS: dict[str, tuple[type, str]] = {
     "device_map": (str, "shard the model over devices: auto, balanced, sequential, or one device (cuda:0, cpu)"),
@@ -53,22 +55,22 @@ def parse_model_args(spec: str | Mapping[str, Any] | None) -> dict[str, Any]:
                 continue
             key, equals, value = piece.partition("=")
             if not equals:
-                raise ValueError(f"--model-args {piece.strip()!r}: expected KEY=VALUE (comma-separated)")
+                raise UsageError(f"--model-args {piece.strip()!r}: expected KEY=VALUE (comma-separated)")
             pairs.append((key.strip(), value.strip()))
     parsed: dict[str, Any] = {}
     for key, value in pairs:
         if key in _ELSEWHERE:
-            raise ValueError(f"--model-args {key}: use {_ELSEWHERE[key]} instead")
+            raise UsageError(f"--model-args {key}: use {_ELSEWHERE[key]} instead")
         if key not in MODEL_ARGS:
-            raise ValueError(f"--model-args: unknown key {key!r}; valid: {', '.join(MODEL_ARGS)}")
+            raise UsageError(f"--model-args: unknown key {key!r}; valid: {', '.join(MODEL_ARGS)}")
         if key in parsed:
-            raise ValueError(f"--model-args: {key} given twice")
+            raise UsageError(f"--model-args: {key} given twice")
         parsed[key] = _typed(key, value)
     if parsed.get("load_in_4bit") and parsed.get("load_in_8bit"):
-        raise ValueError("--model-args: load_in_4bit and load_in_8bit exclude each other")
+        raise UsageError("--model-args: load_in_4bit and load_in_8bit exclude each other")
     stray = [key for key in parsed if key.startswith("bnb_4bit_") and not parsed.get("load_in_4bit")]
     if stray:
-        raise ValueError(f"--model-args {', '.join(stray)} need load_in_4bit=true")
+        raise UsageError(f"--model-args {', '.join(stray)} need load_in_4bit=true")
     return dict(sorted(parsed.items()))
 
 
@@ -80,10 +82,10 @@ def _typed(key: str, value: Any) -> Any:
         text = str(value).strip().lower()
         if text in _TRUE | _FALSE:
             return text in _TRUE
-        raise ValueError(f"--model-args {key}={value!r}: expected true or false")
+        raise UsageError(f"--model-args {key}={value!r}: expected true or false")
     text = str(value).strip()
     if not text:
-        raise ValueError(f"--model-args {key}: empty value")
+        raise UsageError(f"--model-args {key}: empty value")
     return text
 
 
@@ -106,7 +108,7 @@ def check_data_parallel(model_args: Mapping[str, Any], num_processes: int | None
     """
     processes = num_processes if num_processes is not None else int(os.environ.get("WORLD_SIZE", "1") or 1)
     if processes > 1 and "device_map" in model_args:
-        raise ValueError(
+        raise UsageError(
             f"--model-args device_map={model_args['device_map']} shards one model over all visible GPUs in one "
             f"process, but this run has {processes} processes (accelerate launch / torchrun). Run bold-eval as a "
             "single process to shard a model too big for one GPU, or drop device_map so that each process "
@@ -126,14 +128,14 @@ def quantization_config(model_args: Mapping[str, Any], torch_dtype: Any) -> Any:
     compute = model_args.get("bnb_4bit_compute_dtype")
     if compute is not None:
         if not isinstance(getattr(torch, compute, None), torch.dtype):
-            raise ValueError(f"--model-args bnb_4bit_compute_dtype={compute!r} is not a torch dtype (e.g. bfloat16)")
+            raise UsageError(f"--model-args bnb_4bit_compute_dtype={compute!r} is not a torch dtype (e.g. bfloat16)")
         compute_dtype = getattr(torch, compute)
     else:
         compute_dtype = torch_dtype
     kwargs: dict[str, Any] = {"load_in_4bit": True, "bnb_4bit_compute_dtype": compute_dtype}
     if "bnb_4bit_quant_type" in model_args:
         if model_args["bnb_4bit_quant_type"] not in ("nf4", "fp4"):
-            raise ValueError(f"--model-args bnb_4bit_quant_type={model_args['bnb_4bit_quant_type']!r}: nf4 or fp4")
+            raise UsageError(f"--model-args bnb_4bit_quant_type={model_args['bnb_4bit_quant_type']!r}: nf4 or fp4")
         kwargs["bnb_4bit_quant_type"] = model_args["bnb_4bit_quant_type"]
     if "bnb_4bit_use_double_quant" in model_args:
         kwargs["bnb_4bit_use_double_quant"] = model_args["bnb_4bit_use_double_quant"]
@@ -184,7 +186,7 @@ def merged_revision(model_args: Mapping[str, Any], revision: str | None) -> str 
     """`--revision` and `--model-args revision=` must agree when both are given."""
     given = model_args.get("revision")
     if given is not None and revision is not None and given != revision:
-        raise ValueError(f"--revision {revision!r} and --model-args revision={given!r} disagree; give one")
+        raise UsageError(f"--revision {revision!r} and --model-args revision={given!r} disagree; give one")
     return given if given is not None else revision
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bold_eval.devices import resolve_device, resolve_dtype
+from bold_eval.errors import UsageError
 from bold_eval.resources import ResourceNotFoundError, atomic_write_bytes, cache_dir, require_extra, sha256_of
 
 EMBEDDED_ALIAS = "embedded"
@@ -155,14 +156,14 @@ def load_model(
     from bold_eval.generators import WIKIPEDIA
 
     if name == WIKIPEDIA:
-        raise ValueError("--model wikipedia scores the Wikipedia sentences; it has no model to load")
+        raise UsageError("--model wikipedia scores the Wikipedia sentences; it has no model to load")
     resolved_device = resolve_device(device)
     dtype_name = resolve_dtype(dtype, resolved_device, bf16_on_cpu=True)
     torch_dtype = getattr(torch, dtype_name)
     info: dict[str, Any] = {"name": name, "transformers": transformers.__version__}
     folder = Path(name).expanduser()
     if model_args and (gguf_file or name == EMBEDDED_ALIAS):
-        raise ValueError("--model-args applies to transformers checkpoints (Hub ids, folders), not GGUF files")
+        raise UsageError("--model-args applies to transformers checkpoints (Hub ids, folders), not GGUF files")
     if name == EMBEDDED_ALIAS:
         path = embedded_gguf_path()
         info["source"] = f"{EMBEDDED_DISTRIBUTION} {importlib.metadata.version(EMBEDDED_DISTRIBUTION)}"

@@ -42,6 +42,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from bold_eval import __version__
+from bold_eval.errors import UserError
 from bold_eval.paths import METRIC_NAMES, PACKAGE_DIR, metric_module_dir
 from bold_eval.runfolder import read_summary
 
@@ -55,7 +56,7 @@ DEFAULT_RESULTS_DATASET = "AlexaAI/bold"
 RESULTS_SOURCE = "bold-eval"
 
 
-class PublishError(RuntimeError):
+class PublishError(UserError, RuntimeError):
     """A staging or upload step cannot go on (bad namespace, missing file, no token)."""
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from scipy.stats import norm
 
 from bold_eval.aggregate import (
+    DEFAULT_CORRECTION,
     GENDER_PAIR,
     GENDER_POLARITY_METHODS,
     LABELS,
@@ -29,10 +32,13 @@ from bold_eval.aggregate import (
     RELIGION_PAIR,
     TESTED_LABELS,
     VIEWS,
-    domain_chi_squares,
+    confidence_label,
     summarize,
+    validate_alpha,
     wide_proportions,
+    wilson_interval,
 )
+from bold_eval.errors import EXIT_USAGE, UserError
 from bold_eval.resources import atomic_write_bytes
 from bold_eval.runfolder import (
     FIGURES_DIR,
@@ -63,7 +69,8 @@ CAVEATS = (
     "American culture, seven religious and twelve political ideologies. A model that looks unbiased here is "
     "not shown to be fair (paper Section 7).",
     "The metrics are classifiers and lexicons (VADER, a BERT toxicity classifier, the Sheng et al. regard "
-    "classifier, expanded psycholinguistic lexicons, word-embedding gender polarity). They carry their own "
+    "classifier (sasha/regardv3, Sheng et al. 2020), the Warriner psycholinguistic lexicon (not extended as in the "
+    "paper, Section 4.4), word-embedding gender polarity). They carry their own "
     "biases and do not measure the degree of social bias (Section 7).",
     "Wikipedia is not a fair baseline: its authors' demographics are skewed and its sentences show biases that "
     "resemble those of the LMs (Sections 6.2 and 7). Compare models with each other, not against WIKI as ground truth.",
@@ -169,6 +176,130 @@ def _tests_markdown(tests: Sequence[Mapping[str, Any]]) -> str:
     return _markdown(pd.DataFrame(rows)) if rows else "_(no tests: groups missing from this run)_"
 
 
+# --------------------------------------------------------------------------- findings first
+
+# Rows of the findings table shown in report.md; all of them are in tables/findings.csv.
+FINDINGS_SHOWN = 15
+METRIC_TITLES = {"sentiment": "sentiment", "toxicity": "toxicity", "regard": "regard",
+                 "gender_polarity": "gender polarity", "psycholinguistic": "psycholinguistic"}
+
+
+def _rate(count: int, total: int, alpha: float) -> str:
+    """"p [low, high] (n=N)": a proportion always with its Wilson interval and its size."""
+    low, high = wilson_interval(count, total, alpha=alpha)
+    return f"{count / total:.3f} [{low:.3f}, {high:.3f}] (n={total})"
+
+
+def _signed(value: float, low: float, high: float) -> str:
+    return f"{value:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def _scope_lines(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
+    """What this run can and cannot say, in plain words and before any number."""
+    findings = summary["findings"]
+    counts = summary["counts"]
+    coverage = counts.get("coverage") or {}
+    lines: list[str] = []
+    tested, untested = findings["family"], findings["untestable"]
+    if findings["too_small"]:
+        lines.append("> **This run is too small to say whether the model treats any group differently.** "
+                     "None of its group-versus-rest comparisons has enough texts for a test to mean anything, "
+                     "so there are no findings below, only descriptions of these particular texts with wide "
+                     "intervals. Run on more prompts (a larger `--limit`, or none) to test for differences.")
+    elif untested:
+        lines.append(f"> **Some groups are too small to test.** {untested} of {tested + untested} group-versus-"
+                     "rest comparisons lack the texts a test needs; they are left out of the findings, which "
+                     "cover the other comparisons only.")
+    if coverage and not coverage.get("complete", True):
+        parts = []
+        if record.limit is not None:
+            seed = (record.generation_settings or {}).get("limit_sample_seed")
+            parts.append(f"`--limit {record.limit}`: a random sample of at most {record.limit} prompts per domain, "
+                         "stratified by group" + (f" (seed {seed})" if seed is not None else ""))
+        if coverage.get("missing_domains"):
+            parts.append(f"domains not in this run: {', '.join(coverage['missing_domains'])}")
+        if (record.generations or {}).get("missing_prompts"):
+            parts.append(f"{record.generations['missing_prompts']} selected prompts had no generation")
+        detail = "; ".join(parts)
+        lines.append(f"> **Partial run:** {coverage['prompts']:,} of BOLD's {coverage['bold_prompts']:,} prompts "
+                     f"({coverage['share']:.1%})" + (f"; {detail}." if detail else ".")
+                     + " Results describe this sample, not the whole benchmark.")
+    if lines:
+        lines.append("")
+    return lines
+
+
+def _findings_section(summary: Mapping[str, Any], tables: Path) -> list[str]:
+    """## Findings: groups that differ from the rest of their domain, and the largest gap per metric."""
+    findings = summary["findings"]
+    alpha = findings["alpha"]
+    level = confidence_label(alpha)
+    tests, gaps = findings["tests"], findings["gaps"]
+    _write_table(tests, tables, "findings")
+    _write_table(gaps, tables, "largest_gaps")
+    out = ["## Findings", "",
+           f"Each group is compared with the rest of its domain (two-proportion z test, texts as units). "
+           f"p-values are adjusted with the **{findings['correction_name']}** correction (`--correction "
+           f"{findings['correction']}`) over this report's whole family of {findings['family']} such tests; a "
+           f"group is listed when its adjusted p is below alpha = {alpha:g}. Rates carry {level} Wilson "
+           f"intervals and their number of texts n; differences are group minus rest with {level} Newcombe "
+           "intervals.", ""]
+    significant = tests[tests["significant"].astype(bool)]
+    if findings["family"] == 0:
+        out += ["_No comparison had enough texts to be tested._", ""]
+    elif significant.empty:
+        out += [f"**No group differs significantly from the rest of its domain** ({findings['family']} tests, "
+                f"{findings['correction']} correction, alpha = {alpha:g}).", ""]
+    else:
+        ranked = significant.assign(_size=significant["difference"].abs()).sort_values(
+            ["_size"], ascending=False)
+        shown = pd.DataFrame({
+            "domain": ranked["domain"],
+            "metric": ranked["metric"].map(METRIC_TITLES),
+            "label": ranked["label"],
+            "group": ranked["group"],
+            f"group rate [{level}]": [_rate(c, n, alpha) for c, n in ranked[["count", "total"]].to_numpy()],
+            f"rest of domain [{level}]": [_rate(c, n, alpha) for c, n in
+                                          ranked[["rest_count", "rest_total"]].to_numpy()],
+            f"difference [{level}]": [_signed(*row) for row in ranked[["difference", "ci_low", "ci_high"]].to_numpy()],
+            "adjusted p": [_format_p(p) for p in ranked["p_adjusted"]],
+        })
+        more = len(shown) - FINDINGS_SHOWN
+        out += [f"**{len(shown)} group-versus-rest differences are significant** "
+                f"(of {findings['family']} tests), largest first:", "",
+                _markdown(shown.head(FINDINGS_SHOWN)), ""]
+        if more > 0:
+            out += [f"_{more} more in tables/findings.csv._", ""]
+    out += ["### Largest gap between two groups", "",
+            "Per domain and metric, the label with the largest difference between two groups' rates, among "
+            "groups large enough to test. The interval is Bonferroni-adjusted over the k(k-1)/2 pairs the gap "
+            "was picked from (level shown), so picking the largest does not make it look surer than it is.", ""]
+    out += [_markdown(_largest_gap_rows(gaps, alpha)), ""]
+    return out
+
+
+def _largest_gap_rows(gaps: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    """One row per (domain, metric): its label with the largest gap, or why there is none."""
+    rows = []
+    for (domain, metric), part in gaps.groupby(["domain", "metric"], sort=True):
+        with_gap = part[part["gap"].notna()]
+        if with_gap.empty:
+            rows.append({"domain": domain, "metric": METRIC_TITLES[metric], "label": "", "highest": "",
+                         "lowest": "", "gap [interval]": "", "note": "too few texts in every group to test"})
+            continue
+        row = with_gap.loc[with_gap["gap"].astype(float).idxmax()]
+        rows.append({
+            "domain": domain, "metric": METRIC_TITLES[metric], "label": row["label"],
+            "highest": f"{row['group_high']} {_rate(int(row['count_high']), int(row['total_high']), alpha)}",
+            "lowest": f"{row['group_low']} {_rate(int(row['count_low']), int(row['total_low']), alpha)}",
+            "gap [interval]": f"{_signed(row['gap'], row['ci_low'], row['ci_high'])} "
+                              f"({float(row['interval_level']) * 100:.3g}%, {int(row['pairs'])} pairs)",
+            "note": f"{int(row['testable_groups'])} groups testable",
+        })
+    return pd.DataFrame(rows)
+
+
+
 # --------------------------------------------------------------------------- figures
 
 
@@ -176,8 +307,13 @@ def _figure_height(n_bars: int) -> float:
     return 1.3 + 0.32 * max(n_bars, 1)
 
 
-def plot_stacked_proportions(table: pd.DataFrame, colors: Mapping[str, str], title: str, path: Path) -> Path:
-    """Horizontal stacked bars, one per group, of a `proportion_table` (Figures 3-5 style)."""
+def plot_stacked_proportions(table: pd.DataFrame, colors: Mapping[str, str], title: str, path: Path, *,
+                             alpha: float = 0.05) -> Path:
+    """Horizontal stacked bars, one per group, of a `proportion_table` (Figures 3-5 style).
+
+    Error bars show the intervals of the first label's share (at its right edge) and of the last
+    label's share (at its left edge, which is 1 minus that share), e.g. negative and positive sentiment.
+    """
     wide = table.pivot_table(index="group", columns="label", values="proportion", sort=False)  # domain order
     totals = table.groupby("group", sort=False)["total"].first()
     labels = [label for label in colors if label in wide.columns]
@@ -192,10 +328,18 @@ def plot_stacked_proportions(table: pd.DataFrame, colors: Mapping[str, str], tit
                 ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2, f"{value:.2f}",
                         ha="center", va="center", fontsize=8)
         left += values
+    for label, edge in ((labels[0], 1.0), (labels[-1], -1.0)) if len(labels) > 1 else ():
+        part = table[table["label"] == label].set_index("group").reindex(wide.index)
+        share = part["proportion"].to_numpy(dtype=float)
+        centre = share if edge > 0 else 1 - share
+        errors = np.vstack([share - part["ci_low"].to_numpy(dtype=float), part["ci_high"].to_numpy(dtype=float) - share])
+        ax.errorbar(centre, range(len(wide)), xerr=np.nan_to_num(errors), fmt="none", ecolor="#222222", capsize=3,
+                    lw=1)
     ax.set_yticks(range(len(wide)), [f"{group} (n={totals[group]})" for group in wide.index], fontsize=9)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel("proportion of texts")
+    ax.set_xlabel(f"proportion of texts; error bars: {confidence_label(alpha)} intervals of the "
+                  f"{labels[0]} and {labels[-1]} shares")
     ax.set_title(title, fontsize=11)
     ax.legend(ncol=len(labels), loc="lower center", bbox_to_anchor=(0.5, 1.0 + 0.35 / _figure_height(len(wide))),
               frameon=False, fontsize=9)
@@ -204,7 +348,7 @@ def plot_stacked_proportions(table: pd.DataFrame, colors: Mapping[str, str], tit
     return path
 
 
-def plot_toxic_ratio(table: pd.DataFrame, path: Path) -> Path:
+def plot_toxic_ratio(table: pd.DataFrame, path: Path, *, alpha: float = 0.05) -> Path:
     """toxic_ratio per group with its interval, one panel per domain (Section 6.1.3)."""
     domains = list(dict.fromkeys(table["domain"]))
     sizes = [int((table["domain"] == domain).sum()) for domain in domains]
@@ -226,16 +370,18 @@ def plot_toxic_ratio(table: pd.DataFrame, path: Path) -> Path:
         ax.set_title(domain, fontsize=10, loc="left")
         ax.grid(axis="x", alpha=0.3)
     axes[-1, 0].set_xlim(0, upper * 1.05)
-    axes[-1, 0].set_xlabel("toxic_ratio (share of texts classified toxic), 95% interval\n"
+    axes[-1, 0].set_xlabel(f"toxic_ratio (share of texts classified toxic), {confidence_label(alpha)} interval\n"
                            "(axis fits groups with >= 30 texts; wider intervals are cut)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     return path
 
 
-def plot_gender_polarity(table: pd.DataFrame, path: Path) -> Path:
-    """Figure 2: proportion male minus proportion female per fine-grained profession."""
+def plot_gender_polarity(table: pd.DataFrame, path: Path, *, alpha: float = 0.05) -> Path:
+    """Figure 2: proportion male minus proportion female per fine-grained profession, with the
+    interval of the plotted method's difference and each profession's number of texts."""
     wide = table.pivot_table(index="group", columns="method", values="male_minus_female", sort=False)
+    totals = table.groupby("group", sort=False)["total"].first()
     # Bars for Gender-Max as in the paper, or the first method scored when it is absent.
     bars = next(method for method in GENDER_POLARITY_METHODS if method in wide)
     wide = wide.sort_values(bars)
@@ -244,7 +390,13 @@ def plot_gender_polarity(table: pd.DataFrame, path: Path) -> Path:
     positions = np.arange(len(wide))
     values = wide[bars].to_numpy()
     male_color, female_color = "#4575b4", "#d73027"
-    ax.barh(positions, values, color=np.where(values >= 0, male_color, female_color), alpha=0.85)
+    errors = None
+    if "male_minus_female_ci_low" in table.columns:
+        bounds = table[table["method"] == bars].set_index("group").reindex(wide.index)
+        errors = np.nan_to_num(np.vstack([values - bounds["male_minus_female_ci_low"].to_numpy(dtype=float),
+                                          bounds["male_minus_female_ci_high"].to_numpy(dtype=float) - values]))
+    ax.barh(positions, values, color=np.where(values >= 0, male_color, female_color), alpha=0.85, xerr=errors,
+            error_kw={"ecolor": "#333333", "capsize": 3, "lw": 1})
     handles = [Patch(color=male_color, alpha=0.85, label=f"{GENDER_POLARITY_METHODS[bars]}: more male"),
                Patch(color=female_color, alpha=0.85, label=f"{GENDER_POLARITY_METHODS[bars]}: more female")]
     for method, marker in (("wavg", "o"), ("unigram", "x")):
@@ -252,8 +404,9 @@ def plot_gender_polarity(table: pd.DataFrame, path: Path) -> Path:
             handles.append(ax.scatter(wide[method], positions, marker=marker, color="black", s=22, zorder=3,
                                       label=GENDER_POLARITY_METHODS[method]))
     ax.axvline(0, color="black", lw=0.8)
-    ax.set_yticks(positions, wide.index, fontsize=9)
-    ax.set_xlabel("proportion male - proportion female  (> 0: more texts classified male)")
+    ax.set_yticks(positions, [f"{group} (n={totals[group]})" for group in wide.index], fontsize=9)
+    ax.set_xlabel(f"proportion male - proportion female  (> 0: more texts classified male); "
+                  f"{confidence_label(alpha)} intervals")
     ax.set_title("Gender polarity per profession (paper Fig. 2)", fontsize=11)
     ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(axis="x", alpha=0.3)
@@ -273,34 +426,35 @@ def _interval_cells(table: pd.DataFrame, index: list[str], labels: Sequence[str]
     return wide[[label for label in labels if label in wide.columns]].reset_index()
 
 
-def _sentiment_section(view: Mapping[str, Any], figures: Path, tables: Path, out: list[str]) -> None:
+def _sentiment_section(view: Mapping[str, Any], figures: Path, tables: Path, out: list[str],
+                       alpha: float = 0.05) -> None:
     table = view["tables"]["sentiment"]
     for domain, part in table.groupby("domain", sort=True):
         wide = _interval_cells(part, ["group", "total"], LABELS["sentiment_label"])
         figure = plot_stacked_proportions(part, SENTIMENT_COLORS, f"Sentiment, {domain} domain (VADER)",
-                                          figures / f"sentiment_{domain}.png")
+                                          figures / f"sentiment_{domain}.png", alpha=alpha)
         out += [f"### {domain}", "", _markdown(wide), "", f"![sentiment {domain}](figures/{figure.name})", ""]
     _write_table(wide_proportions(table), tables, "sentiment_wide")
 
 
-def _toxicity_section(view: Mapping[str, Any], figures: Path, out: list[str]) -> None:
+def _toxicity_section(view: Mapping[str, Any], figures: Path, out: list[str], alpha: float = 0.05) -> None:
     table = view["tables"]["toxic_ratio"]
     shown = table.assign(toxic_ratio=[_format_interval(*row) for row in
                                       table[["toxic_ratio", "ci_low", "ci_high"]].to_numpy()])
-    figure = plot_toxic_ratio(table, figures / "toxic_ratio.png")
+    figure = plot_toxic_ratio(table, figures / "toxic_ratio.png", alpha=alpha)
     out += [_markdown(shown[["domain", "group", "total", "toxic", "toxic_ratio"]]), "",
             f"![toxic ratio](figures/{figure.name})", ""]
 
 
-def _regard_section(view: Mapping[str, Any], figures: Path, out: list[str]) -> None:
+def _regard_section(view: Mapping[str, Any], figures: Path, out: list[str], alpha: float = 0.05) -> None:
     table = view["tables"]["regard"]
     wide = _interval_cells(table, ["domain", "group", "total"], LABELS["regard_label"])
     figure = plot_stacked_proportions(table, REGARD_COLORS, "Regard, gender and race domains",
-                                      figures / "regard.png")
+                                      figures / "regard.png", alpha=alpha)
     out += [_markdown(wide), "", f"![regard](figures/{figure.name})", ""]
 
 
-def _gender_polarity_section(view: Mapping[str, Any], figures: Path, out: list[str]) -> None:
+def _gender_polarity_section(view: Mapping[str, Any], figures: Path, out: list[str], alpha: float = 0.05) -> None:
     tables = view["tables"]
     if "gender_polarity_category" in tables:
         table = tables["gender_polarity_category"]
@@ -311,10 +465,14 @@ def _gender_polarity_section(view: Mapping[str, Any], figures: Path, out: list[s
         out += ["Gendered tokens counted by unigram matching, per super-group:", "",
                 _markdown(tables["gender_polarity_tokens"]), ""]
     group = tables["gender_polarity_group"]
-    figure = plot_gender_polarity(group, figures / "gender_polarity_male_minus_female.png")
-    shown = group.pivot_table(index=["category", "group", "total"], columns="method_name",
-                              values="male_minus_female", sort=False).reset_index()
-    out += ["Proportion male minus proportion female per fine-grained profession (paper Fig. 2 uses Gender-Max):",
+    figure = plot_gender_polarity(group, figures / "gender_polarity_male_minus_female.png", alpha=alpha)
+    cells = group.assign(cell=[_signed(*row) if not pd.isna(row[1]) else f"{row[0]:+.3f}" for row in
+                               group[["male_minus_female", "male_minus_female_ci_low",
+                                      "male_minus_female_ci_high"]].to_numpy()])
+    shown = cells.pivot_table(index=["category", "group", "total"], columns="method_name", values="cell",
+                              aggfunc="first", sort=False).reset_index()
+    out += [f"Proportion male minus proportion female per fine-grained profession, with {confidence_label(alpha)} "
+            "intervals (normal approximation; paper Fig. 2 uses Gender-Max):",
             "", _markdown(shown), "", f"![gender polarity](figures/{figure.name})", ""]
 
 
@@ -341,15 +499,26 @@ def _table3_block(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return pd.concat([totals, *blocks], axis=1).reset_index()
 
 
-def _psycholinguistic_section(view: Mapping[str, Any], out: list[str]) -> None:
+def _percent_cell(proportion: float, low: float, high: float) -> str:
+    """"12.34 [10.1, 14.9]": a share in percent with its interval (Tables 4, 6, 9-11 print percent)."""
+    if pd.isna(proportion):
+        return ""
+    if pd.isna(low):
+        return f"{proportion * 100:.2f}"
+    return f"{proportion * 100:.2f} [{low * 100:.1f}, {high * 100:.1f}]"
+
+
+def _psycholinguistic_section(view: Mapping[str, Any], out: list[str], alpha: float = 0.05) -> None:
+    level = confidence_label(alpha)
     tables = view["tables"]
     table = tables["psycholinguistic"]
-    percent = table.assign(percent=(table["proportion"] * 100).round(2))
+    percent = table.assign(percent=[_percent_cell(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
     for domain, part in percent.groupby("domain", sort=True):
-        wide = part.pivot_table(index=["group", "total"], columns="category", values="percent", sort=False)
+        wide = part.pivot_table(index=["group", "total"], columns="category", values="percent", aggfunc="first",
+                                sort=False)
         wide = wide[[c for c in PSYCHOLINGUISTIC_HEADERS if c in wide.columns]]
         wide.columns = [PSYCHOLINGUISTIC_HEADERS[c] for c in wide.columns]
-        out += [f"### {domain} (percent of texts, paper Tables 9-11 layout)", "",
+        out += [f"### {domain} (percent of texts [{level} interval], paper Tables 9-11 layout)", "",
                 _markdown(wide.reset_index(), ".2f"), ""]
     for name, title in (("psycholinguistic_gender_difference", "male minus female (paper Table 4)"),
                         ("psycholinguistic_religion_difference", "Christianity minus Islam (paper Table 6)")):
@@ -359,10 +528,13 @@ def _psycholinguistic_section(view: Mapping[str, Any], out: list[str]) -> None:
         diff = tables[name]
         shown = pd.DataFrame({
             "category": diff["header"],
-            "a %": (diff["proportion_a"] * 100).round(2),
-            "b %": (diff["proportion_b"] * 100).round(2),
+            f"a % [{level}]": [_percent_cell(count / total, *wilson_interval(count, total, alpha=alpha))
+                               for count, total in diff[["count_a", "total_a"]].to_numpy()],
+            f"b % [{level}]": [_percent_cell(count / total, *wilson_interval(count, total, alpha=alpha))
+                               for count, total in diff[["count_b", "total_b"]].to_numpy()],
             "difference (points)": (diff["difference"] * 100).round(2),
-            "95% interval": [f"[{low * 100:+.2f}, {high * 100:+.2f}]" for low, high in diff[["ci_low", "ci_high"]].to_numpy()],
+            f"{level} interval": [f"[{low * 100:+.2f}, {high * 100:+.2f}]"
+                                  for low, high in diff[["ci_low", "ci_high"]].to_numpy()],
             "z": pd.to_numeric(diff["statistic"], errors="coerce").round(3),
             "p_value": [_format_p(p) for p in diff["p_value"]],
             "reliable": np.where(diff["reliable"], "yes", "no"),
@@ -380,6 +552,10 @@ def _settings_lines(record: RunRecord) -> list[str]:
     # The generator's own one-line description (e.g. "Gibbs sampling from a masked LM ...") says how
     # the texts were made when that is not a causal LM's decoding.
     description = record.model_info.get("description")
+    api = record.generator_settings.get("api")
+    if not description and api:  # the openai-* generators: which endpoint wrote the texts
+        endpoint = record.model_info.get("endpoint") or record.generator_settings.get("endpoint")
+        description = f"OpenAI-compatible server, {api} API at {endpoint}"
     model = f"{record.model} ({description})" if description and record.model else record.model
     settings: list[tuple[str, Any]] = [("model", model), ("generator", record.generator)]
     settings += [(key, value) for key, value in record.generator_settings.items() if key != "model"]
@@ -452,16 +628,17 @@ def _write_view_tables(summary: Mapping[str, Any], tables: Path) -> None:
 def _metric_sections(summary: Mapping[str, Any], figures: Path, tables: Path) -> list[str]:
     """One section per metric, in the paper's order; a skipped metric says why."""
     out: list[str] = []
+    alpha = summary["statistics"]["alpha"]
     renderers: list[tuple[str, str, Callable[[Mapping[str, Any]], None]]] = [
         ("sentiment", "Sentiment (Section 4.1; paper Figures 3-5)",
-         lambda view: _sentiment_section(view, figures, tables, out)),
+         lambda view: _sentiment_section(view, figures, tables, out, alpha)),
         ("toxicity", "Toxicity (Section 4.2; toxic_ratio, Section 6.1.3)",
-         lambda view: _toxicity_section(view, figures, out)),
-        ("regard", "Regard (Section 4.3; paper Table 5)", lambda view: _regard_section(view, figures, out)),
+         lambda view: _toxicity_section(view, figures, out, alpha)),
+        ("regard", "Regard (Section 4.3; paper Table 5)", lambda view: _regard_section(view, figures, out, alpha)),
         ("gender_polarity", "Gender polarity (Section 4.5; paper Table 3 and Figure 2)",
-         lambda view: _gender_polarity_section(view, figures, out)),
+         lambda view: _gender_polarity_section(view, figures, out, alpha)),
         ("psycholinguistic", "Psycholinguistic norms (Section 4.4; paper Tables 4, 6, 9-11)",
-         lambda view: _psycholinguistic_section(view, out)),
+         lambda view: _psycholinguistic_section(view, out, alpha)),
     ]
     for metric, title, render in renderers:
         view = summary[metric]
@@ -478,7 +655,9 @@ def _metric_sections(summary: Mapping[str, Any], figures: Path, tables: Path) ->
 def _statistics_and_caveats(summary: Mapping[str, Any], min_expected: int) -> list[str]:
     stats = summary["statistics"]
     out = ["## Statistics", "",
-           f"- Intervals: {stats['interval']}, {stats['confidence_level']:.0%}.",
+           f"- Intervals: {stats['interval']}, {stats['confidence_label']}.",
+           f"- Findings: {stats['findings_test']}; correction {stats['correction_name']} (`--correction "
+           f"{stats['correction']}`); {stats['testable_rule']}.",
            f"- Across a domain's groups: {stats['chi_square']}.",
            f"- Pairs (the paper's binomial proportion test): {stats['pair_test']}.",
            f"- Small groups: {stats['small_group_rule']}.",
@@ -508,18 +687,28 @@ def write_report(
     alpha: float = 0.05,
     min_expected: int = MIN_EXPECTED,
     seed: int = 0,
+    correction: str = DEFAULT_CORRECTION,
 ) -> Path:
-    """Write summary.json, tables/, figures/ and report.md into `run_dir`; return report.md's path."""
+    """Write summary.json, tables/, figures/ and report.md into `run_dir`; return report.md's path.
+
+    report.md opens with what the run can and cannot say (scope, then findings), before the paper's views.
+    """
+    alpha = validate_alpha(alpha)
     run_dir = Path(run_dir)
     scores, record = load_run(run_dir)
-    summary = summarize(scores, record.to_dict(), ci=ci, alpha=alpha, min_expected=min_expected, seed=seed)
+    summary = summarize(scores, record.to_dict(), ci=ci, alpha=alpha, min_expected=min_expected, seed=seed,
+                        correction=correction)
     figures, tables = run_dir / FIGURES_DIR, run_dir / TABLES_DIR
     figures.mkdir(parents=True, exist_ok=True)
     _write_view_tables(summary, tables)
-    out = [f"# BOLD evaluation: {record.model or run_dir.name}", "",
+    modified = ([f"> **Modified BOLD data.** {', '.join(record.modified_data)} differ from the pinned upstream release "
+                 "(allowed with --allow-modified-data): these numbers are not comparable with BOLD's.", ""]
+                if record.modified_data else [])
+    out = [f"# BOLD evaluation: {record.model or run_dir.name}", "", *modified, *_scope_lines(record, summary),
            "Bias in open-ended language generation, measured as in Dhamala et al., FAccT 2021 "
-           "(BOLD). Proportions carry 95% intervals in brackets "
-           f"({summary['statistics']['interval']}).", ""]
+           f"(BOLD). Proportions carry {confidence_label(alpha)} intervals in brackets "
+           f"({summary['statistics']['interval']}) and their number of texts n.", ""]
+    out += _findings_section(summary, tables)
     _run_section(record, summary, out)
     out += _metric_sections(summary, figures, tables)
     out += _statistics_and_caveats(summary, min_expected)
@@ -555,26 +744,61 @@ def _stack_models(frames: Mapping[str, pd.DataFrame], keys: list[str]) -> pd.Dat
 
 
 def _table5_row(regard: pd.DataFrame) -> dict[str, Any]:
+    """Table 5 cells of one run: each pair's positive / negative regard share with its interval and n."""
     row: dict[str, Any] = {}
     for pair in (GENDER_PAIR, RACE_PAIR):
         for label in ("positive", "negative"):
             for group in pair[1:]:
                 match = regard[(regard["group"] == group) & (regard["label"] == label)]
-                row[f"{label} {PAPER_GROUP_NAMES[group]}"] = float(match["proportion"].iloc[0]) if len(match) else None
+                row[f"{label} {PAPER_GROUP_NAMES[group]}"] = (
+                    f"{_format_interval(*match[['proportion', 'ci_low', 'ci_high']].iloc[0])} "
+                    f"(n={int(match['total'].iloc[0])})" if len(match) else "")
     return row
 
 
-class _Compared:
-    """Several runs, each with its scores, run record and summary, keyed by its model label."""
+class PromptSetError(UserError, ValueError):
+    """The runs of `compare` were generated from different (prompt_id, sample) sets."""
 
-    def __init__(self, run_dirs: Sequence[str | Path], alpha: float):
-        self.runs: dict[str, tuple[pd.DataFrame, RunRecord, dict[str, Any]]] = {}
+    exit_status = EXIT_USAGE
+
+
+def _keys(scores: pd.DataFrame) -> set[tuple[str, int]]:
+    """The (prompt_id, sample) pairs of a run's texts."""
+    return set(zip(scores["prompt_id"].astype(str), scores["sample"].astype(int), strict=True))
+
+
+class _Compared:
+    """Several runs on the (prompt_id, sample) pairs they all share, each with its scores, run record
+    and summary, keyed by its model label. `shared`, `sizes` and `different` say what was compared."""
+
+    def __init__(self, run_dirs: Sequence[str | Path], alpha: float, allow_different_prompts: bool = False):
+        loaded: dict[str, tuple[pd.DataFrame, RunRecord]] = {}
         for run_dir in map(Path, run_dirs):
             scores, record = load_run(run_dir)
             label = run_label(record, run_dir)
-            if label in self.runs:
+            if label in loaded:
                 label = f"{label} ({run_dir.name})"
-            self.runs[label] = (scores, record, summarize(scores, record.to_dict(), alpha=alpha))
+            loaded[label] = (scores, record)
+        keysets = {label: _keys(scores) for label, (scores, _) in loaded.items()}
+        self.sizes = {label: len(keys) for label, keys in keysets.items()}
+        self.shared = set.intersection(*keysets.values())
+        self.different = any(keys != self.shared for keys in keysets.values())
+        if self.different:
+            sizes = ", ".join(f"{label}: {size}" for label, size in self.sizes.items())
+            if not self.shared:
+                raise PromptSetError(f"the runs share no (prompt_id, sample) pair ({sizes}); there is nothing to "
+                                     "compare like with like")
+            if not allow_different_prompts:
+                raise PromptSetError(
+                    f"the runs were generated from different prompt sets ({sizes} (prompt_id, sample) pairs; "
+                    f"{len(self.shared)} shared by all). Comparing them would mix different groups and prompts. "
+                    "Rerun them on the same prompts (same --domains, --limit, --seed and --num-samples), or pass "
+                    "--allow-different-prompts to compare them on the shared pairs only.")
+        self.runs: dict[str, tuple[pd.DataFrame, RunRecord, dict[str, Any]]] = {}
+        for label, (scores, record) in loaded.items():
+            pairs = pd.MultiIndex.from_arrays([scores["prompt_id"].astype(str), scores["sample"].astype(int)])
+            part = scores[pairs.isin(list(self.shared))].reset_index(drop=True)
+            self.runs[label] = (part, record, summarize(part, record.to_dict(), alpha=alpha))
 
     def views(self, metric: str) -> dict[str, dict[str, Any]]:
         """{label: the metric's view} for the runs that scored it."""
@@ -583,15 +807,21 @@ class _Compared:
 
 
 def _gender_polarity_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
-    """Table 3 per model, and Figure 2's male minus female per profession."""
+    """Table 3 per model, and Figure 2's male minus female per profession (with intervals)."""
     gender = compared.views("gender_polarity")
     table3 = {label: _table3_block(view["tables"]["gender_polarity_category"], ["category"])
               for label, view in gender.items() if "gender_polarity_category" in view["tables"]}
     if not table3:
         return {}
-    # Figure 2 plots Gender-Max; a run without embeddings contributes its unigram rows instead.
-    fig2 = {label: _first_method(view["tables"]["gender_polarity_group"])[
-        ["category", "group", "method_name", "total", "male_minus_female"]] for label, view in gender.items()}
+    # Figure 2 plots Gender-Max; a run without embeddings contributes its first scored method instead,
+    # named in the method_name column (and in the heading).
+    fig2 = {}
+    for label, view in gender.items():
+        rows = _first_method(view["tables"]["gender_polarity_group"])
+        fig2[label] = rows.assign(**{"male minus female [interval]": [
+            _signed(*row) for row in rows[["male_minus_female", "male_minus_female_ci_low",
+                                           "male_minus_female_ci_high"]].to_numpy()]})[
+            ["category", "group", "method_name", "total", "male minus female [interval]"]]
     return {"table3_gender_polarity": _stack_models(table3, ["category"]),
             "fig2_male_minus_female": _stack_models(fig2, ["category", "group"])}
 
@@ -605,15 +835,30 @@ def _regard_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
 
 
 def _psycholinguistic_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
-    """Tables 4 and 6: one row per model, one column per category, in percentage points."""
+    """Tables 4 and 6 (one row per model and category: the difference in points with its interval) and
+    Tables 9-11 layout per domain (one row per group and model, percent of texts with intervals)."""
     tables = {}
+    views = compared.views("psycholinguistic")
     for name, table_name in (("psycholinguistic_gender_difference", "table4_male_minus_female"),
                              ("psycholinguistic_religion_difference", "table6_christianity_minus_islam")):
-        rows = [{"model": label, **dict(zip(view["tables"][name]["header"],
-                                            (view["tables"][name]["difference"] * 100).round(2), strict=True))}
-                for label, view in compared.views("psycholinguistic").items() if name in view["tables"]]
+        rows = [{"model": label, **{header: f"{diff * 100:+.2f} [{low * 100:+.2f}, {high * 100:+.2f}]"
+                                    for header, diff, low, high in view["tables"][name][
+                                        ["header", "difference", "ci_low", "ci_high"]].to_numpy()}}
+                for label, view in views.items() if name in view["tables"]]
         if rows:
             tables[table_name] = pd.DataFrame(rows)
+    per_domain: dict[str, dict[str, pd.DataFrame]] = {}
+    for label, view in views.items():
+        table = view["tables"]["psycholinguistic"]
+        cells = table.assign(cell=[_percent_cell(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
+        for domain, part in cells.groupby("domain", sort=True):
+            wide = part.pivot_table(index=["group", "total"], columns="category", values="cell", aggfunc="first",
+                                    sort=False)
+            wide = wide[[c for c in PSYCHOLINGUISTIC_HEADERS if c in wide.columns]]
+            wide.columns = [PSYCHOLINGUISTIC_HEADERS[c] for c in wide.columns]
+            per_domain.setdefault(str(domain), {})[label] = wide.reset_index()
+    for domain, frames in per_domain.items():
+        tables[f"psycholinguistic_{domain}"] = _stack_models(frames, ["group"])
     return tables
 
 
@@ -622,79 +867,165 @@ def _sentiment_and_toxicity_tables(compared: _Compared) -> dict[str, pd.DataFram
     sentiment = compared.views("sentiment")
     if sentiment:
         tables["sentiment_per_group"] = _stack_models(
-            {label: wide_proportions(view["tables"]["sentiment"]) for label, view in sentiment.items()},
+            {label: _interval_cells(view["tables"]["sentiment"], ["domain", "group", "total"],
+                                    LABELS["sentiment_label"]) for label, view in sentiment.items()},
             ["domain", "group"])
     toxicity = compared.views("toxicity")
     if toxicity:
-        columns = ["domain", "group", "total", "toxic", "toxic_ratio", "ci_low", "ci_high"]
         tables["toxic_ratio_per_group"] = _stack_models(
-            {label: view["tables"]["toxic_ratio"][columns] for label, view in toxicity.items()}, ["domain", "group"])
+            {label: view["tables"]["toxic_ratio"].assign(toxic_ratio=[
+                _format_interval(*row) for row in view["tables"]["toxic_ratio"][
+                    ["toxic_ratio", "ci_low", "ci_high"]].to_numpy()])[["domain", "group", "total", "toxic",
+                                                                          "toxic_ratio"]]
+             for label, view in toxicity.items()}, ["domain", "group"])
     return tables
 
 
-def _cross_model_tests(compared: _Compared) -> list[dict[str, Any]]:
-    """Chi-square tests with the model as the group, per tested label (Section 6.2)."""
+def paired_test(hits_a: pd.Series, hits_b: pd.Series, *, alpha: float = 0.05) -> dict[str, Any]:
+    """McNemar's test of two models' binary labels on the same texts' prompts (statsmodels `mcnemar`).
+
+    `hits_a` and `hits_b` are aligned booleans, one per shared (prompt_id, sample). Only discordant pairs
+    (b: a yes / b no, c: a no / b yes) inform the test: exact binomial when b + c < 25, else the
+    chi-square version with continuity correction. The difference of the two proportions, (b - c) / n,
+    gets a Wald interval for paired proportions: sqrt(b + c - (b - c)^2 / n) / n standard error.
+    """
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    a, b = hits_a.to_numpy(dtype=bool), hits_b.to_numpy(dtype=bool)
+    n = len(a)
+    yes_no, no_yes = int((a & ~b).sum()), int((~a & b).sum())
+    table = [[int((a & b).sum()), yes_no], [no_yes, int((~a & ~b).sum())]]
+    difference = (yes_no - no_yes) / n
+    spread = norm.ppf(1 - alpha / 2) * np.sqrt(max(yes_no + no_yes - (yes_no - no_yes) ** 2 / n, 0.0)) / n
+    exact = yes_no + no_yes < 25
+    result: dict[str, Any] = {
+        "test": "McNemar (exact binomial)" if exact else "McNemar (chi-square, continuity corrected)",
+        "n": n, "proportion_a": float(a.mean()), "proportion_b": float(b.mean()), "a_only": yes_no,
+        "b_only": no_yes, "difference": difference, "ci_low": max(difference - spread, -1.0),
+        "ci_high": min(difference + spread, 1.0), "statistic": None, "p_value": None, "note": ""}
+    if yes_no + no_yes == 0:
+        result["note"] = "no discordant pair: both models label every shared text alike; the test is undefined"
+        return result
+    test = mcnemar(table, exact=exact, correction=True)
+    result.update(statistic=float(test.statistic), p_value=float(test.pvalue))
+    return result
+
+
+def _paired_tests(compared: _Compared, alpha: float) -> list[dict[str, Any]]:
+    """Per tested label and domain, each run against the first one on their shared (prompt_id, sample)."""
+    labels = list(compared.runs)
+    reference = labels[0]
     tests = []
     for metric, (column, targets) in TESTED_LABELS.items():
-        labels = list(compared.views(metric))
-        if len(labels) < 2:
+        scored = compared.views(metric)
+        if reference not in scored:
             continue
-        pooled = pd.concat([compared.runs[label][0][["domain", column]].assign(model=label) for label in labels],
-                           ignore_index=True)
-        tests += [{"metric": metric, **test}
-                  for test in domain_chi_squares(pooled, column, targets, group_column="model")]
+        base = compared.runs[reference][0].set_index(["prompt_id", "sample"])
+        for other in [label for label in labels[1:] if label in scored]:
+            other_labels = compared.runs[other][0].set_index(["prompt_id", "sample"])[column].rename(f"{column}_b")
+            joined = base[["domain", column]].join(other_labels, how="inner")
+            joined = joined[joined[column].notna() & joined[f"{column}_b"].notna()]
+            for domain, part in joined.groupby("domain", sort=True):
+                for name, value in targets.items():
+                    result = paired_test(part[column].eq(value), part[f"{column}_b"].eq(value), alpha=alpha)
+                    tests.append({"metric": metric, "label": name, "domain": str(domain), "model_a": reference,
+                                  "model_b": other, **result})
     return tests
 
 
 COMPARE_TITLES = {
     "table3_gender_polarity": "Texts classified male / female per profession super-group (paper Table 3)",
-    "fig2_male_minus_female": "Gender-Max proportion male minus female per profession (paper Figure 2)",
     "table5_regard": "Proportions of texts with positive and negative regard (paper Table 5)",
     "table4_male_minus_female": "Male minus female, percentage points (paper Table 4)",
     "table6_christianity_minus_islam": "Christianity minus Islam, percentage points (paper Table 6)",
     "sentiment_per_group": "Sentiment proportions per group (paper Figures 3-5)",
     "toxic_ratio_per_group": "toxic_ratio per group (Section 6.1.3)",
 }
-_TWO_DECIMALS = {"table3_gender_polarity", "table4_male_minus_female", "table6_christianity_minus_islam"}
+PSYCHOLINGUISTIC_TABLE_NUMBERS = {"race": "paper Table 9", "political_ideology": "paper Table 10"}
 
 
-def _compare_markdown(compared: _Compared, tables: Mapping[str, pd.DataFrame], tests: list[dict[str, Any]]) -> str:
-    lines = ["# BOLD comparison", "", "One row per model, as in the paper's tables. Runs:", ""]
-    for label, (_scores, record, summary) in compared.runs.items():
+def _compare_title(name: str, table: pd.DataFrame) -> str:
+    """Headings say what the data hold: Figure 2's method is the one the runs scored."""
+    if name == "fig2_male_minus_female":
+        methods = " / ".join(dict.fromkeys(table["method_name"]))
+        return f"{methods}: proportion male minus female per profession (paper Figure 2 uses Gender-Max)"
+    if name.startswith("psycholinguistic_"):
+        domain = name.removeprefix("psycholinguistic_")
+        source = PSYCHOLINGUISTIC_TABLE_NUMBERS.get(domain, "paper Tables 9-11 layout")
+        return f"Psycholinguistic norms, {domain} domain: percent of texts per category ({source})"
+    return COMPARE_TITLES[name]
+
+
+def _paired_markdown(tests: Sequence[Mapping[str, Any]], level: str) -> str:
+    rows = [{"domain": test["domain"], "label": f"{test['metric']} {test['label']}",
+             "models": f"{test['model_a']} vs {test['model_b']}", "n": test["n"],
+             "proportions": f"{test['proportion_a']:.3f} vs {test['proportion_b']:.3f}",
+             f"difference [{level}]": _signed(test["difference"], test["ci_low"], test["ci_high"]),
+             "discordant (a only / b only)": f"{test['a_only']} / {test['b_only']}", "test": test["test"],
+             "p_value": _format_p(test["p_value"]), "note": test["note"]} for test in tests]
+    return _markdown(pd.DataFrame(rows))
+
+
+def _compare_markdown(compared: _Compared, tables: Mapping[str, pd.DataFrame], tests: list[dict[str, Any]],
+                      alpha: float) -> str:
+    level = confidence_label(alpha)
+    lines = ["# BOLD comparison", ""]
+    if compared.different:
+        sizes = ", ".join(f"{label}: {size}" for label, size in compared.sizes.items())
+        lines += [f"> **WARNING: these runs were generated from different prompt sets** ({sizes} (prompt_id, "
+                  f"sample) pairs). Compared on the **{len(compared.shared)}** pairs all runs share only "
+                  "(`--allow-different-prompts`); every number below comes from those shared pairs.", ""]
+    else:
+        lines += [f"The runs share all their **{len(compared.shared)}** (prompt_id, sample) pairs; every table "
+                  "compares the same prompts.", ""]
+    lines += [f"One row per model, as in the paper's tables; proportions carry {level} intervals. Runs:", ""]
+    for label, (scores, record, summary) in compared.runs.items():
         skipped = [metric for metric, state in summary["metrics"].items() if state["status"] != "scored"]
-        lines.append(f"- **{label}**: {summary['counts']['texts']} texts, {record.generator or 'generator unknown'} "
-                     f"{json.dumps(to_jsonable(record.generator_settings))}"
+        lines.append(f"- **{label}**: {len(scores)} texts compared (of {compared.sizes[label]}), "
+                     f"{record.generator or 'generator unknown'} {json.dumps(to_jsonable(record.generator_settings))}"
                      + (f"; not scored: {', '.join(skipped)}" if skipped else ""))
     lines.append("")
     for name, table in tables.items():
-        lines += [f"## {COMPARE_TITLES[name]}", "", _markdown(table, ".2f" if name in _TWO_DECIMALS else ".3f"), ""]
+        lines += [f"## {_compare_title(name, table)}", "", _markdown(table, ".2f" if name == "table3_gender_polarity"
+                                                                      else ".3f"), ""]
     if tests:
-        lines += ["## Differences across models (chi-square, model as group; Section 6.2)", "",
-                  _tests_markdown(tests), "",
-                  "_The runs share prompts, so these texts are not independent samples; read p-values as descriptive._",
-                  ""]
+        lines += ["## Differences between models on the same prompts (paired: McNemar's test)", "",
+                  "Each model against the first, on the texts of the shared (prompt_id, sample) pairs: McNemar's "
+                  "test of the binary label (exact binomial when fewer than 25 discordant pairs), difference of "
+                  f"proportions with a {level} paired Wald interval. p-values are not corrected for the number "
+                  "of tests.", "", _paired_markdown(tests, level), ""]
     lines += ["## Caveats", "", *[f"- {caveat}" for caveat in CAVEATS], ""]
     return "\n".join(lines)
 
 
-def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: float = 0.05) -> Path:
-    """Side-by-side tables of several runs, one row per model (paper Tables 3-6, Figures 3-5).
+def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: float = 0.05,
+                 allow_different_prompts: bool = False, log: Callable[[str], None] | None = None) -> Path:
+    """Side-by-side tables of several runs, one row per model (paper Tables 3-6, 9-10, Figures 2-5).
 
+    Compares like with like: the runs must share their (prompt_id, sample) pairs, else `PromptSetError`,
+    unless `allow_different_prompts`, which restricts every run to the shared pairs and warns (in
+    compare.md and through `log`, default stderr). Model differences use paired McNemar tests.
     Writes compare.md, one CSV per table and compare.json into `out`; returns compare.md.
-    Cross-model chi-square tests (Section 6.2) treat the model as the group.
     """
+    alpha = validate_alpha(alpha)
     if len(run_dirs) < 1:
         raise ValueError("compare needs at least one run folder")
+    log = log if log is not None else (lambda message: print(message, file=sys.stderr))
+    compared = _Compared(run_dirs, alpha, allow_different_prompts)
+    if compared.different:
+        sizes = ", ".join(f"{label}: {size}" for label, size in compared.sizes.items())
+        log(f"WARNING: the runs have different prompt sets ({sizes}); comparing them on the "
+            f"{len(compared.shared)} (prompt_id, sample) pairs they all share (--allow-different-prompts)")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    compared = _Compared(run_dirs, alpha)
     tables = {**_gender_polarity_tables(compared), **_regard_tables(compared),
               **_psycholinguistic_tables(compared), **_sentiment_and_toxicity_tables(compared)}
-    tests = _cross_model_tests(compared)
+    tests = _paired_tests(compared, alpha)
     for name, table in tables.items():
         _write_text(out / f"{name}.csv", table.to_csv(index=False))
     report = out / "compare.md"
-    _write_text(report, _compare_markdown(compared, tables, tests))
-    write_json(out / "compare.json", {"runs": list(compared.runs), "tables": to_jsonable(tables),
-                                      "tests": to_jsonable(tests)})
+    _write_text(report, _compare_markdown(compared, tables, tests, alpha))
+    write_json(out / "compare.json", {"runs": list(compared.runs), "shared_pairs": len(compared.shared),
+                                      "pairs_per_run": compared.sizes, "different_prompts": compared.different,
+                                      "alpha": alpha, "tables": to_jsonable(tables), "tests": to_jsonable(tests)})
     return report

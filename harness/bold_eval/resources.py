@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from bold_eval.errors import UserError
 
-class ResourceNotFoundError(FileNotFoundError):
+
+class ResourceNotFoundError(UserError, FileNotFoundError):
     """A model, lexicon, word list or data file is neither local nor downloadable."""
 
     def __init__(self, resource: str, looked_in: Sequence[str], hint: str):

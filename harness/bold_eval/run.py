@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bold_eval.generate import DecodingConfig, Generated, GenerationStats, WorkItem, make_decoding
+from bold_eval.errors import InputError, UsageError, UserError
+from bold_eval.generate import BatchPlan, DecodingConfig, Generated, GenerationStats, WorkItem, make_decoding
 from bold_eval.generators import Generator, GeneratorContext, build_generator
 from bold_eval.runfolder import (
     GENERATIONS_FILE,
@@ -49,8 +50,16 @@ from bold_eval.runfolder import (
 from bold_eval.scoring import SCORE_ON, parse_metrics, score_generations, versions
 
 
-class ConfigMismatchError(ValueError):
+class ConfigMismatchError(UserError, ValueError):
     """The output folder holds generations made with other settings."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `run`; `saved` says what is on disk, so the CLI can say how to resume."""
+
+    def __init__(self, saved: str):
+        super().__init__(saved)
+        self.saved = saved
 
 
 @dataclass
@@ -82,6 +91,8 @@ class RunConfig:
     anonymize: bool = True
     score_on: str = "full"
     progress: bool = True
+    # Accept a local BOLD folder that differs from the pinned upstream files (recorded in run.json).
+    allow_modified_data: bool = False
     # Called after each batch is on disk (progress reporting; tests use it to interrupt a run).
     on_batch_written: Callable[[list[WorkItem]], None] | None = None
 
@@ -106,14 +117,14 @@ def select_prompts(frame: pd.DataFrame, domains: Sequence[str] | None = None, li
     if domains:
         unknown = [domain for domain in domains if domain not in all_domains]
         if unknown:
-            raise ValueError(f"unknown domain(s) {', '.join(unknown)}; valid: {', '.join(all_domains)}")
+            raise UsageError(f"unknown domain(s) {', '.join(unknown)}; valid: {', '.join(all_domains)}")
         frame = frame[frame["domain"].isin(list(domains))]
     if limit is None:
         return frame.reset_index(drop=True)
     if limit < 1:
-        raise ValueError(f"--limit must be >= 1, got {limit}")
+        raise UsageError(f"--limit must be >= 1, got {limit}")
     if seed < 0:
-        raise ValueError(f"--seed must be >= 0, got {seed}")
+        raise UsageError(f"--seed must be >= 0, got {seed}")
     keep: list[int] = []
     for domain, rows in frame.groupby("domain", sort=False):
         rng = np.random.default_rng([seed, zlib.crc32(str(domain).encode("utf-8"))])
@@ -162,9 +173,33 @@ def _differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "
     return diffs
 
 
+def _has_generations(out: Path) -> bool:
+    """Whether the folder holds at least one generation (a file with only a torn line holds none)."""
+    files = [out / GENERATIONS_FILE, *out.glob(SHARD_PATTERN)]
+    return any(path.is_file() and b"\n" in path.read_bytes()[:1 << 20] for path in files)
+
+
+def resume_schedule(out: Path, batch_size: int | str) -> list[tuple[int, int]]:
+    """The batch plan schedule to replay (`BatchPlan.schedule`): the folder's recorded one when it
+    holds generations, else [] (a new plan). An explicit --batch-size other than the recorded one
+    is refused: under bfloat16 the batch a prompt runs in can change its text."""
+    record = read_run_record(out) if _has_generations(out) else None
+    schedule = [(int(start), int(size)) for start, size in (record.batch_schedule or [])] if record else []
+    if schedule and batch_size != "auto" and schedule != [(0, int(batch_size))]:
+        recorded = ", ".join(f"{size} from text {start}" for start, size in schedule)
+        raise ConfigMismatchError(
+            f"{out} holds generations made in batches of {recorded} (its {RUN_FILE} batch_schedule); a resume "
+            f"must replay the same batches to give the same texts. Rerun with --batch-size auto (replays them) "
+            f"or --batch-size {schedule[0][1]}, or use a new --out folder."
+        )
+    return schedule
+
+
 def check_resumable(out: Path, settings: Mapping[str, Any]) -> None:
     """Refuse to add generations made with other settings to a folder (names the differences)."""
-    has_generations = (out / GENERATIONS_FILE).is_file() or any(out.glob(SHARD_PATTERN))
+    has_generations = _has_generations(out)
+    if not has_generations:
+        return  # nothing to mix with: a failed or interrupted start leaves the folder reusable
     record = read_run_record(out)
     if record is None or record.generation_settings is None:
         if has_generations:
@@ -191,11 +226,11 @@ def check_resumable(out: Path, settings: Mapping[str, Any]) -> None:
 
 def _check_config(config: RunConfig) -> None:
     if config.score_on not in SCORE_ON:
-        raise ValueError(f"--score-on must be one of {', '.join(SCORE_ON)}, got {config.score_on!r}")
+        raise UsageError(f"--score-on must be one of {', '.join(SCORE_ON)}, got {config.score_on!r}")
     if config.num_samples < 1:
-        raise ValueError(f"--num-samples must be >= 1, got {config.num_samples}")
+        raise UsageError(f"--num-samples must be >= 1, got {config.num_samples}")
     if config.seed < 0:
-        raise ValueError(f"--seed must be >= 0, got {config.seed}")
+        raise UsageError(f"--seed must be >= 0, got {config.seed}")
     parse_metrics(config.metrics)
 
 
@@ -211,67 +246,98 @@ def _timed(timings: dict[str, float], name: str, started: float) -> None:
     timings[name] = round(time.perf_counter() - started, 3)
 
 
+def _modified_data(config: RunConfig) -> list[str] | None:
+    """The local BOLD files that differ from the pinned release, when the user allowed them (run.json)."""
+    from bold_eval.data import allow_modified_data, modified_files
+
+    if not allow_modified_data(config.allow_modified_data or None):
+        return None
+    return modified_files(config.data_dir) or None
+
+
 def _selected_prompts(config: RunConfig, timings: dict[str, float]) -> pd.DataFrame:
     from bold_eval.data import load_bold
 
     started = time.perf_counter()
-    selected = select_prompts(load_bold("all", data_dir=config.data_dir).to_pandas(), config.domains, config.limit,
+    bold = load_bold("all", data_dir=config.data_dir, allow_modified=config.allow_modified_data or None)
+    selected = select_prompts(bold.to_pandas(), config.domains, config.limit,
                               seed=config.seed)
     if selected.empty:
-        raise ValueError("no prompts selected")
+        raise UsageError("no prompts selected")
     _timed(timings, "load_data_s", started)
     return selected
 
 
-def _start_folder(out: Path, state: Any, generator: Generator, settings: dict[str, Any]) -> None:
+def _start_folder(out: Path, state: Any, settings: dict[str, Any], batch_size: int | str) -> list[tuple[int, int]]:
     """Check the folder resumes with these settings (every process, so all stop together) and
-    record them in run.json before the first generation is written."""
+    return the batch schedule to replay. Nothing is written: run.json's start record waits for the
+    first generated batch (`_start_record`), so a failed start leaves the folder reusable."""
     out.mkdir(parents=True, exist_ok=True)
     check_resumable(out, settings)
+    schedule = resume_schedule(out, batch_size)
     state.wait_for_everyone()
-    if state.is_main_process and read_run_record(out) is None:
-        write_run_record(out, RunRecord(status="generating", model=generator.info().get("name"),
-                                        generator=generator.kind, generator_settings=generator.settings(),
-                                        generation_settings=settings))
-    state.wait_for_everyone()
+    return schedule
 
 
-def _pending(out: Path, shard: Path, state: Any, wanted: Sequence[tuple[str, int]],
-             rows: Mapping[str, Mapping[str, Any]]) -> list[WorkItem]:
-    """The wanted (prompt_id, sample) pairs not yet in any generations file of the folder."""
+def _start_record(out: Path, generator: Generator, settings: dict[str, Any], plan: BatchPlan | None,
+                  modified_data: list[str] | None) -> None:
+    """run.json while generations.jsonl is being written: the settings and the batch schedule, so
+    an interrupted run resumes with the same batches. Rewritten only when they change."""
+    record = read_run_record(out)
+    schedule = [list(segment) for segment in plan.schedule] if plan is not None else None
+    if (record is not None and record.generation_settings == settings and record.batch_schedule == schedule
+            and record.status == "generating"):
+        return
+    write_run_record(out, RunRecord(status="generating", model=generator.info().get("name"),
+                                    generator=generator.kind, generator_settings=generator.settings(),
+                                    generation_settings=settings, batch_schedule=schedule,
+                                    batch_size=schedule[-1][1] if schedule else None, modified_data=modified_data))
+
+
+def _done(out: Path, shard: Path, state: Any) -> set[tuple[str, int]]:
+    """The (prompt_id, sample) pairs already in a generations file of the folder."""
     own = read_generations(shard, repair=True)  # drops a torn last line of this process's own file
     state.wait_for_everyone()
     done = {record_key(record) for record in own}  # no other process writes to this process's file
     for path in [out / GENERATIONS_FILE, *sorted(out.glob(SHARD_PATTERN))]:
         if path != shard:
             done.update(record_key(record) for record in read_generations(path))
-    return [WorkItem(prompt_id, sample, rows[prompt_id]["prompt"]) for prompt_id, sample in wanted
-            if (prompt_id, sample) not in done]
+    return done
 
 
-def _generate(generator: Generator, items: list[WorkItem], shard: Path, rows: Mapping[str, Mapping[str, Any]],
-              config: RunConfig, progress: bool) -> GenerationStats:
-    """Generate `items`, appending each finished batch to this process's file."""
+def _generate(generator: Generator, items: list[WorkItem], plan: BatchPlan | None, shard: Path,
+              rows: Mapping[str, Mapping[str, Any]], config: RunConfig, progress: bool,
+              start_record: Callable[[], None]) -> GenerationStats:
+    """Generate `items` (in the batches of `plan` when the generator plans batches), appending each
+    finished batch to this process's file; `start_record` runs before each append (run.json)."""
     def write_batch(batch: list[WorkItem], results: list[Generated]) -> None:
+        start_record()
         append_records(shard, [generation_record(rows[item.prompt_id], item.sample, result.continuation,
                                                  result.num_new_tokens)
                                for item, result in zip(batch, results, strict=True)])
         if config.on_batch_written is not None:
             config.on_batch_written(batch)
 
+    if plan is not None:
+        return generator.generate(items, on_batch=write_batch, progress=progress, plan=plan)
     return generator.generate(items, on_batch=write_batch, progress=progress)
 
 
 def _run_record(config: RunConfig, generator: Generator, settings: dict[str, Any], generations: pd.DataFrame,
-                stats: GenerationStats | None, counts: dict[str, int]) -> RunRecord:
+                stats: GenerationStats | None, counts: dict[str, int], previous: RunRecord | None,
+                modified_data: list[str] | None) -> RunRecord:
     """run.json of a finished generation phase (scoring adds its own fields)."""
     info = generator.info()
     record = RunRecord(
         model=config.model, generator=generator.kind, generator_settings=generator.settings(), model_info=info,
         generation_settings=settings, num_samples=config.num_samples, domains=settings["domains"],
         limit=config.limit, generated_tokens=int(generations["num_new_tokens"].sum()), versions=versions(),
-        **counts,
+        modified_data=modified_data, **counts,
     )
+    if previous is not None:  # nothing generated now: keep how the folder's texts were batched
+        record.batch_size, record.batch_schedule = previous.batch_size, previous.batch_schedule
+    if stats is not None and stats.batch_schedule:
+        record.batch_schedule = [list(segment) for segment in stats.batch_schedule]
     if stats is not None:
         # tokens/s of this invocation's generation phase (process 0's share under several processes)
         record.tokens_per_second = round(stats.new_tokens / stats.seconds, 2) if stats.seconds else None
@@ -288,31 +354,61 @@ def run(config: RunConfig) -> Path | None:
     rank, world = state.process_index, state.num_processes
     out = Path(config.out)
     selected = _selected_prompts(config, timings)
+    modified_data = _modified_data(config)
     rows = {row["prompt_id"]: row for row in selected.to_dict(orient="records")}
     device = str(state.device) if world > 1 and config.device == "auto" else config.device
     generator = build_generator(config, GeneratorContext(rows, device, state.main_process_first))
     settings = generation_settings(generator, config, selected)
-    _start_folder(out, state, generator, settings)
+    schedule = _start_folder(out, state, settings, config.batch_size)
+    previous = read_run_record(out) if schedule else None
 
     wanted = [(prompt_id, sample) for prompt_id in selected["prompt_id"] for sample in range(config.num_samples)]
+    # Each process's items are fixed by the selection (not by what is left), and so is its batch plan.
+    mine = [WorkItem(prompt_id, sample, rows[prompt_id]["prompt"]) for prompt_id, sample in wanted[rank::world]]
+    plan = BatchPlan(mine, list(schedule)) if getattr(generator, "plans_batches", False) else None
     shard = shard_file(out, rank) if world > 1 else out / GENERATIONS_FILE
-    todo = _pending(out, shard, state, wanted, rows)
-    stats = None
-    if todo:  # every process enters: model loading synchronizes them
-        started = time.perf_counter()
-        stats = _generate(generator, todo[rank::world], shard, rows, config, config.progress and state.is_main_process)
-        _timed(timings, "generate_s", started)
+    stats, todo, pending = None, [], 0
+    try:
+        done = _done(out, shard, state)
+        todo = [item for item in mine if (item.prompt_id, item.sample) not in done]
+        pending = sum(1 for key in wanted if key not in done)
+        if todo:  # model loading synchronizes the processes that have work
+            started = time.perf_counter()
+            start_record = (lambda: _start_record(out, generator, settings, plan, modified_data)) \
+                if state.is_main_process else (lambda: None)
+            stats = _generate(generator, todo, plan, shard, rows, config, config.progress and state.is_main_process,
+                              start_record)
+            _timed(timings, "generate_s", started)
+    except KeyboardInterrupt as error:
+        raise RunInterrupted(_saved(out, wanted)) from error
     state.wait_for_everyone()
     if not state.is_main_process:
         return None
 
     generations = pd.DataFrame(merge_generations(out, wanted))
-    counts = {"processes": world, "generated_now": len(todo), "resumed": len(wanted) - len(todo)}
-    record = _run_record(config, generator, settings, generations, stats, counts)
+    counts = {"processes": world, "generated_now": pending, "resumed": len(wanted) - pending}
+    record = _run_record(config, generator, settings, generations, stats, counts, previous, modified_data)
     _timed(timings, "total_before_scoring_s", wall_started)
     record.timings = timings
-    return score_generations(generations, out, metrics=config.metrics, metric_options=config.metric_options,
-                             anonymize=config.anonymize, score_on=config.score_on, record=record)
+    try:
+        return score_generations(generations, out, metrics=config.metrics, metric_options=config.metric_options,
+                                 anonymize=config.anonymize, score_on=config.score_on, record=record)
+    except KeyboardInterrupt as error:
+        raise RunInterrupted(f"all {len(wanted)} generations are in {out / GENERATIONS_FILE}; scoring was "
+                             "interrupted before scores.parquet was written") from error
+
+
+def _saved(out: Path, wanted: Sequence[tuple[str, int]]) -> str:
+    """How many of the wanted generations are on disk, and where."""
+    files = [path for path in [out / GENERATIONS_FILE, *sorted(out.glob(SHARD_PATTERN))] if path.is_file()]
+    done: set[tuple[str, int]] = set()
+    for path in files:
+        try:
+            done.update(record_key(record) for record in read_generations(path))
+        except (ValueError, OSError):
+            pass
+    where = ", ".join(str(path) for path in files) or str(out / GENERATIONS_FILE)
+    return f"{len(done & set(wanted))} of {len(wanted)} generations are in {where}"
 
 
 def merge_generations(out: Path, wanted: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
@@ -331,13 +427,13 @@ def merge_generations(out: Path, wanted: Sequence[tuple[str, int]]) -> list[dict
             if path == main_file:
                 on_disk.append(key)
             if key in by_key and by_key[key]["continuation"] != record["continuation"]:
-                raise ValueError(f"{key} was generated twice with different continuations ({path})")
+                raise InputError(f"{key} was generated twice with different continuations ({path})")
             by_key[key] = record
     wanted_set = set(wanted)
     extra = [key for key in by_key if key not in wanted_set]
     missing = [key for key in wanted if key not in by_key]
     if extra or missing:
-        raise ValueError(
+        raise InputError(
             f"generations do not match the selected prompts x samples: {len(missing)} missing "
             f"(e.g. {missing[:3]}), {len(extra)} not selected (e.g. {extra[:3]})"
         )

@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from bold_eval.errors import InputError, MissingFileError
 from bold_eval.resources import atomic_write_bytes
 
 # Version of the run.json / summary.json layout. 0.1 folders have no version field.
@@ -81,8 +82,13 @@ class RunRecord:
     resumed: int | None = None
     generated_tokens: int | None = None
     tokens_per_second: float | None = None
-    batch_size: int | None = None
+    batch_size: int | None = None  # the batch size the generation actually ran with
+    # (start, size) segments of the batch plan (`bold_eval.generate.BatchPlan`); a resume replays them
+    batch_schedule: list[list[int]] | None = None
     out_of_memory_retries: int | None = None
+    # The BOLD files differ from the pinned upstream release and the user allowed it
+    # (--allow-modified-data): which files, so the report can say its numbers are not BOLD's.
+    modified_data: list[str] | None = None
     generations: dict[str, Any] = field(default_factory=dict)  # `bold-eval score`: source and match counts
     metrics: list[str] | None = None
     skipped_metrics: dict[str, str] = field(default_factory=dict)
@@ -103,7 +109,7 @@ class RunRecord:
         if version is None:
             data = _from_legacy(data)
         elif version != SCHEMA_VERSION:
-            raise ValueError(
+            raise InputError(
                 f"{source} has schema_version {version!r}; this bold-eval reads {SCHEMA_VERSION} and "
                 f"{LEGACY_SCHEMA}. Use the bold-eval version that wrote the folder, or rerun `bold-eval score`."
             )
@@ -152,7 +158,7 @@ class SummaryRecord:
     def from_dict(cls, data: Mapping[str, Any], source: str = SUMMARY_FILE) -> SummaryRecord:
         version = data.get("schema_version", 0)
         if version not in (0, SCHEMA_VERSION):
-            raise ValueError(f"{source} has schema_version {version!r}; this bold-eval reads {SCHEMA_VERSION} "
+            raise InputError(f"{source} has schema_version {version!r}; this bold-eval reads {SCHEMA_VERSION} "
                              f"and {LEGACY_SCHEMA}")
         fixed = {"schema_version", "run", "counts", "metrics", "statistics"}
         return cls(run=dict(data.get("run") or {}), counts=dict(data.get("counts") or {}),
@@ -184,7 +190,7 @@ def write_run_record(out: Path, record: RunRecord) -> None:
 def read_summary(run_dir: Path) -> SummaryRecord:
     path = Path(run_dir) / SUMMARY_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found; `bold-eval run` or `bold-eval report {run_dir}` writes it")
+        raise MissingFileError(f"{path} not found; `bold-eval run` or `bold-eval report {run_dir}` writes it")
     return SummaryRecord.from_dict(json.loads(path.read_text(encoding="utf-8")), source=str(path))
 
 
@@ -206,7 +212,7 @@ def load_run(run_dir: str | Path) -> tuple[pd.DataFrame, RunRecord]:
     run_dir = Path(run_dir)
     scores_path = run_dir / SCORES_FILE
     if not scores_path.is_file():
-        raise FileNotFoundError(f"{scores_path} not found; `bold-eval run --out {run_dir}` writes it")
+        raise MissingFileError(f"{scores_path} not found: {run_dir} is not a scored run folder; `bold-eval run --out {run_dir}` (or `bold-eval score ... --out {run_dir}`) writes it")
     record = read_run_record(run_dir)
     return pd.read_parquet(scores_path), record if record is not None else RunRecord(status="unknown")
 
@@ -215,11 +221,12 @@ def load_run(run_dir: str | Path) -> tuple[pd.DataFrame, RunRecord]:
 
 
 def read_generations(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
-    """Records of a generations JSONL file ([] if absent).
+    """Records of a generations JSONL file ([] if absent): one JSON object per line.
 
-    A last line without its newline or that does not parse is the trace of an interrupted write:
-    it is dropped (and cut from the file when `repair`). A bad line anywhere else is corruption,
-    not a crash, and raises with its line number.
+    A last line without its newline is the trace of an interrupted write: it is dropped (and cut
+    from the file when `repair`), as is a newline-terminated last line that does not parse. Any
+    other bad line (not UTF-8, not JSON, not an object, a lone surrogate that could never be
+    written back) is corruption and raises `InputError` naming the file and line.
     """
     if not path.is_file():
         return []
@@ -229,12 +236,12 @@ def read_generations(path: Path, *, repair: bool = False) -> list[dict[str, Any]
     good_bytes = 0
     for number, line in enumerate(complete, start=1):
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+            record = parse_jsonl_line(line, path, number)
+        except _NotJSONError:
             if number == len(complete) and not tail:
                 tail = line  # a torn write that happened to end in a newline byte
                 break
-            raise ValueError(f"{path}: line {number} is not valid JSON; the file is corrupted") from None
+            raise
         records.append(record)
         good_bytes += len(line) + 1
     if tail and repair:
@@ -243,6 +250,48 @@ def read_generations(path: Path, *, repair: bool = False) -> list[dict[str, Any]
             handle.flush()
             os.fsync(handle.fileno())
     return records
+
+
+class _NotJSONError(InputError):
+    """A line that does not parse as JSON (the trace of a torn write when it is the last one)."""
+
+
+def parse_jsonl_line(line: bytes, path: str | Path, number: int) -> dict[str, Any]:
+    """One JSONL line as a dict; every way it can be wrong is an `InputError` naming `path:number`."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}, line {number}: not valid UTF-8 (byte 0x{line[error.start]:02x} at column "
+                         f"{error.start + 1}); the file must be UTF-8 encoded") from None
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise _NotJSONError(f"{path}, line {number}: not valid JSON ({error.msg} at column {error.colno}); "
+                         "the file is corrupted") from None
+    except RecursionError:
+        raise InputError(f"{path}, line {number}: JSON nested too deeply") from None
+    if not isinstance(record, dict):
+        raise InputError(f"{path}, line {number}: expected a JSON object, got {type(record).__name__}")
+    _check_unicode(record, path, number)
+    return record
+
+
+def _check_unicode(value: Any, path: str | Path, number: int) -> None:
+    """Reject lone surrogates (JSON "\\ud800" escapes): no UTF-8 text holds them, so they would
+    fail later, far from the line that carries them."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise InputError(f"{path}, line {number}: a string holds the lone surrogate U+{ord(value[error.start]):04X} "
+                             "(an unpaired \\uD800-\\uDFFF escape), which is not text") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_unicode(key, path, number)
+            _check_unicode(item, path, number)
+    elif isinstance(value, list):
+        for item in value:
+            _check_unicode(item, path, number)
 
 
 def jsonl_bytes(records: Iterable[Mapping[str, Any]]) -> bytes:

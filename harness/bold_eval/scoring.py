@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bold_eval.errors import InputError, UsageError
 from bold_eval.metrics import METRIC_NAMES, metric_module
 from bold_eval.resources import ResourceNotFoundError
 from bold_eval.runfolder import GENERATION_COLUMNS, RunRecord, write_run_record, write_scores
@@ -58,9 +59,9 @@ def parse_metrics(metrics: str | Sequence[str] | None) -> list[str]:
     names = [name.strip() for name in (metrics.split(",") if isinstance(metrics, str) else metrics) if name.strip()]
     unknown = [name for name in names if name not in METRIC_NAMES]
     if unknown:
-        raise ValueError(f"unknown metric(s) {', '.join(unknown)}; valid metrics: {', '.join(METRIC_NAMES)}")
+        raise UsageError(f"unknown metric(s) {', '.join(unknown)}; valid metrics: {', '.join(METRIC_NAMES)}")
     if not names:
-        raise ValueError("no metric requested")
+        raise UsageError("no metric requested")
     return [name for name in METRIC_NAMES if name in names]
 
 
@@ -119,7 +120,7 @@ def score_texts(
     metric_options = dict(metric_options or {})
     unknown = [name for name in metric_options if name not in METRIC_NAMES]
     if unknown:
-        raise ValueError(f"metric_options for unknown metric(s) {unknown}; valid: {', '.join(METRIC_NAMES)}")
+        raise UsageError(f"metric_options for unknown metric(s) {unknown}; valid: {', '.join(METRIC_NAMES)}")
     texts = list(texts)
     domain_array = np.asarray(domains, dtype=object)
     columns: dict[str, Any] = {}
@@ -161,7 +162,7 @@ def parse_metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
         name, equals, value = pair.partition("=")
         metric, dot, key = name.partition(".")
         if not equals or not dot or not key or metric not in METRIC_NAMES:
-            raise ValueError(f"--metric-option {pair!r}: expected METRIC.KEY=VALUE with METRIC in {', '.join(METRIC_NAMES)}")
+            raise UsageError(f"--metric-option {pair!r}: expected METRIC.KEY=VALUE with METRIC in {', '.join(METRIC_NAMES)}")
         try:
             parsed: Any = json.loads(value)
         except json.JSONDecodeError:
@@ -192,7 +193,7 @@ def build_texts(generations: pd.DataFrame, *, anonymize: bool = True, score_on: 
     """The text each metric sees: prompt + continuation (`full`, like the Wikipedia baseline's whole
     sentence) or the continuation alone, with names and group terms anonymized (Section 3.3)."""
     if score_on not in SCORE_ON:
-        raise ValueError(f"score_on must be one of {', '.join(SCORE_ON)}, got {score_on!r}")
+        raise UsageError(f"score_on must be one of {', '.join(SCORE_ON)}, got {score_on!r}")
     if score_on == "full":
         texts = (generations["prompt"] + generations["continuation"]).tolist()
     else:
@@ -209,16 +210,16 @@ def validate_generations(generations: pd.DataFrame) -> pd.DataFrame:
     """The generations with a fresh index; raises on missing columns, non-string texts or repeated keys."""
     missing = [column for column in GENERATION_COLUMNS if column not in generations.columns]
     if missing:
-        raise ValueError(f"generations lack column(s) {', '.join(missing)}; needed: {', '.join(GENERATION_COLUMNS)}")
+        raise InputError(f"generations lack column(s) {', '.join(missing)}; needed: {', '.join(GENERATION_COLUMNS)}")
     frame = generations.reset_index(drop=True)
     for column in ("prompt", "continuation"):
         bad = [i for i, value in enumerate(frame[column]) if not isinstance(value, str)]
         if bad:
-            raise ValueError(f"{column} at index {bad[0]} is {frame[column].iloc[bad[0]]!r}, not a string")
+            raise InputError(f"{column} at index {bad[0]} is {frame[column].iloc[bad[0]]!r}, not a string")
     duplicated = frame.duplicated(["prompt_id", "sample"])
     if duplicated.any():
         index = int(duplicated.to_numpy().nonzero()[0][0])
-        raise ValueError(f"duplicate (prompt_id, sample) at index {index}: "
+        raise InputError(f"duplicate (prompt_id, sample) at index {index}: "
                          f"{frame['prompt_id'].iloc[index]!r}, {frame['sample'].iloc[index]}")
     return frame
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 # unitary/toxic-bert: the Jigsaw toxic comment labels, in the checkpoint's id order (config.json).
 TOXIC_BERT_LABELS = ("toxic", "severe_toxic", "obscene", "threat", "insult", "identity_hate")
-# sasha/regardv3: the four regard classes of Sheng et al. (2019); the id order here is arbitrary
+# sasha/regardv3: the four regard classes of Sheng et al. (2020's classifier); the id order here is arbitrary
 # on purpose, since the code must read labels by name, never by position.
 REGARD_LABELS = ("negative", "neutral", "other", "positive")
 # facebook/roberta-hate-speech-dynabench-r4-target: single-label softmax.

@@ -53,6 +53,7 @@ def rule_dense_text(rng: random.Random, n_words: int) -> str:
     return "".join(word + rng.choice([" ", "  ", "\n", " "]) for word in words)
 
 
+@pytest.mark.slow
 def test_identical_to_vader_on_every_bold_wikipedia_sentence(bold_dir):
     texts = bold_wikipedia_sentences(data_dir=bold_dir)
     assert len(texts) == 23_679
@@ -60,6 +61,7 @@ def test_identical_to_vader_on_every_bold_wikipedia_sentence(bold_dir):
     assert mismatches == []
 
 
+@pytest.mark.slow
 def test_identical_to_vader_on_long_texts(bold_dir):
     rng = random.Random(0)
     sentences = bold_wikipedia_sentences(5000, data_dir=bold_dir)

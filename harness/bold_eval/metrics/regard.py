@@ -1,7 +1,8 @@
 """Regard (Section 4.3): polarity towards a demographic, from Sheng et al.'s BERT classifier.
 
 Each text gets a probability for each regard class (positive, negative, neutral, other) from
-the classifier of Sheng et al. 2019 (appendix A.2.6; on the Hub as sasha/regardv3) and the
+sasha/regardv3 (the updated classifier nlg-bias published in Dec. 2020 for Sheng et al. 2020,
+"Towards Controllable Biases in Language Generation"; appendix A.2.6 points to nlg-bias) and the
 most probable class as its `label`; proportions of labels are compared across groups. The paper
 applies regard to gender and race only, the groups the classifier was trained on (Section 4.3);
 that restriction lives in the harness, this module scores any text.
