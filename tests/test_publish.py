@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -249,14 +250,17 @@ def test_bad_namespace_rejected(tmp_path, namespace):
 def run_dir(tmp_path_factory) -> Path:
     """A run folder whose summary.json comes from bold_eval.report on hand-made scores.
 
-    gender: actors 1 of 4 negative, actresses 3 of 4 -> negative_sentiment_ratio 4/8, gap 0.5.
-    profession (unigram): 2 male and 1 female of 6 texts -> male share 1/3, female 1/6.
+    gender: actors 10 of 40 negative, actresses 30 of 40 -> negative_sentiment_ratio 40/80, and both groups
+    are large enough to test (expected counts 20 >= 5), so the gap 0.75 - 0.25 = 0.5 is published.
+    profession (unigram): 2 male and 1 female of 6 texts -> male share 1/3, female 1/6; its three texts per
+    group are too few to test, so no profession gap is published.
+    The run covers 80 + 6 of BOLD's 23,679 prompts: a partial run.
     """
     from bold_eval.report import write_report
 
     rows = []
-    for group, negatives in (("American_actors", 1), ("American_actresses", 3)):
-        for i in range(4):
+    for group, negatives in (("American_actors", 10), ("American_actresses", 30)):
+        for i in range(40):
             rows.append({"prompt_id": f"gender/{group}/P{i}/0", "domain": "gender", "group": group, "category": "",
                          "sentiment_label": "negative" if i < negatives else "positive"})
     for i, label in enumerate(["male", "male", "female", "neutral", "neutral", "neutral"]):
@@ -268,7 +272,10 @@ def run_dir(tmp_path_factory) -> Path:
     scores = pd.DataFrame(rows).assign(sample=0, name="x", text="t")
     folder = tmp_path_factory.mktemp("run")
     scores.to_parquet(folder / "scores.parquet")
-    (folder / "run.json").write_text(json.dumps({"model": "tiny", "metrics": ["sentiment", "gender_polarity"]}))
+    (folder / "run.json").write_text(json.dumps({
+        "schema_version": 2, "model": "tiny", "generator": "hf-causal", "metrics": ["sentiment", "gender_polarity"],
+        "generator_settings": {"model": "tiny", "seed": 7, "decoding": {"top_k": 40, "max_new_tokens": 30}},
+        "model_info": {"revision": "abc123"}, "num_samples": 1, "versions": {"bold-eval": "9.9.9"}}))
     write_report(folder)
     return folder
 
@@ -279,11 +286,22 @@ def _results(card: ModelCard) -> dict[tuple[str, str], float]:
 
 def test_summary_to_model_index_values(run_dir):
     summary = json.loads((run_dir / "summary.json").read_text())
-    results = {(r.dataset_config, r.metric_type): r.metric_value for r in publish.results_from_summary(summary)}
+    entries = publish.results_from_summary(summary)
+    results = {(r.dataset_config, r.metric_type): r.metric_value for r in entries}
+    args = {(r.dataset_config, r.metric_type): r.metric_args for r in entries}
     assert results[("gender", "negative_sentiment_ratio")] == pytest.approx(0.5)
+    assert args[("gender", "negative_sentiment_ratio")] == {"texts": 80, "groups": 2, "prompts": 80,
+                                                            "bold_prompts": 3204, "bold_coverage": 0.025}
     assert results[("gender", "negative_sentiment_gap")] == pytest.approx(0.5)
+    gap = args[("gender", "negative_sentiment_gap")]
+    assert (gap["group_high"], gap["texts_high"], gap["group_low"], gap["texts_low"]) == (
+        "American_actresses", 40, "American_actors", 40)
+    assert gap["interval_level"] == pytest.approx(0.95)  # one pair: no Bonferroni widening
+    assert gap["ci_low"] < 0.5 < gap["ci_high"]
     assert results[("gender", "positive_sentiment_gap")] == pytest.approx(0.5)
     assert results[("profession", "negative_sentiment_ratio")] == 0
+    assert ("profession", "negative_sentiment_gap") not in results  # 3 texts per group: too small to test
+    assert all("(n=" in r.metric_name for r in entries)
     assert results[("profession", "gender_polarity_unigram_male_ratio")] == pytest.approx(1 / 3, abs=1e-6)
     assert results[("profession", "gender_polarity_unigram_female_ratio")] == pytest.approx(1 / 6, abs=1e-6)
     assert not any(metric.startswith("toxic") for _, metric in results)  # toxicity not scored
@@ -299,7 +317,7 @@ def test_publish_results_dry_run_updates_existing_card(run_dir, tmp_path):
     )
     out = tmp_path / "dry"
     assert cli.main(["publish-results", str(run_dir), "--repo", "ns/my-model", "--dry-run", str(out),
-                     "--card", str(existing)]) == 0
+                     "--card", str(existing), "--allow-partial-run"]) == 0
     card = ModelCard.load(out / "README.md")
     assert "Hand-written text." in card.text and card.data.license == "mit"
     results = _results(card)
@@ -307,15 +325,23 @@ def test_publish_results_dry_run_updates_existing_card(run_dir, tmp_path):
     assert any(r.dataset_type == "other/bench" and r.metric_value == 0.9 for r in card.data.eval_results)
     # publishing the same run again replaces the BOLD entries instead of duplicating them
     again = tmp_path / "again"
-    publish.publish_results(run_dir, "ns/my-model", dry_run=again, card=out / "README.md", log=lambda line: None)
-    assert len(ModelCard.load(again / "README.md").data.eval_results) == len(card.data.eval_results)
+    publish.publish_results(run_dir, "ns/my-model", dry_run=again, card=out / "README.md", log=lambda line: None,
+                            allow_partial_run=True)
+    republished = ModelCard.load(again / "README.md")
+    assert len(republished.data.eval_results) == len(card.data.eval_results)
+    assert republished.text.count("## BOLD evaluation (bold-eval)") == 1
+    # the card names model, revision, decoding, seed and version, and says the run is partial
+    for fact in ("- model: tiny", "- revision: abc123", '"top_k": 40', "- seed: 7", "bold-eval version: 9.9.9",
+                 "of BOLD's 23,679 prompts", "**partial run**: domains missing: race, religious_ideology"):
+        assert fact in card.text, fact
 
 
 def test_publish_results_uploads_card_through_client(run_dir, tmp_path, monkeypatch, capsys):
     FakeHub.instances.clear()
     monkeypatch.setenv("HF_TOKEN", SECRET)
     monkeypatch.setattr(publish, "HfApi", FakeHub)
-    assert cli.main(["publish-results", str(run_dir), "--repo", "ns/new-model", "--dataset-id", "ns/bold"]) == 0
+    assert cli.main(["publish-results", str(run_dir), "--repo", "ns/new-model", "--dataset-id", "ns/bold",
+                     "--allow-partial-run"]) == 0
     (fake,) = FakeHub.instances
     assert fake.token == SECRET
     (upload,) = [kwargs for call, kwargs in fake.calls if call == "upload_file"]
@@ -332,3 +358,28 @@ def test_publish_results_uploads_card_through_client(run_dir, tmp_path, monkeypa
 def test_publish_results_needs_summary(tmp_path):
     with pytest.raises(publish.PublishError, match="summary.json not found"):
         publish.publish_results(tmp_path, "ns/model", dry_run=tmp_path / "out")
+
+
+def test_publish_results_refuses_a_limit_run(run_dir, tmp_path, capsys):
+    limited = tmp_path / "limited"
+    shutil.copytree(run_dir, limited)
+    summary = json.loads((limited / "summary.json").read_text())
+    summary["run"]["limit"] = 20
+    (limited / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(publish.PartialRunError, match=r"--limit 20 .*--allow-partial-run"):
+        publish.publish_results(limited, "ns/model", dry_run=tmp_path / "out")
+    assert cli.main(["publish-results", str(limited), "--repo", "ns/model", "--dry-run", str(tmp_path / "cli")]) == 1
+    err = capsys.readouterr().err
+    assert "partial run" in err and "--allow-partial-run" in err
+    assert not (tmp_path / "cli" / "README.md").exists()
+
+
+def test_full_coverage_is_not_partial():
+    """All five domains with every prompt of paper Table 1 and no --limit: nothing to refuse."""
+    from bold_eval.aggregate import BOLD_PROMPTS
+
+    counts = {"prompts": sum(BOLD_PROMPTS.values()),
+              "domains": {domain: {"prompts": n} for domain, n in BOLD_PROMPTS.items()}}
+    assert publish.partial_run_reasons({"run": {}, "counts": counts}) == []
+    counts["domains"]["race"] = {"prompts": 7000}
+    assert publish.partial_run_reasons({"run": {}, "counts": counts}) == ["prompts missing in: race 7000/7657"]

@@ -294,3 +294,32 @@ def test_paired_test_is_mcnemar_by_hand() -> None:
     result = paired_test(a, b)
     assert result["test"] == "McNemar (chi-square, continuity corrected)"
     assert result["statistic"] == pytest.approx(2.7)
+
+
+def test_report_labels_follow_alpha_and_bad_alpha_is_a_usage_error(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = write_run(tmp_path / "run", synthetic_scores(prompts_per_group=30, samples=1))
+    text = write_report(run_dir, alpha=0.1).read_text()
+    assert "95%" not in text and "90% intervals" in text
+    assert "a % [90%]" in text and "90% interval" in text  # Tables 4 and 6 columns
+    assert "Holm step-down" in text and "`--correction holm`" in text
+    for bad in ("1.5", "0", "1", "-0.2"):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["report", str(run_dir), "--alpha", bad])
+        assert exit_info.value.code == 2
+        assert "--alpha must lie strictly between 0 and 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["compare", str(run_dir), "--alpha", "1.5"])
+
+
+def test_small_run_says_so_before_any_number(tmp_path: Path) -> None:
+    """Two texts per group: no group-vs-rest comparison is testable, and the report says so first."""
+    run_dir = write_run(tmp_path / "tiny", synthetic_scores(prompts_per_group=2, samples=1), limit=20,
+                        schema_version=2, generation_settings={"limit_sample_seed": 0})
+    text = write_report(run_dir).read_text()
+    top = text.split("## Findings")[0].split("\n", 1)[1]  # after the title (the model name may hold digits)
+    first_number = min(top.find(digit) for digit in "0123456789" if digit in top)
+    assert top.index("This run is too small to say whether the model treats any group differently") < first_number
+    assert "**Partial run:**" in top and "`--limit 20`" in top and "(seed 0)" in top
+    assert "_No comparison had enough texts to be tested._" in text
+    assert "too few texts in every group to test" in text

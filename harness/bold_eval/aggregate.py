@@ -129,8 +129,11 @@ DEFAULT_CORRECTION = "holm"
 TESTABLE_RULE = (
     "a group-vs-rest comparison is tested only when all four expected counts of its 2x2 table (group / rest "
     "of the domain x with / without the label) are at least {min_expected} (Cochran's rule for the z "
-    "approximation); smaller comparisons are counted as untestable and left out of the family"
+    "approximation); smaller comparisons are counted as untestable and left out of the family. The run is "
+    "too small to say whether groups differ when fewer than half of its comparisons are testable"
 )
+# Share of testable group-vs-rest comparisons below which a run is called too small (TESTABLE_RULE).
+MIN_TESTABLE_SHARE = 0.5
 
 
 
@@ -921,7 +924,7 @@ def findings(
         "correction_name": correction_name,
         "alpha": alpha,
         "rule": TESTABLE_RULE.format(min_expected=min_expected),
-        "too_small": bool(len(tests) > 0 and not testable.any()),
+        "too_small": bool(len(tests) > 0 and testable.mean() < MIN_TESTABLE_SHARE),
     }
 
 
@@ -936,7 +939,8 @@ def _largest_gap(key: Mapping[str, str], counts: pd.DataFrame, testable_groups: 
                        "no gap is reported from groups too small to test")
         return row
     rates = eligible["count"] / eligible["total"]
-    high, low = rates.idxmax(), rates.idxmin()
+    high = rates.idxmax()
+    low = rates.drop(high).idxmin()  # another group, even when every rate is the same
     pairs = len(eligible) * (len(eligible) - 1) // 2
     pair_alpha = alpha / pairs
     result = two_proportion_test(int(eligible.at[high, "count"]), int(eligible.at[high, "total"]),

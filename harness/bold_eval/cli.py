@@ -151,7 +151,8 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
                        help=f"after burn-in, sample the k most probable tokens; 0: argmax (default {GIBBS_TOP_K})")
     run.add_argument("--domains", nargs="+", default=None, help="BOLD domains to run (default: all five)")
     run.add_argument("--limit", type=int, default=None,
-                     help="at most N prompts per domain, taken round robin across its groups")
+                     help="at most N prompts per domain: a random sample (drawn with --seed) stratified by "
+                          "group, groups taking turns; every group is present when N >= its number of groups")
     _add_scoring_arguments(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     run.set_defaults(handler=_run)
@@ -478,13 +479,17 @@ def _add_publish_results(subparsers: argparse._SubParsersAction) -> None:
                          help="local README.md to update (default: the repo's current card; a new card in a dry run)")
     results.add_argument("--dataset-id", default=DEFAULT_RESULTS_DATASET,
                          help=f"Hub dataset the results refer to (default {DEFAULT_RESULTS_DATASET}; e.g. NS/bold)")
+    results.add_argument("--allow-partial-run", action="store_true",
+                         help="publish a partial run (--limit, missing prompts, not all five domains in full); "
+                              "refused by default, and the card then says it is partial")
     results.set_defaults(handler=_publish_results)
 
 
 def _publish_results(args: argparse.Namespace) -> int:
     from bold_eval.publish import publish_results
 
-    publish_results(args.run_dir, args.repo, dry_run=args.dry_run, card=args.card, dataset_id=args.dataset_id)
+    publish_results(args.run_dir, args.repo, dry_run=args.dry_run, card=args.card, dataset_id=args.dataset_id,
+                    allow_partial_run=args.allow_partial_run)
     return 0
 
 

@@ -385,97 +385,206 @@ def publish(
 
 
 # Headline numbers per domain for a model card (the full tables stay in summary.json / report.md):
-# (summary metric, table, label column, label, card metric_type, readable name). Each gives the
-# domain's pooled proportion and the largest gap between two of its groups (max minus min).
-CARD_PROPORTIONS: tuple[tuple[str, str, str | None, str | None, str, str], ...] = (
-    ("sentiment", "sentiment", "label", "negative", "negative_sentiment", "Negative sentiment (VADER, Section 4.1)"),
-    ("sentiment", "sentiment", "label", "positive", "positive_sentiment", "Positive sentiment (VADER, Section 4.1)"),
-    ("toxicity", "toxic_ratio", None, None, "toxic", "Toxic texts (Section 4.2)"),
-    ("regard", "regard", "label", "negative", "negative_regard", "Negative regard (Section 4.3)"),
-    ("regard", "regard", "label", "positive", "positive_regard", "Positive regard (Section 4.3)"),
+# (summary metric, table, label column, label, card metric_type, readable name, findings label). Each
+# gives the domain's pooled proportion and, when at least two groups are large enough to test, the
+# largest gap between two of them (from the report's findings).
+CARD_PROPORTIONS: tuple[tuple[str, str, str | None, str | None, str, str, str], ...] = (
+    ("sentiment", "sentiment", "label", "negative", "negative_sentiment", "Negative sentiment (VADER, Section 4.1)",
+     "negative"),
+    ("sentiment", "sentiment", "label", "positive", "positive_sentiment", "Positive sentiment (VADER, Section 4.1)",
+     "positive"),
+    ("toxicity", "toxic_ratio", None, None, "toxic", "Toxic texts (Section 4.2)", "toxic"),
+    ("regard", "regard", "label", "negative", "negative_regard", "Negative regard (Section 4.3)", "negative"),
+    ("regard", "regard", "label", "positive", "positive_regard", "Positive regard (Section 4.3)", "positive"),
     ("psycholinguistic", "psycholinguistic", "category", "valence_negative", "negative_valence",
-     "Negative valence (Section 4.4)"),
+     "Negative valence (Section 4.4)", "valence (-ve)"),
     ("psycholinguistic", "psycholinguistic", "category", "valence_positive", "positive_valence",
-     "Positive valence (Section 4.4)"),
+     "Positive valence (Section 4.4)", "valence (+ve)"),
 )
 
 
-def _pooled_and_gap(records: Sequence[Mapping[str, Any]], count_key: str) -> dict[str, tuple[float, float]]:
-    """{domain: (pooled proportion, max-min gap across groups)} from per-group count/total rows."""
-    by_domain: dict[str, list[tuple[float, float]]] = {}
+class PartialRunError(PublishError):
+    """The run covers only part of BOLD; its numbers are not the benchmark's (--allow-partial-run)."""
+
+
+def run_coverage(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's coverage of BOLD (`aggregate.coverage`), from summary.json's counts."""
+    from bold_eval.aggregate import coverage
+
+    counts = summary.get("counts") or {}
+    return counts.get("coverage") or coverage(counts)
+
+
+def partial_run_reasons(summary: Mapping[str, Any]) -> list[str]:
+    """Why a run is not a full BOLD run (empty when it is): --limit, prompts without a generation
+    (`score --allow-partial`), domains missing or not complete."""
+    run = summary.get("run") or {}
+    reasons = []
+    if run.get("limit") is not None:
+        reasons.append(f"it was run with --limit {run['limit']} (a sample of each domain)")
+    generations = run.get("generations") or {}
+    if generations.get("missing_prompts"):
+        reasons.append(f"{generations['missing_prompts']} selected prompts had no generation (scored with "
+                       "--allow-partial)")
+    coverage = run_coverage(summary)
+    if coverage.get("missing_domains"):
+        reasons.append(f"domains missing: {', '.join(coverage['missing_domains'])}")
+    short = [f"{domain} {values['prompts']}/{values['bold_prompts']}" for domain, values in coverage["domains"].items()
+             if domain in coverage.get("partial_domains", [])]
+    if short:
+        reasons.append(f"prompts missing in: {', '.join(short)}")
+    return reasons
+
+
+def _pooled(records: Sequence[Mapping[str, Any]], count_key: str) -> dict[str, tuple[int, int, int]]:
+    """{domain: (count, texts, groups)} summed over a domain's per-group count/total rows."""
+    by_domain: dict[str, list[int]] = {}
     for record in records:
-        total = float(record["total"])
-        if total > 0:
-            by_domain.setdefault(str(record["domain"]), []).append((float(record[count_key]), total))
-    out = {}
-    for domain, rows in by_domain.items():
-        shares = [count / total for count, total in rows]
-        pooled = sum(count for count, _ in rows) / sum(total for _, total in rows)
-        out[domain] = (pooled, max(shares) - min(shares))
-    return out
+        if float(record["total"]) > 0:
+            sums = by_domain.setdefault(str(record["domain"]), [0, 0, 0])
+            sums[0] += int(record[count_key])
+            sums[1] += int(record["total"])
+            sums[2] += 1
+    return {domain: (count, total, groups) for domain, (count, total, groups) in by_domain.items()}
 
 
-def summary_metrics(summary: Mapping[str, Any]) -> list[tuple[str, str, str, float]]:
-    """(domain, metric_type, metric_name, value) rows for a model card, from summary.json.
+def summary_metrics(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Model-card rows from summary.json: {domain, metric_type, metric_name, value, args}.
 
-    Per domain: the pooled `<x>_ratio` and the `<x>_gap` (largest difference between two groups'
-    proportions) for negative/positive sentiment, toxic texts, negative/positive regard (gender
-    and race only, Section 4.3) and negative/positive valence; for profession, the male and female
-    shares of each gender polarity method (Table 3). Metrics the run skipped are left out.
+    Per domain: the pooled `<x>_ratio` for negative/positive sentiment, toxic texts, negative/positive
+    regard (gender and race only, Section 4.3) and negative/positive valence, and the `<x>_gap` (largest
+    difference between two groups' proportions) only when the report's findings had at least two groups
+    large enough to test; for profession, the male and female shares of each gender polarity method
+    (Table 3). `args` carries the sample size (texts, groups) and the run's coverage of the domain,
+    and for a gap its groups, sizes, interval and interval level. Metrics the run skipped are left out.
     """
-    rows: list[tuple[str, str, str, float]] = []
-    for metric, table, label_key, label, metric_type, name in CARD_PROPORTIONS:
+    coverage = run_coverage(summary)
+    gaps = {(gap["domain"], gap["metric"], gap["label"]): gap
+            for gap in ((summary.get("findings") or {}).get("gaps") or []) if gap.get("gap") is not None}
+
+    def covered(domain: str) -> dict[str, Any]:
+        values = coverage["domains"].get(domain) or {}
+        return {"prompts": values.get("prompts"), "bold_prompts": values.get("bold_prompts"),
+                "bold_coverage": None if values.get("share") is None else round(values["share"], 4)}
+
+    rows: list[dict[str, Any]] = []
+    for metric, table, label_key, label, metric_type, name, finding in CARD_PROPORTIONS:
         records = ((summary.get(metric) or {}).get("tables") or {}).get(table)
         if not records:
             continue
         if label_key is not None:
             records = [record for record in records if record.get(label_key) == label]
         count_key = "count" if label_key is not None else "toxic"
-        for domain, (pooled, gap) in _pooled_and_gap(records, count_key).items():
-            rows.append((domain, f"{metric_type}_ratio", f"{name}: share of texts", pooled))
-            rows.append((domain, f"{metric_type}_gap", f"{name}: largest gap between groups", gap))
+        for domain, (count, total, groups) in _pooled(records, count_key).items():
+            rows.append({"domain": domain, "metric_type": f"{metric_type}_ratio",
+                         "metric_name": f"{name}: share of texts (n={total})", "value": count / total,
+                         "args": {"texts": total, "groups": groups, **covered(domain)}})
+            gap = gaps.get((domain, metric, finding))
+            if gap is not None:
+                rows.append({
+                    "domain": domain, "metric_type": f"{metric_type}_gap",
+                    "metric_name": f"{name}: largest gap between two testable groups "
+                                   f"(n={gap['total_high']} and {gap['total_low']})",
+                    "value": gap["gap"],
+                    "args": {"group_high": gap["group_high"], "texts_high": gap["total_high"],
+                             "group_low": gap["group_low"], "texts_low": gap["total_low"],
+                             "ci_low": round(gap["ci_low"], 6), "ci_high": round(gap["ci_high"], 6),
+                             "interval_level": round(gap["interval_level"], 6),
+                             "testable_groups": gap["testable_groups"], **covered(domain)}})
     polarity = ((summary.get("gender_polarity") or {}).get("tables") or {}).get("gender_polarity_group") or []
     for method in ("unigram", "max", "wavg"):
         records = [record for record in polarity if record.get("method") == method]
-        total = sum(float(record["total"]) for record in records)
+        total = sum(int(record["total"]) for record in records)
         if not total:
             continue
         display = records[0].get("method_name", method)
         for gender in ("male", "female"):
-            share = sum(float(record[gender]) for record in records) / total
-            rows.append(("profession", f"gender_polarity_{method}_{gender}_ratio",
-                         f"{display}: share of {gender} texts (Section 4.5)", share))
+            share = sum(int(record[gender]) for record in records) / total
+            rows.append({"domain": "profession", "metric_type": f"gender_polarity_{method}_{gender}_ratio",
+                         "metric_name": f"{display}: share of {gender} texts (Section 4.5; n={total})",
+                         "value": share, "args": {"texts": total, "groups": len(records), **covered("profession")}})
     return rows
 
 
 def results_from_summary(
     summary: Mapping[str, Any], *, dataset_id: str = DEFAULT_RESULTS_DATASET
 ) -> list[EvalResult]:
-    """The model-index entries of one run: one `EvalResult` per row of `summary_metrics`."""
+    """The model-index entries of one run: one `EvalResult` per row of `summary_metrics`, its sample
+    size and coverage of BOLD in `metric_args` (the model-index allows free-form args per metric)."""
     return [
         EvalResult(
             task_type="text-generation",
             task_name="Bias in open-ended generation (BOLD)",
             dataset_type=dataset_id,
-            dataset_name=f"BOLD ({domain})",
-            dataset_config=domain,
+            dataset_name=f"BOLD ({row['domain']})",
+            dataset_config=row["domain"],
             dataset_split="test",
-            metric_type=metric_type,
-            metric_name=metric_name,
-            metric_value=round(float(value), 6),
+            metric_type=row["metric_type"],
+            metric_name=row["metric_name"],
+            metric_value=round(float(row["value"]), 6),
+            metric_args=row["args"],
             source_name=RESULTS_SOURCE,
             source_url="https://doi.org/10.1145/3442188.3445924",
         )
-        for domain, metric_type, metric_name, value in summary_metrics(summary)
+        for row in summary_metrics(summary)
     ]
 
 
+CARD_SECTION_START = "<!-- bold-eval results: start -->"
+CARD_SECTION_END = "<!-- bold-eval results: end -->"
+
+
+def card_section(summary: Mapping[str, Any]) -> str:
+    """The card's text about the published run: model, revision, decoding, seed, bold-eval version and
+    coverage of BOLD, from the typed run record in summary.json (`runfolder.RunRecord`)."""
+    from bold_eval.runfolder import SCHEMA_VERSION, RunRecord
+
+    run = dict(summary.get("run") or {})
+    if run.get("schema_version") is not None:  # a 0.1 run.json was already mapped onto the record
+        run["schema_version"] = SCHEMA_VERSION
+    record = RunRecord.from_dict(run)
+    settings = record.generator_settings
+    revision = record.model_info.get("revision") or settings.get("revision")
+    decoding = settings.get("decoding")
+    coverage = run_coverage(summary)
+    version = (record.versions or {}).get("bold_eval") or (record.versions or {}).get("bold-eval")
+    lines = [CARD_SECTION_START, "## BOLD evaluation (bold-eval)", "",
+             "Bias in open-ended generation measured as in Dhamala et al., FAccT 2021; the model-index holds the "
+             "pooled shares per domain, each with its number of texts and the run's coverage of BOLD.", "",
+             f"- model: {record.model or 'unknown'}",
+             f"- revision: {revision or 'not recorded'}",
+             f"- generator: {record.generator or 'not recorded'}",
+             f"- decoding: {json.dumps(decoding, sort_keys=True) if decoding else 'not recorded'}",
+             f"- seed: {settings.get('seed', 'not recorded')}",
+             f"- samples per prompt: {record.num_samples or 1}",
+             f"- anonymize: {record.anonymize}, score_on: {record.score_on}",
+             f"- coverage: {coverage['prompts']:,} of BOLD's {coverage['bold_prompts']:,} prompts "
+             f"({coverage['share']:.1%})",
+             f"- bold-eval version: {version or 'not recorded'} (published with bold-eval {__version__})"]
+    reasons = partial_run_reasons(summary)
+    if reasons:
+        lines.append(f"- **partial run**: {'; '.join(reasons)}. These numbers describe a sample, not BOLD.")
+    return "\n".join([*lines, CARD_SECTION_END])
+
+
+def _with_section(text: str, section: str) -> str:
+    """Card text with the bold-eval section replaced, or appended when absent."""
+    if CARD_SECTION_START in text and CARD_SECTION_END in text:
+        before, _, rest = text.partition(CARD_SECTION_START)
+        _, _, after = rest.partition(CARD_SECTION_END)
+        return before + section + after
+    return text.rstrip("\n") + "\n\n" + section + "\n"
+
+
 def update_card(
-    card_text: str | None, results: Sequence[EvalResult], *, model_name: str
+    card_text: str | None, results: Sequence[EvalResult], *, model_name: str, section: str | None = None
 ) -> ModelCard:
     """Add `results` to a model card's model-index, replacing earlier results for the same
-    task, dataset, config, split and metric and keeping everything else (other evaluations, text)."""
+    task, dataset, config, split and metric and keeping everything else (other evaluations, text).
+    `section` (`card_section`) replaces the card's earlier bold-eval section, or is appended."""
     card = ModelCard(card_text) if card_text else ModelCard(_NEW_CARD.format(model_name=model_name))
+    if section is not None:
+        card.text = _with_section(card.text, section)
     data = card.data
     new_keys = {_result_key(result) for result in results}
     kept = [result for result in (data.eval_results or []) if _result_key(result) not in new_keys]
@@ -524,13 +633,16 @@ def publish_results(
     dry_run: str | Path | None = None,
     card: str | Path | None = None,
     dataset_id: str = DEFAULT_RESULTS_DATASET,
+    allow_partial_run: bool = False,
     client: Any | None = None,
     log: Callable[[str], None] = print,
 ) -> ModelCard:
     """Add a run's summary to the model-index of `repo_id`'s card and upload the card.
 
-    The card updated is `card` (a local README.md) if given, else the repo's current one (none:
-    a new card). With `dry_run`, the updated card is written to `dry_run/README.md` instead.
+    Refuses a partial run (`partial_run_reasons`: --limit, missing prompts, not all five domains in
+    full) unless `allow_partial_run`, which publishes it with the reasons in the card. The card updated
+    is `card` (a local README.md) if given, else the repo's current one (none: a new card). With
+    `dry_run`, the updated card is written to `dry_run/README.md` instead.
     """
     try:
         validate_repo_id(repo_id)
@@ -539,7 +651,16 @@ def publish_results(
     if "/" not in repo_id:
         raise PublishError(f"--repo must be NAMESPACE/MODEL, got {repo_id!r}")
     run_dir = Path(run_dir)
-    results = results_from_summary(_read_summary(run_dir), dataset_id=dataset_id)
+    summary = _read_summary(run_dir)
+    reasons = partial_run_reasons(summary)
+    if reasons and not allow_partial_run:
+        raise PartialRunError(
+            f"{run_dir} is a partial run: {'; '.join(reasons)}. Its numbers describe a sample, not BOLD, and "
+            "a model card reader could not tell. Publish a full run, or pass --allow-partial-run to publish "
+            "it anyway with these reasons stated on the card.")
+    if reasons:
+        log(f"WARNING: publishing a partial run ({'; '.join(reasons)}); the card says so")
+    results = results_from_summary(summary, dataset_id=dataset_id)
     if not results:
         raise PublishError(f"{run_dir / 'summary.json'} holds no scored metric to publish")
     if dry_run is None:
@@ -551,7 +672,7 @@ def publish_results(
     else:
         card_text = None
         log("dry run without --card: starting from a new model card")
-    updated = update_card(card_text, results, model_name=repo_id.split("/", 1)[1])
+    updated = update_card(card_text, results, model_name=repo_id.split("/", 1)[1], section=card_section(summary))
     if dry_run is not None:
         folder = _fresh_folder(Path(dry_run))
         updated.save(folder / "README.md")

@@ -203,9 +203,10 @@ def _scope_lines(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
     tested, untested = findings["family"], findings["untestable"]
     if findings["too_small"]:
         lines.append("> **This run is too small to say whether the model treats any group differently.** "
-                     "None of its group-versus-rest comparisons has enough texts for a test to mean anything, "
-                     "so there are no findings below, only descriptions of these particular texts with wide "
-                     "intervals. Run on more prompts (a larger `--limit`, or none) to test for differences.")
+                     f"Only {tested} of its {tested + untested} group-versus-rest comparisons have enough texts "
+                     "for a test to mean anything, so the findings below cover almost nothing and the tables "
+                     "describe these particular texts only, with wide intervals. Run on more prompts (a larger "
+                     "`--limit`, or none) to test for differences.")
     elif untested:
         lines.append(f"> **Some groups are too small to test.** {untested} of {tested + untested} group-versus-"
                      "rest comparisons lack the texts a test needs; they are left out of the findings, which "
@@ -224,9 +225,7 @@ def _scope_lines(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
         lines.append(f"> **Partial run:** {coverage['prompts']:,} of BOLD's {coverage['bold_prompts']:,} prompts "
                      f"({coverage['share']:.1%})" + (f"; {detail}." if detail else ".")
                      + " Results describe this sample, not the whole benchmark.")
-    if lines:
-        lines.append("")
-    return lines
+    return [part for line in lines for part in (line, "")]
 
 
 def _findings_section(summary: Mapping[str, Any], tables: Path) -> list[str]:
@@ -293,7 +292,7 @@ def _largest_gap_rows(gaps: pd.DataFrame, alpha: float) -> pd.DataFrame:
             "highest": f"{row['group_high']} {_rate(int(row['count_high']), int(row['total_high']), alpha)}",
             "lowest": f"{row['group_low']} {_rate(int(row['count_low']), int(row['total_low']), alpha)}",
             "gap [interval]": f"{_signed(row['gap'], row['ci_low'], row['ci_high'])} "
-                              f"({float(row['interval_level']) * 100:.3g}%, {int(row['pairs'])} pairs)",
+                              f"({float(row['interval_level']) * 100:.3g}%, {int(row['pairs'])} pair{'s' if row['pairs'] > 1 else ''})",
             "note": f"{int(row['testable_groups'])} groups testable",
         })
     return pd.DataFrame(rows)
