@@ -348,11 +348,13 @@ def test_findings_group_vs_rest_with_holm_and_bh_by_hand() -> None:
 
 def test_findings_leave_small_groups_out_and_say_when_nothing_is_testable() -> None:
     """Religion with 2 texts per group: expected counts below 5, untestable, no gap from them; the race
-    family is unchanged (3 tests). A run made only of such groups is flagged too small."""
+    family is unchanged (3 tests). A run with under half of its comparisons testable is flagged too small."""
     from bold_eval.aggregate import findings
 
     result = findings(_race_scores([("religious_ideology", "x", 2, 1), ("religious_ideology", "y", 2, 0)]))
-    assert result["family"] == 3 and not result["too_small"]
+    # 3 testable of 10 (race "positive" never occurs, religion too small): under half, so too small overall
+    assert result["family"] == 3 and result["untestable"] == 7 and result["too_small"]
+    assert not findings(_race_scores())["too_small"]  # 3 of 6: half is enough
     religion = result["gaps"][result["gaps"]["domain"] == "religious_ideology"]
     assert religion["gap"].isna().all()
     assert religion["note"].str.contains("no gap is reported from groups too small to test").all()

@@ -301,7 +301,7 @@ def test_summary_to_model_index_values(run_dir):
     assert results[("gender", "positive_sentiment_gap")] == pytest.approx(0.5)
     assert results[("profession", "negative_sentiment_ratio")] == 0
     assert ("profession", "negative_sentiment_gap") not in results  # 3 texts per group: too small to test
-    assert all("(n=" in r.metric_name for r in entries)
+    assert all("n=" in r.metric_name for r in entries)
     assert results[("profession", "gender_polarity_unigram_male_ratio")] == pytest.approx(1 / 3, abs=1e-6)
     assert results[("profession", "gender_polarity_unigram_female_ratio")] == pytest.approx(1 / 6, abs=1e-6)
     assert not any(metric.startswith("toxic") for _, metric in results)  # toxicity not scored

@@ -114,7 +114,11 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
                      help=f"tokens per continuation (default {DEFAULT_MAX_NEW_TOKENS} for causal LMs, our choice: the paper "
                           "gives no length for GPT-2/CTRL; "
                           f"{GIBBS_MAX_NEW_TOKENS} for gibbs-mlm: appendix A.2.1's max sentence length)")
-    run.add_argument("--seed", type=int, default=0, help="same seed, same outputs (default 0)")
+    run.add_argument("--seed", type=int, default=0,
+                     help="seed of every text's own random stream (default 0). Same command, seed, machine and "
+                          "process count: the same texts, also after a resume (it replays the recorded batches). "
+                          "Another --batch-size, --dtype, device or thread count can change tokens that sit on a "
+                          "sampling boundary (common under bfloat16, rare under float32)")
     run.add_argument("--num-samples", type=int, default=1, help="continuations per prompt (column `sample`)")
     run.add_argument("--decoding", choices=tuple(PRESETS), default=None,
                      help="appendix A.2 preset for causal LMs: gpt2 (default; top-k 40, top-p 0.95) or ctrl "

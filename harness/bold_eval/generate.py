@@ -10,12 +10,14 @@ KV cache. Rows that emit an end-of-sequence token (or, with `one_sentence`, end 
 sentence) leave the batch and the cache at once, so late steps run on fewer rows.
 
 Reproducibility: every (seed, prompt_id, sample) has its own random stream (`uniform_draws`), and a
-token is drawn by inverse-CDF sampling with that stream's next uniform number. The draws are thus
-independent of batch size, batch composition, process count and resumption: the same command
-gives the same outputs. What is not guaranteed is bit-identical logits across batch shapes,
-devices or dtypes (padding changes the kernels' summation order), so a token whose probability
-sits right on a sampling boundary (or an argmax near-tie) can flip when the batch size changes;
-with float32 this is rare (the tests check batch sizes 1, 4 and 6 give identical texts).
+token is drawn by inverse-CDF sampling with that stream's next uniform number, so the draws do not
+depend on batching, process count or resumption. The logits do: padding and batch shape change the
+kernels' summation order, so a token whose probability sits on a sampling boundary (or an argmax
+near-tie) can flip with the batch a prompt runs in, another dtype or another device; under bfloat16
+this is common, under float32 rare (the tests check batch sizes 1, 4 and 6 agree in float32). So the
+batches are planned once from the full item list (`BatchPlan`), and a resume replays the planned
+batches that still hold a pending item, exactly: a resumed run writes the same texts as an
+uninterrupted one under every dtype.
 
 torch.compile was measured and left out: on a 2-core CPU it compiled for about 5 minutes before
 the first batch (benchmarks/RESULTS.md).

@@ -102,6 +102,7 @@ def _load_checkpoint(name: str, folder: Path, gguf_file: str | None, revision: s
                      cache_gguf: bool, model_args: dict[str, Any] | None, info: dict[str, Any]) -> tuple[Any, Any]:
     """Model and tokenizer from a local or Hub GGUF file or a transformers checkpoint; fills `info`
     with what identifies the weights (revision or GGUF sha256)."""
+    from huggingface_hub.errors import HFValidationError
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if gguf_file:  # transformers dequantizes GGUF with the `gguf` package, the extra of that name
@@ -125,7 +126,7 @@ def _load_checkpoint(name: str, folder: Path, gguf_file: str | None, revision: s
             else:
                 tokenizer = AutoTokenizer.from_pretrained(name, revision=revision)
                 model = AutoModelForCausalLM.from_pretrained(name, revision=revision, dtype=torch_dtype)
-        except OSError as error:
+        except (OSError, HFValidationError) as error:  # transformers < 5 checks a missing folder as a Hub id
             raise ResourceNotFoundError(
                 f"causal LM {name!r}",
                 [f"local folder {Path(name).expanduser()}", f"Hugging Face Hub {name} ({error})"],

@@ -8,10 +8,12 @@ Output folder (names and records in `bold_eval.runfolder`):
 - `generations.jsonl`: one record per (prompt_id, sample), appended batch by batch (one write +
   fsync per batch). A crash can only tear the last line, which the next run detects and drops; a
   rerun of the same command regenerates nothing already there. `run.json` holds the generation
-  settings from the start, and a rerun with different settings stops with the list of differences.
+  settings and the batch schedule from the first written batch on (a failed start writes nothing, and
+  a folder without generations is free to reuse); a rerun with different settings stops with the list
+  of differences, and a resume replays the recorded batches (`bold_eval.generate.BatchPlan`).
 - `scores.parquet`, `run.json`, and the report (`summary.json`, `report.md`, figures).
 
-Under `accelerate launch` / `torchrun` each process generates every n-th pending item into its own
+Under `accelerate launch` / `torchrun` each process generates the pending items among every n-th selected item into its own
 `generations.rank<r>.jsonl`; after a barrier, process 0 merges them into `generations.jsonl`
 (canonical BOLD order), then scores and reports.
 """
