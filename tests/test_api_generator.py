@@ -18,11 +18,18 @@ import pytest
 from bold_eval.api_client import ApiError, RetryPolicy, normalize_base_url, parse_retry_after
 from bold_eval.api_generator import ApiGenerator, request_seed, strip_echo, wanted_params
 from bold_eval.generate import WorkItem, make_decoding
-from bold_eval.serving import FaultProxy, TransformersServer, free_port, serving_available
+from bold_eval.serving import (
+    FaultProxy,
+    InstantServer,
+    TransformersServer,
+    build_served_model,
+    free_port,
+    local_server,
+    serving_available,
+)
+from bold_eval.testing import missing_prerequisite
 
 FAST_RETRY = RetryPolicy(max_attempts=5, backoff_base_s=0.005, backoff_max_s=0.05, read_timeout_s=60)
-CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-                 "{% if add_generation_prompt %}assistant:{% endif %}")
 
 
 # --------------------------------------------------------------------------- pure parts
@@ -54,6 +61,22 @@ def test_wanted_params_map_the_paper_presets():
 ])
 def test_strip_echo(reply, expected):
     assert strip_echo(reply, "Jacob Zachar is an American actor whose") == expected
+
+
+@pytest.mark.parametrize(("decoding", "expected"), [
+    ({}, " He was born in Ohio. He moved"),  # the shared stopping rule: end before the line break
+    ({"one_sentence": True}, " He was born in Ohio."),
+    ({"stop_at_newline": False}, " He was born in Ohio. He moved\n\nSee also: Ohio"),
+])
+def test_api_continuations_get_the_stopping_rule_of_local_runs(decoding, expected):
+    """The server's text goes through generate.finish_continuation, like the local sampler's and
+    the lm-eval tasks' (until: ["\\n"]), so an API run scores the same text."""
+    with InstantServer(reply=" He was born in Ohio. He moved\n\nSee also: Ohio") as server:
+        generator = ApiGenerator("m", server.base_url, probe=False, decoding=make_decoding(**decoding))
+        results = []
+        generator.generate([WorkItem("p0", 0, "Jacob Zachar is")], progress=False,
+                           on_batch=lambda batch, generated: results.extend(generated))
+    assert [result.continuation for result in results] == [expected]
 
 
 def test_retry_after_forms_and_backoff():
@@ -92,36 +115,17 @@ def test_base_url_and_key_checks(monkeypatch):
 # --------------------------------------------------------------------------- real servers
 
 
-def _tiny_served_model(root: Path, corpus: list[str], *, do_sample: bool) -> Path:
-    """A tiny GPT-2 with a chat template; `do_sample` goes into its generation_config, which
-    `transformers serve` uses as the base of every request."""
-    from transformers import AutoTokenizer, GenerationConfig
-
-    from bold_eval.models import build_tiny_causal_lm
-
-    folder = build_tiny_causal_lm(root, corpus)
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    tokenizer.chat_template = CHAT_TEMPLATE
-    tokenizer.save_pretrained(folder)
-    config = GenerationConfig.from_pretrained(folder)
-    config.do_sample = do_sample
-    config.top_k = 0 if do_sample else None  # transformers' default top_k=50 would filter on top of top_p
-    config.save_pretrained(folder)
-    return folder
-
-
 def _server(folder: Path, tmp: Path) -> TransformersServer:
     if not serving_available():
-        pytest.skip("transformers serve needs pip install 'transformers[serving]'")
-    env = {"OMP_NUM_THREADS": "1", "HF_HOME": str(tmp / "hf_home"), "HF_HUB_OFFLINE": "1"}
-    return TransformersServer(folder, startup_timeout_s=180, log_path=tmp / "serve.log", env=env)
+        missing_prerequisite("transformers serve needs pip install 'transformers[serving]'")
+    return local_server(folder, tmp)
 
 
 @pytest.fixture(scope="session")
 def served(tmp_path_factory, bold_sentences):
     """`transformers serve` with a tiny sampling GPT-2 for the whole session (stopped at the end)."""
     tmp = tmp_path_factory.mktemp("served")
-    folder = _tiny_served_model(tmp / "model", bold_sentences[:300], do_sample=True)
+    folder = build_served_model(tmp / "model", bold_sentences[:300], do_sample=True)
     with _server(folder, tmp) as server:
         yield server
 
@@ -314,7 +318,7 @@ def test_chat_mode_against_transformers_serve(served, items):
 def test_probe_catches_a_server_that_decodes_greedily(tmp_path, bold_sentences, items):
     """A model whose generation_config says do_sample=false: transformers serve then ignores
     temperature and top_p. The probe notices; strict_decoding refuses to go on."""
-    folder = _tiny_served_model(tmp_path / "model", bold_sentences[:300], do_sample=False)
+    folder = build_served_model(tmp_path / "model", bold_sentences[:300], do_sample=False)
     with _server(folder, tmp_path) as server:
         lenient = _generator(server, decoding=make_decoding(top_k=0, max_new_tokens=8))
         with pytest.warns(UserWarning, match="sampling .* looks ignored"):

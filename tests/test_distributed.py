@@ -53,6 +53,87 @@ def test_two_processes_merge_to_the_single_process_result(tmp_path, bold_dir, co
     assert json.loads((sharded / "run.json").read_text())["processes"] == 2
 
 
+# A generator of this test (not a stand-in for ours), run under torchrun: with TEST_CRASH=1, process 1
+# writes one batch and crashes, and process 0 crashes once that batch is on disk, before writing any.
+RANK_ORDERED_SCRIPT = """
+import os, sys, time
+from pathlib import Path
+
+from bold_eval.cli import main
+from bold_eval.generate import Generated, GenerationStats
+from bold_eval.generators import register_generator
+
+
+class RankOrdered:
+    kind = "test-rank-ordered"
+
+    def __init__(self, config, context):
+        self.out = config.out
+
+    def settings(self):
+        return {"model": "rank-ordered"}
+
+    def info(self):
+        return {"name": "rank-ordered"}
+
+    def generate(self, items, *, on_batch, progress=True):
+        rank, crash = int(os.environ["RANK"]), os.environ.get("TEST_CRASH") == "1"
+        if crash and rank == 0:
+            shard, deadline = Path(self.out) / "generations.rank1.jsonl", time.monotonic() + 60
+            while not (shard.is_file() and shard.read_bytes().endswith(b"\\n")):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("process 1 wrote no batch")
+                time.sleep(0.05)
+            raise RuntimeError("scripted crash of process 0 before its first batch")
+        for start in range(0, len(items), 2):
+            batch = list(items[start:start + 2])
+            on_batch(batch, [Generated(" text of run " + os.environ["TEST_RUN"] + ".", 3) for _ in batch])
+            if crash:
+                raise RuntimeError("scripted crash of process 1 after its first batch")
+        return GenerationStats()
+
+
+register_generator(RankOrdered.kind, RankOrdered)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_a_crash_after_another_process_wrote_first_resumes(tmp_path, bold_dir, console_script):
+    """run.json's start record is written once every process has loaded, before any generation: when
+    process 1 writes a batch before process 0 and the run crashes, the same command resumes it."""
+    script = tmp_path / "rank_ordered.py"
+    script.write_text(RANK_ORDERED_SCRIPT, encoding="utf-8")
+    out = tmp_path / "run"
+    arguments = ["run", "--generator", "test-rank-ordered", "--model", "rank-ordered", "--domains",
+                 "religious_ideology", "--limit", "8", "--device", "cpu", "--no-progress", "--out", str(out),
+                 "--metrics", "gender_polarity", "--metric-option", "gender_polarity.methods=unigram"]
+
+    def torchrun(run: str, crash: bool) -> subprocess.CompletedProcess:
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "TEST_RUN": run, "TEST_CRASH": "1" if crash else "0"}
+        return subprocess.run(
+            [str(console_script("torchrun", "torch")), "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+             "--master_port", str(_free_port()), str(script), *arguments],
+            capture_output=True, text=True, timeout=300, env=env,
+        )
+
+    crashed = torchrun("1", crash=True)
+    assert crashed.returncode != 0 and "scripted crash" in crashed.stderr, crashed.stderr[-4000:]
+    assert not (out / "generations.rank0.jsonl").exists()  # process 0 wrote no batch
+    first = [json.loads(line) for line in (out / "generations.rank1.jsonl").read_text().splitlines()]
+    assert len(first) == 2
+    assert json.loads((out / "run.json").read_text())["generation_settings"]["generator"] == "test-rank-ordered"
+
+    resumed = torchrun("2", crash=False)
+    assert resumed.returncode == 0, resumed.stderr[-4000:]
+    records = [json.loads(line) for line in (out / "generations.jsonl").read_text().splitlines()]
+    assert len(records) == 8 and not list(out.glob("generations.rank*.jsonl"))
+    kept = {record["prompt_id"] for record in first}
+    assert {r["prompt_id"] for r in records if r["continuation"] == " text of run 1."} == kept  # not redone
+    assert all(r["continuation"] == " text of run 2." for r in records if r["prompt_id"] not in kept)
+    assert (out / "report.md").is_file()
+
+
 def _write_jsonl(path: Path, records: list[dict]) -> None:
     path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
 

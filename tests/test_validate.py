@@ -325,7 +325,7 @@ def test_bad_inputs_give_clear_errors(tmp_path, capsys):
     assert cli.main(["validate", "sentiment", "--against", str(csv), "--out", str(tmp_path / "o"),
                   "--metric-option", "toxicity.threshold=0.4"]) == 2  # a usage message, no traceback
     assert re.search("--metric-option for toxicity does not apply to sentiment", capsys.readouterr().err)
-    assert cli.main(["validate", "sentiment", "--against", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "o")]) == 2  # a usage message, no traceback
+    assert cli.main(["validate", "sentiment", "--against", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "o")]) == 1  # a missing file (MissingFileError), no traceback
     assert re.search("labelled file .*missing.csv not found", capsys.readouterr().err)
     jsonl = tmp_path / "labels.jsonl"
     jsonl.write_text('{"text": "fine", "label": 1}\n{"text": null, "label": 0}\n', encoding="utf-8")

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from bold_eval.errors import InputError, UsageError
+
 # Section 3.3: "we anonymize the prompts by replacing the names of people in the gender and
 # race domains with 'Person' and replacing names of professions and religious or political
 # groups such as Christianity, Nurse, Scientist, Buddhism, Socialism, Communist, etc with 'XYZ'".
@@ -247,7 +249,7 @@ def _anonymizer(domain: str, group: str, name: str) -> Callable[[str], str]:
 
     if domain in DOMAINS:
         return _Terms(domain, group, name)
-    raise ValueError(f"unknown BOLD domain {domain!r}; valid domains: {', '.join(DOMAINS)}")
+    raise UsageError(f"unknown BOLD domain {domain!r}; valid domains: {', '.join(DOMAINS)}")
 
 
 def anonymize(text: str, row: Mapping[str, str]) -> str:
@@ -272,7 +274,7 @@ def anonymize_texts(
     out = []
     for index, (text, domain, group, name) in enumerate(zip(texts, domains, groups, names, strict=True)):
         if not isinstance(text, str):
-            raise ValueError(f"text at index {index} is {type(text).__name__}, not str")
+            raise InputError(f"text at index {index} is {type(text).__name__}, not str")
         out.append(_anonymizer(domain, group, name)(text))
     return out
 

@@ -26,14 +26,18 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from bold_eval.errors import UserError
+
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 RETRY_STATUSES = frozenset({408, 409, 425, 429})  # and every 5xx
 BODY_EXCERPT_CHARS = 500
 REDACTED = "[redacted]"
 
 
-class ApiError(RuntimeError):
-    """A request failed for good (retries exhausted, or an answer that waiting cannot fix)."""
+class ApiError(UserError, RuntimeError):
+    """A request failed for good (retries exhausted, or an answer that waiting cannot fix).
+
+    A `UserError`: the server, URL or key is what to fix, so `bold-eval` prints the message alone."""
 
     def __init__(self, message: str, *, status: int | None = None, body: str | None = None,
                  attempts: int = 0, retryable: bool = False):

@@ -44,7 +44,7 @@ from bold_eval.generate import (
     Generated,
     GenerationStats,
     WorkItem,
-    cut_one_sentence,
+    finish_continuation,
     make_decoding,
 )
 
@@ -303,8 +303,9 @@ class ApiGenerator:
         stripped = False
         if self.api == "chat":
             text, stripped = strip_echo(text, self._prompt_text(item.prompt))
-        if self.decoding.one_sentence:
-            text = cut_one_sentence(text)
+        # The shared stopping rule (newline, then one_sentence), so API runs score the same text as
+        # local runs and the lm-eval tasks.
+        text = finish_continuation(text, self.decoding)
         with self._lock:
             self._usage_missing += tokens is None
             self._echo_stripped += stripped
@@ -481,7 +482,7 @@ class ApiGenerator:
 # --------------------------------------------------------------------------- registry factories
 
 GENERATOR_OPTIONS = ("base_url", "concurrency", "api_key_env", "chat_instruction", "extra_body", "probe",
-                     "strict_decoding", "max_attempts", "timeout_s", "flush_seconds")
+                     "strict_decoding", "max_attempts", "backoff_base_s", "timeout_s", "flush_seconds")
 
 
 def from_run_config(config: RunConfig, api: str) -> ApiGenerator:
@@ -496,6 +497,7 @@ def from_run_config(config: RunConfig, api: str) -> ApiGenerator:
     if not options.get("base_url"):
         raise ValueError(f"the {KINDS[api]} generator needs --base-url (the API root, e.g. http://localhost:8000/v1)")
     retry = RetryPolicy(max_attempts=int(options.get("max_attempts", RetryPolicy.max_attempts)),
+                        backoff_base_s=float(options.get("backoff_base_s", RetryPolicy.backoff_base_s)),
                         read_timeout_s=float(options.get("timeout_s", RetryPolicy.read_timeout_s)))
     batch_size = config.batch_size
     return ApiGenerator(

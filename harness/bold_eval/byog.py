@@ -117,7 +117,12 @@ def read_table(path: str | Path, file_format: str | None = None) -> pd.DataFrame
     if file_format is None:
         file_format = "parquet" if path.suffix == ".parquet" else "jsonl"
     if file_format == "parquet":
-        return pd.read_parquet(path)
+        import pyarrow
+
+        try:
+            return pd.read_parquet(path)
+        except (pyarrow.ArrowException, OSError) as error:
+            raise InputError(f"{path} is not a readable parquet file ({error}); for JSONL pass --from jsonl") from error
     return pd.DataFrame(_read_jsonl(path))
 
 

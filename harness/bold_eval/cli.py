@@ -546,16 +546,13 @@ def _validate(args: argparse.Namespace) -> int:
     others = sorted(set(options) - {args.metric})
     if others:
         raise SystemExit(f"bold-eval validate: --metric-option for {', '.join(others)} does not apply to {args.metric}")
-    try:
-        result = validate_source(
-            args.metric, args.against, args.out, score=args.score, text_column=args.text_column,
-            label_column=args.label_column, label_set=parse_label_set(args.labels) if args.labels else None,
-            label_map=parse_label_map(args.label_map), exclude_labels=args.exclude_label, splits=args.splits,
-            sheng2019_dir=args.sheng2019_dir, n_resamples=args.n_resamples, seed=args.seed,
-            **options.get(args.metric, {}),
-        )
-    except (ValueError, FileNotFoundError) as error:
-        raise SystemExit(f"bold-eval validate: {error}") from error
+    result = validate_source(
+        args.metric, args.against, args.out, score=args.score, text_column=args.text_column,
+        label_column=args.label_column, label_set=parse_label_set(args.labels) if args.labels else None,
+        label_map=parse_label_map(args.label_map), exclude_labels=args.exclude_label, splits=args.splits,
+        sheng2019_dir=args.sheng2019_dir, n_resamples=args.n_resamples, seed=args.seed,
+        **options.get(args.metric, {}),
+    )
     print(summary_text(result.record))
     print(f"wrote {args.out}: validation.json, validation.md, predictions.csv, figures/score_distributions.png")
     return 0

@@ -24,7 +24,7 @@ import datasets
 import yaml
 from datasets.exceptions import DatasetGenerationError
 
-from bold_eval.errors import DataMismatchError, InputError
+from bold_eval.errors import DataMismatchError, InputError, UsageError
 from bold_eval.paths import dataset_script_dir
 from bold_eval.resources import ResourceNotFoundError, atomic_write_bytes, cache_dir, offline
 
@@ -69,7 +69,7 @@ def __getattr__(name: str) -> Any:
 def _config_domains(config: str) -> tuple[str, ...]:
     domains = dataset_script().DOMAINS
     if config != "all" and config not in domains:
-        raise ValueError(f"unknown BOLD config {config!r}; valid configs: {', '.join(('all', *domains))}")
+        raise UsageError(f"unknown BOLD config {config!r}; valid configs: {', '.join(('all', *domains))}")
     return domains if config == "all" else (config,)
 
 

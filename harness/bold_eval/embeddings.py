@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from bold_eval.errors import InputError
 from bold_eval.resources import (
     RemoteFile,
     ResourceNotFoundError,
@@ -111,7 +112,7 @@ def gender_direction(keyed_vectors: KeyedVectors, definitional: Sequence[Sequenc
             center = (va + vb) / 2
             rows.extend([va - center, vb - center])
     if not rows:
-        raise ValueError("none of the definitional pairs is in the embedding's vocabulary; cannot find a gender direction")
+        raise InputError("none of the definitional pairs is in the embedding's vocabulary; cannot find a gender direction")
     matrix = np.asarray(rows, dtype=np.float64)
     matrix -= matrix.mean(axis=0)  # PCA centers its input (a no-op here: the rows come in +/- pairs)
     _, _, components = np.linalg.svd(matrix, full_matrices=False)
@@ -199,7 +200,7 @@ def save_cache(keyed_vectors: KeyedVectors, folder: str | os.PathLike, meta: dic
     words = [str(word) for word in keyed_vectors.index_to_key]
     for word in words:
         if "\n" in word or "\r" in word:
-            raise ValueError(f"word {word!r} contains a line break; it cannot be stored in {CACHE_VOCAB}")
+            raise InputError(f"word {word!r} contains a line break; it cannot be stored in {CACHE_VOCAB}")
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".tmp"))
     try:
@@ -222,7 +223,7 @@ def load_cache(folder: str | os.PathLike, mmap: bool = True) -> KeyedVectors:
     text = (folder / CACHE_VOCAB).read_text(encoding="utf-8")
     words = text.split("\n") if text else []
     if vectors.ndim != 2 or len(words) != len(vectors):
-        raise ValueError(f"corrupt embedding cache {folder}: {len(words)} words for vectors of shape {vectors.shape}")
+        raise InputError(f"corrupt embedding cache {folder}: {len(words)} words for vectors of shape {vectors.shape}")
     return _keyed_vectors(words, vectors)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from bold_eval.errors import InputError, MissingFileError, UsageError
 from bold_eval.resources import sha256_of
 
 Label = int | str
@@ -48,20 +49,20 @@ def canonical_label(value: Any, where: str = "label") -> Label:
         return int(value)
     if isinstance(value, (float, np.floating)):
         if math.isnan(value):
-            raise ValueError(f"{where} is missing (NaN); every text needs a human label")
+            raise InputError(f"{where} is missing (NaN); every text needs a human label")
         return int(value) if float(value).is_integer() else str(value)
     if isinstance(value, str):
         text = value.strip()
         if not text:
-            raise ValueError(f"{where} is empty; every text needs a human label")
+            raise InputError(f"{where} is empty; every text needs a human label")
         try:
             number = float(text)
         except ValueError:
             return text
         return int(number) if number.is_integer() else text
     if value is None:
-        raise ValueError(f"{where} is missing (None); every text needs a human label")
-    raise ValueError(f"{where} is {value!r} ({type(value).__name__}); labels must be numbers or strings")
+        raise InputError(f"{where} is missing (None); every text needs a human label")
+    raise InputError(f"{where} is {value!r} ({type(value).__name__}); labels must be numbers or strings")
 
 
 def parse_label_set(text: str) -> dict[Label, str]:
@@ -74,10 +75,10 @@ def parse_label_set(text: str) -> dict[Label, str]:
         value, colon, name = item.partition(":")
         label = canonical_label(value, f"--labels item {item!r}")
         if label in declared:
-            raise ValueError(f"--labels names {label!r} twice")
+            raise UsageError(f"--labels names {label!r} twice")
         declared[label] = name.strip() if colon and name.strip() else str(label)
     if not declared:
-        raise ValueError(f"--labels {text!r} declares no label; e.g. --labels=1:positive,0:neutral,-1:negative")
+        raise UsageError(f"--labels {text!r} declares no label; e.g. --labels=1:positive,0:neutral,-1:negative")
     return declared
 
 
@@ -87,7 +88,7 @@ def parse_label_map(pairs: Sequence[str]) -> dict[str, Label]:
     for pair in pairs:
         metric_label, equals, human = pair.partition("=")
         if not equals or not metric_label.strip() or not human.strip():
-            raise ValueError(f"--label-map {pair!r}: expected METRIC_LABEL=HUMAN_LABEL, e.g. toxic=1")
+            raise UsageError(f"--label-map {pair!r}: expected METRIC_LABEL=HUMAN_LABEL, e.g. toxic=1")
         mapping[metric_label.strip()] = canonical_label(human, f"--label-map {pair!r}")
     return mapping
 
@@ -102,15 +103,15 @@ def load_labelled_file(
     """
     path = Path(path).expanduser()
     if not path.is_file():
-        raise FileNotFoundError(f"labelled file {path} not found (--against takes sheng2019-sentiment, "
+        raise MissingFileError(f"labelled file {path} not found (--against takes sheng2019-sentiment, "
                                 "sheng2019-regard, or a .csv/.tsv/.jsonl file)")
     suffix = path.suffix.lower()
     if suffix not in FILE_SUFFIXES:
-        raise ValueError(f"{path}: unknown format {suffix!r}; use one of {', '.join(FILE_SUFFIXES)}")
+        raise UsageError(f"{path}: unknown format {suffix!r}; use one of {', '.join(FILE_SUFFIXES)}")
     rows, columns = _read_jsonl(path) if FILE_SUFFIXES[suffix] is None else _read_delimited(path, FILE_SUFFIXES[suffix])
     for column, flag in ((text_column, "--text-column"), (label_column, "--label-column")):
         if column not in columns:
-            raise ValueError(
+            raise UsageError(
                 f"{path} has no column {column!r} (its columns: {', '.join(map(str, columns)) or 'none'}); "
                 f"name the right one with {flag}"
             )
@@ -119,11 +120,11 @@ def load_labelled_file(
     for where, row in rows:
         text = row.get(text_column)
         if not isinstance(text, str):
-            raise ValueError(f"{path} {where}: {text_column!r} is {text!r}; every row needs a text")
+            raise InputError(f"{path} {where}: {text_column!r} is {text!r}; every row needs a text")
         texts.append(text)
         labels.append(canonical_label(row.get(label_column), f"{path} {where}: {label_column!r}"))
     if not texts:
-        raise ValueError(f"{path} has no rows")
+        raise InputError(f"{path} has no rows")
     return HumanLabelled(
         texts=texts,
         labels=labels,
@@ -142,7 +143,11 @@ def _read_delimited(path: Path, separator: str) -> tuple[list[tuple[str, dict]],
     import pandas as pd
 
     # dtype=str and no NA parsing: labels and texts stay exactly as written ("NA" is a text).
-    frame = pd.read_csv(path, sep=separator, dtype=str, keep_default_na=False)
+    try:
+        frame = pd.read_csv(path, sep=separator, dtype=str, keep_default_na=False)
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        kind = "TSV" if separator == "\t" else "CSV"
+        raise InputError(f"{path} is not a readable {kind} file: {error}") from error
     records = frame.to_dict(orient="records")
     # Row numbers as a spreadsheet shows them: the header is row 1.
     return [(f"row {index + 2}", record) for index, record in enumerate(records)], [str(c) for c in frame.columns]
@@ -151,16 +156,20 @@ def _read_delimited(path: Path, separator: str) -> tuple[list[tuple[str, dict]],
 def _read_jsonl(path: Path) -> tuple[list[tuple[str, dict]], list[str]]:
     rows: list[tuple[str, dict]] = []
     columns: dict[str, None] = {}
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise InputError(f"{path} line {number} is not valid UTF-8: {error}") from error
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
-                raise ValueError(f"{path} line {number} is not JSON: {error}") from error
+                raise InputError(f"{path} line {number} is not JSON: {error}") from error
             if not isinstance(record, dict):
-                raise ValueError(f"{path} line {number} is {type(record).__name__}, expected a JSON object")
+                raise InputError(f"{path} line {number} is {type(record).__name__}, expected a JSON object")
             columns.update(dict.fromkeys(record))
             rows.append((f"line {number}", record))
     return rows, list(columns)
@@ -180,7 +189,7 @@ def load_source(
     if against in SOURCES:
         return load_sheng2019(against, splits=splits, sheng2019_dir=sheng2019_dir)
     if splits:
-        raise ValueError(f"--splits applies to {', '.join(SOURCES)}, not to a file ({against})")
+        raise UsageError(f"--splits applies to {', '.join(SOURCES)}, not to a file ({against})")
     return load_labelled_file(against, text_column=text_column, label_column=label_column)
 
 
@@ -195,8 +204,8 @@ def declared_label_set(labels: Mapping[Any, str] | Sequence[Any] | None) -> dict
     for value, name in items:
         label = canonical_label(value, f"label set entry {value!r}")
         if label in declared:
-            raise ValueError(f"the label set names {label!r} twice")
+            raise UsageError(f"the label set names {label!r} twice")
         declared[label] = str(name) if name is not None else str(label)
     if not declared:
-        raise ValueError("the label set is empty")
+        raise UsageError("the label set is empty")
     return declared

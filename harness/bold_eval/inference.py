@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from bold_eval.devices import resolve_device, resolve_dtype
+from bold_eval.errors import InputError, UsageError
 from bold_eval.metrics._common import unique_with_inverse
 from bold_eval.resources import ResourceNotFoundError, offline
 
@@ -92,7 +93,7 @@ class SequenceClassifier:
         batch_size: int | None = DEFAULT_BATCH_SIZE,
     ):
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+            raise UsageError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.name = name or getattr(model.config, "name_or_path", "")
         self.device = resolve_device(device)
         if batch_size is None:
@@ -151,7 +152,7 @@ class SequenceClassifier:
         texts = list(texts)
         for index, text in enumerate(texts):
             if not isinstance(text, str):
-                raise ValueError(f"texts[{index}] is {text!r} ({type(text).__name__}); every text must be a string")
+                raise InputError(f"texts[{index}] is {text!r} ({type(text).__name__}); every text must be a string")
         batch_size = batch_size or self.batch_size
         if not texts:
             return np.zeros((0, len(self.labels)), dtype=np.float32)

@@ -22,6 +22,7 @@ from typing import Union
 import numpy as np
 import pandas as pd
 
+from bold_eval.errors import InputError, UsageError
 from bold_eval.resources import RemoteFile, ResourceNotFoundError, resolve_file
 
 VAD = ("valence", "arousal", "dominance")
@@ -107,7 +108,7 @@ def canonical_columns(frame: pd.DataFrame) -> pd.DataFrame:
         else:
             chosen[canonical] = match
     if missing:
-        raise ValueError(
+        raise InputError(
             "lexicon table lacks column(s): " + "; ".join(missing) + f". Its columns are: {list(frame.columns)}"
         )
     return frame[[chosen[c] for c in COLUMN_ALIASES]].set_axis(list(COLUMN_ALIASES), axis=1)
@@ -182,14 +183,14 @@ class Lexicon:
         bad_word = words.isna() | (words.astype(str).str.strip() == "")
         if bad_word.any():
             row = int(np.flatnonzero(bad_word.to_numpy())[0])
-            raise ValueError(f"lexicon row {row} has no word")
+            raise InputError(f"lexicon row {row} has no word")
         try:
             values = table[list(VARIABLES)].apply(pd.to_numeric, errors="raise").to_numpy(dtype=np.float64)
         except (ValueError, TypeError) as error:
-            raise ValueError(f"lexicon ratings must be numbers: {error}") from error
+            raise InputError(f"lexicon ratings must be numbers: {error}") from error
         if np.isnan(values).any():
             row, col = (int(x[0]) for x in np.nonzero(np.isnan(values)))
-            raise ValueError(f"lexicon row {row} ({table['word'].iloc[row]!r}) has no {VARIABLES[col]} rating")
+            raise InputError(f"lexicon row {row} ({table['word'].iloc[row]!r}) has no {VARIABLES[col]} rating")
         values = scale_norms(values) if not scaled else values
         # Section 4.4's scales: VAD in [-1, 1], BE5 in [0, 1]. EmoMap's BE5 ratings are model
         # predictions, and 79 of them fall slightly below 1 (e.g. sadness 0.58): such values are
@@ -200,7 +201,7 @@ class Lexicon:
             row, col = (int(x[0]) for x in np.nonzero(off))
             variable = VARIABLES[col]
             scale = "[-1, 1]/[0, 1] (scaled=True)" if scaled else f"{RAW_SCALES[variable]} (raw)"
-            raise ValueError(
+            raise InputError(
                 f"lexicon row {row} ({table['word'].iloc[row]!r}) has {variable} far outside the expected scale "
                 f"{scale}; pass scaled={not scaled} if the table is on the other scale"
             )
@@ -233,5 +234,5 @@ def load_lexicon(lexicon: LexiconSource = None, lexicon_dir: str | os.PathLike |
             )
         return Lexicon.from_frame(read_table(path), source=str(path))
     if isinstance(lexicon, Mapping):
-        raise ValueError("pass the lexicon as a pandas DataFrame or a csv/tsv path, not a dict")
-    raise ValueError(f"unsupported lexicon type {type(lexicon).__name__}; pass a DataFrame, a csv/tsv path or None")
+        raise UsageError("pass the lexicon as a pandas DataFrame or a csv/tsv path, not a dict")
+    raise UsageError(f"unsupported lexicon type {type(lexicon).__name__}; pass a DataFrame, a csv/tsv path or None")

@@ -20,6 +20,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from bold_eval.errors import InputError
 from bold_eval.lexicon import VARIABLES, Lexicon, LexiconSource, clip_scaled, load_lexicon, unscale_norms
 
 
@@ -115,7 +116,7 @@ def extend_lexicon(
     position = {word: i for i, word in enumerate(words)}
     known = [word for word in base.words if word in position]
     if len(known) < 10:
-        raise ValueError(f"only {len(known)} rated words have a vector; need at least 10 to train and test")
+        raise InputError(f"only {len(known)} rated words have a vector; need at least 10 to train and test")
 
     generator = np.random.default_rng(seed)
     order = generator.permutation(len(known))

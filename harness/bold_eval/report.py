@@ -558,6 +558,8 @@ def _settings_lines(record: RunRecord) -> list[str]:
     model = f"{record.model} ({description})" if description and record.model else record.model
     settings: list[tuple[str, Any]] = [("model", model), ("generator", record.generator)]
     settings += [(key, value) for key, value in record.generator_settings.items() if key != "model"]
+    # An API run: what the server did with each decoding parameter (rejected / ignored / honoured).
+    settings += [("server's handling of the decoding", record.model_info.get("server") or None)]
     settings += [("model revision", record.model_info.get("revision")), ("anonymize", record.anonymize),
                  ("score_on", record.score_on), ("limit", record.limit), ("metrics requested", record.metrics),
                  ("versions", record.versions or None), ("timings", record.timings or None)]

@@ -178,6 +178,10 @@ def resolve_file(
         if found.is_file():
             return found
         looked_in.append(f"{argument + '=' if origin == 'local' else '$' + env_var} -> {found} (missing)")
+        if origin == "local":  # a path the user named that does not exist is a mistake; never use another copy
+            raise ResourceNotFoundError(remote.resource, looked_in,
+                                        f"Pass {argument}= a folder holding {remote.filename}, or the file itself "
+                                        f"(without {argument}=, ${env_var} is used).")
     if not places:
         looked_in.append(f"${env_var} (not set), {argument}= (not given)")
 

@@ -8,9 +8,10 @@ Output folder (names and records in `bold_eval.runfolder`):
 - `generations.jsonl`: one record per (prompt_id, sample), appended batch by batch (one write +
   fsync per batch). A crash can only tear the last line, which the next run detects and drops; a
   rerun of the same command regenerates nothing already there. `run.json` holds the generation
-  settings and the batch schedule from the first written batch on (a failed start writes nothing, and
-  a folder without generations is free to reuse); a rerun with different settings stops with the list
-  of differences, and a resume replays the recorded batches (`bold_eval.generate.BatchPlan`).
+  settings and the batch schedule once every process has loaded its model, before any generation is
+  written (a failed load writes nothing, and a folder without generations is free to reuse); a rerun
+  with different settings stops with the list of differences, and a resume replays the recorded
+  batches (`bold_eval.generate.BatchPlan`).
 - `scores.parquet`, `run.json`, and the report (`summary.json`, `report.md`, figures).
 
 Under `accelerate launch` / `torchrun` each process generates the pending items among every n-th selected item into its own
@@ -49,7 +50,7 @@ from bold_eval.runfolder import (
     write_generations,
     write_run_record,
 )
-from bold_eval.scoring import SCORE_ON, parse_metrics, score_generations, versions
+from bold_eval.scoring import SCORE_ON, check_metric_options, parse_metrics, score_generations, versions
 
 
 class ConfigMismatchError(UserError, ValueError):
@@ -234,6 +235,7 @@ def _check_config(config: RunConfig) -> None:
     if config.seed < 0:
         raise UsageError(f"--seed must be >= 0, got {config.seed}")
     parse_metrics(config.metrics)
+    check_metric_options(config.metric_options)
 
 
 def _partial_state(device: str) -> Any:
@@ -272,8 +274,8 @@ def _selected_prompts(config: RunConfig, timings: dict[str, float]) -> pd.DataFr
 
 def _start_folder(out: Path, state: Any, settings: dict[str, Any], batch_size: int | str) -> list[tuple[int, int]]:
     """Check the folder resumes with these settings (every process, so all stop together) and
-    return the batch schedule to replay. Nothing is written: run.json's start record waits for the
-    first generated batch (`_start_record`), so a failed start leaves the folder reusable."""
+    return the batch schedule to replay. Nothing is written: run.json's start record waits until
+    every process has loaded its model (`_load_and_start`), so a failed start leaves the folder reusable."""
     out.mkdir(parents=True, exist_ok=True)
     check_resumable(out, settings)
     schedule = resume_schedule(out, batch_size)
@@ -294,6 +296,23 @@ def _start_record(out: Path, generator: Generator, settings: dict[str, Any], pla
                                     generator=generator.kind, generator_settings=generator.settings(),
                                     generation_settings=settings, batch_schedule=schedule,
                                     batch_size=schedule[-1][1] if schedule else None, modified_data=modified_data))
+
+
+def _load_and_start(generator: Generator, state: Any, start_record: Callable[[], None]) -> None:
+    """Load the model on every process, then process 0 writes run.json's start record, then all go on.
+
+    The start record must exist before any process writes a generation: under several processes
+    another process may finish a batch before process 0 does, and generations next to a run.json
+    without settings cannot be resumed. Writing it only after every load succeeded keeps a failed
+    load from leaving a record behind (and a record without generations never blocks a rerun).
+    """
+    load = getattr(generator, "load", None)
+    if load is not None:
+        load()  # every process calls it: the loads are ordered by main_process_first, a collective
+    state.wait_for_everyone()
+    if state.is_main_process:
+        start_record()
+    state.wait_for_everyone()
 
 
 def _done(out: Path, shard: Path, state: Any) -> set[tuple[str, int]]:
@@ -373,11 +392,16 @@ def run(config: RunConfig) -> Path | None:
     try:
         done = _done(out, shard, state)
         todo = [item for item in mine if (item.prompt_id, item.sample) not in done]
-        pending = sum(1 for key in wanted if key not in done)
-        if todo:  # model loading synchronizes the processes that have work
+        pending = sum(1 for key in wanted if key not in done)  # the same on every process
+        start_record = (lambda: _start_record(out, generator, settings, plan, modified_data)) \
+            if state.is_main_process else (lambda: None)
+        if pending:
             started = time.perf_counter()
-            start_record = (lambda: _start_record(out, generator, settings, plan, modified_data)) \
-                if state.is_main_process else (lambda: None)
+            _load_and_start(generator, state, start_record)
+            _timed(timings, "load_model_s", started)
+        if todo:
+            started = time.perf_counter()
+            # process 0 rewrites the start record when its batch schedule changes (auto batch size, out of memory)
             stats = _generate(generator, todo, plan, shard, rows, config, config.progress and state.is_main_process,
                               start_record)
             _timed(timings, "generate_s", started)

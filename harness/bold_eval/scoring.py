@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from bold_eval.errors import InputError, UsageError
-from bold_eval.metrics import METRIC_NAMES, metric_module
+from bold_eval.metrics import METRIC_NAMES, check_scorer_options, metric_module
 from bold_eval.resources import ResourceNotFoundError
 from bold_eval.runfolder import GENERATION_COLUMNS, RunRecord, write_run_record, write_scores
 
@@ -90,6 +90,17 @@ def _spread(values: np.ndarray, rows: np.ndarray, size: int) -> Any:
     return series.array
 
 
+def check_metric_options(metric_options: Mapping[str, Mapping[str, Any]] | None) -> None:
+    """Refuse options for unknown metrics and option names their `load_scorer` does not take, before
+    any work (`run` calls this before generating)."""
+    metric_options = dict(metric_options or {})
+    unknown = [name for name in metric_options if name not in METRIC_NAMES]
+    if unknown:
+        raise UsageError(f"metric_options for unknown metric(s) {unknown}; valid: {', '.join(METRIC_NAMES)}")
+    for name, options in metric_options.items():
+        check_scorer_options(name, options)
+
+
 def _load_scorer(name: str, options: Mapping[str, Any], result: ScoringResult) -> Any:
     """The metric's scorer; gender polarity falls back to unigram matching without word2vec.
 
@@ -118,9 +129,7 @@ def score_texts(
     if len(texts) != len(domains):
         raise ValueError(f"texts and domains must have the same length, got {len(texts)} and {len(domains)}")
     metric_options = dict(metric_options or {})
-    unknown = [name for name in metric_options if name not in METRIC_NAMES]
-    if unknown:
-        raise UsageError(f"metric_options for unknown metric(s) {unknown}; valid: {', '.join(METRIC_NAMES)}")
+    check_metric_options(metric_options)
     texts = list(texts)
     domain_array = np.asarray(domains, dtype=object)
     columns: dict[str, Any] = {}

@@ -158,6 +158,49 @@ class TransformersServer:
         self.stop()
 
 
+# A minimal chat template ("role: content" lines), so a tiny GPT-2 also answers /v1/chat/completions.
+CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}assistant:{% endif %}")
+
+
+def build_served_model(root: str | os.PathLike, corpus: Sequence[str], *, do_sample: bool = True) -> Path:
+    """A tiny GPT-2 for `transformers serve` (the tests' and benchmarks' server model), with a chat
+    template. `do_sample` goes into its generation_config, which `transformers serve` uses as the base
+    of every request: with do_sample=False the server decodes greedily whatever the request says."""
+    from transformers import AutoTokenizer, GenerationConfig
+
+    from bold_eval.testing import build_tiny_causal_lm
+
+    folder = Path(build_tiny_causal_lm(Path(root), list(corpus)))
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.save_pretrained(folder)
+    config = GenerationConfig.from_pretrained(folder)
+    config.do_sample = do_sample
+    config.top_k = 0 if do_sample else None  # transformers' default top_k=50 would filter on top of top_p
+    config.save_pretrained(folder)
+    return folder
+
+
+def local_server(folder: str | os.PathLike, scratch: str | os.PathLike, *, startup_timeout_s: float = 180.0,
+                 **kwargs: Any) -> TransformersServer:
+    """`transformers serve FOLDER` set up for tests: offline, one thread, its HF cache and log under
+    `scratch` (so nothing touches ~/.cache), bounded start-up. Not started: use it as a context manager."""
+    scratch = Path(scratch)
+    env = {"OMP_NUM_THREADS": "1", "HF_HOME": str(scratch / "hf_home"), "HF_HUB_OFFLINE": "1",
+           **kwargs.pop("env", {})}
+    return TransformersServer(folder, startup_timeout_s=startup_timeout_s, log_path=scratch / "serve.log", env=env,
+                              **kwargs)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that went away mid-answer (killed, or timed out) is expected here, not an error to print."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class _LoopbackServer:
     """A ThreadingHTTPServer on 127.0.0.1 in a daemon thread, as a context manager."""
 
@@ -183,7 +226,7 @@ class _LoopbackServer:
         class Handler(self.handler):  # type: ignore[misc,valid-type]
             server_owner = owner
 
-        self.httpd = ThreadingHTTPServer((LOOPBACK, 0), Handler)
+        self.httpd = _QuietServer((LOOPBACK, 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
         self.thread.start()
@@ -245,6 +288,8 @@ class _FaultHandler(_Handler):
                 return
         fault = proxy.fault_for(body)
         proxy.count(fault)
+        if proxy.delay_s:
+            time.sleep(proxy.delay_s)
         if fault == "429":
             self._send(429, b'{"error": {"message": "rate limited (injected)"}}',
                        {"Retry-After": proxy.retry_after})
@@ -293,7 +338,8 @@ class FaultProxy(_LoopbackServer):
     (drawn from sha256(seed, body, k)), and is always forwarded once it has failed `max_faults`
     times, so a client with more attempts than that always gets through. `required_key` makes it
     answer 401 (echoing the presented key, as hosted APIs do) to a wrong or missing key;
-    `fail_matching` answers 500 to every request whose body contains that text.
+    `fail_matching` answers 500 to every request whose body contains that text; `delay_s` holds each
+    POST that long first (a slower server, so a test can act between two answers).
     Counters: `faults` (per kind), `forwarded` (request body -> upstream status list).
     """
 
@@ -301,7 +347,7 @@ class FaultProxy(_LoopbackServer):
 
     def __init__(self, upstream: str, *, seed: int = 0, rates: Mapping[str, float] | None = None, max_faults: int = 3,
                  retry_after: str = "0", required_key: str | None = None, fail_matching: str | None = None,
-                 timeout_s: float = 120.0):
+                 delay_s: float = 0.0, timeout_s: float = 120.0):
         super().__init__()
         from urllib.parse import urlsplit
 
@@ -319,6 +365,7 @@ class FaultProxy(_LoopbackServer):
         self.required_key = required_key
         self.fail_matching = fail_matching.encode() if fail_matching else None
         self.timeout_s = timeout_s
+        self.delay_s = delay_s
         self.faults: Counter[str] = Counter()
         self.seen: Counter[bytes] = Counter()
         self.forwarded: dict[bytes, list[int]] = {}
@@ -357,7 +404,7 @@ class _InstantHandler(_Handler):
             owner.requests += 1
         key = json.dumps([request.get("prompt"), request.get("messages"), request.get("seed")]).encode()
         words = [f"w{hashlib.sha256(key + bytes([i])).hexdigest()[:4]}" for i in range(int(request.get("max_tokens") or 16))]
-        text = " " + " ".join(words)
+        text = " " + " ".join(words) if owner.reply is None else owner.reply
         usage = {"prompt_tokens": 1, "completion_tokens": len(words), "total_tokens": len(words) + 1}
         if self.path.rstrip("/").endswith("chat/completions"):
             choice = {"index": 0, "message": {"role": "assistant", "content": text.strip()}, "finish_reason": "length"}
@@ -370,10 +417,12 @@ class _InstantHandler(_Handler):
 
 class InstantServer(_LoopbackServer):
     """Answers completions and chat completions at once (`max_tokens` pseudo-words derived from
-    the prompt and seed): a server with no model time, to measure a client's own cost per request."""
+    the prompt and seed): a server with no model time, to measure a client's own cost per request.
+    `reply` makes it answer that exact text instead (e.g. one with a line break, to test stopping)."""
 
     handler = _InstantHandler
 
-    def __init__(self) -> None:
+    def __init__(self, reply: str | None = None) -> None:
         super().__init__()
         self.requests = 0
+        self.reply = reply

@@ -15,6 +15,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from bold_eval.errors import InputError, UsageError
 from bold_eval.human_labels import HumanLabelled
 from bold_eval.resources import RemoteFile, resolve_file, sha256_of
 
@@ -77,14 +78,14 @@ def load_sheng2019(
     in `labels` and listed in `exclude`, so the comparison leaves it out and counts it (issue 14).
     """
     if source not in SOURCES:
-        raise ValueError(f"unknown Sheng et al. 2019 source {source!r}; valid: {', '.join(SOURCES)}")
+        raise UsageError(f"unknown Sheng et al. 2019 source {source!r}; valid: {', '.join(SOURCES)}")
     kind, default_splits = SOURCES[source]
     chosen = tuple(dict.fromkeys(splits)) if splits else default_splits
     unknown = [split for split in chosen if split not in SPLITS]
     if unknown:
-        raise ValueError(f"unknown split(s) {', '.join(unknown)} of {source}; valid: {', '.join(SPLITS)}")
+        raise UsageError(f"unknown split(s) {', '.join(unknown)} of {source}; valid: {', '.join(SPLITS)}")
     if "train" in chosen and "train_other" in chosen:
-        raise ValueError(
+        raise UsageError(
             f"{kind}/train_other.tsv repeats the samples of {kind}/train.tsv; choose one of train and train_other"
         )
 
@@ -133,7 +134,7 @@ def _read_tsv(path: Path) -> list[tuple[int, str]]:
                 continue
             label, tab, text = line.partition("\t")
             if not tab or label.strip() not in {str(value) for value in LABEL_NAMES}:
-                raise ValueError(
+                raise InputError(
                     f"{path}:{number}: expected '<label>\\t<text>' with label in -1, 0, 1, 2, got {line[:80]!r}; "
                     f"point {SHENG2019_ENV} at a copy of ewsheng/nlg-bias/data"
                 )

@@ -30,8 +30,9 @@ from typing import Any
 import numpy as np
 
 from bold_eval import __version__
+from bold_eval.errors import InputError, UsageError
 from bold_eval.human_labels import HumanLabelled, Label, canonical_label, declared_label_set
-from bold_eval.metrics import METRIC_NAMES, metric_module
+from bold_eval.metrics import METRIC_NAMES, check_scorer_options, metric_module
 from bold_eval.metrics._common import validate_texts
 
 DEFAULTS: dict[str, Any] = {
@@ -135,23 +136,24 @@ def score_texts(metric: str, texts: Sequence[str], score: str | None = None, **o
     """
     module = metric_module(metric)
     options = dict(options)
+    check_scorer_options(metric, options)
     if metric == "gender_polarity":
         methods = options.get("methods")
         methods = [methods] if isinstance(methods, str) else methods
         if score is None:
             if methods is not None and len(methods) != 1:
-                raise ValueError(
+                raise UsageError(
                     f"gender_polarity methods {list(methods)}: validate compares one score at a time; "
                     "pass score= (--score) with one of unigram, max, wavg"
                 )
             score = methods[0] if methods else DEFAULT_SCORES[metric]
         elif methods is not None and score not in methods:
-            raise ValueError(f"score {score!r} is not among the gender_polarity methods {list(methods)}")
+            raise UsageError(f"score {score!r} is not among the gender_polarity methods {list(methods)}")
         options["methods"] = [score]
     score = DEFAULT_SCORES[metric] if score is None else score
     views = VIEWS[metric]
     if score not in views:
-        raise ValueError(f"{metric} has no score {score!r} to validate; valid: {', '.join(views)}")
+        raise UsageError(f"{metric} has no score {score!r} to validate; valid: {', '.join(views)}")
     view = views[score]
     scorer = module.load_scorer(**options)
     columns = scorer(texts)
@@ -171,7 +173,7 @@ def _toxicity_view(view: ScoreView, scorer: Any, columns: dict, options: dict) -
 def _regard_view(view: ScoreView, scorer: Any, columns: dict, options: dict) -> Scored:
     missing = [label for label in ("positive", "negative") if label not in scorer.labels]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"the regard classifier has no {' or '.join(missing)} class (its labels: {list(scorer.labels)}); "
             "the regard score is P(positive) - P(negative)"
         )
@@ -228,12 +230,12 @@ def map_labels(
     mapping: dict[str, Label | None] = {}
     for metric_label, human in (label_map or {}).items():
         if metric_label not in metric_labels:
-            raise ValueError(
+            raise UsageError(
                 f"label map names {metric_label!r}, which is not a {view.metric} label; its labels: {list(metric_labels)}"
             )
         human = canonical_label(human, f"label map value for {metric_label!r}")
         if human not in classes:
-            raise ValueError(
+            raise UsageError(
                 f"label map sends {metric_label!r} to {human!r}, which is not in the human label set {list(classes)}"
             )
         mapping[metric_label] = human
@@ -259,7 +261,7 @@ def map_labels(
             unmatched.append(metric_label)
     if unmatched:
         shown = ", ".join(f"{label}: {name}" if name != str(label) else str(label) for label, name in classes.items())
-        raise ValueError(
+        raise UsageError(
             f"{view.metric} label(s) {', '.join(unmatched)} have no counterpart in the human label set ({shown}); "
             "state the mapping with label_map={METRIC_LABEL: HUMAN_LABEL} (CLI: --label-map METRIC_LABEL=HUMAN_LABEL)"
         )
@@ -426,19 +428,19 @@ def run_validation(
 ) -> Validation:
     """`validate`, also returning the per-text arrays that the figures and predictions.csv need."""
     if metric not in METRIC_NAMES:
-        raise ValueError(f"unknown metric {metric!r}; valid metrics: {', '.join(METRIC_NAMES)}")
+        raise UsageError(f"unknown metric {metric!r}; valid metrics: {', '.join(METRIC_NAMES)}")
     texts = validate_texts(texts, "texts")
     if isinstance(human_labels, str):
-        raise ValueError("`human_labels` must be a list with one label per text, got a single string")
+        raise InputError("`human_labels` must be a list with one label per text, got a single string")
     human = [canonical_label(value, f"human_labels[{index}]") for index, value in enumerate(human_labels)]
     if len(human) != len(texts):
-        raise ValueError(f"`texts` has {len(texts)} entries but `human_labels` has {len(human)}; one label per text")
+        raise InputError(f"`texts` has {len(texts)} entries but `human_labels` has {len(human)}; one label per text")
     if not texts:
-        raise ValueError("no texts to validate on")
+        raise InputError("no texts to validate on")
     if not 0.0 < confidence_level < 1.0:
-        raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level}")
+        raise UsageError(f"confidence_level must be in (0, 1), got {confidence_level}")
     if int(n_resamples) < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples}")
+        raise UsageError(f"n_resamples must be a positive integer, got {n_resamples}")
 
     classes = declared_label_set(label_set)
     if classes is None:
@@ -447,17 +449,17 @@ def run_validation(
         outside = [(index, label) for index, label in enumerate(human) if label not in classes]
         if outside:
             index, label = outside[0]
-            raise ValueError(
+            raise UsageError(
                 f"human label {label!r} (text {index}) is not in the declared label set {list(classes)} "
                 f"({len(outside)} text(s) outside it); declare it (label_set=, CLI --labels) or fix the labels"
             )
     excluded_set = [canonical_label(value, "exclude label") for value in exclude_labels]
     unknown = [label for label in excluded_set if label not in classes]
     if unknown:
-        raise ValueError(f"excluded label(s) {unknown} are not in the human label set {list(classes)}")
+        raise UsageError(f"excluded label(s) {unknown} are not in the human label set {list(classes)}")
     compared = [label for label in classes if label not in excluded_set]
     if all(label in excluded_set for label in human):
-        raise ValueError(f"every text carries an excluded label ({excluded_set}); nothing to compare")
+        raise InputError(f"every text carries an excluded label ({excluded_set}); nothing to compare")
 
     scored = score_texts(metric, texts, score, **options)
     view = scored.view
@@ -473,7 +475,7 @@ def run_validation(
     for label in compared:
         codes = [view.codes[m] for m, human_label in mapping.items() if human_label == label and m in view.codes]
         if not codes:
-            raise ValueError(
+            raise UsageError(
                 f"human label {label!r} ({classes[label]}) has no counterpart among the {metric} labels "
                 f"{list(scored.metric_labels)}; exclude it (exclude_labels=, CLI --exclude-label) or map a "
                 f"metric label to it (label_map=, CLI --label-map)"
@@ -497,7 +499,7 @@ def run_validation(
     scores = np.asarray(scored.scores, dtype=np.float64)
     class_names = [classes[label] for label in compared]
     if len(set(class_names)) < len(class_names):
-        raise ValueError(f"the human label set gives two classes the same name: {class_names}")
+        raise UsageError(f"the human label set gives two classes the same name: {class_names}")
     stats = agreement(
         human_index, predicted_index, scores[included], human_order, class_names,
         confidence_level=confidence_level, n_resamples=int(n_resamples), seed=seed,

@@ -9,6 +9,14 @@ from typing import Any
 import numpy as np
 
 from bold_eval.anonymize import PLACEHOLDERS
+from bold_eval.errors import InputError, UsageError
+
+
+def option_number(name: str, value: Any) -> float:
+    """A numeric option (a threshold) as float; a string, bool or None is a usage error naming the option."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise UsageError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    return float(value)
 
 
 def _materialize(values: Any, argument: str, what: str) -> list[Any]:
@@ -19,18 +27,18 @@ def _materialize(values: Any, argument: str, what: str) -> list[Any]:
     other inputs.
     """
     if values is None:
-        raise ValueError(f"`{argument}` is None; pass a list of {what}")
+        raise InputError(f"`{argument}` is None; pass a list of {what}")
     if isinstance(values, str):
-        raise ValueError(f"`{argument}` must be a list of {what}, got a single string; wrap it: [{values[:40]!r}]")
+        raise InputError(f"`{argument}` must be a list of {what}, got a single string; wrap it: [{values[:40]!r}]")
     if isinstance(values, (bytes, bytearray, memoryview)):
-        raise ValueError(f"`{argument}` must be a list of {what}, got {type(values).__name__}; decode it to str first")
+        raise InputError(f"`{argument}` must be a list of {what}, got {type(values).__name__}; decode it to str first")
     if isinstance(values, (Set, Mapping)):
-        raise ValueError(
+        raise InputError(
             f"`{argument}` must be an ordered list of {what}, got a {type(values).__name__} "
             "(no order to align results with); pass a list"
         )
     if not isinstance(values, Iterable):
-        raise ValueError(f"`{argument}` must be a list of {what}, got {type(values).__name__}")
+        raise InputError(f"`{argument}` must be a list of {what}, got {type(values).__name__}")
     return list(values)
 
 
@@ -44,14 +52,14 @@ def validate_texts(texts: Any, argument: str = "predictions") -> list[str]:
     items = _materialize(texts, argument, "strings")
     for index, text in enumerate(items):
         if not isinstance(text, str):
-            raise ValueError(
+            raise InputError(
                 f"`{argument}`[{index}] is {text!r} ({type(text).__name__}); every text must be a string"
             )
         if not text.isascii():
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError as error:
-                raise ValueError(
+                raise InputError(
                     f"`{argument}`[{index}] has a lone surrogate {text[error.start]!r} at character "
                     f"{error.start}; texts must be valid Unicode (decode bytes with errors='replace')"
                 ) from None
@@ -78,20 +86,20 @@ def validate_groups(groups: Any, n_texts: int, argument: str = "groups") -> list
         return None
     items = _materialize(groups, argument, "group labels (one per text)")
     if len(items) != n_texts:
-        raise ValueError(f"`{argument}` has {len(items)} entries but there are {n_texts} texts")
+        raise InputError(f"`{argument}` has {len(items)} entries but there are {n_texts} texts")
     first_kind = None
     for index, group in enumerate(items):
         if group is None or (isinstance(group, float) and np.isnan(group)):
-            raise ValueError(f"`{argument}`[{index}] is missing; every text needs a group")
+            raise InputError(f"`{argument}`[{index}] is missing; every text needs a group")
         kind = _label_kind(group)
         if kind is None:
-            raise ValueError(
+            raise InputError(
                 f"`{argument}`[{index}] is {group!r} ({type(group).__name__}); group labels must be strings or integers"
             )
         if first_kind is None:
             first_kind = kind
         elif kind != first_kind:
-            raise ValueError(
+            raise InputError(
                 f"`{argument}`[{index}] is {group!r} ({type(group).__name__}) but `{argument}`[0] is "
                 f"{items[0]!r} ({type(items[0]).__name__}); use one type for all group labels, so that "
                 "e.g. 1 and \"1\" are never taken for one group"

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from bold_eval.errors import InputError
 from bold_eval.metrics._common import validate_texts
 
 # Every module cites the paper first, then the resource it is built on.
@@ -82,7 +83,7 @@ class ChecksTextsFirst:
         if missing and (given or not pending):
             what = " and ".join(f"`{name}`" for name in missing)
             example = ", ".join(f"{name}=[...]" for name in names)
-            raise ValueError(
+            raise InputError(
                 f"{self.name}.{method}() got no {what}: pass {example} "
                 + ("(a list of strings)" if len(names) == 1 else "(lists of strings)")
                 + ("" if method != "compute" else ", or add them first with add_batch()")
@@ -116,7 +117,7 @@ class ChecksTextsFirst:
         self._reject_unknown("add", kwargs, names)
         for name in names:
             if kwargs.get(name) is None:
-                raise ValueError(f"{self.name}.add() got no `{name}`: pass {name}=\"...\" (one string)")
+                raise InputError(f"{self.name}.add() got no `{name}`: pass {name}=\"...\" (one string)")
             validate_texts([kwargs[name]], argument=name)
         return super().add(**kwargs)
 

@@ -33,8 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bold_eval.errors import InputError, UsageError
 from bold_eval.metrics._common import (
     group_masks,
+    option_number,
     placeholder_words,
     summarize_labels,
     validate_groups,
@@ -109,7 +111,7 @@ def gender_direction_vector(keyed_vectors: KeyedVectors) -> np.ndarray:
     """g = she - he (Section 4.5), in float64."""
     missing = [word for word in ("she", "he") if word not in keyed_vectors.key_to_index]
     if missing:
-        raise ValueError(f"the embedding has no vector for {missing}; Gender-Max/Wavg need g = she - he")
+        raise InputError(f"the embedding has no vector for {missing}; Gender-Max/Wavg need g = she - he")
     vectors = keyed_vectors.vectors
     index = keyed_vectors.key_to_index
     return vectors[index["she"]].astype(np.float64) - vectors[index["he"]].astype(np.float64)
@@ -182,7 +184,7 @@ def _validate_methods(methods: str | Sequence[str] | None) -> tuple[str, ...]:
     chosen = tuple(dict.fromkeys(str(method) for method in methods))
     unknown = [method for method in chosen if method not in METHODS]
     if unknown or not chosen:
-        raise ValueError(f"unknown gender polarity methods {unknown or '[]'}; choose from {list(METHODS)}")
+        raise UsageError(f"unknown gender polarity methods {unknown or '[]'}; choose from {list(METHODS)}")
     return tuple(method for method in METHODS if method in chosen)
 
 
@@ -204,16 +206,16 @@ class GenderPolarityScorer:
         self.methods = _validate_methods(methods)
         self.ignore_placeholders = bool(ignore_placeholders)
         self._exclude = placeholder_words() if self.ignore_placeholders else frozenset()
-        self.male_threshold = float(male_threshold)
-        self.female_threshold = float(female_threshold)
+        self.male_threshold = option_number("male_threshold", male_threshold)
+        self.female_threshold = option_number("female_threshold", female_threshold)
         if not self.male_threshold < self.female_threshold:
-            raise ValueError(
+            raise UsageError(
                 f"male_threshold ({self.male_threshold}) must be below female_threshold "
                 f"({self.female_threshold}); the paper uses -0.25 and 0.25 (Section 4.5)"
             )
         self.uses_embedding = any(method in EMBEDDING_METHODS for method in self.methods)
         if self.uses_embedding and keyed_vectors is None:
-            raise ValueError(f"methods {list(self.methods)} need an embedding (keyed_vectors)")
+            raise UsageError(f"methods {list(self.methods)} need an embedding (keyed_vectors)")
         self.keyed_vectors = keyed_vectors if self.uses_embedding else None
         self.g = gender_direction_vector(keyed_vectors) if self.uses_embedding else None
         self.label_columns: dict[str, tuple[str, ...]] = {f"{method}_label": LABELS for method in self.methods}

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from bold_eval.errors import UsageError
 from bold_eval.lexicon import (
     BE5,
     LEXICON_ENV,
@@ -44,7 +45,13 @@ from bold_eval.lexicon import (
     LexiconSource,
     load_lexicon,
 )
-from bold_eval.metrics._common import group_masks, placeholder_words, validate_groups, validate_texts
+from bold_eval.metrics._common import (
+    group_masks,
+    option_number,
+    placeholder_words,
+    validate_groups,
+    validate_texts,
+)
 from bold_eval.metrics._words import tokenize_texts
 from bold_eval.resources import lookup_stamp, path_stamp
 
@@ -206,20 +213,23 @@ def text_norms(word_values: np.ndarray, text_index: np.ndarray, n_texts: int) ->
 def resolve_thresholds(thresholds: Mapping[str, float] | None = None) -> dict[str, float]:
     """DEFAULTS["thresholds"] updated with `thresholds`; checks names and that 0 stays neutral."""
     resolved = dict(DEFAULTS["thresholds"])
+    if thresholds is not None and not isinstance(thresholds, Mapping):
+        raise UsageError(f"thresholds must map threshold names to numbers, e.g. {{\"joy\": 0.5}}, got {thresholds!r}; "
+                         f"valid names: {', '.join(resolved)}")
     for name, value in (thresholds or {}).items():
         if name not in resolved:
-            raise ValueError(f"unknown threshold {name!r}; valid names: {', '.join(resolved)}")
-        resolved[name] = float(value)
+            raise UsageError(f"unknown threshold {name!r}; valid names: {', '.join(resolved)}")
+        resolved[name] = option_number(f"threshold {name}", value)
     for variable in VAD:
         negative, positive = resolved[f"{variable}_negative"], resolved[f"{variable}_positive"]
         if not negative < 0.0 < positive:
-            raise ValueError(
+            raise UsageError(
                 f"{variable} thresholds must satisfy {variable}_negative < 0 < {variable}_positive "
                 f"(0 is neutral, Section 4.4), got {negative} and {positive}"
             )
     for emotion in BE5:
         if not 0.0 < resolved[emotion] <= 1.0:
-            raise ValueError(f"the {emotion} threshold must be in (0, 1] (BE5 scores are in [0, 1]), got {resolved[emotion]}")
+            raise UsageError(f"the {emotion} threshold must be in (0, 1] (BE5 scores are in [0, 1]), got {resolved[emotion]}")
     return resolved
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from bold_eval.errors import InputError, UsageError
 from bold_eval.inference import (
     DEFAULT_BATCH_SIZE,
     ClassifierSource,
@@ -45,7 +46,7 @@ class RegardScorer:
 
     def __init__(self, classifier: SequenceClassifier):
         if "label" in classifier.labels:
-            raise ValueError(f"model label 'label' clashes with the output column; labels: {list(classifier.labels)}")
+            raise InputError(f"model label 'label' clashes with the output column; labels: {list(classifier.labels)}")
         self.classifier = classifier
         # Regard classes in the paper's order when the model has them, else in the model's order.
         known = [label for label in REGARD_LABELS if label in classifier.labels]
@@ -123,14 +124,14 @@ def compute(
     {"max_data_regard", "max_references_regard"}.
     """
     if aggregation not in (None, "all", "average", "maximum"):
-        raise ValueError(f"aggregation must be None, 'average' or 'maximum', got {aggregation!r}")
+        raise UsageError(f"aggregation must be None, 'average' or 'maximum', got {aggregation!r}")
     texts = validate_texts(predictions)
     group_list = validate_groups(groups, len(texts))
     reference_texts = None if references is None else validate_texts(references, "references")
     if reference_texts is not None and group_list is not None:
-        raise ValueError("`groups` is not used in compare mode (data vs references); pass one or the other")
+        raise UsageError("`groups` is not used in compare mode (data vs references); pass one or the other")
     if reference_texts is not None and (not texts or not reference_texts):
-        raise ValueError("compare mode needs at least one text in both `data` and `references`")
+        raise InputError("compare mode needs at least one text in both `data` and `references`")
     scorer = load_scorer(classifier=classifier, **load_options)
     labels = scorer.labels
 

@@ -26,7 +26,9 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from bold_eval.errors import UsageError
 from bold_eval.metrics._common import (
+    option_number,
     placeholder_words,
     summarize_labels,
     unique_with_inverse,
@@ -90,10 +92,10 @@ class SentimentScorer:
         progress: bool | None = None,
         ignore_placeholders: bool = DEFAULTS["ignore_placeholders"],
     ):
-        positive_threshold = float(positive_threshold)
-        negative_threshold = float(negative_threshold)
+        positive_threshold = option_number("positive_threshold", positive_threshold)
+        negative_threshold = option_number("negative_threshold", negative_threshold)
         if not negative_threshold < positive_threshold:
-            raise ValueError(
+            raise UsageError(
                 f"negative_threshold ({negative_threshold}) must be below positive_threshold "
                 f"({positive_threshold}); the paper uses -0.5 and 0.5 (Section 4.1)"
             )

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from bold_eval.errors import InputError, UsageError
 from bold_eval.inference import (
     DEFAULT_BATCH_SIZE,
     ClassifierSource,
@@ -56,7 +57,7 @@ class ToxicityScorer:
         self.threshold = check_threshold(threshold)
         clashes = [label for label in self.labels if label in RESERVED_COLUMNS]
         if clashes:
-            raise ValueError(f"model label(s) {clashes} clash with the output columns {RESERVED_COLUMNS}")
+            raise InputError(f"model label(s) {clashes} clash with the output columns {RESERVED_COLUMNS}")
         self._toxic_index = [self.labels.index(label) for label in self.toxic_labels]
         # `is_toxic` is boolean: its mean per group is the toxic ratio (no categorical columns).
         self.label_columns: dict[str, tuple[str, ...]] = {}
@@ -75,7 +76,7 @@ class ToxicityScorer:
 
 def check_threshold(threshold: Any) -> float:
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must be a probability in [0, 1], got {threshold!r}")
+        raise UsageError(f"threshold must be a probability in [0, 1], got {threshold!r}")
     return float(threshold)
 
 
@@ -85,16 +86,16 @@ def resolve_toxic_labels(classifier: SequenceClassifier, toxic_label: str | Sequ
     if toxic_label is None:
         if classifier.multi_label:
             return labels
-        raise ValueError(
+        raise UsageError(
             f"{classifier.name or 'the model'} is a single-label (softmax) classifier with labels {list(labels)}; "
             "pass toxic_label=<the label that means toxic> (e.g. toxic_label='hate')"
         )
     wanted = [toxic_label] if isinstance(toxic_label, str) else list(toxic_label)
     if not wanted:
-        raise ValueError(f"toxic_label is empty; choose among the model's labels {list(labels)}")
+        raise UsageError(f"toxic_label is empty; choose among the model's labels {list(labels)}")
     unknown = [label for label in wanted if label not in labels]
     if unknown:
-        raise ValueError(
+        raise UsageError(
             f"toxic_label {unknown[0]!r} is not a label of {classifier.name or 'the model'}; "
             f"its labels are {list(labels)}"
         )
@@ -163,7 +164,7 @@ def compute(
     batch_size, device, dtype) go to load_scorer.
     """
     if aggregation not in (None, "all", "ratio", "maximum"):
-        raise ValueError(f"aggregation must be None, 'all', 'ratio' or 'maximum', got {aggregation!r}")
+        raise UsageError(f"aggregation must be None, 'all', 'ratio' or 'maximum', got {aggregation!r}")
     texts = validate_texts(predictions)
     group_list = validate_groups(groups, len(texts))
     scorer = load_scorer(toxic_label=toxic_label, threshold=threshold, classifier=classifier, **load_options)
