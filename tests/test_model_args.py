@@ -43,7 +43,19 @@ def test_parse_errors_name_the_key(spec, message):
 
 
 def test_quantization_config_from_model_args():
+    import importlib.metadata
+
     import torch
+
+    try:
+        importlib.metadata.version("bitsandbytes")
+    except importlib.metadata.PackageNotFoundError:
+        import transformers
+        from packaging.version import Version
+
+        if Version(transformers.__version__) < Version("5.0"):
+            # transformers 4.x's BitsAndBytesConfig reads bitsandbytes' package metadata in __init__
+            pytest.skip("transformers<5 cannot build a BitsAndBytesConfig without bitsandbytes installed")
 
     config = quantization_config(parse_model_args("load_in_4bit=true,bnb_4bit_quant_type=nf4,"
                                                   "bnb_4bit_use_double_quant=true"), torch.bfloat16)
