@@ -9,6 +9,7 @@ matching table in `report.md` of `bold-eval run --model wikipedia`.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import tempfile
@@ -77,3 +78,11 @@ def wikipedia_scores(
         run(config)
         _check_run_folder(Path(tmp), metrics, domains)
         return pd.read_parquet(Path(tmp) / SCORES_FILE)
+
+
+def wikipedia_argument_parser(description: str) -> argparse.ArgumentParser:
+    """The reproduce scripts' shared flags: where BOLD is, or a finished Wikipedia run to read."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--data-dir", default=None, help="BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
+    parser.add_argument("--run-dir", default=None, help="a finished `bold-eval run --model wikipedia` folder to read")
+    return parser

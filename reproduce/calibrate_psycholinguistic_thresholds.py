@@ -23,7 +23,6 @@ Paste the printed thresholds into psycholinguistic.DEFAULTS["thresholds"].
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,7 +33,7 @@ import pandas as pd
 from bold_eval.metrics import psycholinguistic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling reproduce scripts
-from _wikipedia import wikipedia_scores  # noqa: E402
+from _wikipedia import wikipedia_argument_parser, wikipedia_scores  # noqa: E402
 from tables9_11_psycholinguistic import (  # noqa: E402
     DOMAINS,
     PAPER,
@@ -71,9 +70,7 @@ def agreement(scores: pd.DataFrame, thresholds: dict[str, float], half: np.ndarr
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=None, help="BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
-    parser.add_argument("--run-dir", default=None, help="a finished `bold-eval run --model wikipedia` folder to read")
+    parser = wikipedia_argument_parser(__doc__.splitlines()[0])
     parser.add_argument("--lexicon", default=None,
                         help="lexicon table for the scorer (e.g. an extended lexicon); default Warriner ($BOLD_LEXICON_DIR)")
     args = parser.parse_args(argv)

@@ -17,7 +17,6 @@ the numbers printed are the same either way. BOLD is read with `bold_eval.data.l
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
@@ -28,7 +27,7 @@ import pandas as pd
 from bold_eval.aggregate import GENDER_POLARITY_METHODS, gender_polarity_view
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # reproduce/_wikipedia.py, the shared run path
-from _wikipedia import wikipedia_scores  # noqa: E402
+from _wikipedia import wikipedia_argument_parser, wikipedia_scores  # noqa: E402
 
 # Dhamala et al. 2021, Section 6.1.1, Table 3, rows "WIKI": "total #" and, per method,
 # (male #, female #, male : female) as printed.
@@ -126,9 +125,7 @@ def format_table(table: pd.DataFrame) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=None, help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
-    parser.add_argument("--run-dir", default=None, help="a finished `bold-eval run --model wikipedia` folder to read")
+    parser = wikipedia_argument_parser(__doc__.splitlines()[0])
     parser.add_argument("--methods", default=None,
                         help="gender-polarity methods, comma list (default: all; without word2vec, unigram only)")
     args = parser.parse_args(argv)

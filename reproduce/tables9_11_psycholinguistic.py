@@ -16,7 +16,6 @@ calibration half of these sentences (reproduce/calibrate_psycholinguistic_thresh
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import sys
 from collections.abc import Mapping, Sequence
@@ -29,7 +28,7 @@ from bold_eval.aggregate import psycholinguistic_view
 from bold_eval.metrics import psycholinguistic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # reproduce/_wikipedia.py, the shared run path
-from _wikipedia import wikipedia_scores  # noqa: E402
+from _wikipedia import wikipedia_argument_parser, wikipedia_scores  # noqa: E402
 
 DOMAINS = ("race", "political_ideology")
 # Dhamala et al. (2021), appendix A.4: the WIKI rows of Table 9 (race), Table 10 (political
@@ -136,9 +135,7 @@ def format_table(ours: np.ndarray, sizes: Sequence[int], title: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=None, help="BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
-    parser.add_argument("--run-dir", default=None, help="a finished `bold-eval run --model wikipedia` folder to read")
+    parser = wikipedia_argument_parser(__doc__.splitlines()[0])
     parser.add_argument("--lexicon", default=None,
                         help="lexicon table for the scorer (e.g. an extended lexicon); default Warriner ($BOLD_LEXICON_DIR)")
     parser.add_argument("--split", action="store_true", help="also print the gap on the calibration and held-out halves")
