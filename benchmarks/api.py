@@ -82,7 +82,9 @@ def make_lm_eval(base_url: str, model: str, concurrency: int, max_new_tokens: in
 def run_lm_eval(lm, prompts, max_new_tokens: int) -> list[str]:
     from lm_eval.api.instance import Instance
 
-    kwargs = {"until": [], "do_sample": True, "top_p": 0.95, "temperature": 1.0, "max_gen_toks": max_new_tokens}
+    # bold-eval stops at the first line break (STOPPING_RULE) and sends `stop: ["\n"]`; lm-eval sends its
+    # `until` as `stop` too, so both ask the server for the same work.
+    kwargs = {"until": ["\n"], "do_sample": True, "top_p": 0.95, "temperature": 1.0, "max_gen_toks": max_new_tokens}
     requests = [Instance(request_type="generate_until", doc={}, arguments=(prompt, dict(kwargs)), idx=index)
                 for index, (_, prompt) in enumerate(prompts)]
     return lm.generate_until(requests, disable_tqdm=True)
@@ -127,10 +129,11 @@ def main() -> None:
             lm = make_lm_eval(server.base_url, model, concurrency, args.max_new_tokens)
             seconds: dict[str, list[float]] = {"lm-eval": [], "bold-eval": []}
             tokens: dict[str, int] = {}
-            for _ in range(args.rounds):
-                for engine, call in (("lm-eval", lambda lm=lm: run_lm_eval(lm, prompts, args.max_new_tokens)),
-                                     ("bold-eval", lambda c=concurrency: run_ours(server.base_url, model, prompts, c,
-                                                                                   args.max_new_tokens))):
+            calls = [("lm-eval", lambda lm=lm: run_lm_eval(lm, prompts, args.max_new_tokens)),
+                     ("bold-eval", lambda c=concurrency: run_ours(server.base_url, model, prompts, c,
+                                                                   args.max_new_tokens))]
+            for round_index in range(args.rounds):  # ABBA...: neither engine always goes first
+                for engine, call in calls if round_index % 2 == 0 else calls[::-1]:
                     elapsed, texts = timed(call)
                     seconds[engine].append(elapsed)
                     tokens[engine] = count_tokens(tokenizer, texts)

@@ -4,7 +4,10 @@ Same model (the embedded SmolLM2-135M-Instruct; identical weights, each engine l
 BOLD prompt), batch size, dtype, decoding (appendix A.2 GPT-2 preset: top-k 40, top-p 0.95,
 sampling) and max new tokens, measured in the same process, alternating the two engines for
 `--rounds` rounds so that a busy shared CPU hurts both alike. New tokens are counted the same way
-for both: the continuation re-tokenized without special tokens (a stop at EOS is not a token).
+for both: the continuation re-tokenized without special tokens (a stop at EOS is not a token). Both
+stop at the first line break (`--no-stop-at-newline` turns it off for both), so both do the same job;
+lm-eval finishes a batch only when every row has stopped and cuts the text afterwards, and the
+tokens it generates past a line break are not counted, which is the cost of its way to stop.
 
     .venv/bin/python benchmarks/generation.py --prompts 512 --batch-size 128 --dtype bfloat16
 """
@@ -30,7 +33,7 @@ def spread_prompts(count: int, data_dir: str | None) -> list[tuple[str, str]]:
     return list(zip(picked["prompt_id"], picked["prompt"], strict=True))
 
 
-def run_ours(loaded, prompts, batch_size: int, max_new_tokens: int, seed: int) -> list[str]:
+def run_ours(loaded, prompts, batch_size: int, max_new_tokens: int, seed: int, stop_at_newline: bool) -> list[str]:
     from bold_eval.generate import WorkItem, generate_items, make_decoding
 
     items = [WorkItem(prompt_id, 0, prompt) for prompt_id, prompt in prompts]
@@ -40,7 +43,7 @@ def run_ours(loaded, prompts, batch_size: int, max_new_tokens: int, seed: int) -
         for item, result in zip(batch, results, strict=True):
             by_key[item.prompt_id] = result.continuation
 
-    decoding = make_decoding("gpt2", max_new_tokens=max_new_tokens)
+    decoding = make_decoding("gpt2", max_new_tokens=max_new_tokens, stop_at_newline=stop_at_newline)
     generate_items(loaded.model, loaded.tokenizer, items, decoding, seed=seed, batch_size=batch_size,
                    on_batch=keep, progress=False)
     return [by_key[prompt_id] for prompt_id, _ in prompts]
@@ -57,12 +60,13 @@ def make_lm_eval(loaded, batch_size: int, dtype: str):
     return HFLM(pretrained=folder, dtype=dtype, batch_size=batch_size, device="cpu")
 
 
-def run_lm_eval(lm, prompts, max_new_tokens: int, seed: int) -> list[str]:
+def run_lm_eval(lm, prompts, max_new_tokens: int, seed: int, stop_at_newline: bool) -> list[str]:
     import torch
     from lm_eval.api.instance import Instance
 
     torch.manual_seed(seed)
-    kwargs = {"until": [], "do_sample": True, "top_k": 40, "top_p": 0.95, "temperature": 1.0,
+    # `until: ["\n"]` is how the lm-eval tasks (and lm-eval users) stop where `bold-eval run` stops by default.
+    kwargs = {"until": ["\n"] if stop_at_newline else [], "do_sample": True, "top_k": 40, "top_p": 0.95, "temperature": 1.0,
               "max_gen_toks": max_new_tokens}
     requests = [Instance(request_type="generate_until", doc={}, arguments=(prompt, dict(kwargs)), idx=i)
                 for i, (_, prompt) in enumerate(prompts)]
@@ -82,6 +86,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="alternating rounds (median reported)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--stop-at-newline", action=argparse.BooleanOptionalAction, default=True,
+                        help="both engines stop at the first line break (bold-eval's default; lm-eval until=[\"\\n\"])")
     args = parser.parse_args()
 
     import torch
@@ -96,17 +102,17 @@ def main() -> None:
     lm = make_lm_eval(loaded, args.batch_size, args.dtype)
     # Warm-up of both paths (first-call allocations, kernel selection).
     warm = prompts[:8]
-    run_ours(loaded, warm, 8, 4, args.seed)
-    run_lm_eval(lm, warm, 4, args.seed)
+    run_ours(loaded, warm, 8, 4, args.seed, args.stop_at_newline)
+    run_lm_eval(lm, warm, 4, args.seed, args.stop_at_newline)
 
     rates: dict[str, list[float]] = {"bold-eval": [], "lm-eval hf": []}
     for round_index in range(args.rounds):
         for name in ("bold-eval", "lm-eval hf") if round_index % 2 == 0 else ("lm-eval hf", "bold-eval"):
             started = time.perf_counter()
             if name == "bold-eval":
-                outputs = run_ours(loaded, prompts, args.batch_size, args.max_new_tokens, args.seed)
+                outputs = run_ours(loaded, prompts, args.batch_size, args.max_new_tokens, args.seed, args.stop_at_newline)
             else:
-                outputs = run_lm_eval(lm, prompts, args.max_new_tokens, args.seed)
+                outputs = run_lm_eval(lm, prompts, args.max_new_tokens, args.seed, args.stop_at_newline)
             seconds = time.perf_counter() - started
             tokens = count_tokens(loaded.tokenizer, outputs)
             rates[name].append(tokens / seconds)
@@ -114,7 +120,8 @@ def main() -> None:
                   f"{seconds:.1f} s, {tokens / seconds:.1f} new tokens/s", flush=True)
     ours, theirs = statistics.median(rates["bold-eval"]), statistics.median(rates["lm-eval hf"])
     print(f"median new tokens/s: bold-eval {ours:.1f}, lm-eval hf {theirs:.1f}; ratio {ours / theirs:.2f}x "
-          f"(batch {args.batch_size}, {args.dtype}, top-k 40 / top-p 0.95, {args.max_new_tokens} new tokens)")
+          f"(batch {args.batch_size}, {args.dtype}, top-k 40 / top-p 0.95, {args.max_new_tokens} new tokens, "
+          f"stop at newline {'on' if args.stop_at_newline else 'off'})")
 
 
 if __name__ == "__main__":

@@ -43,10 +43,30 @@ def test_request_seed_is_one_stream_per_prompt_and_sample():
 
 
 def test_wanted_params_map_the_paper_presets():
-    assert wanted_params(make_decoding("gpt2")) == {"temperature": 1.0, "top_p": 0.95, "top_k": 40, "max_tokens": 30}
+    newline = {"stop": ["\n"]}  # the line-break stopping rule, asked of the server too
+    assert wanted_params(make_decoding("gpt2")) == {"temperature": 1.0, "top_p": 0.95, "top_k": 40, "max_tokens": 30,
+                                                    **newline}
     assert wanted_params(make_decoding("ctrl", control_code="Wikipedia", max_new_tokens=12)) == {
-        "temperature": 1.0, "top_p": 0.9, "repetition_penalty": 1.2, "max_tokens": 12}
-    assert wanted_params(make_decoding(greedy=True)) == {"temperature": 0.0, "top_p": 1.0, "max_tokens": 30}
+        "temperature": 1.0, "top_p": 0.9, "repetition_penalty": 1.2, "max_tokens": 12, **newline}
+    assert wanted_params(make_decoding(greedy=True)) == {"temperature": 0.0, "top_p": 1.0, "max_tokens": 30, **newline}
+    assert "stop" not in wanted_params(make_decoding(stop_at_newline=False))
+    assert "stop" not in wanted_params(make_decoding(), api="chat")  # a chat reply may open with a line break
+
+
+@pytest.mark.parametrize(("api", "decoding", "stop"), [
+    ("completions", {}, ["\n"]),
+    ("completions", {"stop_at_newline": False}, None),
+    ("chat", {}, None),
+])
+def test_requests_ask_the_server_to_stop_at_the_line_break(api, decoding, stop):
+    """Servers that honour `stop` then generate no text that would be cut anyway; the fingerprint
+    does not change with it, since the text is the same whether the server honours it or not."""
+    with InstantServer() as server:
+        generator = ApiGenerator("m", server.base_url, api=api, probe=False, decoding=make_decoding(**decoding))
+        generator.generate([WorkItem("p0", 0, "Jacob Zachar is")], progress=False, on_batch=lambda *_: None)
+        assert server.last_request.get("stop") == stop
+    assert "stop" not in generator.settings()["request"]
+    assert ("stop" in generator.info()["sent_params"]) == (stop is not None)
 
 
 @pytest.mark.parametrize(("reply", "expected"), [

@@ -853,6 +853,67 @@ def _group_counts(part: pd.DataFrame, column: str, value: Any) -> pd.DataFrame:
             .sort_index())
 
 
+_TEST_COLUMNS = ["domain", "metric", "label", "group", "count", "total", "proportion", "rest_count", "rest_total",
+                 "rest_proportion", "difference", "ci_low", "ci_high", "statistic", "p_value", "testable"]
+_GAP_COLUMNS = ["domain", "metric", "label", "group_high", "count_high", "total_high", "proportion_high",
+                "group_low", "count_low", "total_low", "proportion_low", "gap", "ci_low", "ci_high", "pairs",
+                "interval_level", "testable_groups", "note"]
+
+
+def _group_vs_rest(key: Mapping[str, str], counts: pd.DataFrame, alpha: float,
+                   min_expected: int) -> list[dict[str, Any]]:
+    """One test row per group: its rate against the rest of its domain (two-proportion z test)."""
+    all_count, all_total = int(counts["count"].sum()), int(counts["total"].sum())
+    rows = []
+    for group, (count, total) in counts.iterrows():
+        rest_count, rest_total = all_count - count, all_total - total
+        result = two_proportion_test(count, total, rest_count, rest_total, alpha=alpha,
+                                     min_expected=min_expected)
+        rows.append({**key, "group": str(group), "count": int(count), "total": int(total),
+                     "proportion": result["proportion_a"], "rest_count": int(rest_count),
+                     "rest_total": int(rest_total), "rest_proportion": result["proportion_b"],
+                     "difference": result["difference"], "ci_low": result["ci_low"],
+                     "ci_high": result["ci_high"], "statistic": result["statistic"],
+                     "p_value": result["p_value"],
+                     "testable": bool(result["reliable"] and result["p_value"] is not None)})
+    return rows
+
+
+def _all_group_tests(
+    scores: pd.DataFrame, alpha: float, min_expected: int
+) -> tuple[pd.DataFrame, list[tuple[dict[str, Any], pd.DataFrame]]]:
+    """Group-vs-rest tests for every label of `finding_labels` and domain with two or more groups,
+    and the (key, per-group counts) that the largest gaps are picked from."""
+    rows: list[dict[str, Any]] = []
+    gap_inputs: list[tuple[dict[str, Any], pd.DataFrame]] = []
+    for metric, label, column, value, domains in finding_labels(scores):
+        for domain, part in scores.groupby("domain", sort=True):
+            if domains is not None and domain not in domains:
+                continue
+            counts = _group_counts(part, column, value)
+            if len(counts) < 2:
+                continue
+            key = {"domain": str(domain), "metric": metric, "label": label}
+            rows += _group_vs_rest(key, counts, alpha, min_expected)
+            gap_inputs.append((key, counts))
+    return pd.DataFrame(rows, columns=_TEST_COLUMNS), gap_inputs
+
+
+def _adjust_family(tests: pd.DataFrame, alpha: float, method: str) -> pd.Series:
+    """Add `p_adjusted` and `significant` (multiple-testing correction over the testable rows); return that mask."""
+    from statsmodels.stats.multitest import multipletests
+
+    tests["p_adjusted"] = np.nan
+    tests["significant"] = False
+    testable = tests["testable"].astype(bool)
+    if testable.any():
+        reject, adjusted, _, _ = multipletests(tests.loc[testable, "p_value"].astype(float).to_numpy(),
+                                               alpha=alpha, method=method)
+        tests.loc[testable, "p_adjusted"] = adjusted
+        tests.loc[testable, "significant"] = reject
+    return testable
+
+
 def findings(
     scores: pd.DataFrame,
     *,
@@ -870,54 +931,17 @@ def findings(
     testable groups (highest minus lowest rate), with an interval at level 1 - alpha / pairs
     (Bonferroni over the k(k-1)/2 pairs it was picked from, so it stays honest after picking the largest).
     """
-    from statsmodels.stats.multitest import multipletests
-
     alpha = validate_alpha(alpha)
     method, correction_name = CORRECTIONS[validate_correction(correction)]
     validate_scores(scores)
-    rows: list[dict[str, Any]] = []
-    gap_inputs: list[tuple[dict[str, Any], pd.DataFrame]] = []
-    for metric, label, column, value, domains in finding_labels(scores):
-        for domain, part in scores.groupby("domain", sort=True):
-            if domains is not None and domain not in domains:
-                continue
-            counts = _group_counts(part, column, value)
-            if len(counts) < 2:
-                continue
-            all_count, all_total = int(counts["count"].sum()), int(counts["total"].sum())
-            key = {"domain": str(domain), "metric": metric, "label": label}
-            for group, (count, total) in counts.iterrows():
-                rest_count, rest_total = all_count - count, all_total - total
-                result = two_proportion_test(count, total, rest_count, rest_total, alpha=alpha,
-                                             min_expected=min_expected)
-                rows.append({**key, "group": str(group), "count": int(count), "total": int(total),
-                             "proportion": result["proportion_a"], "rest_count": int(rest_count),
-                             "rest_total": int(rest_total), "rest_proportion": result["proportion_b"],
-                             "difference": result["difference"], "ci_low": result["ci_low"],
-                             "ci_high": result["ci_high"], "statistic": result["statistic"],
-                             "p_value": result["p_value"],
-                             "testable": bool(result["reliable"] and result["p_value"] is not None)})
-            gap_inputs.append((key, counts))
-    tests = pd.DataFrame(rows, columns=["domain", "metric", "label", "group", "count", "total", "proportion",
-                                        "rest_count", "rest_total", "rest_proportion", "difference", "ci_low",
-                                        "ci_high", "statistic", "p_value", "testable"])
-    tests["p_adjusted"] = np.nan
-    tests["significant"] = False
-    testable = tests["testable"].astype(bool)
-    if testable.any():
-        reject, adjusted, _, _ = multipletests(tests.loc[testable, "p_value"].astype(float).to_numpy(),
-                                               alpha=alpha, method=method)
-        tests.loc[testable, "p_adjusted"] = adjusted
-        tests.loc[testable, "significant"] = reject
+    tests, gap_inputs = _all_group_tests(scores, alpha, min_expected)
+    testable = _adjust_family(tests, alpha, method)
     testable_groups = {(row.domain, row.metric, row.label, row.group)
                        for row in tests[testable].itertuples(index=False)}
     gaps = [_largest_gap(key, counts, testable_groups, alpha, min_expected) for key, counts in gap_inputs]
     return {
         "tests": tests,
-        "gaps": pd.DataFrame(gaps, columns=["domain", "metric", "label", "group_high", "count_high", "total_high",
-                                            "proportion_high", "group_low", "count_low", "total_low",
-                                            "proportion_low", "gap", "ci_low", "ci_high", "pairs",
-                                            "interval_level", "testable_groups", "note"]),
+        "gaps": pd.DataFrame(gaps, columns=_GAP_COLUMNS),
         "family": int(testable.sum()),
         "untestable": int((~testable).sum()),
         "correction": correction,

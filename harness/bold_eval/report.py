@@ -436,12 +436,17 @@ def _sentiment_section(view: Mapping[str, Any], figures: Path, tables: Path, out
     _write_table(wide_proportions(table), tables, "sentiment_wide")
 
 
-def _toxicity_section(view: Mapping[str, Any], figures: Path, out: list[str], alpha: float = 0.05) -> None:
-    table = view["tables"]["toxic_ratio"]
+def _toxic_ratio_cells(table: pd.DataFrame) -> pd.DataFrame:
+    """The toxic_ratio table as shown: domain, group, total, toxic, and toxic_ratio as "r [low, high]"."""
     shown = table.assign(toxic_ratio=[_format_interval(*row) for row in
                                       table[["toxic_ratio", "ci_low", "ci_high"]].to_numpy()])
+    return shown[["domain", "group", "total", "toxic", "toxic_ratio"]]
+
+
+def _toxicity_section(view: Mapping[str, Any], figures: Path, out: list[str], alpha: float = 0.05) -> None:
+    table = view["tables"]["toxic_ratio"]
     figure = plot_toxic_ratio(table, figures / "toxic_ratio.png", alpha=alpha)
-    out += [_markdown(shown[["domain", "group", "total", "toxic", "toxic_ratio"]]), "",
+    out += [_markdown(_toxic_ratio_cells(table)), "",
             f"![toxic ratio](figures/{figure.name})", ""]
 
 
@@ -507,18 +512,26 @@ def _percent_cell(proportion: float, low: float, high: float) -> str:
     return f"{proportion * 100:.2f} [{low * 100:.1f}, {high * 100:.1f}]"
 
 
-def _psycholinguistic_section(view: Mapping[str, Any], out: list[str], alpha: float = 0.05) -> None:
-    level = confidence_label(alpha)
-    tables = view["tables"]
-    table = tables["psycholinguistic"]
-    percent = table.assign(percent=[_percent_cell(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
-    for domain, part in percent.groupby("domain", sort=True):
-        wide = part.pivot_table(index=["group", "total"], columns="category", values="percent", aggfunc="first",
+def _psycholinguistic_percent_tables(table: pd.DataFrame) -> dict[Any, pd.DataFrame]:
+    """{domain: paper Tables 9-11 layout}: one row per group (and its n), one "percent [interval]"
+    column per psycholinguistic category, in the paper's category order."""
+    cells = table.assign(cell=[_percent_cell(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
+    per_domain = {}
+    for domain, part in cells.groupby("domain", sort=True):
+        wide = part.pivot_table(index=["group", "total"], columns="category", values="cell", aggfunc="first",
                                 sort=False)
         wide = wide[[c for c in PSYCHOLINGUISTIC_HEADERS if c in wide.columns]]
         wide.columns = [PSYCHOLINGUISTIC_HEADERS[c] for c in wide.columns]
+        per_domain[domain] = wide.reset_index()
+    return per_domain
+
+
+def _psycholinguistic_section(view: Mapping[str, Any], out: list[str], alpha: float = 0.05) -> None:
+    level = confidence_label(alpha)
+    tables = view["tables"]
+    for domain, wide in _psycholinguistic_percent_tables(tables["psycholinguistic"]).items():
         out += [f"### {domain} (percent of texts [{level} interval], paper Tables 9-11 layout)", "",
-                _markdown(wide.reset_index(), ".2f"), ""]
+                _markdown(wide, ".2f"), ""]
     for name, title in (("psycholinguistic_gender_difference", "male minus female (paper Table 4)"),
                         ("psycholinguistic_religion_difference", "Christianity minus Islam (paper Table 6)")):
         if name not in tables:
@@ -850,14 +863,8 @@ def _psycholinguistic_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
             tables[table_name] = pd.DataFrame(rows)
     per_domain: dict[str, dict[str, pd.DataFrame]] = {}
     for label, view in views.items():
-        table = view["tables"]["psycholinguistic"]
-        cells = table.assign(cell=[_percent_cell(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
-        for domain, part in cells.groupby("domain", sort=True):
-            wide = part.pivot_table(index=["group", "total"], columns="category", values="cell", aggfunc="first",
-                                    sort=False)
-            wide = wide[[c for c in PSYCHOLINGUISTIC_HEADERS if c in wide.columns]]
-            wide.columns = [PSYCHOLINGUISTIC_HEADERS[c] for c in wide.columns]
-            per_domain.setdefault(str(domain), {})[label] = wide.reset_index()
+        for domain, wide in _psycholinguistic_percent_tables(view["tables"]["psycholinguistic"]).items():
+            per_domain.setdefault(str(domain), {})[label] = wide
     for domain, frames in per_domain.items():
         tables[f"psycholinguistic_{domain}"] = _stack_models(frames, ["group"])
     return tables
@@ -874,11 +881,8 @@ def _sentiment_and_toxicity_tables(compared: _Compared) -> dict[str, pd.DataFram
     toxicity = compared.views("toxicity")
     if toxicity:
         tables["toxic_ratio_per_group"] = _stack_models(
-            {label: view["tables"]["toxic_ratio"].assign(toxic_ratio=[
-                _format_interval(*row) for row in view["tables"]["toxic_ratio"][
-                    ["toxic_ratio", "ci_low", "ci_high"]].to_numpy()])[["domain", "group", "total", "toxic",
-                                                                          "toxic_ratio"]]
-             for label, view in toxicity.items()}, ["domain", "group"])
+            {label: _toxic_ratio_cells(view["tables"]["toxic_ratio"]) for label, view in toxicity.items()},
+            ["domain", "group"])
     return tables
 
 

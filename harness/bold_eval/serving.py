@@ -402,6 +402,7 @@ class _InstantHandler(_Handler):
         request = json.loads(self._read_body() or b"{}")
         with owner.lock:
             owner.requests += 1
+            owner.last_request = request
         key = json.dumps([request.get("prompt"), request.get("messages"), request.get("seed")]).encode()
         words = [f"w{hashlib.sha256(key + bytes([i])).hexdigest()[:4]}" for i in range(int(request.get("max_tokens") or 16))]
         text = " " + " ".join(words) if owner.reply is None else owner.reply
@@ -418,7 +419,8 @@ class _InstantHandler(_Handler):
 class InstantServer(_LoopbackServer):
     """Answers completions and chat completions at once (`max_tokens` pseudo-words derived from
     the prompt and seed): a server with no model time, to measure a client's own cost per request.
-    `reply` makes it answer that exact text instead (e.g. one with a line break, to test stopping)."""
+    `reply` makes it answer that exact text instead (e.g. one with a line break, to test stopping).
+    It ignores `stop`, as some servers do; `last_request` holds the last request body it received."""
 
     handler = _InstantHandler
 
@@ -426,3 +428,4 @@ class InstantServer(_LoopbackServer):
         super().__init__()
         self.requests = 0
         self.reply = reply
+        self.last_request: dict = {}

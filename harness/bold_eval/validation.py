@@ -313,6 +313,52 @@ def bootstrap_interval(
     return _nan_to_none(result.confidence_interval.low), _nan_to_none(result.confidence_interval.high)
 
 
+def _per_class_scores(
+    human: np.ndarray, predicted: np.ndarray, class_names: Sequence[str]
+) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+    """Per-class precision / recall / F1 / support and their class-size-weighted averages (Section 6.3)."""
+    from sklearn.metrics import precision_recall_fscore_support
+
+    classes = list(range(len(class_names)))
+    precision, recall, f1, support = precision_recall_fscore_support(
+        human, predicted, labels=classes, average=None, zero_division=0.0
+    )
+    weighted = precision_recall_fscore_support(human, predicted, labels=classes, average="weighted", zero_division=0.0)
+    per_class = {
+        name: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
+               "support": int(support[i])}
+        for i, name in enumerate(class_names)
+    }
+    return per_class, {"precision": float(weighted[0]), "recall": float(weighted[1]), "f1": float(weighted[2])}
+
+
+def _agreement_intervals(
+    human: np.ndarray,
+    predicted: np.ndarray,
+    scores: np.ndarray,
+    human_order: np.ndarray,
+    *,
+    confidence_level: float,
+    n_resamples: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Paired bootstrap intervals for ρ and accuracy; BCa up to BCA_MAX_TEXTS texts, percentile above."""
+    correct = (human == predicted).astype(np.float64)
+    method = "BCa" if human.size <= BCA_MAX_TEXTS else "percentile"
+    interval = {"confidence_level": confidence_level, "n_resamples": n_resamples, "seed": seed, "method": method}
+    rho_ci = bootstrap_interval((scores, human_order), _spearman_along, **interval)
+    accuracy_ci = bootstrap_interval((correct,), np.mean, **interval)
+    return {
+        "spearman_rho": list(rho_ci),
+        "accuracy": list(accuracy_ci),
+        "confidence_level": confidence_level,
+        "method": f"{method} bootstrap (scipy.stats.bootstrap), texts resampled with their human label, "
+                  "metric label and score (paired)",
+        "n_resamples": n_resamples,
+        "seed": seed,
+    }
+
+
 def agreement(
     human: np.ndarray,
     predicted: np.ndarray,
@@ -332,48 +378,31 @@ def agreement(
     score axis (Spearman's ρ is computed between `scores` and it).
     """
     from scipy import stats
-    from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
+    from sklearn.metrics import accuracy_score, confusion_matrix
 
     human = np.asarray(human, dtype=np.int64)
     predicted = np.asarray(predicted, dtype=np.int64)
     scores = np.asarray(scores, dtype=np.float64)
     human_order = np.asarray(human_order, dtype=np.float64)
     k = len(class_names)
-    classes = list(range(k))
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a constant input has no ρ: nan, reported as None
         rho = stats.spearmanr(scores, human_order)
-    precision, recall, f1, support = precision_recall_fscore_support(
-        human, predicted, labels=classes, average=None, zero_division=0.0
+    per_class, weighted = _per_class_scores(human, predicted, class_names)
+    intervals = _agreement_intervals(
+        human, predicted, scores, human_order,
+        confidence_level=confidence_level, n_resamples=n_resamples, seed=seed,
     )
-    weighted = precision_recall_fscore_support(human, predicted, labels=classes, average="weighted", zero_division=0.0)
-    correct = (human == predicted).astype(np.float64)
-    method = "BCa" if human.size <= BCA_MAX_TEXTS else "percentile"
-    interval = {"confidence_level": confidence_level, "n_resamples": n_resamples, "seed": seed, "method": method}
-    rho_ci = bootstrap_interval((scores, human_order), _spearman_along, **interval)
-    accuracy_ci = bootstrap_interval((correct,), np.mean, **interval)
-    matrix = confusion_matrix(human, predicted, labels=[*classes, k])[:k]
+    matrix = confusion_matrix(human, predicted, labels=[*range(k), k])[:k]
     return {
         "n": int(human.size),
         "spearman_rho": _nan_to_none(rho.statistic),
         "spearman_p_value": _nan_to_none(rho.pvalue),
         "accuracy": float(accuracy_score(human, predicted)),
-        "per_class": {
-            name: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
-                   "support": int(support[i])}
-            for i, name in enumerate(class_names)
-        },
-        "weighted": {"precision": float(weighted[0]), "recall": float(weighted[1]), "f1": float(weighted[2])},
-        "intervals": {
-            "spearman_rho": list(rho_ci),
-            "accuracy": list(accuracy_ci),
-            "confidence_level": confidence_level,
-            "method": f"{method} bootstrap (scipy.stats.bootstrap), texts resampled with their human label, "
-                      "metric label and score (paired)",
-            "n_resamples": n_resamples,
-            "seed": seed,
-        },
+        "per_class": per_class,
+        "weighted": weighted,
+        "intervals": intervals,
         "predicted_outside": int((predicted == k).sum()),
         "confusion_matrix": {
             "rows": "human class", "columns": [*class_names, "(no compared class)"],
@@ -411,6 +440,128 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
+def _check_inputs(
+    metric: str, texts: Sequence[str], human_labels: Sequence[Any], confidence_level: float, n_resamples: int
+) -> tuple[list[str], list[Label]]:
+    """The texts and canonical human labels, after refusing what cannot be validated."""
+    if metric not in METRIC_NAMES:
+        raise UsageError(f"unknown metric {metric!r}; valid metrics: {', '.join(METRIC_NAMES)}")
+    texts = validate_texts(texts, "texts")
+    if isinstance(human_labels, str):
+        raise InputError("`human_labels` must be a list with one label per text, got a single string")
+    human = [canonical_label(value, f"human_labels[{index}]") for index, value in enumerate(human_labels)]
+    if len(human) != len(texts):
+        raise InputError(f"`texts` has {len(texts)} entries but `human_labels` has {len(human)}; one label per text")
+    if not texts:
+        raise InputError("no texts to validate on")
+    if not 0.0 < confidence_level < 1.0:
+        raise UsageError(f"confidence_level must be in (0, 1), got {confidence_level}")
+    if int(n_resamples) < 1:
+        raise UsageError(f"n_resamples must be a positive integer, got {n_resamples}")
+    return texts, human
+
+
+def _human_classes(label_set: Mapping[Any, str] | Sequence[Any] | str | None, human: list[Label]) -> dict[Label, str]:
+    """{label: name} of the human label set: the declared one (every label must be in it), else the labels seen."""
+    classes = declared_label_set(label_set)
+    if classes is None:
+        return {label: str(label) for label in sorted(set(human), key=lambda label: (isinstance(label, str), label))}
+    outside = [(index, label) for index, label in enumerate(human) if label not in classes]
+    if outside:
+        index, label = outside[0]
+        raise UsageError(
+            f"human label {label!r} (text {index}) is not in the declared label set {list(classes)} "
+            f"({len(outside)} text(s) outside it); declare it (label_set=, CLI --labels) or fix the labels"
+        )
+    return classes
+
+
+def _compared_classes(
+    classes: Mapping[Label, str], human: list[Label], exclude_labels: Sequence[Any]
+) -> tuple[list[Label], list[Label]]:
+    """(excluded labels, compared labels): the human classes left out of the comparison and the rest."""
+    excluded_set = [canonical_label(value, "exclude label") for value in exclude_labels]
+    unknown = [label for label in excluded_set if label not in classes]
+    if unknown:
+        raise UsageError(f"excluded label(s) {unknown} are not in the human label set {list(classes)}")
+    compared = [label for label in classes if label not in excluded_set]
+    if all(label in excluded_set for label in human):
+        raise InputError(f"every text carries an excluded label ({excluded_set}); nothing to compare")
+    return excluded_set, compared
+
+
+def _name_numeric_classes(classes: dict[Label, str], mapping: Mapping[str, Label | None]) -> None:
+    """A plain number takes the name of the metric label(s) mapped onto it (1 -> "positive"), in place."""
+    for label, name in classes.items():
+        named_by = [metric_label for metric_label, human_label in mapping.items() if human_label == label]
+        if isinstance(label, int) and name == str(label) and named_by:
+            classes[label] = "/".join(named_by)
+
+
+def _axis_positions(
+    scored: Scored, compared: list[Label], classes: Mapping[Label, str], mapping: Mapping[str, Label | None]
+) -> dict[Label, float]:
+    """Each compared human class sits on the score axis where the metric labels mapped to it sit."""
+    view = scored.view
+    order: dict[Label, float] = {}
+    for label in compared:
+        codes = [view.codes[m] for m, human_label in mapping.items() if human_label == label and m in view.codes]
+        if not codes:
+            raise UsageError(
+                f"human label {label!r} ({classes[label]}) has no counterpart among the {view.metric} labels "
+                f"{list(scored.metric_labels)}; exclude it (exclude_labels=, CLI --exclude-label) or map a "
+                f"metric label to it (label_map=, CLI --label-map)"
+            )
+        order[label] = float(np.mean(codes))
+    return order
+
+
+def _class_indices(
+    human: list[Label], metric_labels: np.ndarray, compared: list[Label], mapping: Mapping[str, Label | None]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(included, human index, predicted index) per text, the indices over the included texts only.
+
+    0..k-1 are the compared human classes (Table 8 order), k a metric label that maps to no compared
+    class; a text with an excluded human label is not included.
+    """
+    index_of = {label: i for i, label in enumerate(compared)}
+    k = len(compared)
+    human_index = np.array([index_of.get(label, -1) for label in human], dtype=np.int64)
+    included = human_index >= 0
+    predicted_index = np.array([index_of.get(mapping.get(str(label)), k) for label in metric_labels], dtype=np.int64)
+    return included, human_index[included], predicted_index[included]
+
+
+def _validation_record(
+    scored: Scored,
+    stats: dict[str, Any],
+    classes: Mapping[Label, str],
+    compared: list[Label],
+    order: Mapping[Label, float],
+    mapping: Mapping[str, Label | None],
+    excluded_counts: dict[str, int],
+    source: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """validation.json: what was compared and how, then `agreement`'s numbers."""
+    view = scored.view
+    return {
+        "metric": view.metric,
+        "score": view.score,
+        "table8_row": view.row_name,
+        "score_description": view.description,
+        "metric_options": _jsonable(scored.options),
+        "thresholds": scored.thresholds,
+        "source": dict(source) if source is not None else {"name": "texts and human_labels passed to validate"},
+        "classes": [{"label": label, "name": classes[label], "axis_position": order[label]} for label in compared],
+        "label_mapping": {metric_label: human_label for metric_label, human_label in mapping.items()},
+        "n": stats.pop("n"),
+        "excluded": int(sum(excluded_counts.values())),
+        "excluded_labels": excluded_counts,
+        **stats,
+        "bold_eval_version": __version__,
+    }
+
+
 def run_validation(
     metric: str,
     texts: Sequence[str],
@@ -427,74 +578,20 @@ def run_validation(
     **options: Any,
 ) -> Validation:
     """`validate`, also returning the per-text arrays that the figures and predictions.csv need."""
-    if metric not in METRIC_NAMES:
-        raise UsageError(f"unknown metric {metric!r}; valid metrics: {', '.join(METRIC_NAMES)}")
-    texts = validate_texts(texts, "texts")
-    if isinstance(human_labels, str):
-        raise InputError("`human_labels` must be a list with one label per text, got a single string")
-    human = [canonical_label(value, f"human_labels[{index}]") for index, value in enumerate(human_labels)]
-    if len(human) != len(texts):
-        raise InputError(f"`texts` has {len(texts)} entries but `human_labels` has {len(human)}; one label per text")
-    if not texts:
-        raise InputError("no texts to validate on")
-    if not 0.0 < confidence_level < 1.0:
-        raise UsageError(f"confidence_level must be in (0, 1), got {confidence_level}")
-    if int(n_resamples) < 1:
-        raise UsageError(f"n_resamples must be a positive integer, got {n_resamples}")
-
-    classes = declared_label_set(label_set)
-    if classes is None:
-        classes = {label: str(label) for label in sorted(set(human), key=lambda label: (isinstance(label, str), label))}
-    else:
-        outside = [(index, label) for index, label in enumerate(human) if label not in classes]
-        if outside:
-            index, label = outside[0]
-            raise UsageError(
-                f"human label {label!r} (text {index}) is not in the declared label set {list(classes)} "
-                f"({len(outside)} text(s) outside it); declare it (label_set=, CLI --labels) or fix the labels"
-            )
-    excluded_set = [canonical_label(value, "exclude label") for value in exclude_labels]
-    unknown = [label for label in excluded_set if label not in classes]
-    if unknown:
-        raise UsageError(f"excluded label(s) {unknown} are not in the human label set {list(classes)}")
-    compared = [label for label in classes if label not in excluded_set]
-    if all(label in excluded_set for label in human):
-        raise InputError(f"every text carries an excluded label ({excluded_set}); nothing to compare")
+    texts, human = _check_inputs(metric, texts, human_labels, confidence_level, n_resamples)
+    classes = _human_classes(label_set, human)
+    excluded_set, compared = _compared_classes(classes, human, exclude_labels)
 
     scored = score_texts(metric, texts, score, **options)
-    view = scored.view
-    mapping = map_labels(view, scored.metric_labels, classes, label_map)
-    # A plain number takes the name of the metric label(s) mapped onto it (1 -> "positive").
-    for label, name in classes.items():
-        named_by = [metric_label for metric_label, human_label in mapping.items() if human_label == label]
-        if isinstance(label, int) and name == str(label) and named_by:
-            classes[label] = "/".join(named_by)
-
-    # Each compared human class sits on the score axis where the metric labels mapped to it sit.
-    order: dict[Label, float] = {}
-    for label in compared:
-        codes = [view.codes[m] for m, human_label in mapping.items() if human_label == label and m in view.codes]
-        if not codes:
-            raise UsageError(
-                f"human label {label!r} ({classes[label]}) has no counterpart among the {metric} labels "
-                f"{list(scored.metric_labels)}; exclude it (exclude_labels=, CLI --exclude-label) or map a "
-                f"metric label to it (label_map=, CLI --label-map)"
-            )
-        order[label] = float(np.mean(codes))
+    mapping = map_labels(scored.view, scored.metric_labels, classes, label_map)
+    _name_numeric_classes(classes, mapping)
+    order = _axis_positions(scored, compared, classes, mapping)
     # Table 8 lists classes from the top of the axis down (positive, neutral, negative; female, neutral,
     # male) unless the label set was declared in an order of its own.
     if label_set is None:
         compared.sort(key=lambda label: -order[label])
 
-    # Class index per text: 0..k-1 for the compared human classes (Table 8 order), k for a metric
-    # label that maps to no compared class; -1 marks an excluded human label.
-    index_of = {label: i for i, label in enumerate(compared)}
-    k = len(compared)
-    human_index = np.array([index_of.get(label, -1) for label in human], dtype=np.int64)
-    included = human_index >= 0
-    human_index = human_index[included]
-    predicted_index = np.array([index_of.get(mapping.get(str(label)), k) for label in scored.labels], dtype=np.int64)
-    predicted_index = predicted_index[included]
+    included, human_index, predicted_index = _class_indices(human, scored.labels, compared, mapping)
     human_order = np.array([order[label] for label in compared])[human_index]
     scores = np.asarray(scored.scores, dtype=np.float64)
     class_names = [classes[label] for label in compared]
@@ -508,23 +605,8 @@ def run_validation(
         stats["per_class"][name] = {"label": label, **stats["per_class"][name]}
 
     excluded_counts = {classes[label]: int(sum(1 for h in human if h == label)) for label in excluded_set}
-    record: dict[str, Any] = {
-        "metric": metric,
-        "score": view.score,
-        "table8_row": view.row_name,
-        "score_description": view.description,
-        "metric_options": _jsonable(scored.options),
-        "thresholds": scored.thresholds,
-        "source": dict(source) if source is not None else {"name": "texts and human_labels passed to validate"},
-        "classes": [{"label": label, "name": classes[label], "axis_position": order[label]} for label in compared],
-        "label_mapping": {metric_label: human_label for metric_label, human_label in mapping.items()},
-        "n": stats.pop("n"),
-        "excluded": int(sum(excluded_counts.values())),
-        "excluded_labels": excluded_counts,
-        **stats,
-        "bold_eval_version": __version__,
-    }
-    return Validation(record, texts, human, included, scores, np.asarray(scored.labels, dtype=object), view)
+    record = _validation_record(scored, stats, classes, compared, order, mapping, excluded_counts, source)
+    return Validation(record, texts, human, included, scores, np.asarray(scored.labels, dtype=object), scored.view)
 
 
 def validate(metric: str, texts: Sequence[str], human_labels: Sequence[Any], **options: Any) -> dict[str, Any]:

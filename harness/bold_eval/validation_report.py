@@ -133,8 +133,8 @@ def summary_text(record: Mapping[str, Any]) -> str:
     return "\n".join([counts_line(record), table8_markdown([record]), intervals_line(record)])
 
 
-def validation_markdown(record: Mapping[str, Any], figure: str | None = FIGURE_FILE) -> str:
-    """validation.md: Table 8 (with the paper's row for reference), intervals, per class, mapping, source."""
+def _overview_lines(record: Mapping[str, Any]) -> list[str]:
+    """Title, what the score is, the counts, Table 8 with the paper's row, and the intervals."""
     source = record["source"]
     p_value = record["spearman_p_value"]
     rho_note = (
@@ -160,7 +160,12 @@ def validation_markdown(record: Mapping[str, Any], figure: str | None = FIGURE_F
         reference = PAPER_TABLE8[(record["metric"], record["score"])]
         lines.append(f"The paper's row comes from {reference['n']:,} BOLD texts labelled by crowd workers "
                      "(Section 6.3), not from these texts.")
-    lines += ["", "## Per class", "", "| class | label | precision | recall | f1 | support |", "|---|---|---|---|---|---|"]
+    return lines
+
+
+def _per_class_lines(record: Mapping[str, Any]) -> list[str]:
+    """The per-class scores table and the confusion matrix."""
+    lines = ["", "## Per class", "", "| class | label | precision | recall | f1 | support |", "|---|---|---|---|---|---|"]
     for name, scores in record["per_class"].items():
         lines.append(f"| {name} | {scores['label']} | {format_percent(scores['precision'])} | "
                      f"{format_percent(scores['recall'])} | {format_percent(scores['f1'])} | {scores['support']} |")
@@ -169,7 +174,12 @@ def validation_markdown(record: Mapping[str, Any], figure: str | None = FIGURE_F
               "| human \\ metric | " + " | ".join(matrix["columns"]) + " |", "|---|" + "---|" * len(matrix["columns"])]
     for name, counts in zip(record["per_class"], matrix["counts"], strict=True):
         lines.append(f"| {name} | " + " | ".join(str(count) for count in counts) + " |")
-    lines += ["", "## Label mapping", "", "| metric label | human label |", "|---|---|"]
+    return lines
+
+
+def _label_mapping_lines(record: Mapping[str, Any]) -> list[str]:
+    """Which human label each metric label counts as, and the thresholds between the metric's labels."""
+    lines = ["", "## Label mapping", "", "| metric label | human label |", "|---|---|"]
     compared = {entry["label"] for entry in record["classes"]}
     for metric_label, human_label in record["label_mapping"].items():
         if human_label is None:
@@ -182,7 +192,13 @@ def validation_markdown(record: Mapping[str, Any], figure: str | None = FIGURE_F
     if record["thresholds"]:
         lines += ["", "Thresholds between the metric's labels: "
                   + ", ".join(f"{name} {value:g}" for name, value in record["thresholds"].items()) + "."]
-    lines += ["", "## Source", ""]
+    return lines
+
+
+def _source_lines(record: Mapping[str, Any]) -> list[str]:
+    """Where the human labels come from (files and checksums) and the metric options used."""
+    source = record["source"]
+    lines = ["", "## Source", ""]
     for key in ("description", "citation", "upstream"):
         if key in source:
             lines.append(f"- {key}: {source[key]}")
@@ -192,6 +208,13 @@ def validation_markdown(record: Mapping[str, Any], figure: str | None = FIGURE_F
         lines.append(f"- `{entry['file']}`: {entry['rows']} rows, sha256 `{entry['sha256']}`{note}")
     lines += ["", f"Metric options: `{json.dumps(record['metric_options'], sort_keys=True)}`; "
               f"bold-eval {record['bold_eval_version']}."]
+    return lines
+
+
+def validation_markdown(record: Mapping[str, Any], figure: str | None = FIGURE_FILE) -> str:
+    """validation.md: Table 8 (with the paper's row for reference), intervals, per class, mapping, source."""
+    lines = [*_overview_lines(record), *_per_class_lines(record),
+             *_label_mapping_lines(record), *_source_lines(record)]
     if figure is not None:
         lines += ["", "## Figure 6", "", f"![score distributions per human label]({figure})"]
     return "\n".join(lines) + "\n"
