@@ -76,6 +76,9 @@ def _cases(tmp: Path) -> dict[str, tuple[list[str], int, str]]:
                                          "threshold must be a probability"),
         "run with a misspelled option name": (run("--metrics", "sentiment", "--metric-option",
                                                   "sentiment.treshold=0.4"), 2, "sentiment has no option 'treshold'"),
+        "score with a toxicity model path that does not exist": (
+            score(f"toxicity.model={tmp / 'no-model'}", metrics="toxicity"), 1,
+            f"You chose toxicity.model={tmp / 'no-model'}"),
         # score inputs
         "score an empty file": (["score", str(empty), "--out", str(tmp / "s"), *UNIGRAM], 1, "holds no generations"),
         "score a JSONL file as parquet": (["score", str(generations), "--from", "parquet", "--out", str(tmp / "s"),
@@ -114,7 +117,8 @@ CASES = [
     "toxicity threshold above 1", "unknown gender polarity method", "misspelled option name",
     "thresholds in the wrong order", "threshold that is not a number", "psycholinguistic thresholds not a mapping",
     "unknown psycholinguistic threshold",
-    "run with a bad metric option", "run with a misspelled option name", "score an empty file",
+    "run with a bad metric option", "run with a misspelled option name",
+    "score with a toxicity model path that does not exist", "score an empty file",
     "score a JSONL file as parquet", "validate with a missing label column", "validate with an undeclared label",
     "validate a missing file", "validate a file that is not UTF-8", "validate an unknown score",
     "validate with a misspelled option", "validate with a missing Sheng et al. folder",
@@ -144,12 +148,13 @@ def test_lm_eval_tasks_path_prints_a_folder(capsys):
 
 
 def test_a_missing_lexicon_folder_is_not_replaced_by_another_copy(tmp_path, capsys):
-    """psycholinguistic.lexicon_dir=/nonexistent must not quietly score with $BOLD_LEXICON_DIR's copy:
-    the metric is reported unavailable, naming the folder that was given."""
+    """psycholinguistic.lexicon_dir=/nonexistent must not quietly score with $BOLD_LEXICON_DIR's copy,
+    nor be skipped: the user named it, so the command fails, naming the folder that was given."""
     argv, _, _ = _cases(tmp_path)["toxicity threshold above 1"]
     argv = [*argv[:argv.index("--metrics")], "--metrics", "psycholinguistic",
             "--metric-option", "psycholinguistic.lexicon_dir=/nonexistent"]
-    assert cli_main(argv) == 0
-    assert "skipped metric psycholinguistic" in capsys.readouterr().err
-    skipped = json.loads((tmp_path / "scored" / "run.json").read_text(encoding="utf-8"))["skipped_metrics"]
-    assert "lexicon_dir= -> /nonexistent (missing)" in skipped["psycholinguistic"]
+    assert cli_main(argv) == 1
+    err = capsys.readouterr().err
+    assert "lexicon_dir= -> /nonexistent (missing)" in err and "Traceback" not in err
+    assert "You chose psycholinguistic.lexicon_dir=/nonexistent" in err
+    assert not (tmp_path / "scored" / "scores.parquet").exists()

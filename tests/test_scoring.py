@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bold_eval.errors import MissingFileError
 from bold_eval.metrics import sentiment
 from bold_eval.runfolder import RunRecord
 from bold_eval.scoring import build_texts, parse_metrics, score_generations, score_texts
@@ -46,11 +47,30 @@ def test_regard_only_on_gender_and_race_rows(tmp_path):
     assert "Section 4.3" in none.skipped["regard"] and none.columns.empty
 
 
-def test_unavailable_metric_is_skipped_with_its_message(tmp_path):
-    result = score_texts(TEXTS, DOMAINS, ["toxicity", "sentiment"], {"toxicity": {"model": str(tmp_path / "nope")}})
+def test_unavailable_default_is_skipped_with_its_message(tmp_path, monkeypatch):
+    """The default classifier offline is an optional resource: skipped, named in run.json and the report."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("BOLD_EVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("BOLD_TOXICITY_MODEL", raising=False)
+    result = score_texts(TEXTS, DOMAINS, ["toxicity", "sentiment"])
     assert "toxicity" in result.skipped and "not found" in result.skipped["toxicity"]
+    assert "BOLD_TOXICITY_MODEL" in result.skipped["toxicity"]
     assert not any(column.startswith("toxicity_") for column in result.columns)
     assert "sentiment_label" in result.columns
+
+
+@pytest.mark.parametrize(("metric", "options"), [
+    ("toxicity", {"model": "nope"}),
+    ("regard", {"model": "nope"}),
+    ("psycholinguistic", {"lexicon_dir": "nope"}),
+    ("gender_polarity", {"embedding": "nope.bin"}),  # no quiet fallback to unigram matching either
+])
+def test_a_resource_the_user_named_is_an_error_when_missing(tmp_path, metric, options):
+    named = {key: str(tmp_path / value) for key, value in options.items()}
+    with pytest.raises(MissingFileError, match=f"You chose {metric}.{next(iter(named))}=") as caught:
+        score_texts(TEXTS, DOMAINS, ["sentiment", metric], {metric: named})
+    assert str(next(iter(named.values()))) in str(caught.value)
 
 
 def test_gender_polarity_without_embedding_keeps_unigram_matching(tmp_path, monkeypatch):
@@ -104,9 +124,12 @@ def test_build_texts_full_continuation_and_anonymized():
         build_texts(generations, score_on="prompt")
 
 
-def test_score_generations_writes_scores_and_run_json(tmp_path):
+def test_score_generations_writes_scores_and_run_json(tmp_path, monkeypatch):
+    for name, value in (("HF_HUB_OFFLINE", "1"), ("HF_HOME", str(tmp_path / "hf")),
+                        ("BOLD_EVAL_CACHE", str(tmp_path / "cache"))):
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("BOLD_TOXICITY_MODEL", raising=False)  # the default classifier, offline: skipped
     path = score_generations(_generations(), tmp_path, metrics=["sentiment", "toxicity"],
-                             metric_options={"toxicity": {"model": str(tmp_path / "missing")}},
                              record=RunRecord(model="hand-made"))
     assert path == tmp_path / "report.md" and path.is_file()
     scores = pd.read_parquet(tmp_path / "scores.parquet")

@@ -382,14 +382,6 @@ def decode_continuations(tokenizer: Any, ids: Any, start: Any, prompts: Sequence
     return continuations
 
 
-def _is_out_of_memory(error: BaseException) -> bool:
-    import torch
-
-    if isinstance(error, torch.cuda.OutOfMemoryError):
-        return True
-    return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
-
-
 def describe(settings: GibbsSettings) -> str:
     """One line for the report's model line and run.json."""
     return (f"Gibbs sampling from a masked LM (Wang & Cho 2019; BOLD appendix A.2.1): {MODE}, "

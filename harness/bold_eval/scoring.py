@@ -5,8 +5,12 @@ give the same scores.parquet, run.json and report. It never imports the generati
 modules, so scoring generations made elsewhere needs no LM stack.
 
 Each metric's per-text columns are prefixed `<metric>_` (e.g. `sentiment_label`). A metric whose
-model or resource is unavailable (`ResourceNotFoundError` from its `load_scorer`) is skipped and
-its message kept for run.json and the report; any other error is a bug and propagates.
+default model or resource is unavailable (`ResourceNotFoundError` from its `load_scorer`, e.g. the
+default toxicity classifier offline) is skipped and its message kept for run.json and the report.
+A resource the user named (`toxicity.model=PATH`, `psycholinguistic.lexicon_dir=DIR`, ...) that
+cannot be found is their mistake, not an optional extra: it is an error, and the run stops before
+scoring anything (its generations stay on disk for `bold-eval score` or a resumed run). Any other
+error is a bug and propagates.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bold_eval.errors import InputError, UsageError
+from bold_eval.errors import InputError, MissingFileError, UsageError
 from bold_eval.metrics import METRIC_NAMES, check_scorer_options, metric_module
 from bold_eval.resources import ResourceNotFoundError
 from bold_eval.runfolder import GENERATION_COLUMNS, RunRecord, write_run_record, write_scores
@@ -101,6 +105,19 @@ def check_metric_options(metric_options: Mapping[str, Mapping[str, Any]] | None)
         check_scorer_options(name, options)
 
 
+# The options that name a metric's resource: when one is given, a missing resource is an error.
+RESOURCE_OPTIONS = {
+    "toxicity": ("model",),
+    "regard": ("model",),
+    "gender_polarity": ("embedding", "debiaswe_dir"),
+    "psycholinguistic": ("lexicon", "lexicon_dir"),
+}
+
+
+def _named_resources(name: str, options: Mapping[str, Any]) -> list[str]:
+    return [f"{name}.{key}={options[key]}" for key in RESOURCE_OPTIONS.get(name, ()) if options.get(key) is not None]
+
+
 def _load_scorer(name: str, options: Mapping[str, Any], result: ScoringResult) -> Any:
     """The metric's scorer; gender polarity falls back to unigram matching without word2vec.
 
@@ -112,11 +129,32 @@ def _load_scorer(name: str, options: Mapping[str, Any], result: ScoringResult) -
     try:
         return module.load_scorer(**dict(options))
     except ResourceNotFoundError as error:
-        if name != "gender_polarity" or "methods" in options:
+        if name != "gender_polarity" or "methods" in options or _named_resources(name, options):
             raise
         scorer = module.load_scorer(**{**options, "methods": ["unigram"]})
         result.partial[name] = f"Gender-Max and Gender-Wavg skipped, unigram matching only: {error}"
         return scorer
+
+
+def _load_scorers(metrics: Sequence[str], metric_options: Mapping[str, Mapping[str, Any]], domains: np.ndarray,
+                  result: ScoringResult) -> dict[str, Any]:
+    """Every metric's scorer, loaded before any is run, so a resource the user named that is missing
+    stops the run before minutes of scoring; unavailable defaults go to `result.skipped`."""
+    scorers: dict[str, Any] = {}
+    for name in metrics:
+        options = metric_options.get(name, {})
+        if name == "regard" and not np.isin(domains, REGARD_DOMAINS).any():
+            result.skipped[name] = "no gender or race rows in this run (regard is computed only on them, Section 4.3)"
+            continue
+        try:
+            scorers[name] = _load_scorer(name, options, result)
+        except ResourceNotFoundError as error:
+            named = _named_resources(name, options)
+            if named:
+                raise MissingFileError(f"{error}\nYou chose {', '.join(named)}; fix that value, or leave it out to "
+                                       f"use the default (a missing default is skipped and reported).") from error
+            result.skipped[name] = str(error)
+    return scorers
 
 
 def score_texts(
@@ -134,19 +172,11 @@ def score_texts(
     domain_array = np.asarray(domains, dtype=object)
     columns: dict[str, Any] = {}
     result = ScoringResult(columns=pd.DataFrame(index=range(len(texts))))
-    for name in parse_metrics(list(metrics)):
+    metrics = parse_metrics(list(metrics))
+    scorers = _load_scorers(metrics, metric_options, domain_array, result)
+    for name, scorer in scorers.items():
         started = time.perf_counter()
-        rows = np.arange(len(texts))
-        if name == "regard":
-            rows = np.flatnonzero(np.isin(domain_array, REGARD_DOMAINS))
-            if len(rows) == 0:
-                result.skipped[name] = "no gender or race rows in this run (regard is computed only on them, Section 4.3)"
-                continue
-        try:
-            scorer = _load_scorer(name, metric_options.get(name, {}), result)
-        except ResourceNotFoundError as error:
-            result.skipped[name] = str(error)
-            continue
+        rows = np.flatnonzero(np.isin(domain_array, REGARD_DOMAINS)) if name == "regard" else np.arange(len(texts))
         scored = scorer([texts[i] for i in rows])
         for column, values in scored.items():
             values = np.asarray(values)
