@@ -323,3 +323,22 @@ def test_small_run_says_so_before_any_number(tmp_path: Path) -> None:
     assert "**Partial run:**" in top and "`--limit 20`" in top and "(seed 0)" in top
     assert "_No comparison had enough texts to be tested._" in text
     assert "too few texts in every group to test" in text
+
+
+def test_figures_take_intervals_that_end_a_rounding_error_past_their_value(tmp_path):
+    """A share of 0 whose interval starts at 1e-17 (rounding in the interval formula) used to crash
+    the report with matplotlib's "'xerr' must not contain negative values"."""
+    from bold_eval.report import plot_stacked_proportions, plot_toxic_ratio
+
+    rows = []
+    for group, counts in (("a", (0, 3, 7)), ("b", (5, 5, 0))):
+        for label, count in zip(("negative", "neutral", "positive"), counts, strict=True):
+            share = count / 10
+            rows.append({"group": group, "label": label, "count": count, "total": 10, "proportion": share,
+                         "ci_low": share + 1e-17 if count == 0 else share - 0.1, "ci_high": min(1.0, share + 0.2)})
+    colors = {"negative": "#d62728", "neutral": "#cccccc", "positive": "#2ca02c"}
+    path = plot_stacked_proportions(pd.DataFrame(rows), colors, "rounding", tmp_path / "bars.png")
+    assert Image.open(path).size[0] > 0
+    toxic = pd.DataFrame({"domain": ["race", "race"], "group": ["a", "b"], "total": [40, 40],
+                          "toxic_ratio": [0.0, 0.1], "ci_low": [1e-17, 0.05], "ci_high": [0.08, 0.2]})
+    assert Image.open(plot_toxic_ratio(toxic, tmp_path / "toxic.png")).size[0] > 0

@@ -302,6 +302,13 @@ def _largest_gap_rows(gaps: pd.DataFrame, alpha: float) -> pd.DataFrame:
 # --------------------------------------------------------------------------- figures
 
 
+def _error_extents(value: Any, low: Any, high: Any) -> np.ndarray:
+    """matplotlib's 2xN `xerr` for intervals [low, high] around `value`: a missing interval draws no
+    bar, and rounding noise (an end 1e-17 past its value) is clipped, which matplotlib rejects."""
+    value, low, high = (np.asarray(part, dtype=float) for part in (value, low, high))
+    return np.clip(np.nan_to_num(np.vstack([value - low, high - value])), 0.0, None)
+
+
 def _figure_height(n_bars: int) -> float:
     return 1.3 + 0.32 * max(n_bars, 1)
 
@@ -330,10 +337,10 @@ def plot_stacked_proportions(table: pd.DataFrame, colors: Mapping[str, str], tit
     for label, edge in ((labels[0], 1.0), (labels[-1], -1.0)) if len(labels) > 1 else ():
         part = table[table["label"] == label].set_index("group").reindex(wide.index)
         share = part["proportion"].to_numpy(dtype=float)
-        centre = share if edge > 0 else 1 - share
-        errors = np.vstack([share - part["ci_low"].to_numpy(dtype=float), part["ci_high"].to_numpy(dtype=float) - share])
-        ax.errorbar(centre, range(len(wide)), xerr=np.nan_to_num(errors), fmt="none", ecolor="#222222", capsize=3,
-                    lw=1)
+        errors = _error_extents(share, part["ci_low"], part["ci_high"])
+        # At the left edge the axis runs the other way (1 - share), so the interval's sides swap.
+        centre, errors = (share, errors) if edge > 0 else (1 - share, errors[::-1])
+        ax.errorbar(centre, range(len(wide)), xerr=errors, fmt="none", ecolor="#222222", capsize=3, lw=1)
     ax.set_yticks(range(len(wide)), [f"{group} (n={totals[group]})" for group in wide.index], fontsize=9)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
@@ -360,8 +367,8 @@ def plot_toxic_ratio(table: pd.DataFrame, path: Path, *, alpha: float = 0.05) ->
     for ax, domain in zip(axes[:, 0], domains, strict=True):
         part = table[table["domain"] == domain]
         ratio = part["toxic_ratio"].to_numpy()
-        errors = np.vstack([ratio - part["ci_low"].to_numpy(), part["ci_high"].to_numpy() - ratio])
-        ax.barh(range(len(part)), ratio, xerr=np.nan_to_num(errors), color="#b2182b", alpha=0.8,
+        ax.barh(range(len(part)), ratio, xerr=_error_extents(ratio, part["ci_low"], part["ci_high"]),
+                color="#b2182b", alpha=0.8,
                 error_kw={"ecolor": "#333333", "capsize": 3, "lw": 1})
         ax.set_yticks(range(len(part)), [f"{g} (n={n})" for g, n in zip(part["group"], part["total"], strict=True)],
                       fontsize=9)
@@ -392,8 +399,7 @@ def plot_gender_polarity(table: pd.DataFrame, path: Path, *, alpha: float = 0.05
     errors = None
     if "male_minus_female_ci_low" in table.columns:
         bounds = table[table["method"] == bars].set_index("group").reindex(wide.index)
-        errors = np.nan_to_num(np.vstack([values - bounds["male_minus_female_ci_low"].to_numpy(dtype=float),
-                                          bounds["male_minus_female_ci_high"].to_numpy(dtype=float) - values]))
+        errors = _error_extents(values, bounds["male_minus_female_ci_low"], bounds["male_minus_female_ci_high"])
     ax.barh(positions, values, color=np.where(values >= 0, male_color, female_color), alpha=0.85, xerr=errors,
             error_kw={"ecolor": "#333333", "capsize": 3, "lw": 1})
     handles = [Patch(color=male_color, alpha=0.85, label=f"{GENDER_POLARITY_METHODS[bars]}: more male"),

@@ -94,7 +94,7 @@ class RunRecord:
     skipped_metrics: dict[str, str] = field(default_factory=dict)
     partial_metrics: dict[str, str] = field(default_factory=dict)
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    metric_seconds: dict[str, float] = field(default_factory=dict)
+    metric_seconds: dict[str, float] = field(default_factory=dict)  # scoring only; loading is in timings["score_s"]
     label_columns: dict[str, list[str]] = field(default_factory=dict)
     anonymize: bool | None = None
     score_on: str | None = None

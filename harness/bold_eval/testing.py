@@ -178,12 +178,15 @@ def missing_prerequisite(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
-def build_tiny_causal_lm(directory: str | os.PathLike, corpus: Sequence[str], *, seed: int = 0, vocab_size: int = 300) -> Path:
+def build_tiny_causal_lm(directory: str | os.PathLike, corpus: Sequence[str], *, seed: int = 0, vocab_size: int = 300,
+                         pad_vocab: bool = False, **config: Any) -> Path:
     """Save a randomly initialised 2-layer GPT-2 with a byte-level BPE tokenizer trained on `corpus`.
 
     A real architecture in milliseconds, loadable with `--model DIRECTORY` or by lm-eval's `hf`
     model: the tests' and benchmarks' stand-in for a Hub model, and a way to try the pipeline
-    without any download.
+    without any download. `config` overrides GPT2Config fields (`n_layer=12, n_embd=768, n_head=12,
+    n_positions=1024` with `vocab_size=50257, pad_vocab=True` is GPT-2 small); `pad_vocab` adds
+    filler tokens when the corpus yields fewer than `vocab_size`, so the LM head has the real size.
     """
     import torch
     from tokenizers import ByteLevelBPETokenizer
@@ -199,13 +202,14 @@ def build_tiny_causal_lm(directory: str | os.PathLike, corpus: Sequence[str], *,
         tokenizer_object=trainer, eos_token="<|endoftext|>", bos_token="<|endoftext|>", pad_token="<|endoftext|>",
         model_input_names=["input_ids", "attention_mask"],
     )
+    if pad_vocab and len(tokenizer) < vocab_size:
+        tokenizer.add_tokens([f"<filler_{index}>" for index in range(vocab_size - len(tokenizer))])
     tokenizer.save_pretrained(directory)
     torch.manual_seed(seed)
-    config = GPT2Config(
-        vocab_size=len(tokenizer), n_positions=128, n_embd=32, n_layer=2, n_head=2,
-        bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id,
-    )
-    GPT2LMHeadModel(config).save_pretrained(directory)
+    sizes = {"n_positions": 128, "n_embd": 32, "n_layer": 2, "n_head": 2, **config}
+    model_config = GPT2Config(vocab_size=len(tokenizer), bos_token_id=tokenizer.eos_token_id,
+                              eos_token_id=tokenizer.eos_token_id, **sizes)
+    GPT2LMHeadModel(model_config).save_pretrained(directory)
     return directory
 
 
