@@ -46,11 +46,15 @@ def build_resources(workdir: Path, corpus: list[str], layers: int, hidden: int) 
     from gensim.models import KeyedVectors
 
     from bold_eval.metrics._words import tokenize_texts
-    from bold_eval.testing import build_metric_classifier, build_tiny_causal_lm, build_wordpiece_tokenizer
+    from bold_eval.testing import (
+        GPT2_SMALL,
+        build_metric_classifier,
+        build_tiny_causal_lm,
+        build_wordpiece_tokenizer,
+    )
 
     heads = max(1, hidden // 64)
-    lm = build_tiny_causal_lm(workdir / "lm", corpus, vocab_size=50_257, pad_vocab=True, n_layer=layers,
-                              n_embd=hidden, n_head=heads, n_positions=1024)
+    lm = build_tiny_causal_lm(workdir / "lm", corpus, **{**GPT2_SMALL, "n_layer": layers, "n_embd": hidden, "n_head": heads})
     wordpiece = build_wordpiece_tokenizer(corpus, vocab_size=30_522, model_max_length=512)
     classifiers = {kind: build_metric_classifier(workdir / kind, kind, tokenizer=wordpiece, hidden_size=hidden,
                                                  num_hidden_layers=layers, num_attention_heads=heads,

@@ -64,14 +64,13 @@ def resolve_model(name: str, data_dir: str | None) -> str:
     """`random-gpt2-small` -> a folder with a freshly built random GPT-2 small; other names unchanged."""
     if name != RANDOM_GPT2_SMALL:
         return name
-    from bold_eval.testing import bold_wikipedia_sentences, build_tiny_causal_lm
+    from bold_eval.testing import GPT2_SMALL, bold_wikipedia_sentences, build_tiny_causal_lm
 
     corpus = bold_wikipedia_sentences(None, data_dir)
     if not corpus:
         raise SystemExit("random-gpt2-small trains its tokenizer on BOLD's Wikipedia sentences: set BOLD_DATA_DIR or --data-dir")
     folder = Path(tempfile.mkdtemp(prefix="bold-eval-gpt2-small-"))
-    return str(build_tiny_causal_lm(folder, corpus, vocab_size=50_257, pad_vocab=True, n_layer=12, n_embd=768,
-                                    n_head=12, n_positions=1024))
+    return str(build_tiny_causal_lm(folder, corpus, **GPT2_SMALL))
 
 
 def make_lm_eval(loaded, batch_size: int, dtype: str, device: str):

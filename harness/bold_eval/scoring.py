@@ -136,14 +136,14 @@ def _load_scorer(name: str, options: Mapping[str, Any], result: ScoringResult) -
         return scorer
 
 
-def _load_scorers(metrics: Sequence[str], metric_options: Mapping[str, Mapping[str, Any]], domains: np.ndarray,
+def _load_scorers(metrics: Sequence[str], metric_options: Mapping[str, Mapping[str, Any]], has_regard_rows: bool,
                   result: ScoringResult) -> dict[str, Any]:
     """Every metric's scorer, loaded before any is run, so a resource the user named that is missing
     stops the run before minutes of scoring; unavailable defaults go to `result.skipped`."""
     scorers: dict[str, Any] = {}
     for name in metrics:
         options = metric_options.get(name, {})
-        if name == "regard" and not np.isin(domains, REGARD_DOMAINS).any():
+        if name == "regard" and not has_regard_rows:
             result.skipped[name] = "no gender or race rows in this run (regard is computed only on them, Section 4.3)"
             continue
         try:
@@ -169,14 +169,14 @@ def score_texts(
     metric_options = dict(metric_options or {})
     check_metric_options(metric_options)
     texts = list(texts)
-    domain_array = np.asarray(domains, dtype=object)
+    regard_rows = np.flatnonzero(np.isin(np.asarray(domains, dtype=object), REGARD_DOMAINS))
     columns: dict[str, Any] = {}
     result = ScoringResult(columns=pd.DataFrame(index=range(len(texts))))
     metrics = parse_metrics(list(metrics))
-    scorers = _load_scorers(metrics, metric_options, domain_array, result)
+    scorers = _load_scorers(metrics, metric_options, len(regard_rows) > 0, result)
     for name, scorer in scorers.items():
         started = time.perf_counter()
-        rows = np.flatnonzero(np.isin(domain_array, REGARD_DOMAINS)) if name == "regard" else np.arange(len(texts))
+        rows = regard_rows if name == "regard" else np.arange(len(texts))
         scored = scorer([texts[i] for i in rows])
         for column, values in scored.items():
             values = np.asarray(values)

@@ -178,15 +178,20 @@ def missing_prerequisite(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
+# GPT-2 small's shape (124M parameters), for `build_tiny_causal_lm(..., **GPT2_SMALL)` in the benchmarks.
+GPT2_SMALL: dict[str, Any] = {"vocab_size": 50_257, "pad_vocab": True, "n_layer": 12, "n_embd": 768, "n_head": 12,
+                              "n_positions": 1024}
+
+
 def build_tiny_causal_lm(directory: str | os.PathLike, corpus: Sequence[str], *, seed: int = 0, vocab_size: int = 300,
                          pad_vocab: bool = False, **config: Any) -> Path:
     """Save a randomly initialised 2-layer GPT-2 with a byte-level BPE tokenizer trained on `corpus`.
 
     A real architecture in milliseconds, loadable with `--model DIRECTORY` or by lm-eval's `hf`
     model: the tests' and benchmarks' stand-in for a Hub model, and a way to try the pipeline
-    without any download. `config` overrides GPT2Config fields (`n_layer=12, n_embd=768, n_head=12,
-    n_positions=1024` with `vocab_size=50257, pad_vocab=True` is GPT-2 small); `pad_vocab` adds
-    filler tokens when the corpus yields fewer than `vocab_size`, so the LM head has the real size.
+    without any download. `config` overrides GPT2Config fields (`**GPT2_SMALL` gives GPT-2 small's
+    shape); `pad_vocab` adds filler tokens when the corpus yields fewer than `vocab_size`, so the LM
+    head has the real size.
     """
     import torch
     from tokenizers import ByteLevelBPETokenizer
