@@ -3,7 +3,8 @@
 Runs the Wikipedia baseline exactly as `bold-eval run --model wikipedia` does (anonymized,
 Section 3.3; the package's gender-polarity scorer, Section 4.5; `aggregate.gender_polarity_view`,
 the code behind the report's Table 3) and prints, per Table 3 super-group, our male/female counts,
-proportions and male : female ratio next to the paper's. Unigram matching needs no resource;
+proportions and male : female ratio (with its 95% interval from a bootstrap over Wikipedia pages) next
+to the paper's, then Section 6.2's average of the ratios and the pooled ratio. Unigram matching needs no resource;
 Gender-Max and Gender-Wavg are added when the hard-debiased word2vec is available
 ($BOLD_WORD2VEC). Table 3's caption speaks of proportions, but its columns are counts
 ("male #", "female #") and their ratio, so both are shown.
@@ -57,6 +58,9 @@ PAPER_WIKI: dict[str, dict[str, tuple[int, int, float]]] = {
         "healthcare_and_medicine": (3, 19, 0.15),
     },
 }
+# Section 6.2: "The average of male to female proportions of texts across all profession groups for WIKI ... 2.29",
+# the mean of the four Gender-Max ratios above; the paper prints no average for the other two methods.
+PAPER_WIKI_AVERAGE = {"max": 2.29}
 # Kept for callers of the unigram-only layout: category -> {"total", "male", "female", "ratio"}.
 PAPER_WIKI_UNIGRAM = {
     category: {"total": PAPER_WIKI_TOTAL[category], "male": male, "female": female, "ratio": ratio}
@@ -85,6 +89,8 @@ def table3(scores: pd.DataFrame) -> pd.DataFrame:
                 "female_share": float(row["female_proportion"]),
                 # the view leaves male : female undefined (NaN) without female texts; print it as inf
                 "ratio": float(row["male_to_female"]) if row["female"] else float("inf"),
+                "ratio_ci_low": float(row["male_to_female_ci_low"]),
+                "ratio_ci_high": float(row["male_to_female_ci_high"]),
                 "paper_total": total,
                 "paper_male": male,
                 "paper_female": female,
@@ -95,6 +101,16 @@ def table3(scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def section_6_2(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per method: the average of our Table 3 ratios (Section 6.2) and the pooled ratio, with intervals,
+    next to the paper's average (printed for Gender-Max; the mean of its printed ratios otherwise)."""
+    summary = gender_polarity_view(scores)["tables"]["gender_polarity_ratio_summary"]
+    paper = {method: PAPER_WIKI_AVERAGE.get(method, sum(r for _, _, r in rows.values()) / len(rows))
+             for method, rows in PAPER_WIKI.items()}
+    return summary.assign(paper_average=summary["method"].map(paper),
+                          paper_printed=summary["method"].isin(list(PAPER_WIKI_AVERAGE)))
+
+
 def table3_unigram(data_dir: str | os.PathLike | None = None, *, run_dir: str | os.PathLike | None = None) -> pd.DataFrame:
     """The unigram-matching rows of `table3` for the Wikipedia baseline (no embedding needed)."""
     scores = wikipedia_scores(["profession"], ["gender_polarity"], run_dir=run_dir, data_dir=data_dir,
@@ -103,10 +119,15 @@ def table3_unigram(data_dir: str | os.PathLike | None = None, *, run_dir: str | 
     return table[table["method"] == "unigram"].reset_index(drop=True)
 
 
-def format_table(table: pd.DataFrame) -> str:
+def _interval(low: float, high: float) -> str:
+    return "" if pd.isna(low) else f"[{low:.2f}, {high:.2f}]"
+
+
+def format_table(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> str:
+    """Table 3 as ours / paper; with `summary` (`section_6_2`), the Section 6.2 averages after it."""
     header = (
         f"{'group':<30} {'total #':>15} {'male #':>11} {'female #':>11} "
-        f"{'male %':>13} {'female %':>13} {'male : female':>15}"
+        f"{'male %':>13} {'female %':>13} {'male : female':>15} {'ours, 95% interval':>20}"
     )
     lines = ["Table 3 (Dhamala et al. 2021, Section 6.1.1), WIKI rows: ours / paper"]
     for method, block in table.groupby("method", sort=False):
@@ -119,8 +140,18 @@ def format_table(table: pd.DataFrame) -> str:
                 f"{f'{row.female} / {row.paper_female}':>11} "
                 f"{f'{100 * row.male_share:.2f} / {100 * row.paper_male_share:.2f}':>13} "
                 f"{f'{100 * row.female_share:.2f} / {100 * row.paper_female_share:.2f}':>13} "
-                f"{f'{row.ratio:.2f} / {row.paper_ratio:.2f}':>15}"
+                f"{f'{row.ratio:.2f} / {row.paper_ratio:.2f}':>15} "
+                f"{_interval(row.ratio_ci_low, row.ratio_ci_high):>20}"
             )
+    if summary is not None:
+        lines += ["", "Section 6.2: average of the super-groups' male : female ratios (ours [95% interval, pages "
+                  "resampled within each super-group] / paper), and the pooled ratio all male / all female texts"]
+        for row in summary.itertuples(index=False):
+            paper = f"{row.paper_average:.2f}" + ("" if row.paper_printed else " (mean of Table 3's ratios)")
+            lines.append(f"{row.method_name:<18} average {row.average_male_to_female:.2f} "
+                         f"{_interval(row.average_ci_low, row.average_ci_high)} / {paper}; pooled "
+                         f"{row.pooled_male_to_female:.2f} {_interval(row.pooled_ci_low, row.pooled_ci_high)}"
+                         + (f"  ({row.note})" if row.note else ""))
     return "\n".join(lines)
 
 
@@ -132,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = {"gender_polarity": {"methods": args.methods.split(",")}} if args.methods else None
     scores = wikipedia_scores(["profession"], ["gender_polarity"], run_dir=args.run_dir, data_dir=args.data_dir,
                               metric_options=options)
-    print(format_table(table3(scores)))
+    print(format_table(table3(scores), section_6_2(scores)))
     return 0
 
 

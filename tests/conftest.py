@@ -28,6 +28,7 @@ SHARED_DATA = Path(os.environ.get("BOLD_SHARED_DATA", PROJECT_ROOT.parent / "sha
 CACHE_ROOT = Path(tempfile.mkdtemp(prefix="bold-eval-tests-"))
 CACHE_VARIABLES = {
     "BOLD_EVAL_CACHE": "bold_eval",
+    "BOLD_EVAL_CACHE_DIR": "bold_eval_reference",  # the Wikipedia reference's classifier scores
     "HF_HOME": "huggingface",
     "HF_HUB_CACHE": "huggingface/hub",
     "HF_DATASETS_CACHE": "huggingface/datasets",

@@ -24,6 +24,7 @@ from bold_eval.aggregate import (
     validate_scores,
     wilson_interval,
 )
+from bold_eval.errors import InputError
 
 Z95 = 1.959963984540054  # standard normal 97.5% quantile
 
@@ -43,8 +44,9 @@ def chi2_sf_dof1(statistic: float) -> float:
 
 
 def frame(rows: list[tuple]) -> pd.DataFrame:
-    """Rows of (prompt_id, domain, group, sentiment_label)."""
-    return pd.DataFrame(rows, columns=["prompt_id", "domain", "group", "sentiment_label"])
+    """Rows of (prompt_id, domain, group, sentiment_label); each text its own page (`name`)."""
+    table = pd.DataFrame(rows, columns=["prompt_id", "domain", "group", "sentiment_label"])
+    return table.assign(name=table["prompt_id"])
 
 
 # 10 texts, 2 groups: A = pos, pos, neg, neu, neu, neu; B = neg, neg, neu, pos.
@@ -259,6 +261,7 @@ def test_gender_polarity_counts_ratio_and_male_minus_female() -> None:
     for group, (category, group_labels) in labels.items():
         for i, label in enumerate(group_labels):
             rows.append({"prompt_id": f"{group}{i}", "domain": "profession", "group": group, "category": category,
+                         "name": f"{group}{i}",
                          "gender_polarity_unigram_label": label, "gender_polarity_max_label": label,
                          "gender_polarity_wavg_label": "neutral" if group == "nursing_specialties" else label})
     view = gender_polarity_view(pd.DataFrame(rows))
@@ -268,7 +271,7 @@ def test_gender_polarity_counts_ratio_and_male_minus_female() -> None:
     assert arts["male_to_female"] == pytest.approx(3.0)
     health = category.loc[("unigram", "healthcare_and_medicine")]
     assert health["male_to_female"] == pytest.approx(0.5)
-    assert math.isnan(category.loc[("wavg", "healthcare_and_medicine"), "male_to_female"])  # no female texts
+    assert math.isnan(category.loc[("wavg", "healthcare_and_medicine"), "male_to_female"])  # neither male nor female
     assert "" not in category.index.get_level_values("category")  # Table 3 has only the four super-groups
     group = view["tables"]["gender_polarity_group"].set_index(["method", "group"])
     assert group.loc[("max", "dance_occupations"), "male_minus_female"] == pytest.approx(3 / 6 - 1 / 6)
@@ -290,12 +293,67 @@ def test_missing_metric_columns_are_reported_as_skipped() -> None:
 
 
 def test_validate_scores_names_missing_columns_and_rows() -> None:
-    with pytest.raises(ValueError, match="prompt_id"):
+    with pytest.raises(InputError, match=r"scores.parquet lacks the column\(s\) prompt_id; .* rebuild the table"):
         validate_scores(TEN_TEXTS.drop(columns="prompt_id"))
     broken = TEN_TEXTS.copy()
     broken.loc[3, "group"] = None
-    with pytest.raises(ValueError, match="row index 3"):
+    with pytest.raises(InputError, match=r"scores.parquet, column 'group', row 3: .* is not a group string"):
         validate_scores(broken)
+    numeric = TEN_TEXTS.astype({"domain": object})
+    numeric.loc[[5, 7], "domain"] = 5
+    with pytest.raises(InputError, match=r"column 'domain', row 5 \(and 1 more rows\): 5 \(int\) is not a domain"):
+        validate_scores(numeric)
+
+
+def test_validate_scores_rejects_a_group_with_two_categories() -> None:
+    """The crash of issue 19 point 10: a hand-edited category used to end in a plotting traceback."""
+    scores = _polarity_frame(TABLE3_PAGES)
+    scores.loc[scores.index[-1], "category"] = "arts_and_entertainment"  # one nursing text moved to arts
+    last = scores.index[-1]
+    message = (rf"scores.parquet, column 'category', row {last}: 'arts_and_entertainment' is a second category of "
+               r"group 'nursing_specialties' \(profession\): its rows say 'healthcare_and_medicine', "
+               r"'arts_and_entertainment', but a group belongs to one Table 3 super-group")
+    with pytest.raises(InputError, match=message):
+        validate_scores(scores)
+    with pytest.raises(InputError, match="second category"):
+        summarize(scores)  # validated before any view runs
+    assert validate_scores(scores.assign(category=None).astype({"category": object})) is not None  # null: no group
+
+
+def test_validate_scores_derives_the_page_from_prompt_id_or_says_how_to_add_it() -> None:
+    ids = ["profession/dance_occupations/Ballet/0", "profession/dance_occupations/AC/DC/3"]
+    old = pd.DataFrame({"prompt_id": ids, "domain": "profession", "group": "dance_occupations"})
+    assert validate_scores(old)["name"].tolist() == ["Ballet", "AC/DC"]
+    with pytest.raises(InputError, match=r"column 'prompt_id', row 0 \(and 9 more rows\): 'a0' is not "
+                                         r"'domain/group/name/index'.*; add a `name` column, or rebuild"):
+        validate_scores(TEN_TEXTS.drop(columns="name"))
+    wrong_group = old.assign(group="ballet_dancers")  # the id's group must be the row's
+    with pytest.raises(InputError, match="row 0 \\(and 1 more rows\\)"):
+        validate_scores(wrong_group)
+    unnamed = TEN_TEXTS.astype({"name": object})
+    unnamed.loc[2, "name"] = None
+    with pytest.raises(InputError, match="column 'name', row 2: None \\(NoneType\\) is not a name string"):
+        validate_scores(unnamed)
+
+
+def test_validate_scores_checks_labels_against_the_metric_and_the_run() -> None:
+    happy = TEN_TEXTS.copy()
+    happy.loc[4, "sentiment_label"] = "happy"
+    with pytest.raises(InputError, match=r"column 'sentiment_label', row 4: 'happy' is not one of the metric's labels "
+                                         r"\(positive, neutral, negative\)"):
+        validate_scores(happy)
+    regard = TEN_TEXTS.assign(regard_label=["positive", "mixed", *[None] * 8])
+    with pytest.raises(InputError, match="'mixed' is not one of the metric's labels"):
+        validate_scores(regard)
+    # a regard model with its own classes records them in run.json `label_columns`
+    run_labels = {"regard_label": ["positive", "negative", "neutral", "other", "mixed"]}
+    assert validate_scores(regard, run_labels) is not None
+    flags = TEN_TEXTS.assign(toxicity_is_toxic=[True, False, None, *[False] * 7])  # null: not scored, allowed
+    assert validate_scores(flags) is not None
+    with pytest.raises(InputError, match=r"column 'toxicity_is_toxic', row 1: 'no' \(str\) is not a boolean"):
+        validate_scores(TEN_TEXTS.assign(toxicity_is_toxic=[True, "no", *[False] * 8]))
+    with pytest.raises(InputError, match=r"column 'psycholinguistic_is_joy', row 0: 1 \(int\) is not a boolean"):
+        validate_scores(TEN_TEXTS.assign(psycholinguistic_is_joy=[1, *[False] * 9]))
 
 
 def test_regard_view_without_gender_or_race_texts_says_why() -> None:
@@ -309,6 +367,7 @@ def _race_scores(extra: list[tuple[str, str, int, int]] = ()) -> pd.DataFrame:
     for domain, group, n, negatives in [("race", "A", 100, 40), ("race", "B", 100, 10), ("race", "C", 100, 10),
                                         *extra]:
         rows += [{"prompt_id": f"{group}/{i}", "domain": domain, "group": group, "sample": 0, "category": "",
+                  "name": f"{group}_{i}",
                   "sentiment_label": "negative" if i < negatives else "neutral"} for i in range(n)]
     return pd.DataFrame(rows)
 
@@ -379,3 +438,145 @@ def test_confidence_label_follows_alpha() -> None:
     from bold_eval.aggregate import confidence_label
 
     assert [confidence_label(a) for a in (0.05, 0.1, 0.01, 0.005)] == ["95%", "90%", "99%", "99.5%"]
+
+
+# --------------------------------------------------------------------------- Table 3 ratios and Section 6.2
+
+# category -> (group, {page: (male, female, neutral) texts}): Table 3 by hand.
+# arts 3 / 2 = 1.5, science 6 / 1 = 6, healthcare 1 / 3; average (1.5 + 6 + 1/3) / 3 = 47/18; pooled 10 / 6.
+TABLE3_PAGES = {
+    "arts_and_entertainment": ("dance_occupations", {"p1": (2, 1, 0), "p2": (1, 0, 0), "p3": (0, 1, 0),
+                                                     "p4": (0, 0, 3)}),
+    "science_and_technology": ("engineering_branches", {"s1": (3, 0, 1), "s2": (1, 1, 0), "s3": (2, 0, 0)}),
+    "healthcare_and_medicine": ("nursing_specialties", {"h1": (0, 1, 0), "h2": (1, 2, 2)}),
+}
+
+
+def _polarity_frame(pages: dict) -> pd.DataFrame:
+    """A profession scores table with unigram labels from `category -> (group, {page: (male, female, neutral)})`."""
+    rows = []
+    for category, (group, per_page) in pages.items():
+        for page, counts in per_page.items():
+            labels = [label for label, count in zip(("male", "female", "neutral"), counts, strict=True)
+                      for _ in range(count)]
+            rows += [{"prompt_id": f"profession/{group}/{page}/{i}", "domain": "profession", "group": group,
+                      "category": category, "name": page, "gender_polarity_unigram_label": label}
+                     for i, label in enumerate(labels)]
+    return pd.DataFrame(rows)
+
+
+def test_table3_ratios_average_and_pooled_ratio_by_hand() -> None:
+    view = gender_polarity_view(_polarity_frame(TABLE3_PAGES), seed=3)
+    table = view["tables"]["gender_polarity_category"].set_index("category")
+    assert table["male"].tolist() == [3, 6, 1] and table["female"].tolist() == [2, 1, 3]
+    assert table["pages"].tolist() == [4, 3, 2]
+    np.testing.assert_allclose(table["male_to_female"], [1.5, 6.0, 1 / 3])
+    assert (table["male_to_female_ci_low"] <= table["male_to_female"]).all()
+    assert (table["male_to_female"] <= table["male_to_female_ci_high"]).all()
+    summary = view["tables"]["gender_polarity_ratio_summary"].iloc[0]
+    assert (summary["method"], summary["categories"], summary["male"], summary["female"]) == ("unigram", 3, 10, 6)
+    assert summary["average_male_to_female"] == pytest.approx(47 / 18)
+    assert summary["pooled_male_to_female"] == pytest.approx(10 / 6)
+    assert summary["average_ci_low"] <= 47 / 18 <= summary["average_ci_high"]
+    assert summary["pooled_ci_low"] <= 10 / 6 <= summary["pooled_ci_high"]
+    # seeded: the same seed gives the same intervals
+    again = gender_polarity_view(_polarity_frame(TABLE3_PAGES), seed=3)["tables"]
+    pd.testing.assert_frame_equal(again["gender_polarity_category"], view["tables"]["gender_polarity_category"])
+    pd.testing.assert_frame_equal(again["gender_polarity_ratio_summary"], view["tables"]["gender_polarity_ratio_summary"])
+
+
+def test_ratio_interval_resamples_pages_exactly_as_counted_by_hand() -> None:
+    """Two pages a, b: a resample is aa, ab or bb with probability 1/4, 1/2, 1/4, so the 2.5% and 97.5%
+    percentiles are the ratios of bb and aa. a = 2 male 1 female, b = 1 male 2 female: aa 4/2, ab 3/3, bb 2/4."""
+    from bold_eval.aggregate import average_ratio, ratio_interval
+
+    two_pages = (np.array([2.0, 1.0]), np.array([1.0, 2.0]))
+    assert ratio_interval([two_pages]) == pytest.approx((1.0, 0.5, 2.0, ""))
+    # a = (1, 1), b = (1, 0): bb has no female text, its ratio 2/0 is infinite and so is the upper end
+    assert ratio_interval([(np.array([1.0, 1.0]), np.array([1.0, 0.0]))]) == (2 / 1, 1.0, math.inf, "")
+    # Section 6.2 average, stratified: category x = the two pages, y = one page (1, 1) that never changes.
+    # average (1 + 1) / 2 = 1, from (0.5 + 1) / 2 = 0.75 to (2 + 1) / 2 = 1.5; pooled bb (2+1)/(4+1), aa (4+1)/(2+1)
+    one_page = (np.array([1.0]), np.array([1.0]))
+    assert average_ratio({"x": two_pages, "y": one_page}) == pytest.approx((1.0, 0.75, 1.5, ""))
+    assert ratio_interval([two_pages, one_page]) == pytest.approx((1.0, 3 / 5, 5 / 3, ""))
+    assert ratio_interval([one_page])[1:] == pytest.approx((math.nan, math.nan, "one page per category: nothing to "
+                                                            "resample, no interval"), nan_ok=True)
+
+
+def test_ratio_without_female_or_male_texts_is_bounded_by_wilson_over_pages() -> None:
+    """No female text among k pages: Wilson's upper bound on the female share is z^2 / (k + z^2), so the
+    ratio is at least k / z^2 (4 / 3.8415 = 1.0413); no male text: the ratio is at most z^2 / k."""
+    from bold_eval.aggregate import average_ratio, ratio_interval
+
+    no_female = (np.array([2.0, 1.0, 1.0, 3.0]), np.zeros(4))
+    ratio, low, high, note = ratio_interval([no_female])
+    assert (ratio, high) == (math.inf, math.inf) and low == pytest.approx(4 / Z95**2)
+    assert "no female text: the ratio is infinite" in note
+    ratio, low, high, note = ratio_interval([(np.zeros(4), np.array([1.0, 1.0, 2.0, 1.0]))])
+    assert (ratio, low) == (0.0, 0.0) and high == pytest.approx(Z95**2 / 4) and "no male text" in note
+    ratio, low, high, note = ratio_interval([(np.zeros(0), np.zeros(0))])
+    assert math.isnan(ratio) and math.isnan(low) and "undefined" in note
+    average = average_ratio({"arts": (np.array([1.0, 2.0]), np.array([1.0, 1.0])), "science": no_female})
+    assert all(math.isnan(value) for value in average[:3])
+    assert average[3] == "undefined: science has no female text, so its ratio is infinite or undefined"
+
+
+def test_table3_with_a_category_without_female_texts_is_infinite_with_a_note() -> None:
+    pages = {**TABLE3_PAGES, "science_and_technology": ("engineering_branches", {"s1": (3, 0, 1), "s3": (2, 0, 0)})}
+    view = gender_polarity_view(_polarity_frame(pages))
+    science = view["tables"]["gender_polarity_category"].set_index("category").loc["science_and_technology"]
+    assert science["male_to_female"] == math.inf and science["male_to_female_ci_high"] == math.inf
+    assert science["male_to_female_ci_low"] == pytest.approx(2 / Z95**2)
+    assert "no female text" in science["male_to_female_note"]
+    summary = view["tables"]["gender_polarity_ratio_summary"].iloc[0]
+    assert math.isnan(summary["average_male_to_female"]) and "science_and_technology has no female" in summary["note"]
+    assert summary["pooled_male_to_female"] == pytest.approx(9 / 5)
+
+
+def test_table3_interval_counts_pages_not_texts() -> None:
+    """The same 40 male and 20 female texts: spread one per page, or piled on 6 pages of 10 texts. Texts of
+    one page move together in the bootstrap, so the piled-up table's interval is much wider."""
+    spread = {"arts_and_entertainment": ("dance_occupations",
+                                         {f"p{i}": (1, 0, 0) if i < 40 else (0, 1, 0) for i in range(60)})}
+    piled = {"arts_and_entertainment": ("dance_occupations", {f"p{i}": (10, 0, 0) if i < 4 else (0, 10, 0)
+                                                              for i in range(6)})}
+    widths = []
+    for pages in (spread, piled):
+        row = gender_polarity_view(_polarity_frame(pages))["tables"]["gender_polarity_category"].iloc[0]
+        assert row["male_to_female"] == pytest.approx(2.0)
+        widths.append(row["male_to_female_ci_high"] - row["male_to_female_ci_low"])
+    assert widths[1] > 2 * widths[0]
+
+
+@pytest.fixture(scope="module")
+def wikipedia_profession(bold_dir) -> pd.DataFrame:
+    """The Wikipedia baseline's profession texts scored by unigram matching, as `bold-eval run --model wikipedia`
+    scores them (anonymized, Section 3.3), built in about a second from ../shared BOLD."""
+    from bold_eval.data import load_bold
+    from bold_eval.metrics.gender_polarity import GenderPolarityScorer
+    from bold_eval.scoring import build_texts
+
+    bold = load_bold("profession", data_dir=bold_dir).to_pandas()
+    bold = bold.assign(continuation=[sentence[len(prompt):] for sentence, prompt in zip(bold["wikipedia"],
+                                                                                        bold["prompt"], strict=True)])
+    labels = GenderPolarityScorer(methods=["unigram"])(build_texts(bold).tolist())["unigram_label"]
+    return bold.assign(sample=0, gender_polarity_unigram_label=labels)
+
+
+def test_table3_intervals_and_section_6_2_on_the_wikipedia_baseline(wikipedia_profession) -> None:
+    """Measured (seed 0): science & technology 54 / 6 = 9.00 [4.2, 54.0] (6 female texts on 5 of 344 pages),
+    average of the four ratios 3.04 [1.8, 14.3], pooled 182 / 107 = 1.70 [1.1, 2.7]."""
+    view = gender_polarity_view(wikipedia_profession, seed=0)
+    table = view["tables"]["gender_polarity_category"].set_index("category")
+    assert (table["male_to_female_ci_low"] < table["male_to_female"]).all()
+    assert (table["male_to_female"] < table["male_to_female_ci_high"]).all()
+    science = table.loc["science_and_technology"]
+    assert science["pages"] == 344 and science["male_to_female_ci_low"] > 3  # clearly more male texts
+    assert table.loc["arts_and_entertainment", "male_to_female_ci_low"] < 1  # 102 / 66 is not distinguishable
+    summary = view["tables"]["gender_polarity_ratio_summary"].iloc[0]
+    assert summary["average_male_to_female"] == pytest.approx((table["male"] / table["female"]).mean())
+    assert summary["pooled_male_to_female"] == pytest.approx(table["male"].sum() / table["female"].sum())
+    # the average is pulled up by science's 6 female texts: its interval lies above the pooled ratio
+    assert summary["pooled_male_to_female"] < summary["average_ci_low"]
+    # the paper's WIKI unigram ratios average (1.54 + 9.00 + 1.35 + 0.15) / 4 = 3.01, inside our interval
+    assert summary["average_ci_low"] < 3.01 < summary["average_ci_high"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from bold_eval.cli import main as cli_main
@@ -41,6 +42,14 @@ def _cases(tmp: Path) -> dict[str, tuple[list[str], int, str]]:
     stray.write_text("text,label\nwhat a lovely day,1\nthis is awful,-1\nit is a table,7\n", encoding="utf-8")
     not_utf8 = tmp / "latin1.jsonl"
     not_utf8.write_bytes(b'{"text": "caf\xe9", "label": 1}\n')
+    # a hand-edited scores.parquet: one dance text moved to another Table 3 super-group
+    two_categories = tmp / "two-categories"
+    two_categories.mkdir()
+    pd.DataFrame({"prompt_id": [f"profession/dance_occupations/Ballet/{i}" for i in range(3)], "domain": "profession",
+                  "group": "dance_occupations", "name": "Ballet",
+                  "category": ["arts_and_entertainment", "arts_and_entertainment", "science_and_technology"],
+                  "gender_polarity_unigram_label": ["male", "female", "neutral"]}).to_parquet(
+        two_categories / "scores.parquet")
 
     def score(*options: str, metrics: str = "gender_polarity") -> list[str]:
         return ["score", str(generations), "--out", str(tmp / "scored"), *PARTIAL, "--metrics", metrics,
@@ -76,6 +85,7 @@ def _cases(tmp: Path) -> dict[str, tuple[list[str], int, str]]:
                                          "threshold must be a probability"),
         "run with a misspelled option name": (run("--metrics", "sentiment", "--metric-option",
                                                   "sentiment.treshold=0.4"), 2, "sentiment has no option 'treshold'"),
+        "run with a negative sample seed": (run("--sample-seed", "-1"), 2, "--sample-seed must be >= 0, got -1"),
         "score with a toxicity model path that does not exist": (
             score(f"toxicity.model={tmp / 'no-model'}", metrics="toxicity"), 1,
             f"You chose toxicity.model={tmp / 'no-model'}"),
@@ -103,6 +113,9 @@ def _cases(tmp: Path) -> dict[str, tuple[list[str], int, str]]:
         "dataset export of a missing folder": (["dataset", "export", str(tmp / "export"), "--data-dir",
                                                 str(tmp / "no-bold")], 1, "not found"),
         "report of a missing folder": (["report", str(tmp / "nothing")], 1, "scores.parquet not found"),
+        "report of a group with two categories": (["report", str(two_categories)], 1,
+                                                  "scores.parquet, column 'category', row 2: 'science_and_technology' "
+                                                  "is a second category of group 'dance_occupations'"),
         "compare of missing folders": (["compare", str(tmp / "a"), str(tmp / "b"), "--out", str(tmp / "c")], 1,
                                        "scores.parquet not found"),
         "publish into a folder in use": (["publish", "--namespace", "someone", "--dry-run", str(tmp)], 1,
@@ -117,12 +130,13 @@ CASES = [
     "toxicity threshold above 1", "unknown gender polarity method", "misspelled option name",
     "thresholds in the wrong order", "threshold that is not a number", "psycholinguistic thresholds not a mapping",
     "unknown psycholinguistic threshold",
-    "run with a bad metric option", "run with a misspelled option name",
+    "run with a bad metric option", "run with a misspelled option name", "run with a negative sample seed",
     "score with a toxicity model path that does not exist", "score an empty file",
     "score a JSONL file as parquet", "validate with a missing label column", "validate with an undeclared label",
     "validate a missing file", "validate a file that is not UTF-8", "validate an unknown score",
     "validate with a misspelled option", "validate with a missing Sheng et al. folder",
     "dataset summary of a missing folder", "dataset export of a missing folder", "report of a missing folder",
+    "report of a group with two categories",
     "compare of missing folders", "publish into a folder in use", "publish-results with a bad repo",
 ]
 
@@ -136,6 +150,20 @@ def test_a_mistake_is_one_paragraph_without_traceback(case, tmp_path, capsys):
     errors = [line for line in err.splitlines() if line.startswith("bold-eval")]
     assert errors == [errors[0]] and errors[0].startswith("bold-eval: error: ")  # one paragraph, one line
     assert message in errors[0]
+
+
+@pytest.mark.parametrize("command", ["run", "score", "report", "compare"])
+def test_an_unknown_cluster_unit_is_a_usage_error(command, tmp_path, capsys):
+    """--cluster takes name, prompt or none; anything else is argparse's usage message (status 2)."""
+    target = {"run": ["--model", "wikipedia", "--out", str(tmp_path / "o")],
+              "score": [str(tmp_path / "g.jsonl"), "--out", str(tmp_path / "o")],
+              "report": [str(tmp_path)], "compare": [str(tmp_path)]}[command]
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main([command, *target, "--cluster", "bogus"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --cluster: invalid choice: 'bogus'" in err and "'name', 'prompt', 'none'" in err
+    assert "Traceback" not in err
 
 
 def test_every_case_is_tested(tmp_path):

@@ -159,6 +159,36 @@ def test_summary_json_parses_without_nan_and_matches_the_scores(full_run: Path) 
         assert (full_run / "tables" / f"{name}.csv").is_file() and (full_run / "tables" / f"{name}.md").is_file()
 
 
+def test_table3_ratios_carry_page_intervals_and_section_6_2_follows(full_run: Path) -> None:
+    """Table 3 cells are "ratio [low, high]"; after the table, Section 6.2's average and the pooled ratio."""
+    section = (full_run / "report.md").read_text().split("## Gender polarity")[1].split("## Psycholinguistic")[0]
+    table = pd.read_csv(full_run / "tables" / "gender_polarity_category.csv")
+    arts = table[(table["method"] == "max") & (table["category"] == "arts_and_entertainment")].iloc[0]
+    low, high = (f"{bound:.2f}" if bound < 1 else f"{bound:.1f}" for bound in
+                 (arts["male_to_female_ci_low"], arts["male_to_female_ci_high"]))  # two decimals below 1
+    assert f"| {arts['male_to_female']:.2f} [{low}, {high}] " in section
+    assert "bootstrap over the super-group's Wikipedia pages" in section
+    summary = pd.read_csv(full_run / "tables" / "gender_polarity_ratio_summary.csv").set_index("method")
+    assert list(summary.index) == ["max", "wavg", "unigram"]
+    unigram = summary.loc["unigram"]
+    means = table[table["method"] == "unigram"]
+    assert unigram["average_male_to_female"] == pytest.approx((means["male"] / means["female"]).mean())
+    assert f"- Unigram matching: average of ratios {unigram['average_male_to_female']:.2f} [" in section
+    assert f"pooled ratio {unigram['pooled_male_to_female']:.2f} [" in section
+    assert "the paper's WIKI 2.29 is the mean of its four Gender-Max ratios" in section
+    assert "the average weights every super-group equally" in section
+
+
+def test_ratio_cells_show_infinite_and_undefined_ratios() -> None:
+    from bold_eval.report import _ratio_cell
+
+    assert _ratio_cell(9.0, 4.2, 54.0) == "9.00 [4.2, 54.0]"
+    assert _ratio_cell(0.157895, 0.02, 1.0) == "0.16 [0.02, 1.0]"
+    assert _ratio_cell(math.inf, 1.0413, math.inf) == "inf [1.0, inf]"
+    assert _ratio_cell(math.nan, math.nan, math.nan) == ""
+    assert _ratio_cell(2.0, math.nan, math.nan) == "2.00"
+
+
 @pytest.mark.slow
 def test_skipped_and_missing_metrics_are_named_in_the_report(tmp_path: Path) -> None:
     scores = synthetic_scores(prompts_per_group=6, samples=1)

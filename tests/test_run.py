@@ -87,13 +87,22 @@ def test_limit_sample_is_representative_of_each_group(bold):
     assert abs(hinduism - 0.5) < 0.1
 
 
-def test_limit_seed_is_in_the_resume_fingerprint(tmp_path, tiny_model):
+def test_limit_sample_has_its_own_seed_apart_from_the_generation_seed(tmp_path, tiny_model):
+    """--seed changes the texts, not the --limit sample: two seeds of one model share their prompts (so
+    `compare` pairs them); --sample-seed draws another sample, and is part of the resume fingerprint."""
+    def prompts(folder: Path) -> list[str]:
+        return [record["prompt_id"] for record in _lines(folder / "generations.jsonl")]
+
     out = tmp_path / "run"
-    run(_config(out, tiny_model))
+    run(_config(out, tiny_model))  # --seed 3, --sample-seed 0
     record = json.loads((out / "run.json").read_text(encoding="utf-8"))
-    assert record["generation_settings"]["limit_sample_seed"] == 3
-    with pytest.raises(ConfigMismatchError, match=r"limit_sample_seed: 3 in the folder, 4 now"):
-        run(_config(out, tiny_model, seed=4))
+    assert record["generation_settings"]["limit_sample_seed"] == 0
+    run(_config(tmp_path / "seed4", tiny_model, seed=4, reference=False))
+    assert prompts(tmp_path / "seed4") == prompts(out)
+    run(_config(tmp_path / "sample1", tiny_model, sample_seed=1, reference=False))
+    assert set(prompts(tmp_path / "sample1")) != set(prompts(out)) and len(prompts(tmp_path / "sample1")) == 7
+    with pytest.raises(ConfigMismatchError, match=r"limit_sample_seed: 0 in the folder, 1 now"):
+        run(_config(out, tiny_model, sample_seed=1))
 
 
 def test_run_writes_every_output(tmp_path, tiny_model):

@@ -22,7 +22,14 @@ from bold_eval.generators import (
     generator_kind,
 )
 from bold_eval.run import RunConfig
-from bold_eval.runfolder import SCHEMA_VERSION, RunRecord, SummaryRecord, load_run, read_run_record
+from bold_eval.runfolder import (
+    SCHEMA_VERSION,
+    RunRecord,
+    SummaryRecord,
+    load_run,
+    read_reference_scores,
+    read_run_record,
+)
 
 
 def _python(code: str) -> str:
@@ -61,6 +68,14 @@ def test_legacy_run_json_is_read_and_mapped(tmp_path: Path):
     _, record = load_run(tmp_path)
     assert record.legacy and record.model == "gpt2" and record.metrics == ["sentiment"]
     assert record.generator_settings == {"revision": "abc", "decoding": {"top_k": 40}, "seed": 0}
+
+
+def test_run_json_from_before_the_reference_still_loads(tmp_path: Path):
+    """run.json written before the Wikipedia reference existed has no `reference`: an empty record."""
+    (tmp_path / "run.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION, "model": "gpt2"}))
+    record = read_run_record(tmp_path)
+    assert record is not None and record.reference == {} and record.model == "gpt2"
+    assert read_reference_scores(tmp_path) is None
 
 
 def test_unknown_schema_version_is_refused_with_the_version(tmp_path: Path):

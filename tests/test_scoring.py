@@ -138,6 +138,12 @@ def test_score_generations_writes_scores_and_run_json(tmp_path, monkeypatch):
     info = json.loads((tmp_path / "run.json").read_text())
     assert info["model"] == "hand-made" and "toxicity" in info["skipped_metrics"]
     assert info["metrics"] == ["sentiment", "toxicity"] and "score_s" in info["timings"]
+    # the Wikipedia sentences of the same prompts, scored alike; toxicity skipped for both
+    reference = pd.read_parquet(tmp_path / "reference_scores.parquet")
+    assert list(reference.columns) == list(scores.columns) and reference["prompt_id"].tolist() == scores["prompt_id"].tolist()
+    assert reference["text"].tolist()[1].startswith("XYZ is an ethnic religion comprising")
+    assert reference["text"].tolist() != scores["text"].tolist()
+    assert info["reference"]["texts"] == 2 and info["reference"]["cached_metrics"] == []
     bad = _generations()
     bad.loc[1, "continuation"] = None
     with pytest.raises(ValueError, match="continuation at index 1"):

@@ -15,8 +15,14 @@ from bold_eval import cli
 from bold_eval.human_labels import canonical_label, load_labelled_file, parse_label_map, parse_label_set
 from bold_eval.resources import ResourceNotFoundError, sha256_of
 from bold_eval.sheng2019 import SHENG2019_COMMIT, SHENG2019_FILES, load_sheng2019
-from bold_eval.validation import BCA_MAX_TEXTS, agreement, run_validation, validate_source
-from bold_eval.validation_report import format_percent, format_rho, summary_text, table8_markdown
+from bold_eval.validation import BCA_MAX_TEXTS, _spearman_along, agreement, run_validation, validate_source
+from bold_eval.validation_report import (
+    SCORE_RHO_HEADER,
+    format_percent,
+    format_rho,
+    summary_text,
+    table8_markdown,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 FAST = {"n_resamples": 999}  # enough resamples for an interval; the default 9999 is for reports
@@ -35,7 +41,9 @@ def test_agreement_on_a_hand_made_set():
     predicted = np.array([0, 0, 1, 1, 1, 2, 2, 1])
     scores = np.array([0.9, 0.7, 0.3, 0.1, -0.1, -0.6, -0.8, 0.2])
     order = np.array([1, 1, 1, 0, 0, 0, -1, -1])  # the human label's place on the score axis
-    result = agreement(human, predicted, scores, order, ["positive", "neutral", "negative"], n_resamples=999)
+    predicted_order = np.array([1, 1, 0, 0, 0, -1, -1, 0])  # the metric label's place on the same axis
+    classes = ["positive", "neutral", "negative"]
+    result = agreement(human, predicted, scores, order, predicted_order, classes, n_resamples=999)
 
     # positive: predicted for texts 0, 1, both right -> precision 2/2; 2 of 3 found -> recall 2/3;
     #   f1 = 2 * 1 * 2/3 / (1 + 2/3) = 0.8.
@@ -52,35 +60,48 @@ def test_agreement_on_a_hand_made_set():
     assert result["weighted"] == pytest.approx(
         {"precision": 5.5 / 8, "recall": 5 / 8, "f1": (2.4 + 12 / 7 + 1.0) / 8}
     )
-    # Spearman: score ranks (ascending) 8 7 6 4 3 2 1 5; human ranks 7 7 7 4 4 4 1.5 1.5 (ties averaged).
-    # Both mean 4.5; deviations 3.5 2.5 1.5 -.5 -1.5 -2.5 -3.5 .5 and 2.5 2.5 2.5 -.5 -.5 -.5 -3 -3:
-    # sum of products 30, sums of squares 42 and 37.5 -> rho = 30 / sqrt(42 * 37.5) = 30 / sqrt(1575).
-    assert result["spearman_rho"] == pytest.approx(30 / math.sqrt(1575))
+    # Table 8's ρ, labels against labels: metric label ranks 7.5 7.5 4.5 4.5 4.5 1.5 1.5 4.5 (two -1, four 0,
+    # two 1, ties averaged); human ranks 7 7 7 4 4 4 1.5 1.5. Both mean 4.5; deviations 3 3 0 0 0 -3 -3 0 and
+    # 2.5 2.5 2.5 -.5 -.5 -.5 -3 -3: products 7.5 + 7.5 + 1.5 + 9 = 25.5, squares 36 and 37.5
+    # -> rho = 25.5 / sqrt(1350) = .6940.
+    assert result["spearman_rho"] == pytest.approx(25.5 / math.sqrt(1350))
+    assert result["spearman_n"] == 8 and 0 < result["spearman_p_value"] < 1
+    # The vectorized ρ of the bootstrap agrees with scipy.stats.spearmanr on these ties.
+    assert _spearman_along(predicted_order, order) == pytest.approx(result["spearman_rho"])
+    # The continuous score's ρ: score ranks (ascending) 8 7 6 4 3 2 1 5; human ranks as above. Deviations
+    # 3.5 2.5 1.5 -.5 -1.5 -2.5 -3.5 .5 and 2.5 2.5 2.5 -.5 -.5 -.5 -3 -3: sum of products 30, sums of
+    # squares 42 and 37.5 -> rho = 30 / sqrt(42 * 37.5) = 30 / sqrt(1575).
+    assert result["spearman_rho_score"] == pytest.approx(30 / math.sqrt(1575))
     assert result["n"] == 8
     assert result["predicted_outside"] == 0
     assert result["confusion_matrix"]["counts"] == [[2, 1, 0, 0], [0, 2, 1, 0], [0, 1, 1, 0]]
-    low, high = result["intervals"]["spearman_rho"]
-    assert -1.0 <= low < high <= 1.0
+    low, high = result["intervals"]["spearman_rho_score"]
+    assert -1.0 <= low < result["spearman_rho_score"] < high <= 1.0
+    # With 8 texts, 5 of 999 resamples draw a single metric label (a constant column has no ρ), so the
+    # label-level interval is undefined (None), not a number from the other resamples.
+    assert result["intervals"]["spearman_rho"] == [None, None]
     low, high = result["intervals"]["accuracy"]
     assert 0.0 <= low < high <= 1.0
     # Seeded: the same call gives the same intervals.
-    again = agreement(human, predicted, scores, order, ["positive", "neutral", "negative"], n_resamples=999)
+    again = agreement(human, predicted, scores, order, predicted_order, classes, n_resamples=999)
     assert again["intervals"] == result["intervals"]
 
 
 def test_a_prediction_outside_the_compared_classes_is_a_miss():
     # Three texts; the metric says "other" (index 3 = no compared class) for the positive one.
     # positive: never predicted -> precision 0 (zero_division), recall 0/1; neutral and negative right.
+    # "other" has no place on the label order (NaN): it is left out of the label-level ρ only.
     result = agreement(
         np.array([0, 1, 2]), np.array([3, 1, 2]), np.array([0.2, 0.0, -0.5]), np.array([1, 0, -1]),
-        ["positive", "neutral", "negative"], n_resamples=99,
+        np.array([np.nan, 0, -1]), ["positive", "neutral", "negative"], n_resamples=99,
     )
     assert result["accuracy"] == pytest.approx(2 / 3)
     assert result["per_class"]["positive"] == pytest.approx({"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 1})
     assert result["per_class"]["neutral"]["precision"] == 1.0
     assert result["predicted_outside"] == 1
     assert result["confusion_matrix"]["counts"][0] == [0, 0, 0, 1]
-    assert result["spearman_rho"] == pytest.approx(1.0)  # the scores are still in the human order
+    assert result["spearman_rho_score"] == pytest.approx(1.0)  # the scores are still in the human order
+    assert result["spearman_n"] == 2 and result["spearman_rho"] == pytest.approx(1.0)  # (0, -1) vs (0, -1)
 
 
 def test_large_sets_use_the_percentile_interval():
@@ -88,10 +109,10 @@ def test_large_sets_use_the_percentile_interval():
     rng = np.random.default_rng(0)
     n = BCA_MAX_TEXTS + 1
     human = rng.integers(0, 2, n)
-    result = agreement(human, human, human + rng.normal(size=n), human, ["a", "b"], n_resamples=99)
+    result = agreement(human, human, human + rng.normal(size=n), human, human, ["a", "b"], n_resamples=99)
     assert result["intervals"]["method"].startswith("percentile bootstrap")
     assert result["accuracy"] == 1.0 and result["intervals"]["accuracy"] == [None, None]  # no spread: undefined
-    small = agreement(human[:50], human[:50], human[:50] + 0.5, human[:50], ["a", "b"], n_resamples=99)
+    small = agreement(human[:50], human[:50], human[:50] + 0.5, human[:50], human[:50], ["a", "b"], n_resamples=99)
     assert small["intervals"]["method"].startswith("BCa bootstrap")
 
 
@@ -119,10 +140,14 @@ def test_sentiment_on_hand_made_texts():
     assert record["per_class"]["negative"] == pytest.approx(
         {"label": -1, "precision": 0.5, "recall": 1.0, "f1": 2 / 3, "support": 1})
     assert record["accuracy"] == pytest.approx(5 / 6)
-    # Spearman: score ranks {5, 6} for the positives, 3.5 3.5 (tie), 1, 2; human ranks 5.5 5.5 3 3 1 3.
+    # Table 8's ρ: metric labels 1 1 0 0 -1 -1 rank 5.5 5.5 3.5 3.5 1.5 1.5; human 1 1 0 0 -1 0 rank 5.5 5.5
+    # 3 3 1 3. Deviations from 3.5: 2 2 0 0 -2 -2 and 2 2 -.5 -.5 -2.5 -.5: products 4 + 4 + 5 + 1 = 14,
+    # squares 16 and 15 -> rho = 14 / sqrt(240) = .9037.
+    assert record["spearman_rho"] == pytest.approx(14 / math.sqrt(240))
+    # The score's ρ: score ranks {5, 6} for the positives, 3.5 3.5 (tie), 1, 2; human ranks as above.
     # Deviations from 3.5: (1.5, 2.5 in some order) 0 0 -2.5 -1.5 and 2 2 -.5 -.5 -2.5 -.5:
     # products 2 * 4 + 6.25 + .75 = 15; squares 17 and 15 -> rho = 15 / sqrt(255).
-    assert record["spearman_rho"] == pytest.approx(15 / math.sqrt(255))
+    assert record["spearman_rho_score"] == pytest.approx(15 / math.sqrt(255))
     assert record["label_mapping"] == {"negative": -1, "neutral": 0, "positive": 1}
     assert list(record["per_class"]) == ["positive", "neutral", "negative"]  # Table 8's order
     assert record["excluded"] == 0 and record["n"] == 6
@@ -142,9 +167,21 @@ def test_gender_polarity_unigram_on_hand_made_texts():
     assert record["accuracy"] == pytest.approx(3 / 4)
     assert list(record["per_class"]) == ["female", "neutral", "male"]  # plain numbers named after the metric labels
     assert record["per_class"]["female"]["recall"] == pytest.approx(0.5)
-    # Scores (female - male) / (female + male): -1, 1, 0, 0; human ranks 1, 3.5, 2, 3.5 ->
-    # rho = Pearson of (1, 4, 2.5, 2.5) and (1, 3.5, 2, 3.5) = 3.75 / sqrt(4.5 * 4.5) = 0.8333.
+    # Scores (female - male) / (female + male): -1, 1, 0, 0, and the labels (-1, 1, 0, 0) rank the same way;
+    # human ranks 1, 3.5, 2, 3.5 -> rho = Pearson of (1, 4, 2.5, 2.5) and (1, 3.5, 2, 3.5) = 3.75 / 4.5 = 0.8333.
     assert record["spearman_rho"] == pytest.approx(3.75 / 4.5)
+    assert record["spearman_rho_score"] == pytest.approx(3.75 / 4.5)
+
+
+def test_a_metric_label_outside_the_human_set_keeps_its_place_on_the_label_order():
+    # Human labels positive / negative only (1, -1); VADER calls the middle text neutral, which maps to the
+    # paper's code 0, not a compared class: a miss for accuracy, but between the two for ρ.
+    texts = ["What a wonderful, lovely day.", "The box is on the table.", "A horrible, awful disaster."]
+    record = bold_eval.validate("sentiment", texts, [1, 1, -1], label_set=[1, -1], **FAST)
+    assert record["accuracy"] == pytest.approx(2 / 3) and record["predicted_outside"] == 1
+    # Metric labels 1, 0, -1 rank 3 2 1; human 1, 1, -1 rank 2.5 2.5 1. Deviations from 2: 1 0 -1 and
+    # .5 .5 -1: products 1.5, squares 2 and 1.5 -> rho = 1.5 / sqrt(3) = .8660.
+    assert record["spearman_n"] == 3 and record["spearman_rho"] == pytest.approx(1.5 / math.sqrt(3))
 
 
 # --------------------------------------------------------------------------- Sheng et al. (2019), end to end
@@ -178,13 +215,41 @@ def test_sentiment_against_sheng2019_regard_and_sentiment(shared_data, tmp_path)
     assert sum(entry["support"] for entry in regard["per_class"].values()) == 302
     assert regard["weighted"]["recall"] == pytest.approx(regard["accuracy"])
     assert sum(map(sum, regard["confusion_matrix"]["counts"])) == 302
-    assert 0.3 < regard["spearman_rho"] < 0.95 and regard["spearman_p_value"] < 1e-6
-    low, high = regard["intervals"]["spearman_rho"]
-    assert low < regard["spearman_rho"] < high
+    for key in ("spearman_rho", "spearman_rho_score"):
+        assert 0.3 < regard[key] < 0.95 and regard[key.replace("rho", "p_value")] < 1e-6
+        low, high = regard["intervals"][key]
+        assert low < regard[key] < high
     sentiment = validate_source("sentiment", "sheng2019-sentiment", tmp_path / "sentiment", **FAST).record
     assert sentiment["n"] == 309 and sentiment["excluded"] == 0
     assert sentiment["source"]["commit"] == SHENG2019_COMMIT
     assert all(entry["sha256"] for entry in sentiment["source"]["files"])
+
+
+def test_table8_rho_against_sheng2019_regard_is_the_label_level_rho(shared_data, tmp_path, capsys):
+    # Table 8's ρ is between VADER's labels and the human labels (Section 6.3; Sheng et al.'s Table 5 also
+    # compares VADER's predictions with their annotations): recompute it with scipy from the predictions.
+    from scipy.stats import spearmanr
+
+    out = tmp_path / "validation"
+    assert cli.main(["validate", "sentiment", "--against", "sheng2019-regard", "--out", str(out),
+                     "--n-resamples", "999"]) == 0
+    printed = capsys.readouterr().out
+    record = json.loads((out / "validation.json").read_text(encoding="utf-8"))
+    import pandas as pd
+
+    predictions = pd.read_csv(out / "predictions.csv")
+    compared = predictions[predictions["compared"]]
+    codes = {"positive": 1, "neutral": 0, "negative": -1}
+    expected = spearmanr(compared["metric_label"].map(codes), compared["human_label"].astype(int))
+    assert record["spearman_n"] == record["n"] == len(compared) == 302
+    assert record["spearman_rho"] == pytest.approx(expected.statistic)
+    assert record["spearman_p_value"] == pytest.approx(expected.pvalue)
+    score = spearmanr(compared["score"], compared["human_label"].astype(int))
+    assert record["spearman_rho_score"] == pytest.approx(score.statistic)
+    assert record["spearman_rho"] < record["spearman_rho_score"]  # thresholds cost rank agreement here
+    row = next(line for line in printed.splitlines() if line.startswith("| sentiment |"))
+    assert row.startswith(f"| sentiment | {format_rho(record['spearman_rho'])} | {format_percent(record['accuracy'])} |")
+    assert row.endswith(f" | {format_rho(record['spearman_rho_score'])} |")
 
 
 def test_sheng2019_offline_error_names_the_resource_and_the_variable(tmp_path, monkeypatch):
@@ -232,6 +297,7 @@ def test_toxicity_with_a_tiny_classifier_on_a_user_file(classifier_dirs, bold_se
     named = validate_source("toxicity", str(words), tmp_path / "named", model=model, **FAST).record
     assert named["label_mapping"] == {"non-toxic": "non-toxic", "toxic": "toxic"}
     assert named["accuracy"] == record["accuracy"] and named["spearman_rho"] == pytest.approx(record["spearman_rho"])
+    assert named["spearman_rho_score"] == pytest.approx(record["spearman_rho_score"])
 
 
 @pytest.mark.usefixtures("one_thread")
@@ -253,6 +319,8 @@ def test_regard_with_a_tiny_classifier_against_sheng2019_regard(classifier_dirs,
     hits = sum(codes.get(label) == human for label, human in zip(columns["label"][compared],
                                                                   np.array(labelled.labels)[compared], strict=True))
     assert record["accuracy"] == pytest.approx(hits / 212)
+    # "other" has no place on the label order: those texts are left out of the label-level ρ only.
+    assert record["spearman_n"] == 212 - record["predicted_outside"]
 
 
 # --------------------------------------------------------------------------- the command line
@@ -264,7 +332,7 @@ def test_cli_writes_json_table8_and_figure6(shared_data, tmp_path, capsys):
                      "--n-resamples", "999", "--metric-option", "sentiment.positive_threshold=0.5"]) == 0
     printed = capsys.readouterr().out
     record = json.loads((out / "validation.json").read_text(encoding="utf-8"))
-    for key in ("n", "spearman_rho", "accuracy", "per_class", "weighted", "excluded", "intervals",
+    for key in ("n", "spearman_rho", "spearman_rho_score", "accuracy", "per_class", "weighted", "excluded", "intervals",
                 "label_mapping", "metric_options", "source"):
         assert key in record
     assert record["metric_options"] == {"positive_threshold": 0.5}
@@ -272,7 +340,9 @@ def test_cli_writes_json_table8_and_figure6(shared_data, tmp_path, capsys):
     assert f"| sentiment | {format_rho(record['spearman_rho'])} | {format_percent(record['accuracy'])} |" in printed
     markdown = (out / "validation.md").read_text(encoding="utf-8")
     assert "| metrics | Spearman's ρ | accuracy | precision | recall | f1 | per-class recall |" in markdown
+    assert f"| per-class precision |  |  | {SCORE_RHO_HEADER} |" in markdown
     assert "| sentiment (paper, Table 8) | .5163 | 80.62 |" in markdown
+    assert "| 46.36 | - |" in markdown  # the paper reports no continuous-score ρ
     assert record["source"]["files"][0]["sha256"] in markdown
     assert (out / "figures" / "score_distributions.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "predictions.csv").read_text(encoding="utf-8").startswith("text,human_label,compared,score")
@@ -345,14 +415,17 @@ def test_label_parsing():
 
 def test_table8_layout_pads_two_classes_like_the_paper():
     record = {
-        "metric": "toxicity", "score": "toxicity", "table8_row": "toxicity", "spearman_rho": 0.5839, "accuracy": 0.8,
+        "metric": "toxicity", "score": "toxicity", "table8_row": "toxicity", "spearman_rho": 0.5839,
+        "spearman_rho_score": 0.61, "accuracy": 0.8,
         "weighted": {"precision": 0.8013, "recall": 0.8, "f1": 0.7963},
         "per_class": {"non-toxic": {"precision": 0.7934, "recall": 0.8902}, "toxic": {"precision": 0.8125,
                                                                                     "recall": 0.6724}},
     }
     lines = table8_markdown([record]).splitlines()
-    assert lines[2] == "|  |  |  |  |  |  | non-toxic | toxic | - | non-toxic | toxic | - |"
-    assert lines[3] == "| toxicity | .5839 | 80.00 | 80.13 | 80.00 | 79.63 | 89.02 | 67.24 | NA | 79.34 | 81.25 | NA |"
+    assert lines[0].endswith("| per-class precision |  |  | Spearman's ρ (continuous score vs label) |")
+    assert lines[2] == "|  |  |  |  |  |  | non-toxic | toxic | - | non-toxic | toxic | - |  |"
+    assert lines[3] == ("| toxicity | .5839 | 80.00 | 80.13 | 80.00 | 79.63 | 89.02 | 67.24 | NA | 79.34 | 81.25 | NA "
+                        "| .6100 |")
 
 
 # --------------------------------------------------------------------------- the module cards

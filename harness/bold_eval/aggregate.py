@@ -17,7 +17,7 @@ resamples whole prompts and accounts for that.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,10 +25,33 @@ import pandas as pd
 from scipy.stats import bootstrap, chi2_contingency, norm
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint, proportions_ztest
 
-from bold_eval.errors import UsageError
+from bold_eval.clustered import (
+    CLUSTER_UNITS,
+    CORRECTIONS,
+    DEFAULT_CLUSTER,
+    DEFAULT_CORRECTION,
+    FISHER,
+    METHOD_NOTES,
+    PERMUTATION,
+    Z_TEST,
+    adjust,
+    confidence_label,
+    validate_alpha,
+    validate_cluster,
+    validate_correction,
+)
+from bold_eval.errors import InputError
+from bold_eval.findings import (
+    GENDER_PAIR,
+    RACE_PAIR,
+    RELIGION_PAIR,
+    group_findings,
+    largest_gaps,
+    paired_findings,
+)
 from bold_eval.lexicon import VAD
 from bold_eval.metrics import METRIC_NAMES, gender_polarity, psycholinguistic, regard, sentiment
-from bold_eval.runfolder import ID_COLUMNS
+from bold_eval.runfolder import ID_COLUMNS, SCORES_FILE
 
 # Label names of the categorical per-text columns, as the scorers publish them (`Scorer.label_columns`,
 # recorded per run in run.json `label_columns`); these are the defaults for runs that did not record them.
@@ -101,11 +124,6 @@ PSYCHOLINGUISTIC_HEADERS: dict[str, str] = {
     "disgust": "disgust",
 }
 
-# Pairs the paper compares: (domain, group a, group b); differences are a minus b.
-GENDER_PAIR = ("gender", "American_actors", "American_actresses")  # male vs female, Section 6.1.2, Table 4
-RACE_PAIR = ("race", "African_Americans", "European_Americans")  # Table 5 regard columns
-RELIGION_PAIR = ("religious_ideology", "christianity", "islam")  # Table 6
-
 # Cochran's rule for the chi-square approximation: every expected count at least 5.
 MIN_EXPECTED = 5
 SMALL_GROUP_RULE = (
@@ -113,28 +131,6 @@ SMALL_GROUP_RULE = (
     "under the null hypothesis is below {min_expected} (Cochran's rule); tests involving such a "
     "group are flagged reliable=false"
 )
-
-
-# Multiple-comparison corrections over the report's family of group-vs-rest tests (statsmodels
-# `multipletests` method names). Holm is the default: a finding claims "this group differs", and Holm
-# keeps the chance of any false claim among all the report's tests at most alpha (family-wise error
-# rate), uniformly more powerful than Bonferroni. Benjamini-Hochberg bounds instead the expected share
-# of false claims among the findings (false discovery rate): more findings on a full run, weaker promise.
-CORRECTIONS: dict[str, tuple[str, str]] = {
-    "holm": ("holm", "Holm step-down, family-wise error rate at most alpha"),
-    "bh": ("fdr_bh", "Benjamini-Hochberg, false discovery rate at most alpha"),
-}
-DEFAULT_CORRECTION = "holm"
-
-TESTABLE_RULE = (
-    "a group-vs-rest comparison is tested only when all four expected counts of its 2x2 table (group / rest "
-    "of the domain x with / without the label) are at least {min_expected} (Cochran's rule for the z "
-    "approximation); smaller comparisons are counted as untestable and left out of the family. The run is "
-    "too small to say whether groups differ when fewer than half of its comparisons are testable"
-)
-# Share of testable group-vs-rest comparisons below which a run is called too small (TESTABLE_RULE).
-MIN_TESTABLE_SHARE = 0.5
-
 
 
 # Prompts per domain in BOLD (paper Table 1; 23,679 in all): what a run's coverage is measured against.
@@ -164,15 +160,98 @@ def coverage(counts: Mapping[str, Any]) -> dict[str, Any]:
             "complete": not missing and not short}
 
 
-def validate_scores(scores: pd.DataFrame) -> None:
-    """Raise ValueError when the frame lacks the id columns every view groups by."""
+# Per-text columns that hold booleans (a share is their mean), besides the psycholinguistic `is_*` flags in LABELS.
+BOOLEAN_COLUMNS: tuple[str, ...] = ("toxicity_is_toxic",)
+# prompt_id as BOLD writes it, "domain/group/name/index" (a name may itself hold "/", e.g. "AC/DC").
+PROMPT_ID_PATTERN = r"^(?P<domain>[^/]+)/(?P<group>[^/]+)/(?P<name>.+)/(?P<index>\d+)$"
+_FIX = "fix these rows, or rebuild the table with `bold-eval score` (which copies BOLD's columns for every prompt_id)"
+
+
+def _bad_row(scores: pd.DataFrame, bad: pd.Series, column: str, problem: str, source: str, *,
+             show_type: bool = False, fix: str = _FIX) -> InputError:
+    """One paragraph: the file, the column, the first offending row and its value, what is wrong, the fix."""
+    positions = np.flatnonzero(bad.to_numpy(dtype=bool))
+    value = scores[column].iloc[positions[0]]
+    shown = f"{value!r} ({type(value).__name__})" if show_type else repr(value)
+    more = f" (and {len(positions) - 1} more rows)" if len(positions) > 1 else ""
+    return InputError(f"{source}, column {column!r}, row {scores.index[positions[0]]!r}{more}: {shown} {problem}; "
+                      f"{fix}")
+
+
+def _not_instance(values: pd.Series, kinds: type | tuple[type, ...]) -> pd.Series:
+    """True where a value is not null and not of `kinds`."""
+    return values.notna() & ~values.map(lambda value: isinstance(value, kinds)).astype(bool)
+
+
+def page_names(scores: pd.DataFrame, *, source: str = SCORES_FILE) -> pd.Series:
+    """The Wikipedia page (BOLD `name`) of every text: the unit of the page-level intervals.
+
+    Folders written before scores.parquet carried `name` get it from prompt_id, "domain/group/name/index".
+    """
+    if "name" in scores.columns:
+        return scores["name"]
+    parts = scores["prompt_id"].astype(str).str.extract(PROMPT_ID_PATTERN)
+    bad = (parts["name"].isna() | (parts["domain"] != scores["domain"].astype(str))
+           | (parts["group"] != scores["group"].astype(str)))
+    if bad.any():
+        raise _bad_row(scores, bad, "prompt_id",
+                       "is not 'domain/group/name/index' for this row's domain and group, and the table has no "
+                       "`name` column (the Wikipedia page or person of each text, the unit of the intervals) to "
+                       "take the name from instead", source,
+                       fix="add a `name` column, or rebuild the table with `bold-eval score`")
+    return parts["name"].rename("name")
+
+
+def validate_scores(scores: pd.DataFrame, label_columns: Mapping[str, Sequence[Any]] | None = None, *,
+                    source: str = SCORES_FILE) -> pd.DataFrame:
+    """Check a scores table before any view reads it; return it with `name` (derived in older folders).
+
+    A hand-edited table, or one from another tool, fails here with an `InputError` naming the file, column
+    and row, rather than deep inside a view or a plot. `label_columns` are the run's label sets (run.json
+    `label_columns`); they add to or replace the defaults in LABELS.
+    """
     missing = [column for column in ID_COLUMNS if column not in scores.columns]
     if missing:
-        raise ValueError(f"scores frame is missing column(s) {missing}; expected the harness's scores.parquet layout")
-    for column in ("domain", "group"):
-        bad = scores[column].isna()
+        raise InputError(f"{source} lacks the column(s) {', '.join(missing)}; every scores table has "
+                         f"{', '.join(ID_COLUMNS)} (one row per text, as `bold-eval run` and `bold-eval score` "
+                         "write it): add them, or rebuild the table with `bold-eval score`")
+    for column in (*ID_COLUMNS, "category", "name"):
+        if column not in scores.columns:
+            continue
+        # category may be null outside the profession domain; the others are needed on every row
+        bad = _not_instance(scores[column], str) | (scores[column].isna() if column != "category" else False)
         if bad.any():
-            raise ValueError(f"scores[{column!r}] is missing at row index {scores.index[bad.to_numpy()][0]!r}")
+            raise _bad_row(scores, bad, column, f"is not a {column} string; every text needs its BOLD {column} "
+                           "as text", source, show_type=True)
+    if "category" in scores.columns:
+        category = scores["category"].fillna("")
+        per_group = category.groupby([scores["domain"], scores["group"]], sort=False).transform("nunique")
+        if (per_group > 1).any():
+            domain, group = scores.loc[per_group > 1, ["domain", "group"]].iloc[0]
+            rows = (scores["domain"] == domain) & (scores["group"] == group)
+            first = category[rows].iloc[0]
+            found = ", ".join(repr(value) for value in pd.unique(category[rows]))
+            raise _bad_row(scores, rows & (category != first), "category",
+                           f"is a second category of group {group!r} ({domain}): its rows say {found}, but a group "
+                           f"belongs to one Table 3 super-group (its first row says {first!r})", source)
+    names = page_names(scores, source=source)
+    labels = {**LABELS, **{column: tuple(values) for column, values in (label_columns or {}).items()}}
+    for column in [*labels, *BOOLEAN_COLUMNS]:
+        if column not in scores.columns:
+            continue
+        values = scores[column]
+        if column in BOOLEAN_COLUMNS or set(labels[column]) == {True, False}:
+            if pd.api.types.is_bool_dtype(values):
+                continue
+            bad = _not_instance(values, (bool, np.bool_))
+            if bad.any():
+                raise _bad_row(scores, bad, column, "is not a boolean (True or False)", source, show_type=True)
+            continue
+        bad = values.notna() & ~values.isin(labels[column])
+        if bad.any():
+            raise _bad_row(scores, bad, column, f"is not one of the metric's labels ({', '.join(map(str, labels[column]))})",
+                           source)
+    return scores if "name" in scores.columns else scores.assign(name=names)
 
 
 # --------------------------------------------------------------------------- intervals and tests
@@ -630,7 +709,7 @@ def _gender_polarity_table(profession: pd.DataFrame, by: list[str], ci: str, alp
         for gender in ("male", "female"):
             block[gender] = wide[("count", gender)].astype(int)
         male, female = block["male"], block["female"]
-        block["male_to_female"] = (male / female).where(female > 0)
+        block["male_to_female"] = male_to_female(male, female)
         for gender in ("male", "female"):
             block[f"{gender}_proportion"] = wide[("proportion", gender)]
             block[f"{gender}_ci_low"] = wide[("ci_low", gender)]
@@ -646,12 +725,156 @@ def _gender_polarity_table(profession: pd.DataFrame, by: list[str], ci: str, alp
     return pd.concat(blocks, ignore_index=True)
 
 
+# Resamples of the page bootstrap behind Table 3's male : female intervals and the Section 6.2 average.
+RATIO_RESAMPLES = 9999
+
+
+def male_to_female(male: Any, female: Any) -> Any:
+    """male # / female # (Table 3): infinite with male texts and no female one, undefined (NaN) with neither."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(np.asarray(male, dtype=float), np.asarray(female, dtype=float))
+
+
+def _to_unit(ratio: Any) -> Any:
+    """r / (1 + r): the ratio's order on [0, 1], with an infinite ratio at 1."""
+    ratio = np.asarray(ratio, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(ratio), 1.0, ratio / (1 + ratio))
+
+
+def _from_unit(unit: float) -> float:
+    return float("inf") if unit >= 1 else float(unit / (1 - unit))
+
+
+Strata = Sequence[tuple[np.ndarray, np.ndarray]]  # per category: male and female texts of each page
+
+
+def _page_bootstrap(strata: Strata, combine: Callable[[list[tuple[Any, Any]]], Any], *, alpha: float,
+                    seed: int, n_resamples: int = RATIO_RESAMPLES) -> tuple[float, float]:
+    """Percentile interval of a ratio statistic, resampling Wikipedia pages within each category.
+
+    `combine` maps the categories' (male, female) totals to the statistic. Each category's page indices are
+    one sample, which scipy resamples independently of the others (paired=False: stratified); an index
+    keeps its page's male and female counts together. Percentiles are taken of r / (1 + r), which keeps a
+    resample without female texts (r infinite) in order, and mapped back. A category of one page has
+    nothing to resample and enters fixed.
+    """
+    varying = [len(male) >= 2 for male, _ in strata]
+    if not any(varying):
+        return float("nan"), float("nan")
+
+    def statistic(*indices: np.ndarray, axis: int = -1) -> np.ndarray:
+        picks = iter(indices)
+        totals = []
+        for (male, female), resampled in zip(strata, varying, strict=True):
+            if resampled:
+                index = next(picks).astype(int)
+                totals.append((male[index].sum(axis=axis), female[index].sum(axis=axis)))
+            else:
+                totals.append((male.sum(), female.sum()))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _to_unit(combine(totals))
+
+    samples = tuple(np.arange(len(male)) for (male, _), resampled in zip(strata, varying, strict=True) if resampled)
+    result = bootstrap(samples, statistic, paired=False, vectorized=True, n_resamples=n_resamples,
+                       confidence_level=1 - alpha, method="percentile", batch=1000, rng=np.random.default_rng(seed))
+    return _from_unit(result.confidence_interval.low), _from_unit(result.confidence_interval.high)
+
+
+def _pooled(totals: list[tuple[Any, Any]]) -> Any:
+    return male_to_female(sum(male for male, _ in totals), sum(female for _, female in totals))
+
+
+def _average(totals: list[tuple[Any, Any]]) -> Any:
+    return sum(male_to_female(male, female) for male, female in totals) / len(totals)
+
+
+def ratio_interval(strata: Strata, *, alpha: float = 0.05, seed: int = 0,
+                   n_resamples: int = RATIO_RESAMPLES) -> tuple[float, float, float, str]:
+    """All male texts / all female texts of the strata, with its page-bootstrap interval and a note.
+
+    One stratum is a Table 3 cell; several give the pooled ratio. Without female texts the ratio is
+    infinite and every resample too, so the lower end is the Wilson bound with the pages as the unit:
+    none of k pages female bounds the female share by z^2 / (k + z^2), the ratio below by k / z^2
+    (and, without male texts, the ratio 0 above by z^2 / k).
+    """
+    male = float(sum(m.sum() for m, _ in strata))
+    female = float(sum(f.sum() for _, f in strata))
+    pages = sum(len(m) for m, _ in strata)
+    ratio = float(male_to_female(male, female))
+    if male + female == 0:
+        return ratio, float("nan"), float("nan"), "no text classified male or female: the ratio is undefined"
+    if female == 0 or male == 0:
+        _, share_high = wilson_interval(0, pages, alpha=alpha)
+        bound = (1 - share_high) / share_high
+        if female == 0:
+            return ratio, bound, float("inf"), (f"no female text: the ratio is infinite; the lower end is the Wilson "
+                                                f"bound over its {pages} page(s), as no resample has a female text")
+        return ratio, 0.0, 1 / bound, (f"no male text: the ratio is 0; the upper end is the Wilson bound over its "
+                                       f"{pages} page(s), as no resample has a male text")
+    low, high = _page_bootstrap(strata, _pooled, alpha=alpha, seed=seed, n_resamples=n_resamples)
+    return ratio, low, high, "" if not np.isnan(low) else "one page per category: nothing to resample, no interval"
+
+
+def average_ratio(strata: Mapping[str, tuple[np.ndarray, np.ndarray]], *, alpha: float = 0.05, seed: int = 0,
+                  n_resamples: int = RATIO_RESAMPLES) -> tuple[float, float, float, str]:
+    """Section 6.2's summary of Table 3: the mean of the categories' male : female ratios, with an interval
+    from the page bootstrap stratified by category. Undefined (NaN) when a category has no female text."""
+    undefined = [category for category, (male, female) in strata.items() if female.sum() == 0]
+    if undefined:
+        return (float("nan"), float("nan"), float("nan"),
+                f"undefined: {', '.join(undefined)} {'has' if len(undefined) == 1 else 'have'} no female text, "
+                "so its ratio is infinite or undefined")
+    estimate = float(_average([(male.sum(), female.sum()) for male, female in strata.values()]))
+    low, high = _page_bootstrap(list(strata.values()), _average, alpha=alpha, seed=seed, n_resamples=n_resamples)
+    return estimate, low, high, ""
+
+
+def _page_strata(categorized: pd.DataFrame, column: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """category -> (male, female) texts per page, over the pages with a text classified male or female."""
+    label = categorized[column]
+    pages = pd.DataFrame({"category": categorized["category"].to_numpy(), "name": page_names(categorized).to_numpy(),
+                          "male": label.eq("male").to_numpy(dtype=int), "female": label.eq("female").to_numpy(dtype=int)})
+    pages = pages[pages["male"] + pages["female"] > 0].groupby(["category", "name"], sort=False)[["male", "female"]].sum()
+    strata = {category: (np.zeros(0), np.zeros(0)) for category in pd.unique(categorized["category"])}
+    for category, part in pages.groupby(level="category", sort=False):
+        strata[category] = (part["male"].to_numpy(dtype=float), part["female"].to_numpy(dtype=float))
+    return strata
+
+
+def _with_ratio_intervals(table: pd.DataFrame, categorized: pd.DataFrame, alpha: float,
+                          seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 3 with each male : female's page-bootstrap interval, and the Section 6.2 summary per method."""
+    pages = page_names(categorized).groupby(categorized["category"]).nunique()
+    cells, summary = [], []
+    for method, display in gender_polarity_methods(categorized).items():
+        strata = _page_strata(categorized, f"gender_polarity_{method}_label")
+        for category, stratum in strata.items():
+            ratio, low, high, note = ratio_interval([stratum], alpha=alpha, seed=seed)
+            cells.append({"method": method, "category": category, "pages": int(pages[category]),
+                          "male_to_female_ci_low": low, "male_to_female_ci_high": high, "male_to_female_note": note})
+        average, average_low, average_high, average_note = average_ratio(strata, alpha=alpha, seed=seed)
+        pooled, pooled_low, pooled_high, pooled_note = ratio_interval(list(strata.values()), alpha=alpha, seed=seed)
+        summary.append({
+            "method": method, "method_name": display, "categories": len(strata),
+            "male": int(sum(male.sum() for male, _ in strata.values())),
+            "female": int(sum(female.sum() for _, female in strata.values())),
+            "average_male_to_female": average, "average_ci_low": average_low, "average_ci_high": average_high,
+            "pooled_male_to_female": pooled, "pooled_ci_low": pooled_low, "pooled_ci_high": pooled_high,
+            "note": "; ".join(note for note in (average_note, pooled_note and f"pooled: {pooled_note}") if note),
+        })
+    return table.merge(pd.DataFrame(cells), on=["method", "category"], how="left"), pd.DataFrame(summary)
+
+
 def gender_polarity_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
                          min_expected: int = MIN_EXPECTED, seed: int = 0) -> dict[str, Any]:
     """Table 3 and Figure 2: texts classified male / female in the profession domain (Section 4.5).
 
     `gender_polarity_category`: per Table 3 super-group (`category`), male and female counts and
-    male_to_female ratio for Gender-Max, Gender-Wavg and unigram matching. `gender_polarity_group`:
+    male_to_female ratio for Gender-Max, Gender-Wavg and unigram matching, the ratio with a 1 - alpha
+    interval from a bootstrap over Wikipedia pages (`name`; a page's sentences are not independent).
+    `gender_polarity_ratio_summary`: per method, Section 6.2's average of those ratios and the pooled
+    ratio (all male / all female texts), each with its interval. `gender_polarity_group`:
     the same per fine-grained profession, with `male_minus_female` (Figure 2 plots Gender-Max).
     Tests: chi-square across super-groups of the male / female / neutral distribution per metric.
     """
@@ -676,7 +899,9 @@ def gender_polarity_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: flo
             _method=table["method"].map(method_rank),
             _category=table["category"].map(category_rank).fillna(len(category_rank)),
         ).sort_values(["_method", "_category", "category"])
-        tables["gender_polarity_category"] = table.drop(columns=["_method", "_category"]).reset_index(drop=True)
+        table = table.drop(columns=["_method", "_category"]).reset_index(drop=True)
+        tables["gender_polarity_category"], tables["gender_polarity_ratio_summary"] = _with_ratio_intervals(
+            table, categorized, alpha, seed)
         for method, display in gender_polarity_methods(categorized).items():
             column = f"gender_polarity_{method}_label"
             result = chi_square_across_groups(categorized, column, LABELS[column],
@@ -748,78 +973,91 @@ def summarize(
     min_expected: int = MIN_EXPECTED,
     seed: int = 0,
     correction: str = DEFAULT_CORRECTION,
+    cluster: str = DEFAULT_CLUSTER,
+    reference: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Every view the paper reports, for the metrics this run scored, and the findings.
 
     Returns {"counts", "metrics" (status per metric), "statistics" (how intervals and tests were
-    computed), "findings" (`findings`: group-vs-rest tests under `correction`, largest gaps), and one
-    entry per metric: {"tables": {name: DataFrame}, "tests": [dict]} or {"skipped": reason}}.
+    computed), "findings" (`findings`: contrasts tested with `cluster` as the unit under `correction`,
+    design effects, power, largest gaps), "reference_findings" (when `reference`, the Wikipedia sentences of
+    the same prompts, is given: model x source interactions, `findings.paired_findings`), and one entry per
+    metric: {"tables": {name: DataFrame}, "tests": [dict]} or {"skipped": reason}}.
     """
     alpha = validate_alpha(alpha)
     validate_correction(correction)
-    validate_scores(scores)
+    validate_cluster(cluster)
+    scores = validate_scores(scores, (run_info or {}).get("label_columns"))
     status = metric_status(scores, run_info)
     counts = run_counts(scores)
     counts["coverage"] = coverage(counts)
-    summary: dict[str, Any] = {
-        "counts": counts,
-        "metrics": status,
-        "statistics": {
-            "alpha": alpha,
-            "confidence_level": 1 - alpha,
-            "confidence_label": confidence_label(alpha),
-            "correction": correction,
-            "correction_name": CORRECTIONS[correction][1],
-            "findings_test": "each group against the rest of its domain: two-sided two-proportion z test (pooled "
-                             "variance), Newcombe interval on the difference; p-values adjusted over the report's "
-                             "whole family of such tests with statsmodels multipletests",
-            "testable_rule": TESTABLE_RULE.format(min_expected=min_expected),
-            "interval": "Wilson score" if ci == "wilson" else "percentile bootstrap over prompts",
-            "chi_square": "scipy.stats.chi2_contingency without continuity correction, groups x (label, not label)",
-            "pair_test": "two-sided two-proportion z test with pooled variance (statsmodels proportions_ztest), "
-                         "Newcombe interval on the difference",
-            "small_group_rule": SMALL_GROUP_RULE.format(min_expected=min_expected),
-            "unit": "text",
-            "samples_note": (
-                "several samples per prompt: proportions pool all texts and tests count texts; texts of one "
-                "prompt are correlated, so p-values are optimistic (use --ci bootstrap for prompt-level intervals)"
-                if counts["samples_per_prompt_max"] > 1 else ""
-            ),
-        },
-    }
+    summary: dict[str, Any] = {"counts": counts, "metrics": status,
+                               "statistics": _statistics(counts, ci, alpha, correction, cluster, min_expected)}
     for metric, view in VIEWS.items():
         if status[metric]["status"] != "scored":
             summary[metric] = {"skipped": f"{status[metric]['status']}: {status[metric]['reason']}"}
             continue
-        summary[metric] = view(scores, ci=ci, alpha=alpha, min_expected=min_expected, seed=seed)
-    summary["findings"] = findings(scores, alpha=alpha, correction=correction, min_expected=min_expected)
+        summary[metric] = _holm_within_tables(view(scores, ci=ci, alpha=alpha, min_expected=min_expected, seed=seed),
+                                              alpha)
+    summary["findings"] = findings(scores, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
+    if reference is not None and len(reference):
+        reference = validate_scores(reference, (run_info or {}).get("label_columns"), source="reference_scores.parquet")
+        summary["reference_findings"] = paired_findings(scores, reference, finding_labels(scores), alpha=alpha,
+                                                        correction=correction, cluster=cluster, seed=seed)
     return summary
 
 
+def _holm_within_tables(view: dict[str, Any], alpha: float) -> dict[str, Any]:
+    """Give the paper's own tests (chi-square and pair tests, Tables 4 and 6) a `p_holm`: Holm-adjusted within
+    their table, so no p-value the report prints is outside a stated correction."""
+    tests = view.get("tests") or []
+    if tests:
+        p_values = [test["p_value"] for test in tests]
+        known = [i for i, p in enumerate(p_values) if p is not None and not pd.isna(p)]
+        adjusted, _ = adjust([p_values[i] for i in known], alpha=alpha, correction="holm")
+        for test in tests:
+            test["p_holm"] = None
+        for i, value in zip(known, adjusted, strict=True):
+            tests[i]["p_holm"] = float(value)
+    for name, table in (view.get("tables") or {}).items():
+        if name.endswith("_difference") and "p_value" in table:
+            p_values = pd.to_numeric(table["p_value"], errors="coerce")
+            known = p_values.notna().to_numpy()
+            holm = np.full(len(table), np.nan)
+            holm[known] = adjust(p_values[known].to_numpy(), alpha=alpha, correction="holm")[0]
+            table["p_holm"] = holm
+    return view
+
+
+def _statistics(counts: Mapping[str, Any], ci: str, alpha: float, correction: str, cluster: str,
+                min_expected: int) -> dict[str, Any]:
+    """How the summary's intervals and tests were computed, in words the report prints."""
+    return {
+        "alpha": alpha,
+        "confidence_level": 1 - alpha,
+        "confidence_label": confidence_label(alpha),
+        "correction": correction,
+        "correction_name": CORRECTIONS[correction][1],
+        "cluster": cluster,
+        "cluster_unit": CLUSTER_UNITS[cluster],
+        "findings_test": METHOD_NOTES[PERMUTATION] if cluster != "none"
+        else f"{METHOD_NOTES[Z_TEST]}; {METHOD_NOTES[FISHER]} when an expected count is below {min_expected}",
+        "interval": "Wilson score" if ci == "wilson" else "percentile bootstrap over prompts",
+        "chi_square": "scipy.stats.chi2_contingency without continuity correction, groups x (label, not label); "
+                      "texts as units (the paper's test, Section 6.1.3); p-values Holm-adjusted within each table",
+        "pair_test": "two-sided two-proportion z test with pooled variance (statsmodels proportions_ztest), "
+                     "Newcombe interval on the difference; texts as units (the paper's binomial proportion test, "
+                     "Section 6.1.2); p-values Holm-adjusted within each table",
+        "small_group_rule": SMALL_GROUP_RULE.format(min_expected=min_expected),
+        "unit": cluster,
+        "samples_note": (
+            "several samples per prompt: they nest inside their prompt and name, which the findings treat as one "
+            "unit; the per-metric tables pool all texts" if counts["samples_per_prompt_max"] > 1 else ""
+        ),
+    }
+
+
 # --------------------------------------------------------------------------- findings: who differs, how sure
-
-def validate_alpha(alpha: float) -> float:
-    """`alpha` (1 - confidence level) as a float strictly between 0 and 1, else a ValueError naming --alpha."""
-    try:
-        value = float(alpha)
-    except (TypeError, ValueError):
-        raise UsageError(f"--alpha must be a number between 0 and 1 (1 - confidence level), got {alpha!r}") from None
-    if not 0.0 < value < 1.0:
-        raise UsageError(f"--alpha must lie strictly between 0 and 1 (1 - confidence level, e.g. 0.05 for 95% "
-                         f"intervals), got {alpha!r}")
-    return value
-
-
-def confidence_label(alpha: float) -> str:
-    """The confidence level that `alpha` gives, as the report prints it: 0.05 -> "95%", 0.1 -> "90%"."""
-    return f"{round(100 * (1 - alpha), 6):g}%"
-
-
-def validate_correction(correction: str) -> str:
-    if correction not in CORRECTIONS:
-        raise UsageError(f"--correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
-    return correction
-
 
 def finding_labels(scores: pd.DataFrame) -> list[tuple[str, str, str, Any, tuple[str, ...] | None]]:
     """The labels whose rates are compared across groups: (metric, label name, per-text column, value
@@ -844,134 +1082,17 @@ def finding_labels(scores: pd.DataFrame) -> list[tuple[str, str, str, Any, tuple
     return labels
 
 
-def _group_counts(part: pd.DataFrame, column: str, value: Any) -> pd.DataFrame:
-    """Per group: texts with a non-null `column` (`total`) and those equal to `value` (`count`)."""
-    data = part[part[column].notna()]
-    hit = data[column].eq(value)
-    return (pd.DataFrame({"count": hit.groupby(data["group"]).sum().astype(int),
-                          "total": hit.groupby(data["group"]).size()})
-            .sort_index())
-
-
-_TEST_COLUMNS = ["domain", "metric", "label", "group", "count", "total", "proportion", "rest_count", "rest_total",
-                 "rest_proportion", "difference", "ci_low", "ci_high", "statistic", "p_value", "testable"]
-_GAP_COLUMNS = ["domain", "metric", "label", "group_high", "count_high", "total_high", "proportion_high",
-                "group_low", "count_low", "total_low", "proportion_low", "gap", "ci_low", "ci_high", "pairs",
-                "interval_level", "testable_groups", "note"]
-
-
-def _group_vs_rest(key: Mapping[str, str], counts: pd.DataFrame, alpha: float,
-                   min_expected: int) -> list[dict[str, Any]]:
-    """One test row per group: its rate against the rest of its domain (two-proportion z test)."""
-    all_count, all_total = int(counts["count"].sum()), int(counts["total"].sum())
-    rows = []
-    for group, (count, total) in counts.iterrows():
-        rest_count, rest_total = all_count - count, all_total - total
-        result = two_proportion_test(count, total, rest_count, rest_total, alpha=alpha,
-                                     min_expected=min_expected)
-        rows.append({**key, "group": str(group), "count": int(count), "total": int(total),
-                     "proportion": result["proportion_a"], "rest_count": int(rest_count),
-                     "rest_total": int(rest_total), "rest_proportion": result["proportion_b"],
-                     "difference": result["difference"], "ci_low": result["ci_low"],
-                     "ci_high": result["ci_high"], "statistic": result["statistic"],
-                     "p_value": result["p_value"],
-                     "testable": bool(result["reliable"] and result["p_value"] is not None)})
-    return rows
-
-
-def _all_group_tests(
-    scores: pd.DataFrame, alpha: float, min_expected: int
-) -> tuple[pd.DataFrame, list[tuple[dict[str, Any], pd.DataFrame]]]:
-    """Group-vs-rest tests for every label of `finding_labels` and domain with two or more groups,
-    and the (key, per-group counts) that the largest gaps are picked from."""
-    rows: list[dict[str, Any]] = []
-    gap_inputs: list[tuple[dict[str, Any], pd.DataFrame]] = []
-    for metric, label, column, value, domains in finding_labels(scores):
-        for domain, part in scores.groupby("domain", sort=True):
-            if domains is not None and domain not in domains:
-                continue
-            counts = _group_counts(part, column, value)
-            if len(counts) < 2:
-                continue
-            key = {"domain": str(domain), "metric": metric, "label": label}
-            rows += _group_vs_rest(key, counts, alpha, min_expected)
-            gap_inputs.append((key, counts))
-    return pd.DataFrame(rows, columns=_TEST_COLUMNS), gap_inputs
-
-
-def _adjust_family(tests: pd.DataFrame, alpha: float, method: str) -> pd.Series:
-    """Add `p_adjusted` and `significant` (multiple-testing correction over the testable rows); return that mask."""
-    from statsmodels.stats.multitest import multipletests
-
-    tests["p_adjusted"] = np.nan
-    tests["significant"] = False
-    testable = tests["testable"].astype(bool)
-    if testable.any():
-        reject, adjusted, _, _ = multipletests(tests.loc[testable, "p_value"].astype(float).to_numpy(),
-                                               alpha=alpha, method=method)
-        tests.loc[testable, "p_adjusted"] = adjusted
-        tests.loc[testable, "significant"] = reject
-    return testable
-
-
 def findings(
     scores: pd.DataFrame,
     *,
     alpha: float = 0.05,
     correction: str = DEFAULT_CORRECTION,
-    min_expected: int = MIN_EXPECTED,
+    cluster: str = DEFAULT_CLUSTER,
+    seed: int = 0,
 ) -> dict[str, Any]:
-    """Which groups differ from the rest of their domain, and the largest gap between two groups.
-
-    For every domain, label of `finding_labels` and group: a two-proportion z test of the group
-    against the rest of its domain (texts as units), with the difference group minus rest and its
-    Newcombe interval. The testable ones (`TESTABLE_RULE`) form the report's one family, whose
-    p-values are adjusted with `correction` (statsmodels `multipletests`); `significant` is the
-    adjusted p below alpha. Per domain and label, `gaps` holds the largest difference between two
-    testable groups (highest minus lowest rate), with an interval at level 1 - alpha / pairs
-    (Bonferroni over the k(k-1)/2 pairs it was picked from, so it stays honest after picking the largest).
-    """
-    alpha = validate_alpha(alpha)
-    method, correction_name = CORRECTIONS[validate_correction(correction)]
-    validate_scores(scores)
-    tests, gap_inputs = _all_group_tests(scores, alpha, min_expected)
-    testable = _adjust_family(tests, alpha, method)
-    testable_groups = {(row.domain, row.metric, row.label, row.group)
-                       for row in tests[testable].itertuples(index=False)}
-    gaps = [_largest_gap(key, counts, testable_groups, alpha, min_expected) for key, counts in gap_inputs]
-    return {
-        "tests": tests,
-        "gaps": pd.DataFrame(gaps, columns=_GAP_COLUMNS),
-        "family": int(testable.sum()),
-        "untestable": int((~testable).sum()),
-        "correction": correction,
-        "correction_name": correction_name,
-        "alpha": alpha,
-        "rule": TESTABLE_RULE.format(min_expected=min_expected),
-        "too_small": bool(len(tests) > 0 and testable.mean() < MIN_TESTABLE_SHARE),
-    }
-
-
-def _largest_gap(key: Mapping[str, str], counts: pd.DataFrame, testable_groups: set[tuple[str, ...]],
-                 alpha: float, min_expected: int) -> dict[str, Any]:
-    """Highest minus lowest rate among the domain's testable groups, with a Bonferroni-level interval."""
-    eligible = counts[[(key["domain"], key["metric"], key["label"], str(group)) in testable_groups
-                       for group in counts.index]]
-    row: dict[str, Any] = {**key, "testable_groups": len(eligible), "note": ""}
-    if len(eligible) < 2:
-        row["note"] = (f"{len(eligible)} of {len(counts)} groups large enough to test; "
-                       "no gap is reported from groups too small to test")
-        return row
-    rates = eligible["count"] / eligible["total"]
-    high = rates.idxmax()
-    low = rates.drop(high).idxmin()  # another group, even when every rate is the same
-    pairs = len(eligible) * (len(eligible) - 1) // 2
-    pair_alpha = alpha / pairs
-    result = two_proportion_test(int(eligible.at[high, "count"]), int(eligible.at[high, "total"]),
-                                 int(eligible.at[low, "count"]), int(eligible.at[low, "total"]),
-                                 alpha=pair_alpha, min_expected=min_expected)
-    row.update(group_high=str(high), count_high=result["count_a"], total_high=result["total_a"],
-               proportion_high=result["proportion_a"], group_low=str(low), count_low=result["count_b"],
-               total_low=result["total_b"], proportion_low=result["proportion_b"], gap=result["difference"],
-               ci_low=result["ci_low"], ci_high=result["ci_high"], pairs=pairs, interval_level=1 - pair_alpha)
-    return row
+    """Which groups differ, how sure we are, and how much the run could see (`findings.group_findings`),
+    plus the largest gap between two groups per domain and metric (`findings.largest_gaps`)."""
+    labels = finding_labels(scores)
+    found = group_findings(scores, labels, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
+    found["gaps"] = largest_gaps(scores, labels, alpha=alpha, cluster=cluster)
+    return found

@@ -32,7 +32,21 @@ def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
                         help="score prompt + continuation (default, like the Wikipedia sentences) or the continuation")
     parser.add_argument("--data-dir", default=None,
                         help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
+    parser.add_argument("--no-reference", dest="reference", action="store_false",
+                        help="do not score the Wikipedia sentences of the same prompts beside the model's texts "
+                             "(reference_scores.parquet, the human-written reference the report compares with; "
+                             "their classifier scores are cached in $BOLD_EVAL_CACHE_DIR, default "
+                             "~/.cache/bold-eval/reference)")
     _add_allow_modified(parser)
+    _add_cluster(parser)
+
+
+def _add_cluster(parser: argparse.ArgumentParser) -> None:
+    from bold_eval.clustered import CLUSTER_UNITS, DEFAULT_CLUSTER
+
+    parser.add_argument("--cluster", choices=tuple(CLUSTER_UNITS), default=DEFAULT_CLUSTER,
+                        help="unit of independent information for tests and intervals: name (the person or "
+                             "Wikipedia page, default), prompt, or none (every text independent, the paper's analysis)")
 
 
 def _add_allow_modified(parser: argparse.ArgumentParser) -> None:
@@ -193,8 +207,11 @@ def _add_run_data_arguments(run: argparse.ArgumentParser) -> None:
     """Which BOLD prompts to run: domains and a stratified sample."""
     run.add_argument("--domains", nargs="+", default=None, help="BOLD domains to run (default: all five)")
     run.add_argument("--limit", type=int, default=None,
-                     help="at most N prompts per domain: a random sample (drawn with --seed) stratified by "
+                     help="at most N prompts per domain: a random sample (drawn with --sample-seed) stratified by "
                           "group, groups taking turns; every group is present when N >= its number of groups")
+    run.add_argument("--sample-seed", type=int, default=0,
+                     help="seed of the --limit sample (default 0), independent of --seed: runs of one model with "
+                          "different --seed values get the same prompts, so `compare` can pair them")
 
 
 def _metric_options(args: argparse.Namespace) -> dict:
@@ -344,9 +361,9 @@ def _run(args: argparse.Namespace) -> int:
         metric_options=_metric_options(args), generator=kind, generator_options=generator_options,
         out=Path(args.out), model=args.model, gguf_file=args.gguf_file, revision=args.revision, dtype=args.dtype,
         device=args.device, batch_size=batch_size, decoding=decoding, seed=args.seed, num_samples=args.num_samples,
-        domains=args.domains, limit=args.limit, data_dir=args.data_dir, metrics=args.metrics,
-        anonymize=args.anonymize, score_on=args.score_on, progress=not args.no_progress,
-        allow_modified_data=bool(args.allow_modified_data),
+        domains=args.domains, limit=args.limit, sample_seed=args.sample_seed, data_dir=args.data_dir,
+        metrics=args.metrics, anonymize=args.anonymize, score_on=args.score_on, reference=args.reference,
+        cluster=args.cluster, progress=not args.no_progress, allow_modified_data=bool(args.allow_modified_data),
     )
     try:
         report = run(config)
@@ -389,13 +406,15 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
                              "group-vs-rest tests: holm (default; family-wise error rate) or bh "
                              "(Benjamini-Hochberg; false discovery rate)")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    _add_cluster(report)
     report.set_defaults(handler=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
     from bold_eval.report import write_report
 
-    path = write_report(args.run_dir, ci=args.ci, alpha=args.alpha, seed=args.seed, correction=args.correction)
+    path = write_report(args.run_dir, ci=args.ci, alpha=args.alpha, seed=args.seed, correction=args.correction,
+                        cluster=args.cluster)
     print(f"wrote {path}")
     return 0
 
@@ -409,6 +428,7 @@ def _add_compare(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("--allow-different-prompts", action="store_true",
                          help="compare runs whose (prompt_id, sample) sets differ, on the prompts all share "
                               "(default: refuse); says so loudly in compare.md and on the terminal")
+    _add_cluster(compare)
     compare.set_defaults(handler=_compare)
 
 
@@ -416,7 +436,7 @@ def _compare(args: argparse.Namespace) -> int:
     from bold_eval.report import compare_runs
 
     path = compare_runs(args.run_dirs, args.out, alpha=args.alpha,
-                        allow_different_prompts=args.allow_different_prompts)
+                        allow_different_prompts=args.allow_different_prompts, cluster=args.cluster)
     print(f"wrote {path}")
     return 0
 
@@ -456,7 +476,8 @@ def _score(args: argparse.Namespace) -> int:
                        generations={**report.as_run_info(), **source}, modified_data=_modified_data(args))
     path = score_generations(
         generations, args.out, metrics=args.metrics, metric_options=metric_options, anonymize=args.anonymize,
-        score_on=args.score_on, record=record,
+        score_on=args.score_on, record=record, reference=args.reference, cluster=args.cluster,
+        data_dir=args.data_dir, allow_modified_data=args.allow_modified_data,
     )
     print(f"scored {report.matched_rows} generations; wrote {path}")
     return 0

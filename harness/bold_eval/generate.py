@@ -25,7 +25,9 @@ the first batch (benchmarks/RESULTS.md).
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -214,6 +216,26 @@ def _stopped(tokenizer: Any, rows: list[list[int]], decoding: DecodingConfig, de
     return torch.tensor(ended, device=device)
 
 
+def _base_forward(model: Any) -> Any:
+    """The transformers forward under a PEFT wrapper (a quantized model keeps its unmerged adapter)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return type(base).forward
+
+
+@functools.cache
+def _cache_keyword_of(forward: Any) -> str:
+    params = inspect.signature(forward).parameters
+    return "cache" if "cache" in params and "past_key_values" not in params else "past_key_values"
+
+
+def cache_keyword(model: Any) -> str:
+    """The forward() keyword that takes the KV cache. Newer transformers 5.x renamed
+    `past_key_values` to `cache` (5.24 warns with a FutureWarning, removal in 5.40); the floor, 4.56,
+    and remote-code models know only `past_key_values`. The signature says which (transformers'
+    decorators keep `__wrapped__`, so it is the real parameter list)."""
+    return _cache_keyword_of(_base_forward(model))
+
+
 def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np.ndarray,
                    decoding: DecodingConfig) -> list[Generated]:
     """Generate continuations for one left-padded batch. `draws[i, t]` picks row i's t-th token."""
@@ -232,9 +254,10 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
     # Repetition penalty looks at prompt and generated tokens; pads become the last prompt token.
     seen = torch.where(mask.bool(), input_ids, input_ids[:, -1:]) if decoding.repetition_penalty != 1.0 else None
     cache = DynamicCache(config=model.config)
+    kv = {cache_keyword(model): cache}
     with torch.inference_mode():
         out = model(input_ids=input_ids, attention_mask=mask, position_ids=position_ids,
-                    past_key_values=cache, use_cache=True, logits_to_keep=1)
+                    use_cache=True, logits_to_keep=1, **kv)
         logits = out.logits[:, -1, :]
         next_position = position_ids[:, -1] + 1
         active = torch.arange(rows, device=device)
@@ -263,7 +286,7 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
                 seen = torch.cat([seen, chosen.unsqueeze(1)], dim=1)
             mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
             out = model(input_ids=chosen.unsqueeze(1), attention_mask=mask, position_ids=next_position.unsqueeze(1),
-                        past_key_values=cache, use_cache=True)
+                        use_cache=True, **kv)
             logits = out.logits[:, -1, :]
             next_position = next_position + 1
     # Decode prompt + new tokens together and strip the decoded prompt, so that the continuation

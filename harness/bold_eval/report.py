@@ -38,7 +38,18 @@ from bold_eval.aggregate import (
     wide_proportions,
     wilson_interval,
 )
+from bold_eval.clustered import DEFAULT_CLUSTER
 from bold_eval.errors import EXIT_USAGE, UserError
+from bold_eval.findings_report import (
+    findings_section,
+    how_to_read,
+    reference_section,
+    scope_lines,
+)
+from bold_eval.findings_report import format_p as _format_p
+from bold_eval.findings_report import markdown as _markdown
+from bold_eval.findings_report import signed_cell as _signed
+from bold_eval.findings_report import write_table as _write_table
 from bold_eval.resources import atomic_write_bytes
 from bold_eval.runfolder import (
     FIGURES_DIR,
@@ -47,6 +58,7 @@ from bold_eval.runfolder import (
     RunRecord,
     SummaryRecord,
     load_run,
+    read_reference_scores,
     write_json,
     write_summary,
 )
@@ -122,31 +134,12 @@ def _write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def _markdown(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
-    """A pipe table; undefined values (NaN, e.g. a male : female ratio with no female text) print empty."""
-    if frame.empty:
-        return "_(no rows)_"
-    return frame.astype(object).where(frame.notna(), None).to_markdown(index=False, floatfmt=floatfmt, missingval="")
-
-
-def _write_table(frame: pd.DataFrame, folder: Path, name: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    _write_text(folder / f"{name}.csv", frame.to_csv(index=False))
-    _write_text(folder / f"{name}.md", _markdown(frame) + "\n")
-
-
 def _format_interval(proportion: float, low: float, high: float) -> str:
     if pd.isna(proportion):
         return ""
     if pd.isna(low):
         return f"{proportion:.3f}"
     return f"{proportion:.3f} [{low:.3f}, {high:.3f}]"
-
-
-def _format_p(p_value: Any) -> str:
-    if p_value is None or pd.isna(p_value):
-        return "n/a"
-    return "<0.001" if p_value < 0.001 else f"{p_value:.3f}"
 
 
 def _tests_markdown(tests: Sequence[Mapping[str, Any]]) -> str:
@@ -170,6 +163,7 @@ def _tests_markdown(tests: Sequence[Mapping[str, Any]]) -> str:
             "proportions": detail,
             "statistic": statistic,
             "p_value": _format_p(test["p_value"]),
+            "p (Holm within table)": _format_p(test.get("p_holm")),
             "reliable": "yes" if test["reliable"] else "no",
             "note": test.get("note", ""),
         })
@@ -177,127 +171,6 @@ def _tests_markdown(tests: Sequence[Mapping[str, Any]]) -> str:
 
 
 # --------------------------------------------------------------------------- findings first
-
-# Rows of the findings table shown in report.md; all of them are in tables/findings.csv.
-FINDINGS_SHOWN = 15
-METRIC_TITLES = {"sentiment": "sentiment", "toxicity": "toxicity", "regard": "regard",
-                 "gender_polarity": "gender polarity", "psycholinguistic": "psycholinguistic"}
-
-
-def _rate(count: int, total: int, alpha: float) -> str:
-    """"p [low, high] (n=N)": a proportion always with its Wilson interval and its size."""
-    low, high = wilson_interval(count, total, alpha=alpha)
-    return f"{count / total:.3f} [{low:.3f}, {high:.3f}] (n={total})"
-
-
-def _signed(value: float, low: float, high: float) -> str:
-    return f"{value:+.3f} [{low:+.3f}, {high:+.3f}]"
-
-
-def _scope_lines(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
-    """What this run can and cannot say, in plain words and before any number."""
-    findings = summary["findings"]
-    counts = summary["counts"]
-    coverage = counts.get("coverage") or {}
-    lines: list[str] = []
-    tested, untested = findings["family"], findings["untestable"]
-    if findings["too_small"]:
-        lines.append("> **This run is too small to say whether the model treats any group differently.** "
-                     f"Only {tested} of its {tested + untested} group-versus-rest comparisons have enough texts "
-                     "for a test to mean anything, so the findings below cover almost nothing and the tables "
-                     "describe these particular texts only, with wide intervals. Run on more prompts (a larger "
-                     "`--limit`, or none) to test for differences.")
-    elif untested:
-        lines.append(f"> **Some groups are too small to test.** {untested} of {tested + untested} group-versus-"
-                     "rest comparisons lack the texts a test needs; they are left out of the findings, which "
-                     "cover the other comparisons only.")
-    if coverage and not coverage.get("complete", True):
-        parts = []
-        if record.limit is not None:
-            seed = (record.generation_settings or {}).get("limit_sample_seed")
-            parts.append(f"`--limit {record.limit}`: a random sample of at most {record.limit} prompts per domain, "
-                         "stratified by group" + (f" (seed {seed})" if seed is not None else ""))
-        if coverage.get("missing_domains"):
-            parts.append(f"domains not in this run: {', '.join(coverage['missing_domains'])}")
-        if (record.generations or {}).get("missing_prompts"):
-            parts.append(f"{record.generations['missing_prompts']} selected prompts had no generation")
-        detail = "; ".join(parts)
-        lines.append(f"> **Partial run:** {coverage['prompts']:,} of BOLD's {coverage['bold_prompts']:,} prompts "
-                     f"({coverage['share']:.1%})" + (f"; {detail}." if detail else ".")
-                     + " Results describe this sample, not the whole benchmark.")
-    return [part for line in lines for part in (line, "")]
-
-
-def _findings_section(summary: Mapping[str, Any], tables: Path) -> list[str]:
-    """## Findings: groups that differ from the rest of their domain, and the largest gap per metric."""
-    findings = summary["findings"]
-    alpha = findings["alpha"]
-    level = confidence_label(alpha)
-    tests, gaps = findings["tests"], findings["gaps"]
-    _write_table(tests, tables, "findings")
-    _write_table(gaps, tables, "largest_gaps")
-    out = ["## Findings", "",
-           f"Each group is compared with the rest of its domain (two-proportion z test, texts as units). "
-           f"p-values are adjusted with the **{findings['correction_name']}** correction (`--correction "
-           f"{findings['correction']}`) over this report's whole family of {findings['family']} such tests; a "
-           f"group is listed when its adjusted p is below alpha = {alpha:g}. Rates carry {level} Wilson "
-           f"intervals and their number of texts n; differences are group minus rest with {level} Newcombe "
-           "intervals.", ""]
-    significant = tests[tests["significant"].astype(bool)]
-    if findings["family"] == 0:
-        out += ["_No comparison had enough texts to be tested._", ""]
-    elif significant.empty:
-        out += [f"**No group differs significantly from the rest of its domain** ({findings['family']} tests, "
-                f"{findings['correction']} correction, alpha = {alpha:g}).", ""]
-    else:
-        ranked = significant.assign(_size=significant["difference"].abs()).sort_values(
-            ["_size"], ascending=False)
-        shown = pd.DataFrame({
-            "domain": ranked["domain"],
-            "metric": ranked["metric"].map(METRIC_TITLES),
-            "label": ranked["label"],
-            "group": ranked["group"],
-            f"group rate [{level}]": [_rate(c, n, alpha) for c, n in ranked[["count", "total"]].to_numpy()],
-            f"rest of domain [{level}]": [_rate(c, n, alpha) for c, n in
-                                          ranked[["rest_count", "rest_total"]].to_numpy()],
-            f"difference [{level}]": [_signed(*row) for row in ranked[["difference", "ci_low", "ci_high"]].to_numpy()],
-            "adjusted p": [_format_p(p) for p in ranked["p_adjusted"]],
-        })
-        more = len(shown) - FINDINGS_SHOWN
-        out += [f"**{len(shown)} group-versus-rest differences are significant** "
-                f"(of {findings['family']} tests), largest first:", "",
-                _markdown(shown.head(FINDINGS_SHOWN)), ""]
-        if more > 0:
-            out += [f"_{more} more in tables/findings.csv._", ""]
-    out += ["### Largest gap between two groups", "",
-            "Per domain and metric, the label with the largest difference between two groups' rates, among "
-            "groups large enough to test. The interval is Bonferroni-adjusted over the k(k-1)/2 pairs the gap "
-            "was picked from (level shown), so picking the largest does not make it look surer than it is.", ""]
-    out += [_markdown(_largest_gap_rows(gaps, alpha)), ""]
-    return out
-
-
-def _largest_gap_rows(gaps: pd.DataFrame, alpha: float) -> pd.DataFrame:
-    """One row per (domain, metric): its label with the largest gap, or why there is none."""
-    rows = []
-    for (domain, metric), part in gaps.groupby(["domain", "metric"], sort=True):
-        with_gap = part[part["gap"].notna()]
-        if with_gap.empty:
-            rows.append({"domain": domain, "metric": METRIC_TITLES[metric], "label": "", "highest": "",
-                         "lowest": "", "gap [interval]": "", "note": "too few texts in every group to test"})
-            continue
-        row = with_gap.loc[with_gap["gap"].astype(float).idxmax()]
-        rows.append({
-            "domain": domain, "metric": METRIC_TITLES[metric], "label": row["label"],
-            "highest": f"{row['group_high']} {_rate(int(row['count_high']), int(row['total_high']), alpha)}",
-            "lowest": f"{row['group_low']} {_rate(int(row['count_low']), int(row['total_low']), alpha)}",
-            "gap [interval]": f"{_signed(row['gap'], row['ci_low'], row['ci_high'])} "
-                              f"({float(row['interval_level']) * 100:.3g}%, {int(row['pairs'])} pair{'s' if row['pairs'] > 1 else ''})",
-            "note": f"{int(row['testable_groups'])} groups testable",
-        })
-    return pd.DataFrame(rows)
-
-
 
 # --------------------------------------------------------------------------- figures
 
@@ -469,8 +342,12 @@ def _gender_polarity_section(view: Mapping[str, Any], figures: Path, out: list[s
     if "gender_polarity_category" in tables:
         table = tables["gender_polarity_category"]
         wide = _table3_block(table, ["category"])
-        out += ["Texts classified male and female per profession super-group (paper Table 3; "
-                "male : female is male # / female #).", "", _markdown(wide, ".2f"), ""]
+        level = confidence_label(alpha)
+        out += ["Texts classified male and female per profession super-group (paper Table 3). male : female is "
+                f"male # / female #, with its {level} interval from a percentile bootstrap over the super-group's "
+                "Wikipedia pages (BOLD `name`: a page's sentences are not independent, so pages, not texts, are "
+                "resampled).", "", _markdown(wide, ".2f"), ""]
+        out += _ratio_summary_lines(tables.get("gender_polarity_ratio_summary"), table, level)
     if "gender_polarity_tokens" in tables:
         out += ["Gendered tokens counted by unigram matching, per super-group:", "",
                 _markdown(tables["gender_polarity_tokens"]), ""]
@@ -492,18 +369,59 @@ def _first_method(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["method"] == method]
 
 
+def _ratio_bound(value: float) -> str:
+    """An interval end of a ratio: two decimals below 1 (0.02), one above (54.0), "inf" without female texts."""
+    if math.isinf(value):
+        return "inf"
+    return f"{value:.2f}" if value < 1 else f"{value:.1f}"
+
+
+def _ratio_cell(ratio: float, low: float, high: float) -> str:
+    """ "9.00 [4.2, 54.0]": male : female with its interval; "" when undefined (no male or female text)."""
+    if pd.isna(ratio):
+        return ""
+    shown = "inf" if math.isinf(ratio) else f"{ratio:.2f}"
+    return shown if pd.isna(low) or pd.isna(high) else f"{shown} [{_ratio_bound(low)}, {_ratio_bound(high)}]"
+
+
+def _ratio_summary_lines(summary: pd.DataFrame | None, table: pd.DataFrame, level: str) -> list[str]:
+    """Section 6.2's average of Table 3's ratios and the pooled ratio, per method, and why they differ."""
+    notes = [f"{row.category} ({GENDER_POLARITY_METHODS[row.method]}): {row.male_to_female_note}"
+             for row in table.itertuples() if getattr(row, "male_to_female_note", "")]
+    out = [f"Note: {'; '.join(notes)}.", ""] if notes else []
+    if summary is None or summary.empty:
+        return out
+    out += ["Section 6.2 summarizes Table 3 by the average of the super-groups' male : female ratios (the paper's "
+            "WIKI 2.29 is the mean of its four Gender-Max ratios). Here with "
+            f"{level} intervals (the page bootstrap, stratified by super-group), next to the pooled ratio, all male "
+            "texts / all female texts:", ""]
+    for row in summary.itertuples():
+        average = (_ratio_cell(row.average_male_to_female, row.average_ci_low, row.average_ci_high)
+                   or "undefined")
+        pooled = _ratio_cell(row.pooled_male_to_female, row.pooled_ci_low, row.pooled_ci_high) or "undefined"
+        note = f" ({row.note})" if row.note else ""
+        out.append(f"- {row.method_name}: average of ratios {average}; pooled ratio {pooled}{note}")
+    out += ["", "They differ because the average weights every super-group equally, so super-groups with few "
+            "female texts, whose ratios are large and uncertain, drive it; the pooled ratio weights super-groups "
+            "by their texts.", ""]
+    return out
+
+
 def _table3_block(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Table 3 layout: one row per key, male #, female #, male : female for each method."""
+    """Table 3 layout: one row per key, male #, female #, male : female [interval] for each method."""
     blocks = []
     methods = [method for method in GENDER_POLARITY_METHODS if (table["method"] == method).any()]
     for method in methods:
         display = GENDER_POLARITY_METHODS[method]
         part = table[table["method"] == method].set_index(keys)
+        bounds = (part[["male_to_female_ci_low", "male_to_female_ci_high"]] if "male_to_female_ci_low" in part
+                  else pd.DataFrame(np.nan, index=part.index, columns=["low", "high"]))
         block = pd.DataFrame({
             f"{display} male #": part["male"],
             f"{display} female #": part["female"],
-            f"{display} male : female": part["male_to_female"].round(2),
-        })
+            f"{display} male : female": [_ratio_cell(ratio, low, high) for ratio, (low, high) in
+                                          zip(part["male_to_female"], bounds.to_numpy(), strict=True)],
+        }, index=part.index)
         blocks.append(block)
     totals = table[table["method"] == methods[0]].set_index(keys)["total"].rename("total #")
     return pd.concat([totals, *blocks], axis=1).reset_index()
@@ -555,12 +473,14 @@ def _psycholinguistic_section(view: Mapping[str, Any], out: list[str], alpha: fl
                                   for low, high in diff[["ci_low", "ci_high"]].to_numpy()],
             "z": pd.to_numeric(diff["statistic"], errors="coerce").round(3),
             "p_value": [_format_p(p) for p in diff["p_value"]],
+            "p (Holm within table)": [_format_p(p) for p in diff.get("p_holm", diff["p_value"] * np.nan)],
             "reliable": np.where(diff["reliable"], "yes", "no"),
         })
         first = diff.iloc[0]
         out += [f"### {title}", "",
                 f"a = {first['group_a']} (n={first['total_a']}), b = {first['group_b']} (n={first['total_b']}); "
-                "two-proportion z test per category.", "", _markdown(shown, ".2f"), ""]
+                "the paper's two-proportion z test per category, texts as units; p-values Holm-adjusted within "
+                "this table (the name-level tests are in the findings).", "", _markdown(shown, ".2f"), ""]
     for note in view.get("notes", []):
         out += [f"_Note: {note}_", ""]
 
@@ -668,25 +588,25 @@ def _metric_sections(summary: Mapping[str, Any], figures: Path, tables: Path) ->
             continue
         render(view)
         if view.get("tests"):
-            out += ["Tests:", "", _tests_markdown(view["tests"]), ""]
+            out += ["Tests (the paper's, texts as units; p-values Holm-adjusted within this table, the name-level "
+                    "tests are in the findings):", "", _tests_markdown(view["tests"]), ""]
     return out
 
 
 def _statistics_and_caveats(summary: Mapping[str, Any], min_expected: int) -> list[str]:
     stats = summary["statistics"]
     out = ["## Statistics", "",
-           f"- Intervals: {stats['interval']}, {stats['confidence_label']}.",
-           f"- Findings: {stats['findings_test']}; correction {stats['correction_name']} (`--correction "
-           f"{stats['correction']}`); {stats['testable_rule']}.",
-           f"- Across a domain's groups: {stats['chi_square']}.",
+           f"- Intervals on the tables' proportions: {stats['interval']}, {stats['confidence_label']}, texts as units.",
+           f"- Findings: {stats['findings_test']}; unit: {stats['cluster_unit']}; correction "
+           f"{stats['correction_name']} (`--correction {stats['correction']}`) over each family of findings.",
+           f"- Across a domain's groups (the paper's tables): {stats['chi_square']}.",
            f"- Pairs (the paper's binomial proportion test): {stats['pair_test']}.",
-           f"- Small groups: {stats['small_group_rule']}.",
-           "- Unit: one text; several samples of one prompt count as several texts.", ""]
+           f"- Small groups in the paper's tables: {stats['small_group_rule']}.", ""]
     out += ["## Caveats", "", *[f"- {caveat}" for caveat in CAVEATS]]
     small = small_groups(summary)
     if small:
-        out.append(f"- In this run, groups too small for at least one test (expected count < {min_expected}): "
-                   f"{', '.join(small)}.")
+        out.append(f"- In this run, groups too small for at least one of the paper's text-level tests (expected "
+                   f"count < {min_expected}): {', '.join(small)}.")
     if stats["samples_note"]:
         out.append(f"- {stats['samples_note'].capitalize()}.")
     return [*out, ""]
@@ -708,6 +628,7 @@ def write_report(
     min_expected: int = MIN_EXPECTED,
     seed: int = 0,
     correction: str = DEFAULT_CORRECTION,
+    cluster: str = DEFAULT_CLUSTER,
 ) -> Path:
     """Write summary.json, tables/, figures/ and report.md into `run_dir`; return report.md's path.
 
@@ -716,19 +637,22 @@ def write_report(
     alpha = validate_alpha(alpha)
     run_dir = Path(run_dir)
     scores, record = load_run(run_dir)
+    reference = read_reference_scores(run_dir)
     summary = summarize(scores, record.to_dict(), ci=ci, alpha=alpha, min_expected=min_expected, seed=seed,
-                        correction=correction)
+                        correction=correction, cluster=cluster, reference=reference)
     figures, tables = run_dir / FIGURES_DIR, run_dir / TABLES_DIR
     figures.mkdir(parents=True, exist_ok=True)
     _write_view_tables(summary, tables)
     modified = ([f"> **Modified BOLD data.** {', '.join(record.modified_data)} differ from the pinned upstream release "
                  "(allowed with --allow-modified-data): these numbers are not comparable with BOLD's.", ""]
                 if record.modified_data else [])
-    out = [f"# BOLD evaluation: {record.model or run_dir.name}", "", *modified, *_scope_lines(record, summary),
+    out = [f"# BOLD evaluation: {record.model or run_dir.name}", "", *modified, *scope_lines(record, summary),
            "Bias in open-ended language generation, measured as in Dhamala et al., FAccT 2021 "
            f"(BOLD). Proportions carry {confidence_label(alpha)} intervals in brackets "
            f"({summary['statistics']['interval']}) and their number of texts n.", ""]
-    out += _findings_section(summary, tables)
+    out += how_to_read(record, summary)
+    out += reference_section(summary, tables)
+    out += findings_section(summary, tables)
     _run_section(record, summary, out)
     out += _metric_sections(summary, figures, tables)
     out += _statistics_and_caveats(summary, min_expected)
@@ -1010,7 +934,8 @@ def _compare_markdown(compared: _Compared, tables: Mapping[str, pd.DataFrame], t
 
 
 def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: float = 0.05,
-                 allow_different_prompts: bool = False, log: Callable[[str], None] | None = None) -> Path:
+                 allow_different_prompts: bool = False, log: Callable[[str], None] | None = None,
+                 cluster: str = "name") -> Path:
     """Side-by-side tables of several runs, one row per model (paper Tables 3-6, 9-10, Figures 2-5).
 
     Compares like with like: the runs must share their (prompt_id, sample) pairs, else `PromptSetError`,

@@ -12,7 +12,8 @@ Output folder (names and records in `bold_eval.runfolder`):
   written (a failed load writes nothing, and a folder without generations is free to reuse); a rerun
   with different settings stops with the list of differences, and a resume replays the recorded
   batches (`bold_eval.generate.BatchPlan`).
-- `scores.parquet`, `run.json`, and the report (`summary.json`, `report.md`, figures).
+- `scores.parquet`, `reference_scores.parquet` (the Wikipedia sentences of the same prompts, scored
+  alike), `run.json`, and the report (`summary.json`, `report.md`, figures).
 
 Under `accelerate launch` / `torchrun` each process generates the pending items among every n-th selected item into its own
 `generations.rank<r>.jsonl`; after a barrier, process 0 merges them into `generations.jsonl`
@@ -88,11 +89,17 @@ class RunConfig:
     num_samples: int = 1
     domains: Sequence[str] | None = None
     limit: int | None = None
+    # Seed of the --limit sample, apart from `seed`: runs of one model with several seeds share their prompts.
+    sample_seed: int = 0
     data_dir: str | None = None
     metrics: Sequence[str] | None = None
     metric_options: Mapping[str, Mapping[str, Any]] | None = None
     anonymize: bool = True
     score_on: str = "full"
+    # Score the Wikipedia sentences of the same prompts beside the model's (reference_scores.parquet).
+    reference: bool = True
+    # The report's unit of independent information (`bold_eval.clustered.CLUSTER_UNITS`).
+    cluster: str = "name"
     progress: bool = True
     # Accept a local BOLD folder that differs from the pinned upstream files (recorded in run.json).
     allow_modified_data: bool = False
@@ -112,9 +119,10 @@ def select_prompts(frame: pd.DataFrame, domains: Sequence[str] | None = None, li
     order (round robin), so every group gets floor(limit / groups) or one more prompt (all of its
     prompts if it has fewer). Every group is present when `limit` >= its domain's number of groups;
     below that, `limit` randomly chosen groups get one prompt each. The shuffles draw from
-    `numpy.random.default_rng([seed, crc32(domain)])`: the same seed gives the same sample, and a
-    domain's sample does not depend on which other domains were selected. The result keeps BOLD's
-    row order, which is also the order of the output files.
+    `numpy.random.default_rng([seed, crc32(domain)])` (`seed` is the run's --sample-seed, not its
+    generation --seed): the same seed gives the same sample, and a domain's sample does not depend
+    on which other domains were selected. The result keeps BOLD's row order, which is also the
+    order of the output files.
     """
     all_domains = list(dict.fromkeys(frame["domain"]))
     if domains:
@@ -127,7 +135,7 @@ def select_prompts(frame: pd.DataFrame, domains: Sequence[str] | None = None, li
     if limit < 1:
         raise UsageError(f"--limit must be >= 1, got {limit}")
     if seed < 0:
-        raise UsageError(f"--seed must be >= 0, got {seed}")
+        raise UsageError(f"--sample-seed must be >= 0, got {seed}")
     keep: list[int] = []
     for domain, rows in frame.groupby("domain", sort=False):
         rng = np.random.default_rng([seed, zlib.crc32(str(domain).encode("utf-8"))])
@@ -157,8 +165,9 @@ def generation_settings(generator: Generator, config: RunConfig, selected: pd.Da
         "generator_settings": generator.settings(),
         "domains": sorted(set(selected["domain"])),
         "limit": config.limit,
-        # --limit draws a seeded random sample per group (`select_prompts`); its seed is the run's --seed.
-        "limit_sample_seed": config.seed if config.limit is not None else None,
+        # --limit draws a seeded random sample per group (`select_prompts`); its seed is --sample-seed,
+        # independent of the generation --seed.
+        "limit_sample_seed": config.sample_seed if config.limit is not None else None,
         "prompts": len(selected),
         "prompts_sha256": digest.hexdigest(),
         "num_samples": config.num_samples,
@@ -234,6 +243,11 @@ def _check_config(config: RunConfig) -> None:
         raise UsageError(f"--num-samples must be >= 1, got {config.num_samples}")
     if config.seed < 0:
         raise UsageError(f"--seed must be >= 0, got {config.seed}")
+    if config.sample_seed < 0:
+        raise UsageError(f"--sample-seed must be >= 0, got {config.sample_seed}")
+    from bold_eval.clustered import validate_cluster
+
+    validate_cluster(config.cluster)
     parse_metrics(config.metrics)
     check_metric_options(config.metric_options)
 
@@ -264,8 +278,7 @@ def _selected_prompts(config: RunConfig, timings: dict[str, float]) -> pd.DataFr
 
     started = time.perf_counter()
     bold = load_bold("all", data_dir=config.data_dir, allow_modified=config.allow_modified_data or None)
-    selected = select_prompts(bold.to_pandas(), config.domains, config.limit,
-                              seed=config.seed)
+    selected = select_prompts(bold.to_pandas(), config.domains, config.limit, seed=config.sample_seed)
     if selected.empty:
         raise UsageError("no prompts selected")
     _timed(timings, "load_data_s", started)
@@ -418,7 +431,9 @@ def run(config: RunConfig) -> Path | None:
     record.timings = timings
     try:
         return score_generations(generations, out, metrics=config.metrics, metric_options=config.metric_options,
-                                 anonymize=config.anonymize, score_on=config.score_on, record=record)
+                                 anonymize=config.anonymize, score_on=config.score_on, record=record,
+                                 reference=config.reference, cluster=config.cluster, data_dir=config.data_dir,
+                                 allow_modified_data=config.allow_modified_data or None)
     except KeyboardInterrupt as error:
         raise RunInterrupted(f"all {len(wanted)} generations are in {out / GENERATIONS_FILE}; scoring was "
                              "interrupted before scores.parquet was written") from error

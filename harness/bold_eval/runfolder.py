@@ -6,6 +6,7 @@ Every writer and reader goes through this module, so the layout is defined once:
     generations.jsonl        one record per (prompt_id, sample), appended batch by batch
     generations.rank<r>.jsonl  per-process shards under several processes, merged by process 0
     scores.parquet           one row per text: GENERATION_COLUMNS, `text`, `<metric>_<column>`
+    reference_scores.parquet the Wikipedia sentences of the same prompts (sample 0), same columns and metrics
     run.json                 a `RunRecord`: what was generated and scored, and how
     summary.json             a `SummaryRecord`: every view of `bold_eval.aggregate.summarize`
     report.md, figures/, tables/   written by `bold_eval.report`
@@ -36,6 +37,8 @@ LEGACY_SCHEMA = "0.1 (no schema_version)"
 GENERATIONS_FILE = "generations.jsonl"
 SHARD_PATTERN = "generations.rank*.jsonl"
 SCORES_FILE = "scores.parquet"
+# The human-written reference of a model run: the Wikipedia sentences of its prompts, scored alike.
+REFERENCE_FILE = "reference_scores.parquet"
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
@@ -101,6 +104,9 @@ class RunRecord:
     num_texts: int | None = None
     versions: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    # REFERENCE_FILE: {"source": "wikipedia", "file", "texts", "cached_texts", "scored_texts", "seconds"},
+    # or {"skipped": why}; {} in folders written before it existed
+    reference: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = RUN_FILE) -> RunRecord:
@@ -201,10 +207,17 @@ def write_summary(run_dir: Path, summary: SummaryRecord) -> None:
 # --------------------------------------------------------------------------- scores
 
 
-def write_scores(out: Path, scores: pd.DataFrame) -> Path:
-    path = Path(out) / SCORES_FILE
+def write_scores(out: Path, scores: pd.DataFrame, file: str = SCORES_FILE) -> Path:
+    """scores.parquet (or REFERENCE_FILE, which has the same columns), written atomically."""
+    path = Path(out) / file
     atomic_write_bytes(path, scores.to_parquet(index=False))
     return path
+
+
+def read_reference_scores(run_dir: str | Path) -> pd.DataFrame | None:
+    """reference_scores.parquet of a run folder (the Wikipedia sentences of its prompts), None when absent."""
+    path = Path(run_dir) / REFERENCE_FILE
+    return pd.read_parquet(path) if path.is_file() else None
 
 
 def load_run(run_dir: str | Path) -> tuple[pd.DataFrame, RunRecord]:

@@ -10,9 +10,11 @@ human label (Figure 6). `validate` does the same for one metric score on any lab
 2. its labels are mapped onto the human label set (by name, or by the paper's numeric codes
    male = -1, female = 1, positive = 1, negative = -1, neutral = 0, toxic = 1, Section 6.3), and
    the mapping is part of the record;
-3. Spearman's ρ between the continuous score and the human label (its position on the score
-   axis), accuracy, per-class precision / recall / F1 / support and their class-size-weighted
-   averages come from scipy and scikit-learn, with paired bootstrap intervals for ρ and accuracy.
+3. Spearman's ρ between the metric's labels and the human labels, both placed on the label order
+   (Table 8's ρ, computed "between labels computed with automatic metrics and labels from human
+   annotations", Section 6.3), accuracy, per-class precision / recall / F1 / support and their
+   class-size-weighted averages come from scipy and scikit-learn, with paired bootstrap intervals;
+   ρ between the continuous score and the human label is reported next to it (`spearman_rho_score`).
 
 `bold_eval.validation_report` writes the record as validation.json, Table 8 and Figure 6.
 """
@@ -301,7 +303,8 @@ def bootstrap_interval(
     from scipy import stats
 
     n = len(data[0])
-    if n < 2 or any(np.ptp(column) == 0 for column in data):
+    # A paired statistic (a correlation) needs two pairs in each of BCa's leave-one-out samples.
+    if n < (3 if len(data) > 1 else 2) or any(np.ptp(column) == 0 for column in data):
         return None, None  # every resample would give the same value, or none
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # degenerate samples: scipy warns and returns nan, reported as None
@@ -337,19 +340,26 @@ def _agreement_intervals(
     predicted: np.ndarray,
     scores: np.ndarray,
     human_order: np.ndarray,
+    predicted_order: np.ndarray,
     *,
     confidence_level: float,
     n_resamples: int,
     seed: int,
 ) -> dict[str, Any]:
-    """Paired bootstrap intervals for ρ and accuracy; BCa up to BCA_MAX_TEXTS texts, percentile above."""
+    """Paired bootstrap intervals for both ρ and accuracy; BCa up to BCA_MAX_TEXTS texts, percentile above.
+
+    The label-level ρ resamples the texts whose metric label has a place on the label order.
+    """
     correct = (human == predicted).astype(np.float64)
     method = "BCa" if human.size <= BCA_MAX_TEXTS else "percentile"
     interval = {"confidence_level": confidence_level, "n_resamples": n_resamples, "seed": seed, "method": method}
-    rho_ci = bootstrap_interval((scores, human_order), _spearman_along, **interval)
+    placed = np.isfinite(predicted_order)
+    rho_ci = bootstrap_interval((predicted_order[placed], human_order[placed]), _spearman_along, **interval)
+    rho_score_ci = bootstrap_interval((scores, human_order), _spearman_along, **interval)
     accuracy_ci = bootstrap_interval((correct,), np.mean, **interval)
     return {
         "spearman_rho": list(rho_ci),
+        "spearman_rho_score": list(rho_score_ci),
         "accuracy": list(accuracy_ci),
         "confidence_level": confidence_level,
         "method": f"{method} bootstrap (scipy.stats.bootstrap), texts resampled with their human label, "
@@ -359,11 +369,24 @@ def _agreement_intervals(
     }
 
 
+def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float | None, float | None]:
+    """(ρ, p-value) from scipy.stats.spearmanr (average ranks for ties); None when an input is constant."""
+    from scipy import stats
+
+    if x.size < 2:
+        return None, None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a constant input has no ρ: nan, reported as None
+        result = stats.spearmanr(x, y)
+    return _nan_to_none(result.statistic), _nan_to_none(result.pvalue)
+
+
 def agreement(
     human: np.ndarray,
     predicted: np.ndarray,
     scores: np.ndarray,
     human_order: np.ndarray,
+    predicted_order: np.ndarray,
     class_names: Sequence[str],
     *,
     confidence_level: float = DEFAULTS["confidence_level"],
@@ -375,30 +398,37 @@ def agreement(
     `human`: class index per text (0..k-1, the order of `class_names`); `predicted`: the class
     index the metric's label maps to, or k when it maps to no compared class (counted as a miss);
     `scores`: the metric's continuous score; `human_order`: each text's human class position on the
-    score axis (Spearman's ρ is computed between `scores` and it).
+    label order (the score axis); `predicted_order`: the position of the metric's label on the same
+    order, NaN for a label with no place on it (regard's "other").
+
+    Table 8's ρ (`spearman_rho`) is between `predicted_order` and `human_order` over the texts with a
+    placed metric label (`spearman_n`); `spearman_rho_score` is between `scores` and `human_order`.
     """
-    from scipy import stats
     from sklearn.metrics import accuracy_score, confusion_matrix
 
     human = np.asarray(human, dtype=np.int64)
     predicted = np.asarray(predicted, dtype=np.int64)
     scores = np.asarray(scores, dtype=np.float64)
     human_order = np.asarray(human_order, dtype=np.float64)
+    predicted_order = np.asarray(predicted_order, dtype=np.float64)
     k = len(class_names)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a constant input has no ρ: nan, reported as None
-        rho = stats.spearmanr(scores, human_order)
+    placed = np.isfinite(predicted_order)
+    rho, p_value = _spearman(predicted_order[placed], human_order[placed])
+    rho_score, p_value_score = _spearman(scores, human_order)
     per_class, weighted = _per_class_scores(human, predicted, class_names)
     intervals = _agreement_intervals(
-        human, predicted, scores, human_order,
+        human, predicted, scores, human_order, predicted_order,
         confidence_level=confidence_level, n_resamples=n_resamples, seed=seed,
     )
     matrix = confusion_matrix(human, predicted, labels=[*range(k), k])[:k]
     return {
         "n": int(human.size),
-        "spearman_rho": _nan_to_none(rho.statistic),
-        "spearman_p_value": _nan_to_none(rho.pvalue),
+        "spearman_rho": rho,
+        "spearman_p_value": p_value,
+        "spearman_n": int(placed.sum()),
+        "spearman_rho_score": rho_score,
+        "spearman_p_value_score": p_value_score,
         "accuracy": float(accuracy_score(human, predicted)),
         "per_class": per_class,
         "weighted": weighted,
@@ -516,6 +546,24 @@ def _axis_positions(
     return order
 
 
+def _label_positions(scored: Scored, order: Mapping[Label, float], mapping: Mapping[str, Label | None]) -> np.ndarray:
+    """Each text's metric label on the human label order, for Table 8's label-level ρ.
+
+    A label mapped onto a compared human class takes that class's position; one mapped elsewhere
+    keeps its own code (sentiment's neutral = 0 against a positive/negative set); one without a code
+    (regard's "other") has no position (NaN) and is left out of the label-level ρ.
+    """
+    codes = scored.view.codes
+    positions: dict[str, float] = {}
+    for metric_label in mapping:
+        human_label = mapping[metric_label]
+        if human_label is not None and human_label in order:
+            positions[metric_label] = order[human_label]
+        else:
+            positions[metric_label] = float(codes[metric_label]) if metric_label in codes else math.nan
+    return np.array([positions.get(str(label), math.nan) for label in scored.labels], dtype=np.float64)
+
+
 def _class_indices(
     human: list[Label], metric_labels: np.ndarray, compared: list[Label], mapping: Mapping[str, Label | None]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -593,12 +641,13 @@ def run_validation(
 
     included, human_index, predicted_index = _class_indices(human, scored.labels, compared, mapping)
     human_order = np.array([order[label] for label in compared])[human_index]
+    predicted_order = _label_positions(scored, order, mapping)[included]
     scores = np.asarray(scored.scores, dtype=np.float64)
     class_names = [classes[label] for label in compared]
     if len(set(class_names)) < len(class_names):
         raise UsageError(f"the human label set gives two classes the same name: {class_names}")
     stats = agreement(
-        human_index, predicted_index, scores[included], human_order, class_names,
+        human_index, predicted_index, scores[included], human_order, predicted_order, class_names,
         confidence_level=confidence_level, n_resamples=int(n_resamples), seed=seed,
     )
     for name, label in zip(class_names, compared, strict=True):
@@ -612,9 +661,11 @@ def run_validation(
 def validate(metric: str, texts: Sequence[str], human_labels: Sequence[Any], **options: Any) -> dict[str, Any]:
     """Table 8 for one metric: agreement of `metric` on `texts` with `human_labels` (taken as truth).
 
-    Returns the record written as validation.json: n, spearman_rho (+ p-value), accuracy,
-    per_class {name: label, precision, recall, f1, support}, weighted {precision, recall, f1},
-    excluded, intervals (95% paired bootstrap for ρ and accuracy), label_mapping, classes,
+    Returns the record written as validation.json: n, spearman_rho (Table 8's ρ between the metric's
+    labels and the human labels; + p-value and spearman_n), spearman_rho_score (ρ between the continuous
+    score and the human label; + p-value), accuracy, per_class {name: label, precision, recall, f1,
+    support}, weighted {precision, recall, f1}, excluded, intervals (95% paired bootstrap for both ρ
+    and accuracy), label_mapping, classes,
     metric_options, source. Validation keywords: score, label_set, label_map, exclude_labels,
     source, confidence_level, n_resamples, seed; every other keyword is a metric option
     (`bold_eval.metrics.<metric>.load_scorer`), e.g. model= for toxicity and regard.

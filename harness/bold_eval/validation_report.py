@@ -1,7 +1,9 @@
 """Write a validation: validation.json, validation.md (the paper's Table 8), figures/ (Figure 6), predictions.csv.
 
-Table 8 prints Spearman's ρ as ".5163" and the classification scores as percentages with two
-decimals, then per-class recall and precision under a row naming the classes; Figure 6 draws
+Table 8 prints Spearman's ρ between the metric's labels and the human labels as ".5163" and the
+classification scores as percentages with two decimals, then per-class recall and precision under a
+row naming the classes; a last column, not in the paper, adds ρ between the metric's continuous
+score and the human label. Figure 6 draws
 the density of the metric's continuous score for each human label ("red: negative/male/toxic,
 blue: neutral and green: positive/non-toxic/female"). Every file is written atomically.
 """
@@ -63,25 +65,31 @@ def format_percent(value: float | None) -> str:
     return f"{100 * value:.2f}"
 
 
+# The extra last column: ρ of the continuous score, which Table 8 does not report.
+SCORE_RHO_HEADER = "Spearman's ρ (continuous score vs label)"
+
+
 def _table_rows(name: str, values: Sequence[str], classes: Sequence[str], recall: Sequence[str],
-                precision: Sequence[str], width: int) -> list[str]:
+                precision: Sequence[str], width: int, score_rho: str) -> list[str]:
     pad = width - len(classes)
     classes, recall, precision = [*classes, *["-"] * pad], [*recall, *["NA"] * pad], [*precision, *["NA"] * pad]
     blank = [""] * (1 + len(values))
     return [
-        "| " + " | ".join([*blank, *classes, *classes]) + " |",
-        "| " + " | ".join([name, *values, *recall, *precision]) + " |",
+        "| " + " | ".join([*blank, *classes, *classes, ""]) + " |",
+        "| " + " | ".join([name, *values, *recall, *precision, score_rho]) + " |",
     ]
 
 
 def table8_markdown(records: Sequence[Mapping[str, Any]], *, paper: bool = False) -> str:
     """Table 8 for one or more validation records: a row naming the classes, then the row of numbers.
 
+    Spearman's ρ is Table 8's, between the metric's labels and the human labels (Section 6.3); the
+    last column is ρ between the continuous score and the human label ("-" in the paper's row).
     `paper=True` adds, under each record, the paper's own row for the same metric when Table 8 has one.
     """
     width = max(3, *(len(record["per_class"]) for record in records))
     header = ["metrics", "Spearman's ρ", "accuracy", "precision", "recall", "f1",
-              "per-class recall", *[""] * (width - 1), "per-class precision", *[""] * (width - 1)]
+              "per-class recall", *[""] * (width - 1), "per-class precision", *[""] * (width - 1), SCORE_RHO_HEADER]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for record in records:
         per_class = record["per_class"]
@@ -92,6 +100,7 @@ def table8_markdown(records: Sequence[Mapping[str, Any]], *, paper: bool = False
             record["table8_row"], values, list(per_class),
             [format_percent(scores["recall"]) for scores in per_class.values()],
             [format_percent(scores["precision"]) for scores in per_class.values()], width,
+            format_rho(record.get("spearman_rho_score")),
         )
         reference = PAPER_TABLE8.get((record["metric"], record["score"])) if paper else None
         if reference is not None:
@@ -100,7 +109,7 @@ def table8_markdown(records: Sequence[Mapping[str, Any]], *, paper: bool = False
                 f"{record['table8_row']} (paper, Table 8)", [format_rho(rho), *(f"{v:.2f}" for v in rest)],
                 reference["classes"],
                 [f"{v:.2f}" if v is not None else "NA" for v in reference["recall"]],
-                [f"{v:.2f}" if v is not None else "NA" for v in reference["precision"]], width,
+                [f"{v:.2f}" if v is not None else "NA" for v in reference["precision"]], width, "-",
             )
     return "\n".join(lines)
 
@@ -108,12 +117,14 @@ def table8_markdown(records: Sequence[Mapping[str, Any]], *, paper: bool = False
 def intervals_line(record: Mapping[str, Any]) -> str:
     intervals = record["intervals"]
     rho_low, rho_high = intervals["spearman_rho"]
+    score_low, score_high = intervals["spearman_rho_score"]
     accuracy_low, accuracy_high = intervals["accuracy"]
     return (
         f"{100 * intervals['confidence_level']:g}% bootstrap intervals ({intervals['method'].split(' ')[0]}, "
         f"{intervals['n_resamples']} paired resamples, seed {intervals['seed']}): "
         f"ρ [{format_rho(rho_low)}, {format_rho(rho_high)}], "
-        f"accuracy [{format_percent(accuracy_low)}, {format_percent(accuracy_high)}]"
+        f"accuracy [{format_percent(accuracy_low)}, {format_percent(accuracy_high)}], "
+        f"ρ (continuous score vs label) [{format_rho(score_low)}, {format_rho(score_high)}]"
     )
 
 
@@ -125,6 +136,9 @@ def counts_line(record: Mapping[str, Any]) -> str:
     if record["predicted_outside"]:
         line += (f"; {record['predicted_outside']} text(s) with a metric label that maps to no compared class "
                  "(counted as misses)")
+    unplaced = record["n"] - record.get("spearman_n", record["n"])
+    if unplaced:
+        line += f"; {unplaced} text(s) with a metric label off the label order left out of the label ρ"
     return line
 
 
@@ -136,10 +150,15 @@ def summary_text(record: Mapping[str, Any]) -> str:
 def _overview_lines(record: Mapping[str, Any]) -> list[str]:
     """Title, what the score is, the counts, Table 8 with the paper's row, and the intervals."""
     source = record["source"]
-    p_value = record["spearman_p_value"]
+    p_value, p_value_score = record["spearman_p_value"], record["spearman_p_value_score"]
     rho_note = (
-        "ρ is Spearman's rank correlation between the score and the human label (its position on the "
-        "score axis)" + (f", p = {p_value:.2g}" if p_value is not None else " (undefined: a constant score or label)")
+        "Spearman's ρ is Table 8's rank correlation between the metric's labels and the human labels, both "
+        "placed on the label order (Section 6.3: \"between labels computed with automatic metrics and labels "
+        "from human annotations\"; ties share their average rank)"
+        + (f", p = {p_value:.2g}" if p_value is not None else " (undefined: a constant metric or human label)")
+        + f"; the last column, {SCORE_RHO_HEADER}, ranks the continuous score instead, so the thresholds "
+        "play no part in it"
+        + (f" (p = {p_value_score:.2g})" if p_value_score is not None else " (undefined: a constant score or label)")
     )
     lines = [
         f"# Validation of {record['metric']} ({record['score']}) against {source.get('name', 'human labels')}",
