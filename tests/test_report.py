@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 
 from bold_eval.cli import main
-from bold_eval.report import compare_runs, write_report
+from bold_eval.compare import compare_runs
+from bold_eval.report import write_report
 
 # Real BOLD group keys and Table 3 super-groups, a few per domain; hinduism is kept small on purpose.
 GROUPS = {

@@ -16,6 +16,19 @@ from typing import Any
 from bold_eval.errors import DEBUG_ENV, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, UserError
 
 
+def _comma_list(text: str) -> list[str]:
+    """`a,b` -> ["a", "b"]: comma lists as lm-eval takes them, beside space-separated values."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+class _Extend(argparse.Action):
+    """Flatten `--domains a,b c` into ["a", "b", "c"]."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, [item for value in values for item in value])
+
+
 def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags shared by `run` and `score`, so both score generations the same way."""
     from bold_eval.metrics import METRIC_NAMES
@@ -205,7 +218,8 @@ def _add_run_gibbs_arguments(run: argparse.ArgumentParser) -> None:
 
 def _add_run_data_arguments(run: argparse.ArgumentParser) -> None:
     """Which BOLD prompts to run: domains and a stratified sample."""
-    run.add_argument("--domains", nargs="+", default=None, help="BOLD domains to run (default: all five)")
+    run.add_argument("--domains", nargs="+", type=_comma_list, action=_Extend, default=None,
+                     help="BOLD domains to run, space- or comma-separated (default: all five)")
     run.add_argument("--limit", type=int, default=None,
                      help="at most N prompts per domain: a random sample (drawn with --sample-seed) stratified by "
                           "group, groups taking turns; every group is present when N >= its number of groups")
@@ -426,17 +440,23 @@ def _add_compare(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("--out", default="compare", help="output folder (default ./compare)")
     _add_alpha(compare)
     compare.add_argument("--allow-different-prompts", action="store_true",
-                         help="compare runs whose (prompt_id, sample) sets differ, on the prompts all share "
+                         help="compare runs whose prompt sets differ, on the prompts all share "
                               "(default: refuse); says so loudly in compare.md and on the terminal")
     _add_cluster(compare)
+    from bold_eval.clustered import CORRECTIONS, DEFAULT_CORRECTION
+
+    compare.add_argument("--correction", choices=tuple(CORRECTIONS), default=DEFAULT_CORRECTION,
+                         help="multiple-comparison correction over all model x group interactions (and, apart, "
+                              "over the overall differences): holm (default) or bh (Benjamini-Hochberg)")
     compare.set_defaults(handler=_compare)
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from bold_eval.report import compare_runs
+    from bold_eval.compare import compare_runs
 
     path = compare_runs(args.run_dirs, args.out, alpha=args.alpha,
-                        allow_different_prompts=args.allow_different_prompts, cluster=args.cluster)
+                        allow_different_prompts=args.allow_different_prompts, cluster=args.cluster,
+                        correction=args.correction)
     print(f"wrote {path}")
     return 0
 
@@ -450,7 +470,7 @@ def _add_score(subparsers: argparse._SubParsersAction) -> None:
     score.add_argument("--from", dest="from_format", choices=("auto", "jsonl", "parquet", "lm-eval"), default="auto",
                        help="input format (default: from the path; a folder or samples_bold_*.jsonl is lm-eval)")
     score.add_argument("--out", required=True, help="output folder (scores.parquet, summary.json, report.md)")
-    score.add_argument("--domains", nargs="+", default=None,
+    score.add_argument("--domains", nargs="+", type=_comma_list, action=_Extend, default=None,
                        help="BOLD domains the generations should cover (default: those they touch)")
     score.add_argument("--allow-partial", action="store_true",
                        help="score what matches BOLD; unknown rows and prompts without a generation are counted "

@@ -37,9 +37,9 @@ from statsmodels.stats.proportion import confint_proportions_2indep, proportions
 from bold_eval.errors import UsageError
 
 CLUSTER_UNITS: dict[str, str] = {
-    "name": "the name (the person in gender and race, the Wikipedia page elsewhere); the samples and prompts "
-            "of one name stay together",
-    "prompt": "the prompt; the samples of one prompt stay together",
+    "name": "the person in gender and race, the Wikipedia page elsewhere; all prompts and samples of a name "
+            "form one unit",
+    "prompt": "the prompt; the samples of one prompt form one unit",
     "none": "the text: every text independent (the paper's analysis, kept for reproduction)",
 }
 DEFAULT_CLUSTER = "name"
@@ -60,8 +60,9 @@ FISHER = "Fisher exact"
 T_TEST = "t test"
 METHOD_NOTES: dict[str, str] = {
     WALD: "OLS on the side indicator with cluster-robust (CR1) variance, t on names - 1 df (statsmodels)",
-    PERMUTATION: "names' side labels shuffled (scipy.stats.permutation_test), interval from a bootstrap over "
-                 "names within each side (scipy.stats.bootstrap, percentile)",
+    PERMUTATION: "studentized permutation test that moves whole units between the two sides (999 draws, 9,999 "
+                 "when p < alpha; beyond the draws, a moment-matched normal tail), interval from a bootstrap "
+                 "over units within each side (scipy.stats.bootstrap, percentile)",
     Z_TEST: "two-proportion z test, pooled variance (statsmodels), Newcombe interval; texts independent",
     FISHER: "Fisher's exact test (scipy), Newcombe interval; texts independent",
     T_TEST: "ordinary least squares t test, texts independent",

@@ -116,9 +116,10 @@ def how_to_read(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
     found = summary["findings"]
     level = stats["confidence_label"]
     out = ["## How to read this", "",
-           f"- **Unit of independent information: {stats['cluster']}** ({stats['cluster_unit']}). Texts of one "
+           f"- **Unit of independent information: {stats['cluster']}**: {stats['cluster_unit']}. Texts of one "
            "person or Wikipedia page share its wording and subject, so they count as one unit in every finding "
-           "(`--cluster none` treats texts as independent, as the paper does).",
+           "(`--cluster none` treats texts as independent, as the paper does; `--cluster prompt` keeps only the "
+           "samples of a prompt together).",
            f"- **Tests:** {stats['findings_test']}. Rates and differences carry {level} intervals and their n.",
            f"- **Correction:** each family of findings is corrected with {stats['correction_name']} "
            f"(`--correction {stats['correction']}`); a finding is listed when its adjusted p is below "

@@ -2,15 +2,13 @@
 
 `write_report(run_dir)` reads `scores.parquet` and `run.json` (written by `bold-eval run`) and
 turns `bold_eval.aggregate.summarize` into files a reader can use without the code.
-`compare_runs(run_dirs, out)` puts several runs side by side, one row per model, the way the
-paper's tables list WIKI, BERT, GPT-2, CTRL-... (Tables 3-6).
+Several runs side by side: `bold_eval.compare.compare_runs`.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from scipy.stats import norm
 
 from bold_eval.aggregate import (
     DEFAULT_CORRECTION,
@@ -30,7 +27,6 @@ from bold_eval.aggregate import (
     PSYCHOLINGUISTIC_HEADERS,
     RACE_PAIR,
     RELIGION_PAIR,
-    TESTED_LABELS,
     VIEWS,
     confidence_label,
     summarize,
@@ -39,7 +35,6 @@ from bold_eval.aggregate import (
     wilson_interval,
 )
 from bold_eval.clustered import DEFAULT_CLUSTER
-from bold_eval.errors import EXIT_USAGE, UserError
 from bold_eval.findings_report import (
     findings_section,
     how_to_read,
@@ -59,7 +54,6 @@ from bold_eval.runfolder import (
     SummaryRecord,
     load_run,
     read_reference_scores,
-    write_json,
     write_summary,
 )
 
@@ -659,309 +653,4 @@ def write_report(
     report = run_dir / REPORT_FILE
     _write_text(report, "\n".join(out))
     write_summary(run_dir, _summary_record(record, summary))
-    return report
-
-
-# --------------------------------------------------------------------------- compare
-
-
-def run_label(record: RunRecord, run_dir: Path) -> str:
-    """Model name as the paper's tables print it (WIKI for the Wikipedia baseline)."""
-    if record.model is None:
-        return run_dir.name
-    return "WIKI" if str(record.model).lower() == "wikipedia" else str(record.model)
-
-
-def _stack_models(frames: Mapping[str, pd.DataFrame], keys: list[str]) -> pd.DataFrame:
-    """Concatenate per-model tables into rows (keys..., model) in the paper's group-then-model order."""
-    if not frames:
-        return pd.DataFrame()
-    stacked = pd.concat([frame.assign(model=model) for model, frame in frames.items()], ignore_index=True)
-    model_rank = {model: rank for rank, model in enumerate(frames)}
-    key_tuples = list(zip(*(stacked[key] for key in keys), strict=True))
-    key_rank = {key: rank for rank, key in reversed(list(enumerate(key_tuples)))}  # first appearance
-    stacked["_key"] = [key_rank[key] for key in key_tuples]
-    stacked["_model"] = stacked["model"].map(model_rank)
-    stacked = stacked.sort_values(["_key", "_model"], kind="stable").drop(columns=["_key", "_model"])
-    columns = [*keys, "model", *[c for c in stacked.columns if c not in (*keys, "model")]]
-    return stacked[columns].reset_index(drop=True)
-
-
-def _table5_row(regard: pd.DataFrame) -> dict[str, Any]:
-    """Table 5 cells of one run: each pair's positive / negative regard share with its interval and n."""
-    row: dict[str, Any] = {}
-    for pair in (GENDER_PAIR, RACE_PAIR):
-        for label in ("positive", "negative"):
-            for group in pair[1:]:
-                match = regard[(regard["group"] == group) & (regard["label"] == label)]
-                row[f"{label} {PAPER_GROUP_NAMES[group]}"] = (
-                    f"{_format_interval(*match[['proportion', 'ci_low', 'ci_high']].iloc[0])} "
-                    f"(n={int(match['total'].iloc[0])})" if len(match) else "")
-    return row
-
-
-class PromptSetError(UserError, ValueError):
-    """The runs of `compare` were generated from different (prompt_id, sample) sets."""
-
-    exit_status = EXIT_USAGE
-
-
-def _keys(scores: pd.DataFrame) -> set[tuple[str, int]]:
-    """The (prompt_id, sample) pairs of a run's texts."""
-    return set(zip(scores["prompt_id"].astype(str), scores["sample"].astype(int), strict=True))
-
-
-class _Compared:
-    """Several runs on the (prompt_id, sample) pairs they all share, each with its scores, run record
-    and summary, keyed by its model label. `shared`, `sizes` and `different` say what was compared."""
-
-    def __init__(self, run_dirs: Sequence[str | Path], alpha: float, allow_different_prompts: bool = False):
-        loaded: dict[str, tuple[pd.DataFrame, RunRecord]] = {}
-        for run_dir in map(Path, run_dirs):
-            scores, record = load_run(run_dir)
-            label = run_label(record, run_dir)
-            if label in loaded:
-                label = f"{label} ({run_dir.name})"
-            loaded[label] = (scores, record)
-        keysets = {label: _keys(scores) for label, (scores, _) in loaded.items()}
-        self.sizes = {label: len(keys) for label, keys in keysets.items()}
-        self.shared = set.intersection(*keysets.values())
-        self.different = any(keys != self.shared for keys in keysets.values())
-        if self.different:
-            sizes = ", ".join(f"{label}: {size}" for label, size in self.sizes.items())
-            if not self.shared:
-                raise PromptSetError(f"the runs share no (prompt_id, sample) pair ({sizes}); there is nothing to "
-                                     "compare like with like")
-            if not allow_different_prompts:
-                raise PromptSetError(
-                    f"the runs were generated from different prompt sets ({sizes} (prompt_id, sample) pairs; "
-                    f"{len(self.shared)} shared by all). Comparing them would mix different groups and prompts. "
-                    "Rerun them on the same prompts (same --domains, --limit, --seed and --num-samples), or pass "
-                    "--allow-different-prompts to compare them on the shared pairs only.")
-        self.runs: dict[str, tuple[pd.DataFrame, RunRecord, dict[str, Any]]] = {}
-        for label, (scores, record) in loaded.items():
-            pairs = pd.MultiIndex.from_arrays([scores["prompt_id"].astype(str), scores["sample"].astype(int)])
-            part = scores[pairs.isin(list(self.shared))].reset_index(drop=True)
-            self.runs[label] = (part, record, summarize(part, record.to_dict(), alpha=alpha))
-
-    def views(self, metric: str) -> dict[str, dict[str, Any]]:
-        """{label: the metric's view} for the runs that scored it."""
-        return {label: summary[metric] for label, (_, _, summary) in self.runs.items()
-                if "skipped" not in summary[metric]}
-
-
-def _gender_polarity_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
-    """Table 3 per model, and Figure 2's male minus female per profession (with intervals)."""
-    gender = compared.views("gender_polarity")
-    table3 = {label: _table3_block(view["tables"]["gender_polarity_category"], ["category"])
-              for label, view in gender.items() if "gender_polarity_category" in view["tables"]}
-    if not table3:
-        return {}
-    # Figure 2 plots Gender-Max; a run without embeddings contributes its first scored method instead,
-    # named in the method_name column (and in the heading).
-    fig2 = {}
-    for label, view in gender.items():
-        rows = _first_method(view["tables"]["gender_polarity_group"])
-        fig2[label] = rows.assign(**{"male minus female [interval]": [
-            _signed(*row) for row in rows[["male_minus_female", "male_minus_female_ci_low",
-                                           "male_minus_female_ci_high"]].to_numpy()]})[
-            ["category", "group", "method_name", "total", "male minus female [interval]"]]
-    return {"table3_gender_polarity": _stack_models(table3, ["category"]),
-            "fig2_male_minus_female": _stack_models(fig2, ["category", "group"])}
-
-
-def _regard_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
-    regard = compared.views("regard")
-    if not regard:
-        return {}
-    return {"table5_regard": pd.DataFrame([{"model": label, **_table5_row(view["tables"]["regard"])}
-                                           for label, view in regard.items()])}
-
-
-def _psycholinguistic_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
-    """Tables 4 and 6 (one row per model and category: the difference in points with its interval) and
-    Tables 9-11 layout per domain (one row per group and model, percent of texts with intervals)."""
-    tables = {}
-    views = compared.views("psycholinguistic")
-    for name, table_name in (("psycholinguistic_gender_difference", "table4_male_minus_female"),
-                             ("psycholinguistic_religion_difference", "table6_christianity_minus_islam")):
-        rows = [{"model": label, **{header: f"{diff * 100:+.2f} [{low * 100:+.2f}, {high * 100:+.2f}]"
-                                    for header, diff, low, high in view["tables"][name][
-                                        ["header", "difference", "ci_low", "ci_high"]].to_numpy()}}
-                for label, view in views.items() if name in view["tables"]]
-        if rows:
-            tables[table_name] = pd.DataFrame(rows)
-    per_domain: dict[str, dict[str, pd.DataFrame]] = {}
-    for label, view in views.items():
-        for domain, wide in _psycholinguistic_percent_tables(view["tables"]["psycholinguistic"]).items():
-            per_domain.setdefault(str(domain), {})[label] = wide
-    for domain, frames in per_domain.items():
-        tables[f"psycholinguistic_{domain}"] = _stack_models(frames, ["group"])
-    return tables
-
-
-def _sentiment_and_toxicity_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
-    tables = {}
-    sentiment = compared.views("sentiment")
-    if sentiment:
-        tables["sentiment_per_group"] = _stack_models(
-            {label: _interval_cells(view["tables"]["sentiment"], ["domain", "group", "total"],
-                                    LABELS["sentiment_label"]) for label, view in sentiment.items()},
-            ["domain", "group"])
-    toxicity = compared.views("toxicity")
-    if toxicity:
-        tables["toxic_ratio_per_group"] = _stack_models(
-            {label: _toxic_ratio_cells(view["tables"]["toxic_ratio"]) for label, view in toxicity.items()},
-            ["domain", "group"])
-    return tables
-
-
-def paired_test(hits_a: pd.Series, hits_b: pd.Series, *, alpha: float = 0.05) -> dict[str, Any]:
-    """McNemar's test of two models' binary labels on the same texts' prompts (statsmodels `mcnemar`).
-
-    `hits_a` and `hits_b` are aligned booleans, one per shared (prompt_id, sample). Only discordant pairs
-    (b: a yes / b no, c: a no / b yes) inform the test: exact binomial when b + c < 25, else the
-    chi-square version with continuity correction. The difference of the two proportions, (b - c) / n,
-    gets a Wald interval for paired proportions: sqrt(b + c - (b - c)^2 / n) / n standard error.
-    """
-    from statsmodels.stats.contingency_tables import mcnemar
-
-    a, b = hits_a.to_numpy(dtype=bool), hits_b.to_numpy(dtype=bool)
-    n = len(a)
-    yes_no, no_yes = int((a & ~b).sum()), int((~a & b).sum())
-    table = [[int((a & b).sum()), yes_no], [no_yes, int((~a & ~b).sum())]]
-    difference = (yes_no - no_yes) / n
-    spread = norm.ppf(1 - alpha / 2) * np.sqrt(max(yes_no + no_yes - (yes_no - no_yes) ** 2 / n, 0.0)) / n
-    exact = yes_no + no_yes < 25
-    result: dict[str, Any] = {
-        "test": "McNemar (exact binomial)" if exact else "McNemar (chi-square, continuity corrected)",
-        "n": n, "proportion_a": float(a.mean()), "proportion_b": float(b.mean()), "a_only": yes_no,
-        "b_only": no_yes, "difference": difference, "ci_low": max(difference - spread, -1.0),
-        "ci_high": min(difference + spread, 1.0), "statistic": None, "p_value": None, "note": ""}
-    if yes_no + no_yes == 0:
-        result["note"] = "no discordant pair: both models label every shared text alike; the test is undefined"
-        return result
-    test = mcnemar(table, exact=exact, correction=True)
-    result.update(statistic=float(test.statistic), p_value=float(test.pvalue))
-    return result
-
-
-def _paired_tests(compared: _Compared, alpha: float) -> list[dict[str, Any]]:
-    """Per tested label and domain, each run against the first one on their shared (prompt_id, sample)."""
-    labels = list(compared.runs)
-    reference = labels[0]
-    tests = []
-    for metric, (column, targets) in TESTED_LABELS.items():
-        scored = compared.views(metric)
-        if reference not in scored:
-            continue
-        base = compared.runs[reference][0].set_index(["prompt_id", "sample"])
-        for other in [label for label in labels[1:] if label in scored]:
-            other_labels = compared.runs[other][0].set_index(["prompt_id", "sample"])[column].rename(f"{column}_b")
-            joined = base[["domain", column]].join(other_labels, how="inner")
-            joined = joined[joined[column].notna() & joined[f"{column}_b"].notna()]
-            for domain, part in joined.groupby("domain", sort=True):
-                for name, value in targets.items():
-                    result = paired_test(part[column].eq(value), part[f"{column}_b"].eq(value), alpha=alpha)
-                    tests.append({"metric": metric, "label": name, "domain": str(domain), "model_a": reference,
-                                  "model_b": other, **result})
-    return tests
-
-
-COMPARE_TITLES = {
-    "table3_gender_polarity": "Texts classified male / female per profession super-group (paper Table 3)",
-    "table5_regard": "Proportions of texts with positive and negative regard (paper Table 5)",
-    "table4_male_minus_female": "Male minus female, percentage points (paper Table 4)",
-    "table6_christianity_minus_islam": "Christianity minus Islam, percentage points (paper Table 6)",
-    "sentiment_per_group": "Sentiment proportions per group (paper Figures 3-5)",
-    "toxic_ratio_per_group": "toxic_ratio per group (Section 6.1.3)",
-}
-PSYCHOLINGUISTIC_TABLE_NUMBERS = {"race": "paper Table 9", "political_ideology": "paper Table 10"}
-
-
-def _compare_title(name: str, table: pd.DataFrame) -> str:
-    """Headings say what the data hold: Figure 2's method is the one the runs scored."""
-    if name == "fig2_male_minus_female":
-        methods = " / ".join(dict.fromkeys(table["method_name"]))
-        return f"{methods}: proportion male minus female per profession (paper Figure 2 uses Gender-Max)"
-    if name.startswith("psycholinguistic_"):
-        domain = name.removeprefix("psycholinguistic_")
-        source = PSYCHOLINGUISTIC_TABLE_NUMBERS.get(domain, "paper Tables 9-11 layout")
-        return f"Psycholinguistic norms, {domain} domain: percent of texts per category ({source})"
-    return COMPARE_TITLES[name]
-
-
-def _paired_markdown(tests: Sequence[Mapping[str, Any]], level: str) -> str:
-    rows = [{"domain": test["domain"], "label": f"{test['metric']} {test['label']}",
-             "models": f"{test['model_a']} vs {test['model_b']}", "n": test["n"],
-             "proportions": f"{test['proportion_a']:.3f} vs {test['proportion_b']:.3f}",
-             f"difference [{level}]": _signed(test["difference"], test["ci_low"], test["ci_high"]),
-             "discordant (a only / b only)": f"{test['a_only']} / {test['b_only']}", "test": test["test"],
-             "p_value": _format_p(test["p_value"]), "note": test["note"]} for test in tests]
-    return _markdown(pd.DataFrame(rows))
-
-
-def _compare_markdown(compared: _Compared, tables: Mapping[str, pd.DataFrame], tests: list[dict[str, Any]],
-                      alpha: float) -> str:
-    level = confidence_label(alpha)
-    lines = ["# BOLD comparison", ""]
-    if compared.different:
-        sizes = ", ".join(f"{label}: {size}" for label, size in compared.sizes.items())
-        lines += [f"> **WARNING: these runs were generated from different prompt sets** ({sizes} (prompt_id, "
-                  f"sample) pairs). Compared on the **{len(compared.shared)}** pairs all runs share only "
-                  "(`--allow-different-prompts`); every number below comes from those shared pairs.", ""]
-    else:
-        lines += [f"The runs share all their **{len(compared.shared)}** (prompt_id, sample) pairs; every table "
-                  "compares the same prompts.", ""]
-    lines += [f"One row per model, as in the paper's tables; proportions carry {level} intervals. Runs:", ""]
-    for label, (scores, record, summary) in compared.runs.items():
-        skipped = [metric for metric, state in summary["metrics"].items() if state["status"] != "scored"]
-        lines.append(f"- **{label}**: {len(scores)} texts compared (of {compared.sizes[label]}), "
-                     f"{record.generator or 'generator unknown'} {json.dumps(to_jsonable(record.generator_settings))}"
-                     + (f"; not scored: {', '.join(skipped)}" if skipped else ""))
-    lines.append("")
-    for name, table in tables.items():
-        lines += [f"## {_compare_title(name, table)}", "", _markdown(table, ".2f" if name == "table3_gender_polarity"
-                                                                      else ".3f"), ""]
-    if tests:
-        lines += ["## Differences between models on the same prompts (paired: McNemar's test)", "",
-                  "Each model against the first, on the texts of the shared (prompt_id, sample) pairs: McNemar's "
-                  "test of the binary label (exact binomial when fewer than 25 discordant pairs), difference of "
-                  f"proportions with a {level} paired Wald interval. p-values are not corrected for the number "
-                  "of tests.", "", _paired_markdown(tests, level), ""]
-    lines += ["## Caveats", "", *[f"- {caveat}" for caveat in CAVEATS], ""]
-    return "\n".join(lines)
-
-
-def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: float = 0.05,
-                 allow_different_prompts: bool = False, log: Callable[[str], None] | None = None,
-                 cluster: str = "name") -> Path:
-    """Side-by-side tables of several runs, one row per model (paper Tables 3-6, 9-10, Figures 2-5).
-
-    Compares like with like: the runs must share their (prompt_id, sample) pairs, else `PromptSetError`,
-    unless `allow_different_prompts`, which restricts every run to the shared pairs and warns (in
-    compare.md and through `log`, default stderr). Model differences use paired McNemar tests.
-    Writes compare.md, one CSV per table and compare.json into `out`; returns compare.md.
-    """
-    alpha = validate_alpha(alpha)
-    if len(run_dirs) < 1:
-        raise ValueError("compare needs at least one run folder")
-    log = log if log is not None else (lambda message: print(message, file=sys.stderr))
-    compared = _Compared(run_dirs, alpha, allow_different_prompts)
-    if compared.different:
-        sizes = ", ".join(f"{label}: {size}" for label, size in compared.sizes.items())
-        log(f"WARNING: the runs have different prompt sets ({sizes}); comparing them on the "
-            f"{len(compared.shared)} (prompt_id, sample) pairs they all share (--allow-different-prompts)")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    tables = {**_gender_polarity_tables(compared), **_regard_tables(compared),
-              **_psycholinguistic_tables(compared), **_sentiment_and_toxicity_tables(compared)}
-    tests = _paired_tests(compared, alpha)
-    for name, table in tables.items():
-        _write_text(out / f"{name}.csv", table.to_csv(index=False))
-    report = out / "compare.md"
-    _write_text(report, _compare_markdown(compared, tables, tests, alpha))
-    write_json(out / "compare.json", {"runs": list(compared.runs), "shared_pairs": len(compared.shared),
-                                      "pairs_per_run": compared.sizes, "different_prompts": compared.different,
-                                      "alpha": alpha, "tables": to_jsonable(tables), "tests": to_jsonable(tests)})
     return report

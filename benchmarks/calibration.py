@@ -1,0 +1,432 @@
+"""Do the findings' tests reject at the rate they claim? Calibration by simulation (issue 19, point 2).
+
+`bold_eval.findings.group_findings` tests every contrast x label of a run in one Holm-corrected family, with
+the name as the unit (`bold_eval.clustered.difference_test`). A family-wise error rate (FWER) of alpha is a
+promise about data where no group differs; this script makes such data and counts how often the promise breaks.
+
+1. **Shuffled nulls on real Wikipedia scores.** Within each domain the group labels (and the profession
+   `category`, which belongs to a group) are permuted among the (name, group) units: each name keeps its
+   texts together, its real within-page correlation and its real label rates, and groups differ only by
+   chance. FWER = share of shuffles with at least one significant finding, with a Clopper-Pearson 95% interval.
+2. **Synthetic clustered data with a known within-name correlation.** Names with BOLD's own texts-per-name
+   distribution (one domain's), a binary label with a name-level random effect (beta-binomial: the name's rate
+   ~ Beta with mean `rate` and intra-class correlation rho, so the design effect is 1 + (m - 1) rho with m
+   the text-weighted mean cluster size), groups assigned to names at random. Each data set has two labels at
+   the same rate: under the null both are null; for power, one group's rate of the first label is raised
+   by `effect` and the second label stays null (its contrasts give the FWER in the presence of a real effect).
+
+Both parts run `--cluster name` (the default analysis) and `--cluster none` (the paper's text-level z and
+Fisher tests, which should reject far more often than alpha on clustered data).
+
+Defaults (about 11 minutes with --jobs 2 on two cores): 100 shuffles of religious_ideology,
+political_ideology and profession with the sentiment, gender polarity (unigram) and psycholinguistic joy,
+anger and fear labels; 200 synthetic data sets per scenario, 300 names in 6 groups with profession's texts
+per name, rho in {0.05, 0.2}, rates 0.3 and 0.02, planted effects +8 and +15 points on a 0.3 rate.
+
+    .venv/bin/python benchmarks/calibration.py --out benchmarks/calibration_table.md
+    .venv/bin/python benchmarks/calibration.py --shuffles 20 --synthetic-sims 20 --domains religious_ideology
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from statsmodels.stats.proportion import proportion_confint
+
+from bold_eval.errors import MissingFileError, UsageError, UserError
+from bold_eval.findings import Label, group_findings
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("BOLD_DATA_DIR", str(PROJECT_ROOT.parent / "shared" / "data" / "bold"))
+os.environ.setdefault("BOLD_LEXICON_DIR", str(PROJECT_ROOT.parent / "shared" / "data" / "lexicons"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+DEFAULT_DOMAINS = ("religious_ideology", "political_ideology", "profession")
+DEFAULT_LABELS = ("sentiment", "gender_polarity", "psycholinguistic:joy", "psycholinguistic:anger",
+                  "psycholinguistic:fear")
+# Metrics that need no downloaded model; gender polarity by unigram matching (the Table 3 method that needs
+# no embedding), so the baseline is the same on every machine.
+SCORED_METRICS = ("sentiment", "psycholinguistic", "gender_polarity")
+METRIC_OPTIONS = {"gender_polarity": {"methods": ["unigram"]}}
+ID_COLUMNS = ("prompt_id", "domain", "group", "category", "name")
+CLUSTERS = ("name", "none")
+SYNTHETIC_DOMAIN = "synthetic"
+PLANTED, NULL = "planted", "null"
+
+
+# --------------------------------------------------------------------------- data
+
+
+def wikipedia_scores(domains: Sequence[str], metrics: Sequence[str], data_dir: str | None = None) -> pd.DataFrame:
+    """scores.parquet of `bold-eval run --model wikipedia` on `domains`, made in a temporary folder."""
+    from bold_eval.run import RunConfig, run
+
+    with tempfile.TemporaryDirectory(prefix="bold-calibration-") as tmp:
+        options = {name: value for name, value in METRIC_OPTIONS.items() if name in metrics}
+        run(RunConfig(out=Path(tmp), model="wikipedia", domains=list(domains), metrics=list(metrics),
+                      metric_options=options, data_dir=data_dir, progress=False))
+        return pd.read_parquet(Path(tmp) / "scores.parquet")
+
+
+def read_scores(path: str, domains: Sequence[str]) -> pd.DataFrame:
+    """A finished run's scores.parquet, restricted to `domains` (each must be there)."""
+    if not Path(path).is_file():
+        raise MissingFileError(f"--scores {path} does not exist; leave it out to score BOLD's Wikipedia sentences")
+    scores = pd.read_parquet(path)
+    missing = [column for column in ID_COLUMNS if column not in scores.columns]
+    if missing:
+        raise UsageError(f"--scores {path} lacks the column(s) {', '.join(missing)}; is it a bold-eval scores.parquet?")
+    absent = sorted(set(domains) - set(scores["domain"].astype(str)))
+    if absent:
+        raise UsageError(f"--scores {path} has no texts of domain(s) {', '.join(absent)}")
+    return scores[scores["domain"].isin(list(domains))].reset_index(drop=True)
+
+
+def select_labels(labels: Sequence[Label], wanted: Sequence[str]) -> list[Label]:
+    """The `finding_labels` named by `wanted`: a metric ("sentiment") or one label ("psycholinguistic:joy")."""
+    chosen: list[Label] = []
+    for token in wanted:
+        metric, _, name = token.partition(":")
+        found = [label for label in labels if label[0] == metric and (not name or label[1] == name)]
+        if not found:
+            known = ", ".join(f"{label[0]}:{label[1]}" for label in labels)
+            raise UsageError(f"--labels {token!r} matches no label of these scores; known: {known}")
+        chosen += [label for label in found if label not in chosen]
+    return chosen
+
+
+def slim(scores: pd.DataFrame, labels: Sequence[Label]) -> pd.DataFrame:
+    """Only the columns the tests read (ids and label columns): cheaper to copy to worker processes."""
+    columns = [c for c in ID_COLUMNS if c in scores.columns] + sorted({label[2] for label in labels})
+    return scores[columns].reset_index(drop=True)
+
+
+def shuffle_groups(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """Within each domain, the (group, category) labels permuted among the (name, group) units.
+
+    A unit's texts stay together and keep their label values; each group keeps its number of units. A name
+    listed under two groups (61 profession pages) is two units that move independently.
+    """
+    shuffled = scores.copy()
+    carried = [c for c in ("group", "category") if c in scores.columns]
+    for _, part in scores.groupby("domain", sort=True):
+        codes = part.groupby(["name", "group"], sort=False).ngroup().to_numpy()
+        first = np.unique(codes, return_index=True)[1]  # the first row of unit 0, 1, ...
+        order = rng.permutation(len(first))
+        for column in carried:
+            shuffled.loc[part.index, column] = part[column].to_numpy()[first][order][codes]
+    return shuffled
+
+
+def beta_parameters(rate: float, rho: float) -> tuple[float, float]:
+    """Beta(a, b) with mean `rate` and intra-class correlation 1 / (a + b + 1) = `rho` (beta-binomial)."""
+    if not 0 < rate < 1 or not 0 < rho < 1:
+        raise UsageError(f"a rate and rho must lie strictly between 0 and 1, got rate {rate} and rho {rho}")
+    total = (1 - rho) / rho
+    return rate * total, (1 - rate) * total
+
+
+def design_effect(sizes: np.ndarray, rho: float) -> float:
+    """Kish's design effect of a mean over clusters of `sizes` with intra-class correlation rho:
+    1 + (m - 1) rho, m = sum n^2 / sum n (the text-weighted mean cluster size)."""
+    sizes = np.asarray(sizes, dtype=float)
+    return float(1 + (np.sum(sizes ** 2) / np.sum(sizes) - 1) * rho)
+
+
+def bold_sizes(domain: str, data_dir: str | None = None) -> np.ndarray:
+    """Texts per name in one BOLD domain (one Wikipedia sentence per prompt)."""
+    from bold_eval.data import load_bold
+
+    frame = load_bold(domain, data_dir=data_dir).to_pandas()
+    return frame.groupby("name").size().to_numpy()
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One synthetic design: label rate, intra-class correlation, planted effect in group 1 (0: the null)."""
+
+    rate: float
+    rho: float
+    effect: float = 0.0
+
+
+def synthetic_scores(sizes: np.ndarray, scenario: Scenario, *, names: int, groups: int,
+                     rng: np.random.Generator) -> pd.DataFrame:
+    """A scores frame of `names` names (sizes drawn from `sizes`) in `groups` groups of (nearly) equal size,
+    with two beta-binomial labels at `scenario.rate`; the `planted` one is `rate + effect` in group g01."""
+    if groups < 3:
+        raise UsageError(f"--groups must be at least 3 (each group is tested against the rest), got {groups}")
+    if names < 2 * groups:
+        raise UsageError(f"--names must give each group at least two names, got {names} names for {groups} groups")
+    counts = rng.choice(np.asarray(sizes), size=names, replace=True)
+    group_of = rng.permutation(np.arange(names) % groups)
+    rows = np.repeat(np.arange(names), counts)
+    within = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    frame = {"prompt_id": [f"{SYNTHETIC_DOMAIN}/{name}/{j}" for name, j in zip(rows, within, strict=True)],
+             "domain": SYNTHETIC_DOMAIN, "group": np.char.add("g", np.char.zfill((group_of[rows] + 1).astype(str), 2)),
+             "name": np.char.add("n", rows.astype(str))}
+    for column in (PLANTED, NULL):
+        rate = np.full(names, scenario.rate)
+        if column == PLANTED:
+            rate[group_of == 0] += scenario.effect
+        a, b = beta_parameters(scenario.rate, scenario.rho)
+        # The same rho in the planted group: Beta with mean rate + effect and a + b unchanged.
+        p = rng.beta(rate * (a + b), (1 - rate) * (a + b))
+        hits = rng.binomial(counts, p)
+        frame[column] = within < hits[rows]
+    return pd.DataFrame(frame)
+
+
+def synthetic_labels() -> list[Label]:
+    return [("synthetic", PLANTED, PLANTED, True, None), ("synthetic", NULL, NULL, True, None)]
+
+
+# --------------------------------------------------------------------------- one simulation
+
+
+def shuffled_trial(index: int, *, scores: pd.DataFrame, labels: Sequence[Label], seed: int, alpha: float,
+                   correction: str, clusters: Sequence[str]) -> list[dict[str, Any]]:
+    """Shuffle `index`: per cluster unit, the family size, its significant findings and raw rejections."""
+    shuffled = shuffle_groups(scores, np.random.default_rng([seed, index]))
+    rows = []
+    for cluster in clusters:
+        tests = group_findings(shuffled, labels, alpha=alpha, correction=correction, cluster=cluster,
+                               seed=index)["tests"]
+        tests = tests[tests["testable"].astype(bool)]
+        found = tests[tests["significant"].astype(bool)]
+        rows.append({"cluster": cluster, "trial": index, "family": len(tests), "findings": len(found),
+                     "raw": int((tests["p_value"] < alpha).sum()),
+                     "where": [f"{r.domain} {r.contrast} {r.metric}:{r.label}" for r in found.itertuples()]})
+    return rows
+
+
+def synthetic_trial(index: int, *, scenario: Scenario, sizes: np.ndarray, names: int, groups: int, seed: int,
+                    alpha: float, correction: str, clusters: Sequence[str]) -> list[dict[str, Any]]:
+    """Data set `index` of `scenario`: per cluster unit, false findings (among the true nulls), raw
+    rejections, whether the planted group's contrast was found (significant and positive), design effect."""
+    key = [seed, index, round(scenario.rate * 1e6), round(scenario.rho * 1e6), round(scenario.effect * 1e6)]
+    frame = synthetic_scores(sizes, scenario, names=names, groups=groups, rng=np.random.default_rng(key))
+    rows = []
+    for cluster in clusters:
+        result = group_findings(frame, synthetic_labels(), alpha=alpha, correction=correction, cluster=cluster,
+                                seed=index)
+        tests = result["tests"][result["tests"]["testable"].astype(bool)]
+        # With a planted effect every contrast of the planted label differs in truth (g01 is in every other
+        # group's rest): only the null label's contrasts are true nulls.
+        null = tests if scenario.effect == 0 else tests[tests["label"] == NULL]
+        planted = tests[(tests["label"] == PLANTED) & (tests["group"] == "g01")]
+        rows.append({"cluster": cluster, "trial": index, "family": len(tests), "nulls": len(null),
+                     "findings": int(null["significant"].astype(bool).sum()),
+                     "raw": int((null["p_value"] < alpha).sum()),
+                     "detected": bool(((planted["significant"].astype(bool)) & (planted["difference"] > 0)).any()),
+                     "design_effect": float(result["design_effects"]["design_effect_median"].iloc[0])})
+    return rows
+
+
+def run_trials(function: Callable[[int], list[dict[str, Any]]], trials: int, jobs: int) -> pd.DataFrame:
+    """`function(0..trials-1)` in `jobs` processes (each trial seeds itself: the result does not depend on jobs)."""
+    if jobs <= 1 or trials < 2:
+        results: Iterable[list[dict[str, Any]]] = map(function, range(trials))
+        return pd.DataFrame([row for rows in results for row in rows])
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(function, range(trials), chunksize=max(1, trials // (4 * jobs))))
+    return pd.DataFrame([row for rows in results for row in rows])
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def rate_with_interval(count: int, total: int) -> tuple[float, float, float]:
+    """count / total with its Clopper-Pearson (exact binomial) 95% interval (statsmodels)."""
+    low, high = proportion_confint(count, total, alpha=0.05, method="beta")
+    return count / total, float(low), float(high)
+
+
+def fwer_row(trials: pd.DataFrame, alpha: float) -> dict[str, Any]:
+    """FWER with its interval, mean false findings per trial and the uncorrected per-test rejection rate."""
+    with_finding = int((trials["findings"] > 0).sum())
+    fwer, low, high = rate_with_interval(with_finding, len(trials))
+    tested = trials["nulls"].sum() if "nulls" in trials else trials["family"].sum()
+    return {"trials": len(trials), "family": float(trials["family"].mean()), "with_finding": with_finding,
+            "fwer": fwer, "fwer_low": low, "fwer_high": high, "false_per_trial": float(trials["findings"].mean()),
+            "raw_rate": float(trials["raw"].sum() / max(tested, 1)), "within_alpha": bool(low <= alpha)}
+
+
+def shuffled_summary(trials: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    return pd.DataFrame([{"cluster": cluster, **fwer_row(part, alpha)}
+                         for cluster, part in trials.groupby("cluster", sort=False)])
+
+
+def synthetic_summary(trials: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    rows = []
+    keys = ["rate", "rho", "effect", "cluster"]
+    by_name = trials[trials["cluster"] == "name"].groupby(keys[:3], sort=False)["design_effect"].mean()
+    for key, part in trials.groupby(keys, sort=False):
+        row = dict(zip(keys, key, strict=True))
+        row.update(fwer_row(part, alpha))
+        detected = int(part["detected"].sum())
+        row["detected"], row["power"], row["power_low"], row["power_high"] = (detected,
+                                                                               *rate_with_interval(detected, len(part)))
+        row["design_effect_expected"] = float(part["design_effect_expected"].iloc[0])
+        row["design_effect_measured"] = float(by_name.get(key[:3], np.nan))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def _interval(value: float, low: float, high: float) -> str:
+    return f"{_percent(value)} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def shuffled_markdown(summary: pd.DataFrame) -> str:
+    header = ["cluster", "shuffles", "tests per family", "shuffles with a finding", "FWER [95% CI]",
+              "false findings per shuffle", "tests with p < alpha"]
+    rows = [(r.cluster, r.trials, f"{r.family:.0f}", r.with_finding, _interval(r.fwer, r.fwer_low, r.fwer_high),
+             f"{r.false_per_trial:.2f}", _percent(r.raw_rate)) for r in summary.itertuples()]
+    return markdown_table(header, rows)
+
+
+def synthetic_null_markdown(summary: pd.DataFrame) -> str:
+    header = ["rate", "rho", "design effect (expected / measured)", "cluster", "data sets", "tests per family",
+              "FWER [95% CI]", "false findings per data set", "tests with p < alpha"]
+    part = summary[summary["effect"] == 0]
+    rows = [(f"{r.rate:g}", f"{r.rho:g}", f"{r.design_effect_expected:.1f} / {r.design_effect_measured:.1f}",
+             r.cluster, r.trials, f"{r.family:.0f}", _interval(r.fwer, r.fwer_low, r.fwer_high),
+             f"{r.false_per_trial:.2f}", _percent(r.raw_rate)) for r in part.itertuples()]
+    return markdown_table(header, rows)
+
+
+def power_markdown(summary: pd.DataFrame) -> str:
+    header = ["rate", "effect", "rho", "cluster", "data sets", "power: g01 found [95% CI]",
+              "FWER over the null label [95% CI]"]
+    part = summary[summary["effect"] > 0]
+    rows = [(f"{r.rate:g}", f"+{100 * r.effect:.0f} points", f"{r.rho:g}", r.cluster, r.trials,
+             _interval(r.power, r.power_low, r.power_high), _interval(r.fwer, r.fwer_low, r.fwer_high))
+            for r in part.itertuples()]
+    return markdown_table(header, rows)
+
+
+def false_findings_markdown(trials: pd.DataFrame, cluster: str = "name", top: int = 10) -> str:
+    """Where the false findings of `cluster` fell (domain, contrast, label), most frequent first."""
+    where = pd.Series([place for places in trials.loc[trials["cluster"] == cluster, "where"] for place in places],
+                      dtype=object)
+    if where.empty:
+        return f"No false finding with --cluster {cluster}."
+    counts = where.value_counts().head(top)
+    return markdown_table(["false finding (--cluster " + cluster + ")", "shuffles"], counts.items())
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scores", help="a Wikipedia-baseline scores.parquet; default: score BOLD's Wikipedia "
+                                         "sentences now (bold_eval.run, --model wikipedia, about 12 s)")
+    parser.add_argument("--data-dir", default=None, help="BOLD folder; default $BOLD_DATA_DIR")
+    parser.add_argument("--domains", nargs="+", default=list(DEFAULT_DOMAINS), help="domains of the shuffled nulls")
+    parser.add_argument("--labels", nargs="+", default=list(DEFAULT_LABELS),
+                        help="metrics or metric:label pairs of bold_eval.aggregate.finding_labels")
+    parser.add_argument("--shuffles", type=int, default=100)
+    parser.add_argument("--synthetic-sims", type=int, default=200, help="data sets per synthetic scenario")
+    parser.add_argument("--names", type=int, default=300, help="names per synthetic data set")
+    parser.add_argument("--groups", type=int, default=6, help="groups per synthetic data set")
+    parser.add_argument("--sizes-domain", default="profession", help="BOLD domain whose texts per name are drawn")
+    parser.add_argument("--rhos", type=float, nargs="+", default=[0.05, 0.2])
+    parser.add_argument("--rates", type=float, nargs="+", default=[0.3, 0.02], help="null scenarios' label rates")
+    parser.add_argument("--effects", type=float, nargs="+", default=[0.08, 0.15], help="planted differences")
+    parser.add_argument("--power-rate", type=float, default=0.3, help="base rate the effects are planted on")
+    parser.add_argument("--clusters", nargs="+", default=list(CLUSTERS), choices=list(CLUSTERS))
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--correction", default="holm", choices=["holm", "bh"])
+    parser.add_argument("--parts", nargs="+", default=["shuffled", "synthetic"], choices=["shuffled", "synthetic"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
+    parser.add_argument("--out", help="write the tables as markdown here")
+    args = parser.parse_args(argv)
+    for name in ("shuffles", "synthetic_sims", "jobs"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    for effect in args.effects:
+        beta_parameters(args.power_rate + effect, args.rhos[0])
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> str:
+    """Run the chosen parts; print (and with --out write) the markdown tables. Returns the markdown."""
+    args = parse_args(argv)
+    settings = dict(alpha=args.alpha, correction=args.correction, clusters=args.clusters, seed=args.seed)
+    sections = [f"Settings: alpha {args.alpha}, correction {args.correction}, seed {args.seed}, jobs {args.jobs}; "
+                f"python {platform.python_version()}, {os.cpu_count()} CPUs."]
+    if "shuffled" in args.parts:
+        started = time.perf_counter()
+        metrics = [m for m in SCORED_METRICS if any(token.partition(":")[0] == m for token in args.labels)]
+        scores = (read_scores(args.scores, args.domains) if args.scores
+                  else wikipedia_scores(args.domains, metrics, args.data_dir))
+        from bold_eval.aggregate import finding_labels
+
+        labels = select_labels(finding_labels(scores), args.labels)
+        data = slim(scores, labels)
+        trials = run_trials(partial(shuffled_trial, scores=data, labels=labels, **settings), args.shuffles, args.jobs)
+        summary = shuffled_summary(trials, args.alpha)
+        sections += [f"## Shuffled nulls on the Wikipedia baseline\n\n{args.shuffles} shuffles of the group labels "
+                     f"among the (name, group) units of {', '.join(args.domains)} ({len(data)} texts, "
+                     f"{data.groupby(['domain', 'name']).ngroups} names); labels: "
+                     f"{', '.join(f'{label[0]}:{label[1]}' for label in labels)}. "
+                     f"{time.perf_counter() - started:.0f} s.", shuffled_markdown(summary),
+                     false_findings_markdown(trials)]
+    if "synthetic" in args.parts:
+        started = time.perf_counter()
+        sizes = bold_sizes(args.sizes_domain, args.data_dir)
+        scenarios = [Scenario(rate, rho) for rate in args.rates for rho in args.rhos]
+        scenarios += [Scenario(args.power_rate, rho, effect) for effect in args.effects for rho in args.rhos]
+        frames = []
+        for scenario in scenarios:
+            trials = run_trials(partial(synthetic_trial, scenario=scenario, sizes=sizes, names=args.names,
+                                        groups=args.groups, **settings), args.synthetic_sims, args.jobs)
+            frames.append(trials.assign(rate=scenario.rate, rho=scenario.rho, effect=scenario.effect,
+                                        design_effect_expected=design_effect(sizes, scenario.rho)))
+        summary = synthetic_summary(pd.concat(frames, ignore_index=True), args.alpha)
+        sections += [f"## Synthetic clustered data\n\n{args.synthetic_sims} data sets per scenario: {args.names} "
+                     f"names with {args.sizes_domain}'s texts per name (mean {sizes.mean():.1f}, text-weighted "
+                     f"{np.sum(sizes ** 2) / np.sum(sizes):.1f}), {args.groups} groups, two beta-binomial labels "
+                     f"per data set (one family of {2 * args.groups} group-vs-rest tests). "
+                     f"{time.perf_counter() - started:.0f} s.\n\n### Null: no group differs",
+                     synthetic_null_markdown(summary),
+                     f"### Power: group g01's rate of one label raised from {args.power_rate:g}; the other label "
+                     "is null in every group", power_markdown(summary)]
+    text = "\n\n".join(sections) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    return text
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(error.exit_status)
