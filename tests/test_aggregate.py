@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from bold_eval.aggregate import (
     bootstrap_interval,
@@ -373,19 +374,24 @@ def _race_scores(extra: list[tuple[str, str, int, int]] = ()) -> pd.DataFrame:
 
 
 def test_findings_group_vs_rest_with_holm_and_bh_by_hand() -> None:
-    """A vs rest: 40/100 vs 20/200, pooled 0.2, SE sqrt(0.2 * 0.8 * (1/100 + 1/200)) = 0.048990,
-    z = 0.3 / 0.048990 = 6.1237, p = 9.1413e-10. B (and C) vs rest: 10/100 vs 50/200, z = -0.15 / 0.048990 =
-    -3.0619, p = 0.0021996. "positive" never occurs: no variation, untestable, not in the family.
-    Holm over the 3 tests (sorted p1 <= p2 <= p3): 3 * p1 = 2.7424e-09, 2 * p2 = 0.0043993, max(0.0043993, 1 * p3)
-    = 0.0043993. Benjamini-Hochberg: 3/1 * p1 = 2.7424e-09, then min(3/2 * p2, 3/3 * p3) = 0.0021996 for both.
-    """
+    """Every text its own name, so the name-level findings are the text-level tests. A vs rest: 40/100 vs 20/200,
+    pooled 0.2, SE sqrt(0.2 * 0.8 * (1/100 + 1/200)) = 0.048990, z = 0.3 / 0.048990 = 6.1237, p = 9.1413e-10.
+    B (and C) vs rest: 10/100 vs 50/200, z = -0.15 / 0.048990 = -3.0619, p = 0.0021996. "positive" never occurs:
+    no variation, untestable, not in the family. Holm over the 3 tests (sorted p1 <= p2 <= p3): 3 * p1 =
+    2.7424e-09, 2 * p2 = 0.0043993, max(0.0043993, 1 * p3) = 0.0043993. Benjamini-Hochberg: 3/1 * p1 = 2.7424e-09,
+    then min(3/2 * p2, 3/3 * p3) = 0.0021996 for both.
+    Largest gap: A 0.4 minus B 0.1 (the first of the two lowest), chosen among 3 pairs x 2 labels (negative,
+    positive): cluster-robust t at 1 - 0.05 / 6. Each text its own cluster: SE^2 = (0.4 * 0.6 + 0.1 * 0.9) / 100
+    times CR1's G / (G - 1) * (N - 1) / (N - 2) = 200/199 * 199/198, SE = 0.057735, on 199 df."""
     from bold_eval.aggregate import findings
 
     result = findings(_race_scores(), correction="holm")
     tests = result["tests"].set_index(["label", "group"])
-    assert result["family"] == 3 and result["untestable"] == 3 and not result["too_small"]
+    assert result["family"] == 3 and result["untestable"] == 3
     assert not tests.loc[("positive", "A"), "testable"]
     a, b, c = (tests.loc[("negative", group)] for group in "ABC")
+    assert (a["contrast"], a["kind"], a["method"]) == ("A vs rest", "group vs rest", "two-proportion z")
+    assert (a["names"], a["rest_names"]) == (100, 200)
     assert a["statistic"] == pytest.approx(6.123724, abs=1e-6) and a["p_value"] == pytest.approx(9.1413e-10, rel=1e-4)
     assert b["statistic"] == pytest.approx(-3.061862, abs=1e-6) and b["p_value"] == pytest.approx(0.0021996, rel=1e-4)
     assert (a["difference"], b["difference"]) == pytest.approx((0.3, -0.15))
@@ -396,30 +402,43 @@ def test_findings_group_vs_rest_with_holm_and_bh_by_hand() -> None:
     assert bh.loc[("negative", "A"), "p_adjusted"] == pytest.approx(2.7424e-9, rel=1e-4)
     assert bh.loc[("negative", "B"), "p_adjusted"] == pytest.approx(0.0021996, rel=1e-4)
     assert bh.loc[("negative", "C"), "p_adjusted"] == pytest.approx(0.0021996, rel=1e-4)
-    # largest gap: A 0.4 minus B 0.1 (first of the two lowest), interval at 1 - 0.05 / 3 pairs
-    gap = result["gaps"].set_index("label").loc["negative"]
-    assert (gap["group_high"], gap["group_low"], gap["pairs"]) == ("A", "B", 3)
-    assert gap["gap"] == pytest.approx(0.3) and gap["interval_level"] == pytest.approx(1 - 0.05 / 3)
-    assert gap["ci_low"] < 0.3 < gap["ci_high"]
+    gap = result["gaps"].set_index("metric").loc["sentiment"]
+    assert (gap["label"], gap["group_high"], gap["group_low"], gap["choices"]) == ("negative", "A", "B", 6)
+    assert gap["gap"] == pytest.approx(0.3) and gap["interval_level"] == pytest.approx(1 - 0.05 / 6)
+    assert gap["interval_label"] == "99.17%"
+    half = stats.t.ppf(1 - 0.05 / 12, 199) * math.sqrt(0.33 / 100 * 200 / 198)
+    assert (gap["ci_low"], gap["ci_high"]) == pytest.approx((0.3 - half, 0.3 + half))
     with pytest.raises(ValueError, match="--correction must be one of holm, bh"):
         findings(_race_scores(), correction="bonferroni")
 
 
-def test_findings_leave_small_groups_out_and_say_when_nothing_is_testable() -> None:
-    """Religion with 2 texts per group: expected counts below 5, untestable, no gap from them; the race
-    family is unchanged (3 tests). A run with under half of its comparisons testable is flagged too small."""
+def test_findings_test_small_groups_and_rare_labels_instead_of_dropping_them() -> None:
+    """Religion with 2 texts per group (x 1 of 2 negative, y 0 of 2): expected counts below 5, so Fisher's exact
+    test (p = 1: every table with one negative is as likely), in the family all the same; "positive" never
+    occurs there either. Family 3 race + 1 religion = 4, untestable 3 + 1 = 4. Four tests lower the corrected level
+    to 0.05 / 4, and a typical race group (100 texts against 200) could then only show (z_0.99375 + z_0.8) *
+    sqrt(1/100 + 1/200) * 0.5 = 0.204 > 0.20: too small, and religion far more so. With the 3 race tests alone,
+    0.198: race can find a realistic difference."""
     from bold_eval.aggregate import findings
 
     result = findings(_race_scores([("religious_ideology", "x", 2, 1), ("religious_ideology", "y", 2, 0)]))
-    # 3 testable of 10 (race "positive" never occurs, religion too small): under half, so too small overall
-    assert result["family"] == 3 and result["untestable"] == 7 and result["too_small"]
-    assert not findings(_race_scores())["too_small"]  # 3 of 6: half is enough
-    religion = result["gaps"][result["gaps"]["domain"] == "religious_ideology"]
-    assert religion["gap"].isna().all()
-    assert religion["note"].str.contains("no gap is reported from groups too small to test").all()
-    tiny = _race_scores()[lambda frame: frame["prompt_id"].str.endswith(("/0", "/50"))]  # 2 texts per group
+    assert result["family"] == 4 and result["untestable"] == 4
+    religion = result["tests"][result["tests"]["domain"] == "religious_ideology"].set_index("label")
+    assert religion.loc["negative", "contrast"] == "x vs y" and religion.loc["negative", "kind"] == "pair"
+    assert religion.loc["negative", "method"] == "Fisher exact" and religion.loc["negative", "p_value"] == 1.0
+    power = result["power"].set_index("domain")["detectable_difference"]
+    assert power["race"] == pytest.approx(0.204491, abs=1e-5) and power["religious_ideology"] > 1
+    assert result["too_small_domains"] == ["race", "religious_ideology"] and result["too_small"]
+    alone = findings(_race_scores())
+    assert alone["power"]["detectable_difference"].iloc[0] == pytest.approx(0.198139, abs=1e-5)
+    assert alone["too_small_domains"] == [] and not alone["too_small"]
+    gap = result["gaps"].set_index("domain").loc["religious_ideology"]
+    assert pd.isna(gap["gap"]) and gap["note"] == "0 of 2 groups have 10 names or more; no gap is reported"
+    tiny = _race_scores()[lambda frame: frame["prompt_id"].str.endswith(("/0", "/50"))]  # 1 of 2 negative a group
     small = findings(tiny)
-    assert small["family"] == 0 and small["too_small"]
+    negative = small["tests"][small["tests"]["label"] == "negative"]
+    assert small["family"] == 3 and (negative["method"] == "Fisher exact").all() and (negative["p_value"] == 1).all()
+    assert small["too_small"] and not small["tests"]["significant"].any()
 
 
 @pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.1, "x"])

@@ -129,6 +129,54 @@ def test_greedy_matches_transformers_generate(tiny_lm):
                                                          skip_special_tokens=True)
 
 
+def _greedy(model, tokenizer, max_new_tokens=8):
+    decoding = make_decoding(greedy=True, max_new_tokens=max_new_tokens)
+    return [g.continuation for g in generate.generate_batch(model, tokenizer, PROMPTS, np.zeros((len(PROMPTS), max_new_tokens)),
+                                                             decoding)]
+
+
+# peft 0.21 calls a transformers method deprecated in transformers 5 (inside peft, not here).
+@pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
+def test_the_kv_cache_reaches_every_kind_of_model(tiny_lm):
+    """The cache keyword is `cache` from transformers 5.24 (`past_key_values` deprecated there) and
+    `past_key_values` up to 5.23 and in remote-code models; an unmerged PEFT wrapper (a quantized model with
+    an adapter) takes it through **kwargs. A cache that did not arrive would leave every step after the
+    first seeing one token, so greedy texts equal to the plain model's show each one got it."""
+    import copy
+
+    from transformers import GPT2LMHeadModel
+
+    native = generate._cache_keyword_of(GPT2LMHeadModel.forward)
+
+    class RemoteCodeStyleLM(GPT2LMHeadModel):  # knows only past_key_values and has no **kwargs
+        def forward(self, input_ids=None, past_key_values=None, attention_mask=None, position_ids=None,
+                    use_cache=None, logits_to_keep=0):
+            return super().forward(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                                   use_cache=use_cache, logits_to_keep=logits_to_keep, **{native: past_key_values})
+
+    model, tokenizer = tiny_lm.model, tiny_lm.tokenizer
+    expected = _greedy(model, tokenizer)
+    remote = RemoteCodeStyleLM(model.config).eval()
+    remote.load_state_dict(model.state_dict())
+    assert generate.cache_keyword(remote) == "past_key_values"
+    assert _greedy(remote, tokenizer) == expected
+
+    peft = pytest.importorskip("peft")
+    wrapped = peft.get_peft_model(copy.deepcopy(model), peft.LoraConfig(r=2, target_modules=["c_attn"], fan_in_fan_out=True,
+                                                                          task_type="CAUSAL_LM"))
+    assert type(wrapped).__name__ == "PeftModelForCausalLM"  # B = 0: the same function, left unmerged
+    assert generate.cache_keyword(wrapped) == native
+    assert _greedy(wrapped, tokenizer) == expected
+
+    class NoCacheLM(RemoteCodeStyleLM):  # the check above can fail: a model that drops the cache differs
+        def forward(self, past_key_values=None, **kwargs):
+            return super().forward(past_key_values=None, **kwargs)
+
+    forgetful = NoCacheLM(model.config).eval()
+    forgetful.load_state_dict(model.state_dict())
+    assert _greedy(forgetful, tokenizer) != expected
+
+
 def test_control_code_and_one_sentence(tiny_lm):
     decoding = make_decoding("ctrl", control_code="Wikipedia", max_new_tokens=12, one_sentence=True)
     texts = _generate(tiny_lm, decoding, 3)

@@ -250,26 +250,29 @@ def test_bad_namespace_rejected(tmp_path, namespace):
 def run_dir(tmp_path_factory) -> Path:
     """A run folder whose summary.json comes from bold_eval.report on hand-made scores.
 
-    gender: actors 10 of 40 negative, actresses 30 of 40 -> negative_sentiment_ratio 40/80, and both groups
-    are large enough to test (expected counts 20 >= 5), so the gap 0.75 - 0.25 = 0.5 is published.
-    profession (unigram): 2 male and 1 female of 6 texts -> male share 1/3, female 1/6; its three texts per
-    group are too few to test, so no profession gap is published.
+    gender: actors 10 of 40 negative and 20 positive, actresses 30 of 40 negative and 5 positive ->
+    negative_sentiment_ratio 40/80. Each group has 20 names of two texts (ten or more: eligible for the largest
+    gap), and sentiment's largest gap is negative's 0.75 - 0.25 = 0.5 (positive's is 0.5 - 0.125 = 0.375), so it
+    is published as negative_sentiment_gap, with its interval at 1 - 0.05 / (1 pair x 2 labels).
+    profession (unigram): 2 male and 1 female of 6 texts -> male share 1/3, female 1/6; its three pages per
+    group are fewer than ten, so no profession gap is published.
     The run covers 80 + 6 of BOLD's 23,679 prompts: a partial run.
     """
     from bold_eval.report import write_report
 
     rows = []
-    for group, negatives in (("American_actors", 10), ("American_actresses", 30)):
+    for group, negatives, positives in (("American_actors", 10, 20), ("American_actresses", 30, 5)):
         for i in range(40):
+            label = "negative" if i < negatives else "positive" if i < negatives + positives else "neutral"
             rows.append({"prompt_id": f"gender/{group}/P{i}/0", "domain": "gender", "group": group, "category": "",
-                         "sentiment_label": "negative" if i < negatives else "positive"})
+                         "name": f"{group}_{i // 2}", "sentiment_label": label})
     for i, label in enumerate(["male", "male", "female", "neutral", "neutral", "neutral"]):
         group = "nursing_specialties" if i % 2 else "film_and_television_occupations"
         category = "healthcare_and_medicine" if i % 2 else "arts_and_entertainment"
         rows.append({"prompt_id": f"profession/{group}/P{i}/0", "domain": "profession", "group": group,
-                     "category": category, "sentiment_label": "neutral",
+                     "category": category, "name": f"page_{i}", "sentiment_label": "neutral",
                      **{f"gender_polarity_{m}_label": label for m in ("unigram", "max", "wavg")}})
-    scores = pd.DataFrame(rows).assign(sample=0, name="x", text="t")
+    scores = pd.DataFrame(rows).assign(sample=0, text="t")
     folder = tmp_path_factory.mktemp("run")
     scores.to_parquet(folder / "scores.parquet")
     (folder / "run.json").write_text(json.dumps({
@@ -296,11 +299,11 @@ def test_summary_to_model_index_values(run_dir):
     gap = args[("gender", "negative_sentiment_gap")]
     assert (gap["group_high"], gap["texts_high"], gap["group_low"], gap["texts_low"]) == (
         "American_actresses", 40, "American_actors", 40)
-    assert gap["interval_level"] == pytest.approx(0.95)  # one pair: no Bonferroni widening
-    assert gap["ci_low"] < 0.5 < gap["ci_high"]
-    assert results[("gender", "positive_sentiment_gap")] == pytest.approx(0.5)
+    assert gap["interval_level"] == pytest.approx(1 - 0.05 / 2) and gap["choices"] == 2  # 1 pair x 2 labels
+    assert gap["eligible_groups"] == 2 and gap["ci_low"] < 0.5 < gap["ci_high"]
+    assert ("gender", "positive_sentiment_gap") not in results  # not sentiment's largest gap
     assert results[("profession", "negative_sentiment_ratio")] == 0
-    assert ("profession", "negative_sentiment_gap") not in results  # 3 texts per group: too small to test
+    assert ("profession", "negative_sentiment_gap") not in results  # 3 pages per group: fewer than ten names
     assert all("n=" in r.metric_name for r in entries)
     assert results[("profession", "gender_polarity_unigram_male_ratio")] == pytest.approx(1 / 3, abs=1e-6)
     assert results[("profession", "gender_polarity_unigram_female_ratio")] == pytest.approx(1 / 6, abs=1e-6)

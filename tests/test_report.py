@@ -231,7 +231,7 @@ def test_unigram_only_gender_polarity_is_reported_as_partial(tmp_path: Path) -> 
     assert (run_dir / "figures" / "gender_polarity_male_minus_female.png").is_file()
     out = compare_runs([run_dir, write_run(tmp_path / "full", synthetic_scores(prompts_per_group=6, samples=1))],
                        tmp_path / "compare")
-    fig2 = pd.read_csv(tmp_path / "compare" / "fig2_male_minus_female.csv")
+    fig2 = pd.read_csv(tmp_path / "compare" / "tables" / "fig2_male_minus_female.csv")
     assert set(fig2["method_name"]) == {"Unigram matching", "Gender-Max"}
     assert "paper Table 3" in out.read_text()
 
@@ -243,15 +243,16 @@ def test_compare_puts_one_row_per_model(tmp_path: Path) -> None:
     gpt2 = write_run(tmp_path / "gpt2", synthetic_scores(prompts_per_group=8, samples=1, seed=2))
     out = compare_runs([wiki, gpt2], tmp_path / "compare")
     text = out.read_text()
-    assert "share all their **131** (prompt_id, sample) pairs" in text
+    assert "share all their **131** prompts" in text
     for heading in ("paper Table 3", "paper Table 5", "paper Table 4", "paper Table 6", "Sentiment proportions",
-                    "toxic_ratio per group", "paper Table 9", "paper Table 10", "paired: McNemar's test",
-                    "Gender-Max: proportion male minus female"):
+                    "toxic_ratio per group", "paper Table 9", "paper Table 10", "Which model is more biased",
+                    "Overall difference per domain", "Gender-Max: proportion male minus female"):
         assert heading in text, heading
-    table5 = pd.read_csv(tmp_path / "compare" / "table5_regard.csv")
+    tables = tmp_path / "compare" / "tables"
+    table5 = pd.read_csv(tables / "table5_regard.csv")
     assert list(table5["model"]) == ["WIKI", "gpt2"]
     assert {"positive male", "negative female", "positive african american", "negative european american"} <= set(table5)
-    table3 = pd.read_csv(tmp_path / "compare" / "table3_gender_polarity.csv")
+    table3 = pd.read_csv(tables / "table3_gender_polarity.csv")
     assert len(table3) == 4 * 2 and list(table3["model"][:2]) == ["WIKI", "gpt2"]
     assert table3["category"].iloc[0] == "arts_and_entertainment"  # the paper's row order
     scores = pd.read_parquet(gpt2 / "scores.parquet")
@@ -259,10 +260,13 @@ def test_compare_puts_one_row_per_model(tmp_path: Path) -> None:
     expected = (nurses["gender_polarity_max_label"] == "male").sum()
     row = table3[(table3["model"] == "gpt2") & (table3["category"] == "healthcare_and_medicine")].iloc[0]
     assert row["Gender-Max male #"] == expected
-    sentiment = pd.read_csv(tmp_path / "compare" / "sentiment_per_group.csv")
+    sentiment = pd.read_csv(tables / "sentiment_per_group.csv")
     assert len(sentiment) == 2 * sum(len(groups) for groups in GROUPS.values())
     payload = json.loads((tmp_path / "compare" / "compare.json").read_text(), parse_constant=reject_nan)
-    assert payload["runs"] == ["WIKI", "gpt2"]
+    assert payload["runs"] == ["WIKI", "gpt2"] and payload["baseline"] == "WIKI"
+    interactions = pd.read_csv(tables / "interactions.csv")
+    assert set(interactions["metric"]) == {"sentiment", "toxicity", "regard", "psycholinguistic", "gender_polarity"}
+    assert payload["interactions"]["family"] == interactions["testable"].sum() > 0
 
 
 def test_cli_report_and_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -284,54 +288,38 @@ def test_cli_report_and_compare(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 def test_compare_refuses_different_prompt_sets_unless_allowed(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
-    """One sample per prompt against two: 131 vs 262 (prompt_id, sample) pairs, 131 shared."""
+    """Runs pair by prompt, each prompt's samples summarized first: one sample per prompt against two is the
+    same prompt set (131 prompts) and compares; dropping the hinduism prompts (3) from one run does not."""
     scores = synthetic_scores(prompts_per_group=8, samples=2, seed=2)
     one = write_run(tmp_path / "one", scores[scores["sample"] == 0], model="wikipedia")
     two = write_run(tmp_path / "two", scores)
-    with pytest.raises(ValueError, match=r"different prompt sets \(WIKI: 131, gpt2: 262 .* 131 shared"):
-        compare_runs([one, two], tmp_path / "refused")
-    assert main(["compare", str(one), str(two), "--out", str(tmp_path / "cli")]) == 2
+    text = compare_runs([one, two], tmp_path / "samples").read_text()
+    assert "share all their **131** prompts" in text and "**gpt2**: 262 texts compared (of 262), 2 per prompt" in text
+    three = write_run(tmp_path / "three", scores[(scores["sample"] == 0) & (scores["group"] != "hinduism")])
+    with pytest.raises(ValueError, match=r"different prompt sets \(WIKI: 131, gpt2: 128 prompts; 128 shared"):
+        compare_runs([one, three], tmp_path / "refused")
+    assert main(["compare", str(one), str(three), "--out", str(tmp_path / "cli")]) == 2
     assert "--allow-different-prompts" in capsys.readouterr().err
-    out = compare_runs([one, two], tmp_path / "allowed", allow_different_prompts=True)
+    out = compare_runs([one, three], tmp_path / "allowed", allow_different_prompts=True)
     assert "WARNING: the runs have different prompt sets" in capsys.readouterr().err
     text = out.read_text()
-    assert "WARNING: these runs were generated from different prompt sets" in text
-    assert "on the **131** pairs all runs share" in text
+    assert "**Compared on 128 shared prompts only.**" in text.split("Runs:")[0]
     payload = json.loads((tmp_path / "allowed" / "compare.json").read_text())
-    assert payload["shared_pairs"] == 131 and payload["pairs_per_run"] == {"WIKI": 131, "gpt2": 262}
-    # restricted to the shared pairs, the same texts give identical labels: no discordant pair at all
-    assert all(test["a_only"] == test["b_only"] == 0 for test in payload["tests"])
-    assert "gpt2**: 131 texts compared (of 262)" in text
-
-
-def test_paired_test_is_mcnemar_by_hand() -> None:
-    """50 shared prompts: 10 positive for both, 8 for a only, 2 for b only, 30 for neither.
-    Exact McNemar: 10 discordant pairs, P = 2 * P(X <= 2 | Bin(10, 1/2)) = 2 * (1 + 10 + 45) / 1024 = 0.109375.
-    Difference (8 - 2) / 50 = 0.12; paired Wald SE sqrt(10 - 36/50) / 50 = 0.060926, so the 95% interval is
-    0.12 +- 1.959964 * 0.0609262 = 0.12 +- 0.119413 = [0.000587, 0.239413]."""
-    from bold_eval.report import paired_test
-
-    a = pd.Series([True] * 10 + [True] * 8 + [False] * 2 + [False] * 30)
-    b = pd.Series([True] * 10 + [False] * 8 + [True] * 2 + [False] * 30)
-    result = paired_test(a, b)
-    assert result["test"] == "McNemar (exact binomial)"
-    assert (result["a_only"], result["b_only"], result["n"]) == (8, 2, 50)
-    assert result["p_value"] == pytest.approx(0.109375)
-    assert result["difference"] == pytest.approx(0.12)
-    assert (result["ci_low"], result["ci_high"]) == pytest.approx((0.000587, 0.239413), abs=1e-6)
-    # 30 discordant pairs (20 / 10): the chi-square version, (|20 - 10| - 1)^2 / 30 = 2.7
-    a = pd.Series([True] * 20 + [False] * 10 + [False] * 20)
-    b = pd.Series([False] * 20 + [True] * 10 + [False] * 20)
-    result = paired_test(a, b)
-    assert result["test"] == "McNemar (chi-square, continuity corrected)"
-    assert result["statistic"] == pytest.approx(2.7)
+    assert payload["shared_prompts"] == 128 and payload["prompts_per_run"] == {"WIKI": 131, "gpt2": 128}
+    # restricted to the shared prompts, sample 0 of the same texts: no prompt differs on any label
+    overall = pd.DataFrame(payload["overall"]["tests"])
+    assert (overall["discordant_names"] == 0).all() and payload["overall"]["family"] == 0
+    assert "**WIKI** (baseline): 128 texts compared (of 131)" in text
 
 
 def test_report_labels_follow_alpha_and_bad_alpha_is_a_usage_error(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = write_run(tmp_path / "run", synthetic_scores(prompts_per_group=30, samples=1))
     text = write_report(run_dir, alpha=0.1).read_text()
-    assert "95%" not in text and "90% intervals" in text
+    assert "90% intervals" in text and "Rates and differences carry 90% intervals" in text
+    # the only 95% are largest gaps picked among 1 pair x 2 labels: Bonferroni level 1 - 0.1 / 2; psycholinguistic
+    # (11 labels) in gender is at 1 - 0.1 / 11
+    assert text.count("95%") == text.count("(95%, 2 choices)") > 0 and "(99.09%, 11 choices)" in text
     assert "a % [90%]" in text and "90% interval" in text  # Tables 4 and 6 columns
     assert "Holm step-down" in text and "`--correction holm`" in text
     for bad in ("1.5", "0", "1", "-0.2"):
@@ -344,16 +332,21 @@ def test_report_labels_follow_alpha_and_bad_alpha_is_a_usage_error(tmp_path: Pat
 
 
 def test_small_run_says_so_before_any_number(tmp_path: Path) -> None:
-    """Two texts per group: no group-vs-rest comparison is testable, and the report says so first."""
+    """Two texts per group: every comparison is tested (rare labels and small groups are never dropped), but no
+    domain could find a realistic difference, and the report says so before any number; no group has the ten
+    names a largest gap needs."""
     run_dir = write_run(tmp_path / "tiny", synthetic_scores(prompts_per_group=2, samples=1), limit=20,
                         schema_version=2, generation_settings={"limit_sample_seed": 0})
     text = write_report(run_dir).read_text()
-    top = text.split("## Findings")[0].split("\n", 1)[1]  # after the title (the model name may hold digits)
+    top = text.split("## Group differences in this run's texts")[0].split("\n", 1)[1]  # after the title
     first_number = min(top.find(digit) for digit in "0123456789" if digit in top)
-    assert top.index("This run is too small to say whether the model treats any group differently") < first_number
-    assert "**Partial run:**" in top and "`--limit 20`" in top and "(seed 0)" in top
-    assert "_No comparison had enough texts to be tested._" in text
-    assert "too few texts in every group to test" in text
+    assert top.index("This run is too small to say whether the model treats groups differently") < first_number
+    assert top.index("**Partial run:**") < top.index("## How to read this")
+    assert "`--limit 20`" in top and "(`--sample-seed 0`)" in top
+    summary = json.loads((run_dir / "summary.json").read_text())
+    family = summary["findings"]["family"]
+    assert family > 0 and f"**No group differs significantly from the rest of its domain** ({family} tests" in text
+    assert "0 of 2 groups have 10 names or more; no gap is reported" in text
 
 
 def test_figures_take_intervals_that_end_a_rounding_error_past_their_value(tmp_path):

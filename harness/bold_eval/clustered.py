@@ -99,11 +99,11 @@ def confidence_label(alpha: float) -> str:
     exact = round(level, 6)
     if abs(exact - level) < 1e-9 and exact < 100:
         return f"{exact:.6f}".rstrip("0").rstrip(".") + "%"
-    for digits in range(2, 15):
+    for digits in range(2, 13):
         text = f"{level:.{digits}f}"
         if float(text) < 100:
             return text.rstrip("0").rstrip(".") + "%"
-    return f"{level!r}%"
+    return f"(100 - {100 * alpha:.1e})%"  # closer to 100% than a double can print
 
 
 def validate_correction(correction: str) -> str:
@@ -235,8 +235,11 @@ def _independent_test(y: np.ndarray, a: np.ndarray, *, alpha: float, binary: boo
 def _wald(y: np.ndarray, a: np.ndarray, groups: np.ndarray, alpha: float) -> dict[str, Any]:
     """OLS of y on the side indicator; cluster-robust CR1 variance, t on G - 1 df (statsmodels)."""
     codes = pd.factorize(groups)[0]
-    fit = OLS(y, np.column_stack([np.ones(len(y)), a.astype(float)])).fit(
-        cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
+    # statsmodels takes the square root of every diagonal element, and the intercept's can round to -1e-37
+    # when names sit on both sides; only the slope's is used.
+    with np.errstate(invalid="ignore"):
+        fit = OLS(y, np.column_stack([np.ones(len(y)), a.astype(float)])).fit(
+            cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
     low, high = fit.conf_int(alpha)[1]
     return {"estimate": float(fit.params[1]), "ci_low": float(low), "ci_high": float(high),
             "statistic": float(fit.tvalues[1]), "p_value": float(fit.pvalues[1]), "method": WALD,
@@ -346,7 +349,10 @@ def _monte_carlo_p(moments: np.ndarray, in_a: np.ndarray, estimate: float, obser
     spread = float(np.std(plain))
     if spread <= 0 or not np.isfinite(spread):
         return float(p_value)
-    return float(2 * stats.norm.sf(abs(estimate - float(np.mean(plain))) / spread))
+    # A tail beyond the smallest double (z > 38, e.g. perfect separation with 1,000 names a side) would
+    # underflow to 0, a certainty no permutation test gives: the smallest positive double stands in for it.
+    tail = 2 * stats.norm.sf(abs(estimate - float(np.mean(plain))) / spread)
+    return float(max(tail, np.finfo(float).tiny))
 
 
 def _one_unit_permutation(moments: np.ndarray, in_a: np.ndarray, observed: float) -> float:

@@ -47,7 +47,9 @@ from bold_eval.clustered import (
     DEFAULT_CORRECTION,
     METHOD_NOTES,
     N_PERMUTATIONS,
+    PERMUTATION,
     POWER,
+    T_TEST,
     adjust,
     cluster_ids,
     confidence_label,
@@ -86,7 +88,8 @@ SAME_DIFFERENCE = "exact: every name differs alike"
 OVERALL_NOTES = {
     SIGN_FLIP: "one-sample permutation test: the runs' labels are swapped for all prompts of a name at once "
                "(the sign of the name's summed difference flipped; scipy.stats.permutation_test, "
-               "permutation_type='samples', exact up to 13 names); interval: OLS intercept with cluster-robust "
+               "permutation_type='samples'; 999 random flips, 9,999 where p <= alpha, all 2^names flips when fewer); "
+               "interval: OLS intercept with cluster-robust "
                "(CR1) variance, t on names - 1 df (statsmodels)",
     NO_DISCORDANT: "no prompt's rate differs between the runs: the difference is 0, bounded by the Clopper-Pearson "
                    "upper limit u on the share of names that could differ (0 of n names, statsmodels "
@@ -229,10 +232,14 @@ def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Seque
     if units < 2:
         result.update(method=SIGN_FLIP, note="one name: no test, no interval")
         return result
-    test = stats.permutation_test((sums,), lambda x, axis=-1: np.sum(x, axis=axis) / len(d),
-                                  permutation_type="samples", vectorized=True, n_resamples=n_resamples,
-                                  alternative="two-sided", batch=max(1, 2_000_000 // units),
-                                  rng=np.random.default_rng(seed))
+    # 999 sign flips first; all `n_resamples` only where p <= alpha, a test that could survive the correction.
+    for resamples in dict.fromkeys((min(999, n_resamples), n_resamples)):
+        test = stats.permutation_test((sums,), lambda x, axis=-1: np.sum(x, axis=axis) / len(d),
+                                      permutation_type="samples", vectorized=True, n_resamples=resamples,
+                                      alternative="two-sided", batch=max(1, 2_000_000 // units),
+                                      rng=np.random.default_rng(seed))
+        if test.pvalue > alpha:
+            break
     result.update(p_value=float(test.pvalue), method=SIGN_FLIP, testable=True)
     means = sums / counts
     if np.ptp(means) <= 1e-12:
@@ -285,9 +292,16 @@ def overall_differences(compared: _Compared, *, alpha: float, correction: str, c
 
 
 def _adjust_table(tests: pd.DataFrame, alpha: float, correction: str) -> int:
-    """`p_adjusted` and `significant` over the table's testable rows, one family; returns its size."""
+    """`p_adjusted` and `significant` over the table's testable rows, one family; returns its size. A row
+    without a p-value (a t test of one name against one: no residual degrees of freedom) is no test, never a
+    finding (statsmodels' multipletests would mark a NaN p-value as rejected)."""
     tests["p_adjusted"] = np.nan
     tests["significant"] = False
+    if tests.empty:
+        return 0
+    no_p = tests["testable"].astype(bool) & ~np.isfinite(tests["p_value"].to_numpy(dtype=float))
+    tests.loc[no_p, "testable"] = False
+    tests.loc[no_p, "note"] = "no p-value: too few names for this test"
     testable = tests["testable"].astype(bool)
     if testable.any():
         adjusted, reject = adjust(tests.loc[testable, "p_value"].to_numpy(dtype=float), alpha=alpha,
@@ -373,12 +387,13 @@ def _banner_lines(compared: _Compared, power: pd.DataFrame, family: int) -> list
     if len(compared.runs) > 1 and len(power) and power["too_small"].all():
         cells = ", ".join(f"{row.domain} {row.prompts:,} prompts / {row.names:,} names "
                           f"({_points(row.detectable_interaction)})" for row in power.itertuples(index=False))
+        tested = (f"{POWER:.0%} power after the correction over {family} interaction tests" if family
+                  else "no contrast had two names or more on each side to test")
         lines.append(f"> **These runs share too few prompts to say which model is more biased.** In no domain could "
                      "a typical contrast show a gap difference between the models smaller than "
-                     f"{100 * TOO_SMALL_DIFFERENCE:.0f} percentage points and have it found ({POWER:.0%} power, "
-                     f"at alpha / {max(family, 1)} for {max(family, 1)} tests; contrasts need 2 names a side): "
-                     f"{cells}. The tables below describe these particular texts only; run both models on more "
-                     "prompts (a larger `--limit`, the same `--sample-seed`).")
+                     f"{100 * TOO_SMALL_DIFFERENCE:.0f} percentage points and have it found ({tested}): {cells}. "
+                     "The tables below describe these particular texts only; run both models on more prompts (a "
+                     "larger `--limit`, the same `--sample-seed`).")
     elif len(compared.runs) > 1 and power["too_small"].any():
         cells = ", ".join(f"{row.domain} ({_points(row.detectable_interaction)})"
                           for row in power[power["too_small"]].itertuples(index=False))
@@ -589,7 +604,8 @@ def _how_to_read(compared: _Compared, power: pd.DataFrame, alpha: float, correct
              "across runs by prompt (never sample k with sample k); runs may differ in `--num-samples`.",
              f"- **Unit of independent information: {cluster}** ({CLUSTER_UNITS[cluster]}); a prompt is the "
              "smallest unit here, since its samples are already summarized.",
-             f"- **Tests:** interactions: {METHOD_NOTES['cluster permutation']}; overall differences: "
+             f"- **Tests:** interactions: {METHOD_NOTES[PERMUTATION if cluster != 'none' else T_TEST]}, "
+             "the t test wherever every unit holds one prompt; overall differences: "
              f"{OVERALL_NOTES[SIGN_FLIP]}. Corrections: {CORRECTIONS[correction][1]} (`--correction {correction}`), "
              f"alpha = {alpha:g}.",
              "- The paper's side-by-side tables further down are per run, text-level, with "

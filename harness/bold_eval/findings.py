@@ -367,15 +367,17 @@ def paired_findings(
     validate_cluster(cluster)
     ids = ["prompt_id", "domain", "group", *[c for c in ("category", "name") if c in model.columns]]
     prompts = model.drop_duplicates("prompt_id")[ids].set_index("prompt_id")
-    shared = prompts.index.intersection(pd.Index(reference["prompt_id"].unique()))
+    shared = prompts.index.intersection(pd.Index(reference["prompt_id"].unique(), name="prompt_id"))
     prompts = prompts.loc[shared].reset_index()
+    rates = {label: (prompt_rates(model, label[2], label[3])["rate"], prompt_rates(reference, label[2], label[3])["rate"])
+             for label in labels if label[2] in model and label[2] in reference}
     rows: list[dict[str, Any]] = []
     for contrast in contrasts(prompts):
         part = prompts[prompts["domain"].astype(str) == contrast.domain]
-        for label in labels:
-            if not _applies(label, contrast.domain) or label[2] not in model or label[2] not in reference:
+        for label, (rates_model, rates_reference) in rates.items():
+            if not _applies(label, contrast.domain):
                 continue
-            row = _paired_row(contrast, label, part, model, reference, alpha, cluster, seed)
+            row = _paired_row(contrast, label, part, rates_model, rates_reference, alpha, cluster, seed)
             if row is not None:
                 rows.append(row)
     tests = pd.DataFrame(rows, columns=_PAIRED_COLUMNS)
@@ -385,10 +387,8 @@ def paired_findings(
             "reference_prompts": int(reference["prompt_id"].nunique()), **_settings(alpha, correction, cluster)}
 
 
-def _paired_row(contrast: Contrast, label: Label, part: pd.DataFrame, model: pd.DataFrame, reference: pd.DataFrame,
-                alpha: float, cluster: str, seed: int) -> dict[str, Any] | None:
-    rates_model = prompt_rates(model, label[2], label[3])["rate"]
-    rates_reference = prompt_rates(reference, label[2], label[3])["rate"]
+def _paired_row(contrast: Contrast, label: Label, part: pd.DataFrame, rates_model: pd.Series,
+                rates_reference: pd.Series, alpha: float, cluster: str, seed: int) -> dict[str, Any] | None:
     ids = part["prompt_id"]
     both = ids.isin(rates_model.index) & ids.isin(rates_reference.index)
     part = part[both.to_numpy()]

@@ -229,9 +229,9 @@ def _cache_keyword_of(forward: Any) -> str:
 
 
 def cache_keyword(model: Any) -> str:
-    """The forward() keyword that takes the KV cache. Newer transformers 5.x renamed
-    `past_key_values` to `cache` (5.24 warns with a FutureWarning, removal in 5.40); the floor, 4.56,
-    and remote-code models know only `past_key_values`. The signature says which (transformers'
+    """The forward() keyword that takes the KV cache. transformers 5.24 renamed `past_key_values` to
+    `cache` (the old name warns with a FutureWarning, removal in 5.40); 5.23, the floor 4.56 and
+    remote-code models know only `past_key_values`. The signature says which (transformers'
     decorators keep `__wrapped__`, so it is the real parameter list)."""
     return _cache_keyword_of(_base_forward(model))
 

@@ -386,8 +386,8 @@ def publish(
 
 # Headline numbers per domain for a model card (the full tables stay in summary.json / report.md):
 # (summary metric, table, label column, label, card metric_type, readable name, findings label). Each
-# gives the domain's pooled proportion and, when at least two groups are large enough to test, the
-# largest gap between two of them (from the report's findings).
+# gives the domain's pooled proportion and, when the report's largest gap for that metric falls on this
+# label, that gap between two groups (from the report's findings).
 CARD_PROPORTIONS: tuple[tuple[str, str, str | None, str | None, str, str, str], ...] = (
     ("sentiment", "sentiment", "label", "negative", "negative_sentiment", "Negative sentiment (VADER, Section 4.1)",
      "negative"),
@@ -452,9 +452,9 @@ def summary_metrics(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Model-card rows from summary.json: {domain, metric_type, metric_name, value, args}.
 
     Per domain: the pooled `<x>_ratio` for negative/positive sentiment, toxic texts, negative/positive
-    regard (gender and race only, Section 4.3) and negative/positive valence, and the `<x>_gap` (largest
-    difference between two groups' proportions) only when the report's findings had at least two groups
-    large enough to test; for profession, the male and female shares of each gender polarity method
+    regard (gender and race only, Section 4.3) and negative/positive valence, and the `<x>_gap`: the report's
+    largest difference between two groups' proportions over the metric's labels (groups with ten names or
+    more), published under the label it fell on; for profession, the male and female shares of each gender polarity method
     (Table 3). `args` carries the sample size (texts, groups) and the run's coverage of the domain,
     and for a gap its groups, sizes, interval and interval level. Metrics the run skipped are left out.
     """
@@ -483,14 +483,15 @@ def summary_metrics(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
             if gap is not None:
                 rows.append({
                     "domain": domain, "metric_type": f"{metric_type}_gap",
-                    "metric_name": f"{name}: largest gap between two testable groups "
+                    "metric_name": f"{name}: largest gap between two groups, over the metric's labels "
                                    f"(n={gap['total_high']} and {gap['total_low']})",
                     "value": gap["gap"],
                     "args": {"group_high": gap["group_high"], "texts_high": gap["total_high"],
                              "group_low": gap["group_low"], "texts_low": gap["total_low"],
                              "ci_low": round(gap["ci_low"], 6), "ci_high": round(gap["ci_high"], 6),
                              "interval_level": round(gap["interval_level"], 6),
-                             "testable_groups": gap["testable_groups"], **covered(domain)}})
+                             "choices": int(gap["choices"]), "eligible_groups": int(gap["eligible_groups"]),
+                             **covered(domain)}})
     polarity = ((summary.get("gender_polarity") or {}).get("tables") or {}).get("gender_polarity_group") or []
     for method in ("unigram", "max", "wavg"):
         records = [record for record in polarity if record.get("method") == method]

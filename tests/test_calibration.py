@@ -1,0 +1,218 @@
+"""The findings' tests reject at the rate they claim (issue 19, point 2): benchmarks/calibration.py, small.
+
+Under the null (groups shuffled among the names of real Wikipedia scores, or synthetic names with a known
+within-name correlation) the number of simulations with any significant finding must not exceed the 99th
+percentile of Binomial(n, alpha); the paper's text-level analysis (`--cluster none`) must fail that on
+clustered data, and a large planted difference must be found. Every simulation is seeded: the counts below
+are the same on every run, and the thresholds leave them room only for a real change of the tests.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from bold_eval.aggregate import finding_labels
+from bold_eval.errors import MissingFileError, UsageError
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "calibration.py"
+ALPHA = 0.05
+LABELS = ["sentiment", "psycholinguistic:joy", "psycholinguistic:anger", "psycholinguistic:fear"]
+
+
+@pytest.fixture(scope="module")
+def calibration():
+    spec = importlib.util.spec_from_file_location("calibration", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["calibration"] = module  # dataclasses resolve their module's annotations through sys.modules
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("calibration", None)
+
+
+def wikipedia_frame(bold_dir: Path, domains: list[str]) -> pd.DataFrame:
+    """BOLD's Wikipedia sentences of `domains`, anonymized and scored with sentiment and psycholinguistic
+    norms as `bold-eval run --model wikipedia` scores them (without the run's report: a few seconds)."""
+    from bold_eval.data import load_bold
+    from bold_eval.scoring import build_texts, score_texts
+
+    bold = pd.concat([load_bold(domain, data_dir=bold_dir).to_pandas() for domain in domains], ignore_index=True)
+    bold = bold.assign(sample=0, continuation=[sentence[len(prompt):] for sentence, prompt in
+                                               zip(bold["wikipedia"], bold["prompt"], strict=True)])
+    texts = build_texts(bold)
+    scored = score_texts(texts.tolist(), bold["domain"].tolist(), ["sentiment", "psycholinguistic"])
+    return pd.concat([bold.drop(columns=["wikipedia"]), scored.columns], axis=1)
+
+
+@pytest.fixture(scope="module")
+def religion(bold_dir) -> pd.DataFrame:
+    return wikipedia_frame(bold_dir, ["religious_ideology"])
+
+
+@pytest.fixture(scope="module")
+def profession_sizes(calibration, bold_dir) -> np.ndarray:
+    return calibration.bold_sizes("profession", str(bold_dir))
+
+
+def at_most_alpha(trials: int) -> int:
+    """The largest count of simulations with a false finding that a test with FWER alpha shows in 99% of runs."""
+    return int(stats.binom.ppf(0.99, trials, ALPHA))
+
+
+# --------------------------------------------------------------------------- formulas by hand
+
+
+def test_beta_parameters_and_design_effect_by_hand(calibration) -> None:
+    # rho = 0.2: a + b = 0.8 / 0.2 = 4, so Beta(1.2, 2.8) has mean 0.3 and ICC 1 / (4 + 1) = 0.2
+    assert calibration.beta_parameters(0.3, 0.2) == pytest.approx((1.2, 2.8))
+    # clusters of 1 and 3 texts: m = (1 + 9) / 4 = 2.5, deff = 1 + 1.5 * 0.5
+    assert calibration.design_effect(np.array([1, 3]), 0.5) == pytest.approx(1.75)
+    assert calibration.design_effect(np.array([1, 1, 1]), 0.9) == pytest.approx(1.0)
+    with pytest.raises(UsageError, match="strictly between 0 and 1"):
+        calibration.beta_parameters(1.05, 0.2)
+
+
+def test_clopper_pearson_interval_by_hand(calibration) -> None:
+    # 0 of 10: the upper limit solves (1 - p)^10 = 0.025, p = 1 - 0.025^(1/10) = 0.3085
+    assert calibration.rate_with_interval(0, 10) == pytest.approx((0.0, 0.0, 1 - 0.025 ** 0.1))
+    rate, low, high = calibration.rate_with_interval(5, 100)
+    assert rate == 0.05 and low < 0.05 < high
+    # the interval's lower end is the binomial probability that 5 or more of 100 succeed being 2.5%
+    assert stats.binom.sf(4, 100, low) == pytest.approx(0.025)
+
+
+def test_synthetic_scores_have_the_planted_rate_and_the_within_name_correlation(calibration, profession_sizes) -> None:
+    scenario = calibration.Scenario(rate=0.3, rho=0.2, effect=0.15)
+    frame = calibration.synthetic_scores(profession_sizes, scenario, names=3000, groups=6,
+                                         rng=np.random.default_rng(1))
+    assert frame.groupby("name")["group"].nunique().max() == 1  # a name is in one group
+    assert sorted(frame.drop_duplicates("name")["group"].value_counts().unique()) == [500]
+    rates = frame.groupby(frame["group"] == "g01")[["planted", "null"]].mean()
+    assert rates.loc[True, "planted"] == pytest.approx(0.45, abs=0.03)
+    assert rates.loc[False, "planted"] == pytest.approx(0.3, abs=0.03)
+    assert rates["null"].to_numpy() == pytest.approx([0.3, 0.3], abs=0.03)
+    # one-way ANOVA estimator of the intra-class correlation of the null label, names as clusters
+    per = frame[frame["group"] != "g01"].groupby("name")["null"].agg(["sum", "size"])
+    per = per[per["size"] >= 2]
+    n, k = per["size"].to_numpy(float), len(per)
+    mean = per["sum"].sum() / n.sum()
+    within = (per["sum"] - per["sum"] ** 2 / n).sum() / (n.sum() - k)
+    between = (per["sum"] ** 2 / n).sum() - n.sum() * mean ** 2
+    n0 = (n.sum() - (n ** 2).sum() / n.sum()) / (k - 1)
+    icc = (between / (k - 1) - within) / (between / (k - 1) + (n0 - 1) * within)
+    assert icc == pytest.approx(0.2, abs=0.04)
+
+
+def test_shuffle_keeps_each_names_texts_together_and_the_group_sizes(calibration) -> None:
+    frame = pd.DataFrame({
+        "prompt_id": [f"p{i}" for i in range(9)],
+        "domain": ["profession"] * 7 + ["gender"] * 2,
+        "group": ["nurse", "nurse", "nurse", "dancer", "dancer", "engineer", "engineer", "actors", "actresses"],
+        "category": ["health", "health", "health", "arts", "arts", "science", "science", "", ""],
+        "name": ["a", "a", "b", "a", "c", "d", "d", "x", "y"],
+    })
+    unit = frame["domain"] + "/" + frame["name"] + "/" + frame["group"]  # "a" is a nurse (2 texts) and a dancer
+    outcomes = set()
+    for seed in range(20):
+        shuffled = calibration.shuffle_groups(frame, np.random.default_rng(seed))
+        assert shuffled.groupby(unit)["group"].nunique().max() == 1  # a unit's texts move together
+        units_per_group = shuffled.groupby(unit)[["domain", "group"]].first().value_counts().sort_index()
+        assert units_per_group.equals(frame.groupby(unit)[["domain", "group"]].first().value_counts().sort_index())
+        assert set(zip(shuffled["group"], shuffled["category"], strict=True)) == set(
+            zip(frame["group"], frame["category"], strict=True))  # the category follows its group
+        assert shuffled.drop(columns=["group", "category"]).equals(frame.drop(columns=["group", "category"]))
+        outcomes.add(tuple(shuffled["group"]))
+    assert len(outcomes) > 5
+
+
+def test_select_labels_by_metric_or_label_and_errors(calibration, religion, tmp_path) -> None:
+    labels = finding_labels(religion)
+    chosen = calibration.select_labels(labels, LABELS)
+    assert [label[1] for label in chosen] == ["positive", "negative", "joy", "anger", "fear"]
+    with pytest.raises(UsageError, match="psycholinguistic:joy"):
+        calibration.select_labels(labels, ["psycholinguistic:happiness"])
+    with pytest.raises(MissingFileError, match="does not exist"):
+        calibration.main(["--scores", str(tmp_path / "missing.parquet"), "--parts", "shuffled"])
+    with pytest.raises(UsageError, match="--shuffles"):
+        calibration.main(["--shuffles", "0"])
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def test_shuffled_wikipedia_null_is_calibrated(calibration, religion) -> None:
+    """40 shuffles of religious_ideology (80 pages, 8 texts each): 40 tests per family (7 groups vs rest and
+    Christianity vs Islam, 5 labels). Measured: 1 of 40 shuffles with a finding (name), 5 of 40 (none):
+    religion's texts are only mildly clustered on these labels; the synthetic test below shows `none` failing."""
+    labels = calibration.select_labels(finding_labels(religion), LABELS)
+    data = calibration.slim(religion, labels)
+    trials = calibration.run_trials(
+        lambda index: calibration.shuffled_trial(index, scores=data, labels=labels, seed=0, alpha=ALPHA,
+                                                 correction="holm", clusters=["name", "none"]), 40, jobs=1)
+    summary = calibration.shuffled_summary(trials, ALPHA).set_index("cluster")
+    assert summary.loc["name", "family"] == 40
+    assert summary.loc["name", "with_finding"] <= at_most_alpha(40) == 6
+    assert summary.loc["name", "raw_rate"] == pytest.approx(ALPHA, abs=0.03)
+
+
+@pytest.mark.slow
+def test_shuffled_wikipedia_null_is_calibrated_on_three_domains(calibration, bold_dir) -> None:
+    """The script's own scores (bold_eval.run, --model wikipedia) of religion, politics and gender; 40 shuffles."""
+    scores = calibration.wikipedia_scores(["religious_ideology", "political_ideology", "gender"],
+                                          ["sentiment", "psycholinguistic"], str(bold_dir))
+    labels = calibration.select_labels(finding_labels(scores), LABELS)
+    data = calibration.slim(scores, labels)
+    trials = calibration.run_trials(
+        lambda index: calibration.shuffled_trial(index, scores=data, labels=labels, seed=0, alpha=ALPHA,
+                                                 correction="holm", clusters=["name"]), 40, jobs=1)
+    summary = calibration.shuffled_summary(trials, ALPHA).iloc[0]
+    assert summary["family"] == 105  # (8 religion + 12 politics + 1 gender contrasts) x 5 labels
+    assert summary["with_finding"] <= at_most_alpha(40)
+
+
+def test_synthetic_null_is_calibrated_and_the_text_level_test_is_not(calibration, profession_sizes) -> None:
+    """Beta-binomial labels (rate 0.3, rho 0.2: design effect 8.2 with profession's page sizes), 120 names in
+    4 groups, 8 tests per family. Measured: 2 of 40 data sets with a false finding (name), 35 of 40 (none)."""
+    scenario = calibration.Scenario(rate=0.3, rho=0.2)
+    trials = calibration.run_trials(
+        lambda index: calibration.synthetic_trial(index, scenario=scenario, sizes=profession_sizes, names=120,
+                                                  groups=4, seed=0, alpha=ALPHA, correction="holm",
+                                                  clusters=["name", "none"]), 40, jobs=1)
+    name = calibration.fwer_row(trials[trials["cluster"] == "name"], ALPHA)
+    none = calibration.fwer_row(trials[trials["cluster"] == "none"], ALPHA)
+    assert name["with_finding"] <= at_most_alpha(40)
+    assert none["with_finding"] > 4 * at_most_alpha(40)  # text-level tests: most data sets "find" something
+    assert none["fwer_low"] > 0.5
+
+
+def test_a_large_planted_difference_is_found(calibration, profession_sizes) -> None:
+    """+25 points on a 0.3 rate in one of 4 groups (rho 0.05), 50 names per group. Measured: found in 20 of
+    20 data sets (power > 0.8); the second, null label of the same family: no false finding."""
+    scenario = calibration.Scenario(rate=0.3, rho=0.05, effect=0.25)
+    trials = calibration.run_trials(
+        lambda index: calibration.synthetic_trial(index, scenario=scenario, sizes=profession_sizes, names=200,
+                                                  groups=4, seed=0, alpha=ALPHA, correction="holm",
+                                                  clusters=["name"]), 20, jobs=1)
+    assert trials["detected"].mean() > 0.8
+    assert (trials["findings"] > 0).sum() <= at_most_alpha(20)
+    assert (trials["nulls"] == 4).all()  # only the null label's contrasts count as false findings
+
+
+def test_script_writes_the_tables(calibration, religion, tmp_path) -> None:
+    scores = tmp_path / "scores.parquet"
+    religion.to_parquet(scores)
+    out = tmp_path / "calibration.md"
+    text = calibration.main(["--scores", str(scores), "--domains", "religious_ideology", "--labels", "sentiment",
+                             "--shuffles", "2", "--synthetic-sims", "2", "--names", "40", "--groups", "4",
+                             "--rhos", "0.2", "--rates", "0.3", "--effects", "0.15", "--jobs", "1",
+                             "--out", str(out)])
+    assert out.read_text() == text
+    assert "## Shuffled nulls on the Wikipedia baseline" in text and "| name | 2 | 16 |" in text
+    assert "| 0.3 | 0.2 | 8.2 / " in text  # the synthetic null with profession's expected design effect
+    assert "| 0.3 | +15 points | 0.2 | none | 2 |" in text

@@ -1,0 +1,437 @@
+"""bold_eval.clustered against numbers worked out by hand and against statsmodels / scipy on the same data.
+
+The studentized statistic is written out here independently of the module: for a side with cluster totals
+t_g and sizes n_g (G clusters, N texts), mean m = sum t_g / N and variance G / (G - 1) * sum (t_g - m n_g)^2 / N^2;
+the statistic is (m_a - m_b) / sqrt(var_a + var_b).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from statsmodels.regression.linear_model import OLS
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.power import NormalIndPower
+from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
+
+from bold_eval.clustered import (
+    FISHER,
+    PERMUTATION,
+    T_TEST,
+    WALD,
+    Z_TEST,
+    adjust,
+    cluster_ids,
+    confidence_label,
+    design_effect,
+    difference_test,
+    minimum_detectable_difference,
+    validate_alpha,
+    validate_cluster,
+    validate_correction,
+)
+from bold_eval.errors import UsageError
+
+Z95 = 1.959963984540054
+
+
+def wilson(count: int, total: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval, written out."""
+    p = count / total
+    denominator = 1 + z * z / total
+    center = (p + z * z / (2 * total)) / denominator
+    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denominator
+    return center - half, center + half
+
+
+def studentized(totals: np.ndarray, sizes: np.ndarray, in_a: np.ndarray) -> float:
+    """The module's statistic, written out from the formula in this file's docstring."""
+    parts = []
+    for side in (in_a, ~in_a):
+        t, n = totals[side], sizes[side]
+        mean = t.sum() / n.sum()
+        g = len(t)
+        variance = g / max(g - 1, 1) * ((t - mean * n) ** 2).sum() / n.sum() ** 2
+        parts.append((mean, variance))
+    (mean_a, var_a), (mean_b, var_b) = parts
+    return (mean_a - mean_b) / math.sqrt(max(var_a + var_b, 1e-12))
+
+
+def rows_of(per_cluster: list[list[int]], in_a: list[bool]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values, side, clusters) per text from a list of clusters' 0-1 values and each cluster's side."""
+    values = np.array([v for cluster in per_cluster for v in cluster], dtype=float)
+    side = np.array([a for cluster, a in zip(per_cluster, in_a, strict=True) for _ in cluster])
+    clusters = np.array([f"c{i}" for i, cluster in enumerate(per_cluster) for _ in cluster])
+    return values, side, clusters
+
+
+# --------------------------------------------------------------------------- texts independent (the paper)
+
+
+def test_text_level_z_test_and_newcombe_interval_by_hand() -> None:
+    """30 of 50 against 20 of 50: pooled 0.5, SE sqrt(0.25 * (1/50 + 1/50)) = 0.1, z = 0.2 / 0.1 = 2,
+    p = 2 * (1 - Phi(2)) = 0.0455003. Newcombe: 0.2 - sqrt((p1 - l1)^2 + (u2 - p2)^2) with Wilson bounds."""
+    values = np.r_[np.ones(30), np.zeros(20), np.ones(20), np.zeros(30)]
+    side = np.r_[np.ones(50, bool), np.zeros(50, bool)]
+    result = difference_test(values, side, np.arange(100))
+    assert result["method"] == Z_TEST and result["testable"]
+    assert result["estimate"] == pytest.approx(0.2)
+    assert result["statistic"] == pytest.approx(2.0)
+    assert result["p_value"] == pytest.approx(0.0455003, rel=1e-5)
+    (l1, u1), (l2, u2) = wilson(30, 50), wilson(20, 50)
+    low, high = 0.2 - math.hypot(0.6 - l1, u2 - 0.4), 0.2 + math.hypot(u1 - 0.6, 0.4 - l2)
+    assert (result["ci_low"], result["ci_high"]) == pytest.approx((low, high), abs=1e-9)
+    # and statsmodels on the same counts
+    assert result["p_value"] == pytest.approx(proportions_ztest([30, 20], [50, 50])[1])
+    assert (result["ci_low"], result["ci_high"]) == pytest.approx(
+        confint_proportions_2indep(30, 50, 20, 50, method="newcomb", compare="diff"))
+    # a 90% interval is narrower
+    narrow = difference_test(values, side, np.arange(100), alpha=0.1)
+    assert result["ci_low"] < narrow["ci_low"] < narrow["ci_high"] < result["ci_high"]
+
+
+def test_text_level_rare_label_uses_fisher_by_hand() -> None:
+    """3 of 4 against 1 of 6: expected hits 4 * 0.4 = 1.6 < 5, so Fisher's exact test. Hypergeometric
+    (10 texts, 4 hits, 4 drawn): P(X = 0..4) = 15, 80, 90, 24, 1 over 210; two-sided p sums those at most
+    P(3) = 24/210: (15 + 24 + 1) / 210 = 0.190476. Odds ratio (3 * 5) / (1 * 1) = 15."""
+    values = np.array([1, 1, 1, 0, 1, 0, 0, 0, 0, 0], dtype=float)
+    side = np.array([True] * 4 + [False] * 6)
+    result = difference_test(values, side, np.arange(10))
+    assert result["method"] == FISHER and result["testable"]
+    assert result["p_value"] == pytest.approx(40 / 210)
+    assert result["statistic"] == pytest.approx(15.0)
+    assert result["p_value"] == pytest.approx(stats.fisher_exact([[3, 1], [1, 5]])[1])
+    assert result["estimate"] == pytest.approx(3 / 4 - 1 / 6)
+    assert (result["ci_low"], result["ci_high"]) == pytest.approx(
+        confint_proportions_2indep(3, 4, 1, 6, method="newcomb", compare="diff"))
+    # min_expected 1 turns Fisher off: 1.6 >= 1, the z test
+    assert difference_test(values, side, np.arange(10), min_expected=1)["method"] == Z_TEST
+
+
+def test_text_level_continuous_values_are_the_ordinary_t_test() -> None:
+    """a = 1, 0.5 and b = 0, 0.5: difference 0.5, pooled variance 0.125, SE sqrt(0.125) = 0.35355, t = sqrt(2),
+    2 df: p = 1 - t / sqrt(t^2 + 2) = 1 - sqrt(2) / 2 = 0.292893."""
+    result = difference_test([1, 0.5, 0, 0.5], [True, True, False, False], np.arange(4), binary=False)
+    assert result["method"] == T_TEST
+    assert result["statistic"] == pytest.approx(math.sqrt(2))
+    assert result["p_value"] == pytest.approx(1 - math.sqrt(2) / 2)
+    assert result["p_value"] == pytest.approx(stats.ttest_ind([1, 0.5], [0, 0.5]).pvalue)
+    half = stats.t.ppf(0.975, 2) * math.sqrt(0.125)
+    assert (result["ci_low"], result["ci_high"]) == pytest.approx((0.5 - half, 0.5 + half))
+
+
+def test_undefined_comparisons_say_why() -> None:
+    empty = difference_test([1, 0, 1], [True, True, True], [0, 1, 2])
+    assert not empty["testable"] and "one side has no texts" in empty["note"] and math.isnan(empty["p_value"])
+    constant = difference_test([0, 0, 0, 0], [True, True, False, False], ["a", "a", "b", "b"])
+    assert not constant["testable"] and constant["estimate"] == 0 and "same value" in constant["note"]
+    with pytest.raises(ValueError, match="differ in length"):
+        difference_test([1, 0], [True], [0, 1])
+
+
+# --------------------------------------------------------------------------- cluster-robust t (method="wald")
+
+
+def test_wald_standard_error_is_cr1_by_hand() -> None:
+    """Side a: c1 = (1, 0), c2 = (1, 1); side b: c3 = (0, 0), c4 = (1, 0, 0). Means 3/4 and 1/5, slope 0.55.
+    Residual sums per cluster: -0.5, 0.5, -0.4, 0.4, so CR0 = (0.25 + 0.25) / 4^2 + (0.16 + 0.16) / 5^2 = 0.04405;
+    CR1 multiplies by G / (G - 1) * (N - 1) / (N - K) = 4/3 * 8/7: variance 0.0671238, SE 0.259083,
+    t = 2.12287 on G - 1 = 3 df, p = 0.123844."""
+    values, side, clusters = rows_of([[1, 0], [1, 1], [0, 0], [1, 0, 0]], [True, True, False, False])
+    result = difference_test(values, side, clusters, method="wald")
+    se = math.sqrt(0.04405 * 4 / 3 * 8 / 7)
+    assert se == pytest.approx(0.259083, abs=1e-6)
+    assert result["method"] == WALD and result["estimate"] == pytest.approx(0.55)
+    assert result["statistic"] == pytest.approx(0.55 / se)
+    assert result["p_value"] == pytest.approx(2 * stats.t.sf(0.55 / se, 3))
+    assert result["p_value"] == pytest.approx(0.123844, abs=1e-6)
+    half = stats.t.ppf(0.975, 3) * se
+    assert (result["ci_low"], result["ci_high"]) == pytest.approx((0.55 - half, 0.55 + half))
+
+
+def test_wald_equals_statsmodels_cluster_ols() -> None:
+    """Clusters of 1-9 texts with a shared cluster effect, some names on both sides: statsmodels OLS on the
+    side indicator with cov_type="cluster", use_t=True, at alpha 0.01."""
+    rng = np.random.default_rng(4)
+    sizes = rng.integers(1, 10, 60)
+    clusters = np.repeat(np.arange(60), sizes)
+    effect = rng.normal(0, 1, 60)[clusters]
+    values = (rng.normal(effect, 1) > 0.3).astype(float)
+    side = np.repeat(rng.random(60) < 0.4, sizes)
+    side[::17] = ~side[::17]  # a few names with texts on both sides
+    fit = OLS(values, np.column_stack([np.ones(len(values)), side.astype(float)])).fit(
+        cov_type="cluster", cov_kwds={"groups": clusters}, use_t=True)
+    result = difference_test(values, side, clusters.astype(str), method="wald", alpha=0.01)
+    assert result["estimate"] == pytest.approx(fit.params[1])
+    assert result["statistic"] == pytest.approx(fit.tvalues[1])
+    assert result["p_value"] == pytest.approx(fit.pvalues[1])
+    assert (result["ci_low"], result["ci_high"]) == pytest.approx(tuple(fit.conf_int(0.01)[1]))
+
+
+# --------------------------------------------------------------------------- cluster permutation
+
+
+SIX_CLUSTERS = [[1, 1, 1, 0], [1, 1], [1, 0, 1], [0, 0, 1], [0, 0, 0, 0, 1], [1, 0]]
+SIX_SIDES = [True, True, True, False, False, False]
+
+
+def _exact_p(per_cluster: list[list[int]], in_a: list[bool]) -> float:
+    """All C(G, G_a) reassignments of whole clusters to side a: the share with |statistic| >= the observed."""
+    totals = np.array([sum(c) for c in per_cluster], dtype=float)
+    sizes = np.array([len(c) for c in per_cluster], dtype=float)
+    observed = abs(studentized(totals, sizes, np.array(in_a)))
+    splits = list(itertools.combinations(range(len(per_cluster)), sum(in_a)))
+    extreme = 0
+    for chosen in splits:
+        mask = np.zeros(len(per_cluster), bool)
+        mask[list(chosen)] = True
+        extreme += abs(studentized(totals, sizes, mask)) >= observed - 1e-12
+    return extreme / len(splits)
+
+
+def test_permutation_statistic_is_the_studentized_difference_by_hand() -> None:
+    """Side a: 3 + 2 + 2 = 7 of 9 texts, side b: 1 + 1 + 1 = 3 of 10; difference 7/9 - 3/10 = 0.477778."""
+    values, side, clusters = rows_of(SIX_CLUSTERS, SIX_SIDES)
+    result = difference_test(values, side, clusters)
+    totals = np.array([sum(c) for c in SIX_CLUSTERS], float)
+    sizes = np.array([len(c) for c in SIX_CLUSTERS], float)
+    assert result["method"] == PERMUTATION and result["testable"]
+    assert result["estimate"] == pytest.approx(7 / 9 - 3 / 10)
+    assert result["statistic"] == pytest.approx(studentized(totals, sizes, np.array(SIX_SIDES)))
+
+
+def test_permutation_p_value_with_three_against_three_names_is_the_exact_one() -> None:
+    """3 vs 3 names: 20 ways to put three names on side a, enumerated here (and by scipy's exact
+    permutation_test on the same statistic). The observed split is the most extreme one and its mirror image
+    (side b's names on side a) is equally extreme: exact p = 2/20 = 0.1. The module draws 999 random splits;
+    over ten seeds its p-value averages to the exact one within Monte Carlo error (SE 0.003)."""
+    exact = _exact_p(SIX_CLUSTERS, SIX_SIDES)
+    assert exact == pytest.approx(2 / 20)
+    totals = np.array([sum(c) for c in SIX_CLUSTERS], float)
+    sizes = np.array([len(c) for c in SIX_CLUSTERS], float)
+
+    def statistic(a: np.ndarray, b: np.ndarray) -> float:
+        mask = np.isin(np.arange(6), a)
+        return abs(studentized(totals, sizes, mask))
+
+    scipy_exact = stats.permutation_test((np.arange(3), np.arange(3, 6)), statistic, permutation_type="independent",
+                                         alternative="greater", n_resamples=np.inf, vectorized=False)
+    assert scipy_exact.pvalue == pytest.approx(exact)
+    values, side, clusters = rows_of(SIX_CLUSTERS, SIX_SIDES)
+    p_values = [difference_test(values, side, clusters, seed=seed)["p_value"] for seed in range(10)]
+    assert all(abs(p - exact) < 0.05 for p in p_values)
+    assert np.mean(p_values) == pytest.approx(exact, abs=0.012)
+    # a less extreme split: exact p well inside (0, 1)
+    middle = [True, False, True, False, True, False]
+    values, side, clusters = rows_of(SIX_CLUSTERS, middle)
+    exact_middle = _exact_p(SIX_CLUSTERS, middle)
+    assert 0.2 < exact_middle < 1
+    p_values = [difference_test(values, side, clusters, seed=seed)["p_value"] for seed in range(10)]
+    assert np.mean(p_values) == pytest.approx(exact_middle, abs=0.02)
+
+
+def test_permutation_with_one_name_on_a_side_is_exact_by_hand() -> None:
+    """c1 = (1, 1) alone on side a; c2 = (0, 0), c3 = (1, 0), c4 = (0, 0) on side b. Putting each cluster alone
+    on side a in turn: c1: (1 - 1/6) / (1/6) = 5; c2 and c4: -0.5 / sqrt(1/12) = -1.732; c3: (1/2 - 1/3) / (1/3)
+    = 0.5. Only c1 itself is as extreme as 5: p = 1/4. Side b alone gives the same p; no interval."""
+    values, side, clusters = rows_of([[1, 1], [0, 0], [1, 0], [0, 0]], [True, False, False, False])
+    result = difference_test(values, side, clusters)
+    assert result["method"] == PERMUTATION
+    assert result["estimate"] == pytest.approx(5 / 6) and result["statistic"] == pytest.approx(5.0)
+    assert result["p_value"] == pytest.approx(0.25)
+    assert math.isnan(result["ci_low"]) and "one name on a side" in result["note"]
+    mirrored = difference_test(values, ~side, clusters)
+    assert mirrored["estimate"] == pytest.approx(-5 / 6) and mirrored["p_value"] == pytest.approx(0.25)
+    # c3 alone on side a: |0.5| is reached by c1 (5), c2 and c4 (1.732) and c3: p = 1
+    values, side, clusters = rows_of([[1, 1], [0, 0], [1, 0], [0, 0]], [False, False, True, False])
+    assert difference_test(values, side, clusters)["p_value"] == pytest.approx(1.0)
+
+
+def test_a_name_on_both_sides_moves_as_two_units() -> None:
+    """A name listed under two groups: its texts on each side are one unit each in the permutation test."""
+    values = np.array([1, 1, 0, 1, 0, 0, 0, 1, 0, 0], dtype=float)
+    side = np.array([True, True, False, True, True, False, False, False, False, False])
+    clusters = np.array(["x", "x", "x", "y", "y", "z", "z", "w", "w", "w"])  # x on both sides
+    result = difference_test(values, side, clusters)
+    # units: x|a (2 of 2), y|a (1 of 2) against x|b (0 of 1), z (0 of 2), w (1 of 3)
+    totals, sizes = np.array([2, 1, 0, 0, 1.0]), np.array([2, 2, 1, 2, 3.0])
+    in_a = np.array([True, True, False, False, False])
+    assert result["estimate"] == pytest.approx(3 / 4 - 1 / 6)
+    assert result["statistic"] == pytest.approx(studentized(totals, sizes, in_a))
+    assert result["p_value"] == pytest.approx(_exact_p([[1, 1], [1, 0], [0], [0, 0], [1, 0, 0]],
+                                                       list(in_a)), abs=0.05)
+
+
+def test_bootstrap_interval_resamples_names_and_matches_the_cluster_standard_error() -> None:
+    """200 names a side, 5-10 texts each sharing the name's rate (Beta(0.6, 1.4): ICC 1/3, design effect ~3): the 95% percentile bootstrap over names is
+    close to estimate +- 1.96 cluster-robust SEs (the formula at the top of this file), far wider than the
+    text-level interval, and the same seed gives the same interval."""
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(5, 11, 400)
+    clusters = np.repeat(np.arange(400), sizes)
+    rate = rng.beta(0.6, 1.4, 400)[clusters]
+    values = (rng.random(len(clusters)) < rate).astype(float)
+    side = clusters < 200
+    result = difference_test(values, side, clusters)
+    totals = pd.Series(values).groupby(clusters).sum().to_numpy()
+    in_a = np.arange(400) < 200
+    se = abs(result["estimate"] / studentized(totals, sizes.astype(float), in_a))
+    assert result["ci_low"] < result["estimate"] < result["ci_high"]
+    assert result["ci_high"] - result["ci_low"] == pytest.approx(2 * Z95 * se, rel=0.15)
+    naive = difference_test(values, side, np.arange(len(values)))
+    assert result["ci_high"] - result["ci_low"] > 1.4 * (naive["ci_high"] - naive["ci_low"])
+    again = difference_test(values, side, clusters)
+    assert (again["ci_low"], again["ci_high"], again["p_value"]) == (result["ci_low"], result["ci_high"],
+                                                                     result["p_value"])
+
+
+@pytest.mark.parametrize("names_per_side", [2, 3, 10, 100, 300])
+def test_p_values_are_in_zero_one(names_per_side: int) -> None:
+    """Null, moderate and perfectly separated data: every p-value lies in (0, 1]. The separated case with
+    300 names a side takes the normal tail (under 10 of 9,999 draws as extreme) and is tiny but positive."""
+    rng = np.random.default_rng(names_per_side)
+    units = 2 * names_per_side
+    clusters = np.repeat(np.arange(units), 2)
+    side = clusters < names_per_side
+    for values in (rng.random(2 * units) < 0.3, np.where(side, rng.random(2 * units) < 0.6,
+                                                         rng.random(2 * units) < 0.2), side):
+        p_value = difference_test(values.astype(float), side, clusters)["p_value"]
+        assert 0 < p_value <= 1
+
+
+def test_p_value_of_a_perfect_separation_stays_positive_with_many_names() -> None:
+    """1000 names a side, every text of side a with the label and none of side b: the moment-matched normal
+    tail is about 2 * Phi(-44.7), below the smallest double; the p-value must still be positive (a p-value of
+    0 claims an impossible certainty and prints as "0.0e+00")."""
+    clusters = np.repeat(np.arange(2000), 2)
+    side = clusters < 1000
+    deep = difference_test(side.astype(float), side, clusters)
+    assert deep["estimate"] == 1.0
+    assert 0 < deep["p_value"] < 1e-300
+
+
+# --------------------------------------------------------------------------- design effect
+
+
+def test_design_effect_of_constant_clusters_is_their_size() -> None:
+    """10 names of 4 texts, each name all 0 or all 1 (intra-cluster correlation 1): Kish's 1 + (m - 1) ICC = 4.
+    With CR1's small-sample factors, m * G / (G - 1) * (N - 1) / N = 4 * 10/9 * 39/40 = 4.3333 exactly."""
+    clusters = np.repeat(np.arange(10), 4)
+    values = (np.arange(10) % 2)[clusters].astype(float)
+    assert design_effect(values, clusters) == pytest.approx(4 * 10 / 9 * 39 / 40)
+    ones = np.ones((40, 1))
+    naive = OLS(values, ones).fit().bse[0] ** 2
+    robust = OLS(values, ones).fit(cov_type="cluster", cov_kwds={"groups": clusters}).bse[0] ** 2
+    assert design_effect(values, clusters) == pytest.approx(robust / naive)
+
+
+def test_design_effect_of_balanced_and_random_clusters() -> None:
+    """Every name with the same mix (1, 1, 0, 0): the cluster means equal the overall mean, so the clustered
+    variance and the design effect are 0 (below 1: negative ICC). Labels independent of the name: about 1."""
+    clusters = np.repeat(np.arange(10), 4)
+    assert design_effect(np.tile([1.0, 1, 0, 0], 10), clusters) == pytest.approx(0.0, abs=1e-12)
+    rng = np.random.default_rng(0)
+    values = (rng.random(2000) < 0.3).astype(float)
+    clusters = np.repeat(np.arange(200), 10)
+    deff = design_effect(values, clusters)
+    assert 0.8 < deff < 1.2
+    ones = np.ones((2000, 1))
+    assert deff == pytest.approx(OLS(values, ones).fit(cov_type="cluster", cov_kwds={"groups": clusters}).bse[0] ** 2
+                                 / OLS(values, ones).fit().bse[0] ** 2)
+    assert design_effect(values, np.arange(2000)) == pytest.approx(1.0)  # every text its own cluster
+
+
+def test_design_effect_is_nan_when_undefined() -> None:
+    assert math.isnan(design_effect([1, 1, 1], ["a", "b", "c"]))  # no variation
+    assert math.isnan(design_effect([1, 0, 1], ["a", "a", "a"]))  # one cluster
+    assert math.isnan(design_effect([1], ["a"]))
+
+
+# --------------------------------------------------------------------------- power
+
+
+def test_minimum_detectable_difference_is_normal_ind_power_times_the_rate_sd() -> None:
+    """100 against 200 texts at 50%, alpha 0.05 / 3, power 0.8: by hand (z_{1 - alpha/2} + z_0.8) *
+    sqrt(1/100 + 1/200) * 0.5 = (2.39398 + 0.84162) * 0.122474 * 0.5 = 0.198139 (the far tail adds ~1e-12)."""
+    value = minimum_detectable_difference(0.5, 100, 200, alpha=0.05 / 3)
+    by_hand = (stats.norm.ppf(1 - 0.05 / 6) + stats.norm.ppf(0.8)) * math.sqrt(1 / 100 + 1 / 200) * 0.5
+    assert value == pytest.approx(by_hand, rel=1e-6) and value == pytest.approx(0.198139, abs=1e-6)
+    effect = NormalIndPower().solve_power(effect_size=None, nobs1=100, ratio=2.0, alpha=0.05 / 3, power=0.8)
+    assert value == pytest.approx(effect * 0.5)
+    rare = minimum_detectable_difference(0.1, 100, 200, alpha=0.01, power=0.9)
+    effect = NormalIndPower().solve_power(effect_size=None, nobs1=100, ratio=2.0, alpha=0.01, power=0.9)
+    assert rare == pytest.approx(effect * math.sqrt(0.1 * 0.9))
+
+
+def test_minimum_detectable_difference_shrinks_n_by_the_design_effect() -> None:
+    """A design effect of 2 halves both sides: 400 and 800 texts count as 200 and 400."""
+    assert minimum_detectable_difference(0.3, 400, 800, deff=2.0) == pytest.approx(
+        minimum_detectable_difference(0.3, 200, 400))
+    assert minimum_detectable_difference(0.3, 400, 800, deff=2.0) == pytest.approx(
+        minimum_detectable_difference(0.3, 400, 800) * math.sqrt(2), rel=1e-4)
+    # a design effect below 1 (or unknown) is not credited: the texts count as independent
+    base = minimum_detectable_difference(0.3, 400, 800)
+    assert minimum_detectable_difference(0.3, 400, 800, deff=0.4) == base
+    assert minimum_detectable_difference(0.3, 400, 800, deff=float("nan")) == base
+    # undefined: a rate of 0 or 1, or a side with at most one effective text
+    assert math.isnan(minimum_detectable_difference(0.0, 400, 800))
+    assert math.isnan(minimum_detectable_difference(1.0, 400, 800))
+    assert math.isnan(minimum_detectable_difference(0.3, 4, 800, deff=4.0))
+
+
+# --------------------------------------------------------------------------- labels, corrections, validation
+
+
+def test_confidence_label_prints_the_level_honestly() -> None:
+    assert confidence_label(0.05) == "95%"
+    assert confidence_label(0.1) == "90%"
+    assert confidence_label(0.05 / 3) == "98.33%"
+    assert confidence_label(0.0003) == "99.97%"
+    assert confidence_label(0.05 / 110) == "99.95%"  # 99.954545...: two decimals suffice
+    assert confidence_label(1e-7) == "99.99999%"
+    for alpha in (1e-7, 1e-9, 1e-12, 1e-14):
+        label = confidence_label(alpha)
+        assert not label.startswith("100") and float(label.rstrip("%")) < 100
+
+
+def test_adjust_equals_statsmodels_multipletests() -> None:
+    """Holm by hand on 0.01, 0.04, 0.03: sorted 0.01, 0.03, 0.04 -> 3 * 0.01 = 0.03, 2 * 0.03 = 0.06,
+    max(0.06, 0.04) = 0.06. BH: 0.03, min(3/2 * 0.03, 0.04) = 0.04, 0.04."""
+    adjusted, reject = adjust([0.01, 0.04, 0.03], alpha=0.05, correction="holm")
+    assert adjusted == pytest.approx([0.03, 0.06, 0.06]) and list(reject) == [True, False, False]
+    adjusted, reject = adjust([0.01, 0.04, 0.03], alpha=0.05, correction="bh")
+    assert adjusted == pytest.approx([0.03, 0.04, 0.04]) and list(reject) == [True, True, True]
+    p_values = np.random.default_rng(1).random(30) ** 3
+    for correction, method in (("holm", "holm"), ("bh", "fdr_bh")):
+        reject, expected, _, _ = multipletests(p_values, alpha=0.1, method=method)
+        adjusted, rejected = adjust(p_values, alpha=0.1, correction=correction)
+        assert adjusted == pytest.approx(expected) and (rejected == reject).all()
+    adjusted, rejected = adjust([], alpha=0.05, correction="holm")
+    assert adjusted.size == 0 and rejected.size == 0
+
+
+def test_cluster_ids_per_unit() -> None:
+    frame = pd.DataFrame({"prompt_id": ["p1", "p1", "p2", "p3"], "domain": ["race", "race", "race", "gender"],
+                          "name": ["Ann", "Ann", "Ann", "Ann"]})
+    assert list(cluster_ids(frame, "name")) == ["race/Ann", "race/Ann", "race/Ann", "gender/Ann"]
+    assert list(cluster_ids(frame, "prompt")) == ["p1", "p1", "p2", "p3"]
+    assert list(cluster_ids(frame, "none")) == [0, 1, 2, 3]
+    assert list(cluster_ids(frame.drop(columns="name"), "name")) == ["p1", "p1", "p2", "p3"]
+    with pytest.raises(UsageError, match="--cluster must be one of name, prompt, none"):
+        cluster_ids(frame, "page")
+
+
+@pytest.mark.parametrize("alpha", [0, 1, -0.1, 2, "x", None])
+def test_validation_names_the_option(alpha) -> None:
+    with pytest.raises(UsageError, match="--alpha must"):
+        validate_alpha(alpha)
+    assert validate_alpha("0.1") == 0.1
+    with pytest.raises(UsageError, match="--correction must be one of holm, bh"):
+        validate_correction("bonferroni")
+    with pytest.raises(UsageError, match="--cluster"):
+        validate_cluster("text")

@@ -1,0 +1,427 @@
+"""bold_eval.findings: contrasts, corrected families, design effects, power, largest gaps and the model x
+Wikipedia interaction, against numbers worked out by hand and statsmodels / scipy on the same data."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from statsmodels.regression.linear_model import OLS
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
+
+from bold_eval.clustered import (
+    FISHER,
+    PERMUTATION,
+    T_TEST,
+    WALD,
+    Z_TEST,
+    difference_test,
+    minimum_detectable_difference,
+)
+from bold_eval.findings import (
+    Contrast,
+    contrasts,
+    design_effects,
+    group_findings,
+    largest_gaps,
+    paired_findings,
+    power_table,
+    prompt_rates,
+)
+
+NEGATIVE = ("sentiment", "negative", "sentiment_label", "negative", None)
+POSITIVE = ("sentiment", "positive", "sentiment_label", "positive", None)
+TOXIC = ("toxicity", "toxic", "toxicity_is_toxic", True, None)
+
+
+def texts(domain: str, group: str, labels: list[str], *, per_name: int = 1, category: str = "") -> list[dict]:
+    """One row per label; names hold `per_name` consecutive texts (`<group>_<k>`)."""
+    return [{"prompt_id": f"{domain}/{group}/{i}", "domain": domain, "group": group, "category": category,
+             "name": f"{group}_{i // per_name}", "sample": 0, "sentiment_label": label}
+            for i, label in enumerate(labels)]
+
+
+def labelled(negative: int, positive: int, total: int) -> list[str]:
+    return ["negative"] * negative + ["positive"] * positive + ["neutral"] * (total - negative - positive)
+
+
+def paper_run(per_name: int = 1) -> pd.DataFrame:
+    """gender: actors 30 of 50 negative and 1 positive, actresses 20 of 50 and 1; race: 12, 4, 8 and 8 of 40
+    negative, none positive."""
+    rows = texts("gender", "American_actors", labelled(30, 1, 50), per_name=per_name)
+    rows += texts("gender", "American_actresses", labelled(20, 1, 50), per_name=per_name)
+    for group, negative in (("African_Americans", 12), ("European_Americans", 4), ("Asian_Americans", 8),
+                            ("Hispanic_and_Latino_Americans", 8)):
+        rows += texts("race", group, labelled(negative, 0, 40), per_name=per_name)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- contrasts
+
+
+def test_two_group_domains_are_tested_once_as_the_papers_pair() -> None:
+    frame = paper_run()
+    found = [c for c in contrasts(frame) if c.domain == "gender"]
+    assert found == [Contrast("gender", "pair", "group", "American_actors", "American_actresses")]
+    assert found[0].name == "American_actors vs American_actresses"
+    part = frame[frame["domain"] == "gender"]
+    a, b = found[0].sides(part)
+    assert a.sum() == b.sum() == 50 and not (a & b).any()
+    # a two-group domain without a paper pair: sorted order; a race run with only the paper's two groups: its pair
+    other = pd.DataFrame(texts("political_ideology", "right-wing", ["neutral"]) + texts("political_ideology",
+                                                                                       "left-wing", ["neutral"]))
+    assert contrasts(other) == [Contrast("political_ideology", "pair", "group", "left-wing", "right-wing")]
+    race = paper_run()[lambda f: f["group"].isin(["European_Americans", "African_Americans"])]
+    assert contrasts(race) == [Contrast("race", "pair", "group", "African_Americans", "European_Americans")]
+    assert contrasts(paper_run()[lambda f: f["group"] == "Asian_Americans"]) == []  # one group: nothing
+
+
+def test_race_has_four_group_vs_rest_contrasts_and_the_african_european_pair() -> None:
+    race = [c for c in contrasts(paper_run()) if c.domain == "race"]
+    assert [(c.kind, c.name) for c in race] == [
+        ("group vs rest", "African_Americans vs rest"), ("group vs rest", "Asian_Americans vs rest"),
+        ("group vs rest", "European_Americans vs rest"), ("group vs rest", "Hispanic_and_Latino_Americans vs rest"),
+        ("pair", "African_Americans vs European_Americans")]
+    part = paper_run()[lambda f: f["domain"] == "race"]
+    a, b = race[0].sides(part)
+    assert (a.sum(), b.sum()) == (40, 120)  # the rest is the other three groups
+    a, b = race[-1].sides(part)
+    assert (a.sum(), b.sum()) == (40, 40)  # the pair leaves Asian and Hispanic Americans out
+
+
+def test_religion_pair_and_profession_categories_against_the_rest() -> None:
+    rows = [row for group in ("christianity", "hinduism", "islam") for row in texts("religious_ideology", group, ["x"])]
+    for group, category in (("dance_occupations", "arts_and_entertainment"), ("film_and_television_occupations",
+                            "arts_and_entertainment"), ("nursing_specialties", "healthcare_and_medicine"),
+                            ("sewing_occupations", "")):
+        rows += texts("profession", group, ["x", "x"], category=category)
+    found = contrasts(pd.DataFrame(rows))
+    religion = [c.name for c in found if c.domain == "religious_ideology"]
+    assert religion == ["christianity vs rest", "hinduism vs rest", "islam vs rest", "christianity vs islam"]
+    profession = [(c.kind, c.column, c.name) for c in found if c.domain == "profession"]
+    assert profession[:4] == [("group vs rest", "group", f"{g} vs rest") for g in (
+        "dance_occupations", "film_and_television_occupations", "nursing_specialties", "sewing_occupations")]
+    # super-groups other than "" (groups outside Table 3's four) against every other profession text
+    assert profession[4:] == [("category vs rest", "category", "arts_and_entertainment vs rest"),
+                              ("category vs rest", "category", "healthcare_and_medicine vs rest")]
+    arts = next(c for c in found if c.a == "arts_and_entertainment")
+    a, b = arts.sides(pd.DataFrame(rows)[lambda f: f["domain"] == "profession"])
+    assert (a.sum(), b.sum()) == (4, 4)
+    # a single super-group has no rest to compare with
+    one = pd.DataFrame(texts("profession", "dance_occupations", ["x"], category="arts_and_entertainment")
+                       + texts("profession", "sewing_occupations", ["x"]))
+    assert [c.kind for c in contrasts(one)] == ["pair"]
+
+
+# --------------------------------------------------------------------------- one run's family
+
+
+def test_text_level_findings_reproduce_the_papers_z_test_and_holm() -> None:
+    """--cluster none: every contrast's p-value is the two-proportion z test on its counts (Fisher's exact when
+    an expected count is below 5). gender negative: 30/50 vs 20/50, z = 2, p = 0.0455003. The positive label
+    (1 of 50 on each side, expected 1) is rare: Fisher, p = 1. race never has "positive": no variation, not
+    in the family. Family: 2 gender + 5 race tests = 7, Holm over exactly those (statsmodels multipletests)."""
+    found = group_findings(paper_run(), [NEGATIVE, POSITIVE], cluster="none")
+    tests = found["tests"]
+    assert found["family"] == 7 and found["untestable"] == 5 and len(tests) == 12
+    gender = tests[tests["domain"] == "gender"].set_index("label")
+    assert gender.loc["negative", "method"] == Z_TEST and gender.loc["negative", "statistic"] == pytest.approx(2.0)
+    assert gender.loc["negative", "p_value"] == pytest.approx(0.0455003, rel=1e-5)
+    assert gender.loc["positive", "method"] == FISHER and gender.loc["positive", "p_value"] == pytest.approx(1.0)
+    for row in tests[tests["testable"]].itertuples():
+        if row.method == Z_TEST:
+            z, p = proportions_ztest([row.count, row.rest_count], [row.total, row.rest_total])
+            assert (row.statistic, row.p_value) == pytest.approx((z, p))
+        else:
+            table = [[row.count, row.total - row.count], [row.rest_count, row.rest_total - row.rest_count]]
+            assert row.p_value == pytest.approx(stats.fisher_exact(table)[1])
+        assert (row.ci_low, row.ci_high) == pytest.approx(confint_proportions_2indep(
+            row.count, row.total, row.rest_count, row.rest_total, method="newcomb", compare="diff"))
+        assert row.difference == pytest.approx(row.proportion - row.rest_proportion)
+    african = tests[(tests["contrast"] == "African_Americans vs rest") & (tests["label"] == "negative")].iloc[0]
+    assert (african["count"], african["total"], african["rest_count"], african["rest_total"]) == (12, 40, 20, 120)
+    pair = tests[(tests["contrast"] == "African_Americans vs European_Americans") & (tests["label"] == "negative")]
+    assert (pair["count"].iloc[0], pair["rest_count"].iloc[0], pair["rest_total"].iloc[0]) == (12, 4, 40)
+    untested = tests[~tests["testable"]]
+    assert set(untested["domain"]) == {"race"} and set(untested["label"]) == {"positive"}
+    assert untested["p_adjusted"].isna().all() and not untested["significant"].any()
+    testable = tests[tests["testable"]]
+    reject, adjusted, _, _ = multipletests(testable["p_value"], alpha=0.05, method="holm")
+    assert testable["p_adjusted"].to_numpy() == pytest.approx(adjusted)
+    assert (testable["significant"].to_numpy() == reject).all()
+    bh = group_findings(paper_run(), [NEGATIVE, POSITIVE], cluster="none", correction="bh")["tests"]
+    reject, adjusted, _, _ = multipletests(testable["p_value"], alpha=0.05, method="fdr_bh")
+    assert bh[bh["testable"]]["p_adjusted"].to_numpy() == pytest.approx(adjusted)
+    assert found["correction"] == "holm" and "Holm" in found["correction_name"] and found["cluster"] == "none"
+
+
+def test_names_as_units_test_every_row_and_rare_labels_too() -> None:
+    """Two texts per name: every test is the cluster permutation test, with half as many names as texts. The
+    rare positive label (one text a side) is tested, not dropped; with every name a single text the name
+    level falls back to the text-level tests and gives their p-values."""
+    found = group_findings(paper_run(per_name=2), [NEGATIVE, POSITIVE])
+    tests = found["tests"]
+    assert found["family"] == 7 and found["cluster"] == "name"
+    testable = tests[tests["testable"]]
+    assert (testable["method"] == PERMUTATION).all()
+    assert ((testable["names"] * 2 == testable["total"]) & (testable["rest_names"] * 2 == testable["rest_total"])).all()
+    rare = testable[(testable["domain"] == "gender") & (testable["label"] == "positive")].iloc[0]
+    assert 0 < rare["p_value"] <= 1 and rare["p_adjusted"] >= rare["p_value"]
+    reject, adjusted, _, _ = multipletests(testable["p_value"], alpha=0.05, method="holm")
+    assert testable["p_adjusted"].to_numpy() == pytest.approx(adjusted)
+    single = group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE])["tests"]
+    text_level = group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE], cluster="none")["tests"]
+    assert single["p_value"].to_numpy() == pytest.approx(text_level["p_value"].to_numpy(), nan_ok=True)
+
+
+def test_a_label_limited_to_some_domains_and_texts_without_a_label() -> None:
+    """Regard-like labels apply to gender and race only; texts whose column is null have no label and are
+    left out of both sides."""
+    frame = paper_run()
+    frame["regard_label"] = np.where(frame.index % 5 == 0, None, np.where(frame.index % 3 == 0, "negative", "other"))
+    frame = pd.concat([frame, pd.DataFrame(texts("religious_ideology", "islam", ["negative"] * 3)
+                                           + texts("religious_ideology", "judaism", ["neutral"] * 3))])
+    regard = ("regard", "negative", "regard_label", "negative", ("gender", "race"))
+    tests = group_findings(frame, [regard], cluster="none")["tests"]
+    assert set(tests["domain"]) == {"gender", "race"}
+    gender = tests[tests["domain"] == "gender"].iloc[0]
+    actors = frame[(frame["group"] == "American_actors") & frame["regard_label"].notna()]
+    assert gender["total"] == len(actors) == 40
+    assert gender["count"] == (actors["regard_label"] == "negative").sum()
+
+
+def test_design_effects_power_and_detectable_differences_by_hand() -> None:
+    """political_ideology, 10 names of 4 texts: "negative" is constant within a name (design effect
+    4 * 10/9 * 39/40 = 4.3333), "toxic" is 2 of 4 in every name (design effect 0): median 2.1667, max 4.3333.
+    Power: two groups of 20 texts, typical group 20 against 20, n / 4.3333 each, at alpha / family."""
+    rows = []
+    for group, names in (("left-wing", range(5)), ("right-wing", range(5, 10))):
+        for k in names:
+            for i in range(4):
+                rows.append({"prompt_id": f"p/{group}/{k}/{i}", "domain": "political_ideology", "group": group,
+                             "category": "", "name": f"n{k}", "sample": 0,
+                             "sentiment_label": "negative" if k % 2 else "neutral", "toxicity_is_toxic": i < 2})
+    frame = pd.DataFrame(rows)
+    deffs = design_effects(frame, [NEGATIVE, TOXIC], "name").iloc[0]
+    assert (deffs["texts"], deffs["names"], deffs["texts_per_name"], deffs["labels"]) == (40, 10, 4.0, 2)
+    assert deffs["design_effect_max"] == pytest.approx(4 * 10 / 9 * 39 / 40)
+    assert deffs["design_effect_median"] == pytest.approx(4 * 10 / 9 * 39 / 40 / 2)
+    assert design_effects(frame, [NEGATIVE, TOXIC], "none").iloc[0]["design_effect_median"] == 1.0
+    found = group_findings(frame, [NEGATIVE, TOXIC])
+    power = found["power"].iloc[0]
+    level = 0.05 / found["family"]
+    assert found["family"] == 2  # toxic: 10 of 20 on both sides, every name alike (no variance): still tested
+    assert power["typical_group_texts"] == 20 and power["level"] == pytest.approx(level)
+    expected = minimum_detectable_difference(0.5, 20, 20, deff=deffs["design_effect_median"], alpha=level)
+    assert power["detectable_difference"] == pytest.approx(expected)
+    z = stats.norm.ppf(1 - level / 2) + stats.norm.ppf(0.8)
+    # by hand, 0.7175; the module rounds n / deff to 0.1 texts (9.23 -> 9.2) to cache statsmodels' solver
+    assert expected == pytest.approx(z * math.sqrt(2 * (4 * 10 / 9 * 39 / 40 / 2) / 20) * 0.5, rel=2e-3)
+    assert expected > 0.2
+    assert power["too_small"] and found["too_small_domains"] == ["political_ideology"] and found["too_small"]
+    row = found["tests"].set_index("label").loc["negative"]
+    assert row["detectable"] == pytest.approx(minimum_detectable_difference(
+        0.5, 20, 20, deff=deffs["design_effect_median"], alpha=level))
+
+
+def test_power_table_uses_the_median_group_and_the_family_level() -> None:
+    """race with four groups of 40: typical 40 against 120. 0.05 / 3 tests: (2.39398 + 0.84162) *
+    sqrt(1/40 + 1/120) * 0.5 = 0.295369 > 0.20, too small; 4,000 texts a group: 0.0295369, not."""
+    frame = paper_run()[lambda f: f["domain"] == "race"]
+    deffs = design_effects(frame, [NEGATIVE], "none")
+    power = power_table(frame, deffs, alpha=0.05, family=3, cluster="none").iloc[0]
+    assert (power["groups"], power["typical_group_texts"], power["design_effect"]) == (4, 40, 1.0)
+    assert power["detectable_difference"] == pytest.approx(0.295369, abs=1e-6) and power["too_small"]
+    big = pd.concat([frame] * 100, ignore_index=True)
+    power = power_table(big, deffs, alpha=0.05, family=3, cluster="none").iloc[0]
+    assert power["detectable_difference"] == pytest.approx(0.0295369, abs=1e-6) and not power["too_small"]
+
+
+def test_bad_settings_are_usage_errors() -> None:
+    from bold_eval.errors import UsageError
+
+    with pytest.raises(UsageError, match="--alpha"):
+        group_findings(paper_run(), [NEGATIVE], alpha=1.5)
+    with pytest.raises(UsageError, match="--correction"):
+        group_findings(paper_run(), [NEGATIVE], correction="bonferroni")
+    with pytest.raises(UsageError, match="--cluster"):
+        paired_findings(paper_run(), paper_run(), [NEGATIVE], cluster="page")
+
+
+# --------------------------------------------------------------------------- largest gaps
+
+
+def gap_run() -> pd.DataFrame:
+    """race, 12 names of 2 texts in A, B and C: negative 10, 4, 6 of 24; positive 2, 12, 4 of 24. D has 9
+    names (18 texts, all positive): too few names to be eligible."""
+    rows = []
+    for group, negative, positive, total in (("A", 10, 2, 24), ("B", 4, 12, 24), ("C", 6, 4, 24), ("D", 0, 18, 18)):
+        rows += texts("race", group, labelled(negative, positive, total), per_name=2)
+    return pd.DataFrame(rows)
+
+
+def test_largest_gap_over_labels_with_a_bonferroni_interval() -> None:
+    """Among A, B, C: negative's largest gap is A - B = 6/24 = 0.25, positive's B - A = 10/24 = 0.41667, the
+    largest. Chosen among 3 pairs x 2 labels = 6: the interval is at 1 - 0.05/6 = 99.17%, the cluster-robust
+    t of statsmodels on B's and A's texts at that level."""
+    frame = gap_run()
+    gap = largest_gaps(frame, [NEGATIVE, POSITIVE]).iloc[0]
+    assert (gap["domain"], gap["metric"], gap["label"]) == ("race", "sentiment", "positive")
+    assert (gap["group_high"], gap["count_high"], gap["total_high"]) == ("B", 12, 24)
+    assert (gap["group_low"], gap["count_low"], gap["total_low"]) == ("A", 2, 24)
+    assert gap["gap"] == pytest.approx(10 / 24) and gap["eligible_groups"] == 3
+    assert gap["choices"] == 6 and gap["interval_level"] == pytest.approx(1 - 0.05 / 6)
+    assert gap["interval_label"] == "99.17%" and gap["method"] == WALD
+    rows = frame[frame["group"].isin(["A", "B"])]
+    fit = OLS((rows["sentiment_label"] == "positive").astype(float).to_numpy(),
+              np.column_stack([np.ones(len(rows)), (rows["group"] == "B").astype(float)])).fit(
+        cov_type="cluster", cov_kwds={"groups": pd.factorize(rows["name"])[0]}, use_t=True)
+    assert (gap["ci_low"], gap["ci_high"]) == pytest.approx(tuple(fit.conf_int(0.05 / 6)[1]))
+    # one label: 3 choices, 1 - 0.05/3
+    only_negative = largest_gaps(frame, [NEGATIVE]).iloc[0]
+    assert (only_negative["group_high"], only_negative["group_low"], only_negative["choices"]) == ("A", "B", 3)
+    assert only_negative["interval_label"] == "98.33%"
+
+
+def test_largest_gap_needs_two_groups_with_enough_names() -> None:
+    frame = gap_run()
+    gap = largest_gaps(frame, [NEGATIVE], min_names=13).iloc[0]
+    assert math.isnan(gap["gap"]) and gap["eligible_groups"] == 0
+    assert gap["note"] == "0 of 4 groups have 13 names or more; no gap is reported"
+    # with texts as units every group is eligible: D (18 of 18 positive) against A (2 of 24), 6 pairs x 1 label
+    text_level = largest_gaps(frame, [POSITIVE], cluster="none").iloc[0]
+    assert (text_level["group_high"], text_level["group_low"], text_level["choices"]) == ("D", "A", 6)
+    assert text_level["method"] == Z_TEST and text_level["gap"] == pytest.approx(1 - 2 / 24)
+    assert (text_level["ci_low"], text_level["ci_high"]) == pytest.approx(confint_proportions_2indep(
+        18, 18, 2, 24, method="newcomb", compare="diff", alpha=0.05 / 6))
+
+
+# --------------------------------------------------------------------------- model against a paired source
+
+
+def paired_runs() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """gender, prompts p1, p2 (actors) and p3, p4 (actresses), one name each; the model has k = 2 samples per
+    prompt (p4 a third, unlabelled one), the reference one sentence per prompt. p5 is the model's only.
+    model negative: p1 2/2, p2 2/2, p3 0/2, p4 1/2; reference: p1 0, p2 1, p3 0, p4 0."""
+    def row(prompt: str, group: str, sample: int, label: str | None) -> dict:
+        return {"prompt_id": prompt, "domain": "gender", "group": group, "category": "", "name": f"name_{prompt}",
+                "sample": sample, "sentiment_label": label}
+
+    actors, actresses = "American_actors", "American_actresses"
+    model = pd.DataFrame([row("p1", actors, 0, "negative"), row("p1", actors, 1, "negative"),
+                          row("p2", actors, 0, "negative"), row("p2", actors, 1, "negative"),
+                          row("p3", actresses, 0, "neutral"), row("p3", actresses, 1, "positive"),
+                          row("p4", actresses, 0, "negative"), row("p4", actresses, 1, "neutral"),
+                          row("p4", actresses, 2, None), row("p5", actresses, 0, "negative")])
+    reference = pd.DataFrame([row("p1", actors, 0, "neutral"), row("p2", actors, 0, "negative"),
+                              row("p3", actresses, 0, "neutral"), row("p4", actresses, 0, "neutral")])
+    return model, reference
+
+
+def test_prompt_rates_summarize_the_samples_of_each_prompt() -> None:
+    model, _ = paired_runs()
+    rates = prompt_rates(model, "sentiment_label", "negative")
+    assert rates["rate"].to_dict() == {"p1": 1.0, "p2": 1.0, "p3": 0.0, "p4": 0.5, "p5": 1.0}
+    assert rates["samples"].to_dict() == {"p1": 2, "p2": 2, "p3": 2, "p4": 2, "p5": 1}  # p4's None left out
+
+
+def test_paired_findings_interaction_by_hand() -> None:
+    """Shared prompts p1-p4. Model: actors (1 + 1) / 2 = 1, actresses (0 + 0.5) / 2 = 0.25, gap 0.75.
+    Reference: actors (0 + 1) / 2 = 0.5, actresses 0, gap 0.5. Interaction 0.75 - 0.5 = 0.25 = the mean per-prompt
+    difference d = (1, 0) on side a minus d = (0, 0.5) on side b. One name per prompt, so the t test over prompts:
+    pooled variance (0.5 + 0.125) / 2 = 0.3125, SE sqrt(0.3125) = 0.559017, t = 0.447214 on 2 df,
+    p = 1 - t / sqrt(t^2 + 2) = 0.698489."""
+    model, reference = paired_runs()
+    found = paired_findings(model, reference, [NEGATIVE])
+    assert (found["shared_prompts"], found["model_prompts"], found["reference_prompts"]) == (4, 5, 4)
+    assert found["family"] == 1
+    row = found["tests"].iloc[0]
+    assert (row["contrast"], row["kind"], row["prompts"], row["rest_prompts"]) == (
+        "American_actors vs American_actresses", "pair", 2, 2)
+    assert (row["model_rate"], row["model_rest_rate"]) == pytest.approx((1.0, 0.25))
+    assert (row["reference_rate"], row["reference_rest_rate"]) == pytest.approx((0.5, 0.0))
+    assert (row["model_gap"], row["reference_gap"]) == pytest.approx((0.75, 0.5))
+    assert row["interaction"] == pytest.approx(0.25)
+    assert row["method"] == T_TEST
+    t = 0.25 / math.sqrt(0.3125)
+    assert row["statistic"] == pytest.approx(t) and row["p_value"] == pytest.approx(1 - t / math.sqrt(t * t + 2))
+    assert row["p_value"] == pytest.approx(stats.ttest_ind([0.0, 1.0], [0.0, 0.5]).pvalue)
+    assert row["p_adjusted"] == pytest.approx(row["p_value"])  # a family of one
+    # positive: model p3 1/2, everything else 0, so d = (0, 0) against (0.5, 0): interaction -0.25, t = -0.25 /
+    # sqrt(0.125 / 2 * 2) = -1, p = 1 - 1 / sqrt(3) = 0.422650. Holm over the two: 2 * 0.422650 = 0.845299 for
+    # both (the larger p, 0.698489, is lifted to the running maximum).
+    both = paired_findings(model, reference, [NEGATIVE, POSITIVE])["tests"].set_index("label")
+    assert both.loc["positive", "interaction"] == pytest.approx(-0.25)
+    assert both.loc["positive", "p_value"] == pytest.approx(1 - 1 / math.sqrt(3))
+    assert both["p_adjusted"].tolist() == pytest.approx([2 * (1 - 1 / math.sqrt(3))] * 2)
+
+
+def test_paired_findings_keep_a_names_prompts_together() -> None:
+    """Two prompts per name: the interaction is tested with the name as the unit (permutation over names),
+    on the same per-prompt differences."""
+    model, reference = paired_runs()
+    for frame in (model, reference):
+        frame["name"] = frame["prompt_id"].map({"p1": "ann", "p2": "ann", "p3": "bea", "p4": "cat", "p5": "cat"})
+    extra_model = model.assign(prompt_id=model["prompt_id"] + "b", name=model["name"] + "2")
+    extra_reference = reference.assign(prompt_id=reference["prompt_id"] + "b", name=reference["name"] + "2")
+    model, reference = pd.concat([model, extra_model]), pd.concat([reference, extra_reference])
+    row = paired_findings(model, reference, [NEGATIVE])["tests"].iloc[0]
+    assert row["method"] == PERMUTATION and (row["prompts"], row["names"]) == (4, 2)
+    assert (row["rest_prompts"], row["rest_names"]) == (4, 4)
+    d = np.array([0.0, 1.0, 0.0, 0.5] * 2)
+    side = np.array([True, True, False, False] * 2)
+    names = np.array(["gender/ann", "gender/ann", "gender/bea", "gender/cat",
+                      "gender/ann2", "gender/ann2", "gender/bea2", "gender/cat2"])
+    expected = difference_test(d, side, names, binary=False)
+    assert row["interaction"] == pytest.approx(0.25) and row["p_value"] == pytest.approx(expected["p_value"])
+    assert row["statistic"] == pytest.approx(expected["statistic"])
+
+
+# --------------------------------------------------------------------------- real BOLD: the paper's analysis
+
+
+@pytest.fixture(scope="module")
+def wikipedia_religion(bold_dir) -> pd.DataFrame:
+    """BOLD's religious_ideology Wikipedia sentences from ../shared, labelled by unigram gender matching."""
+    from bold_eval.data import load_bold
+    from bold_eval.metrics.gender_polarity import GenderPolarityScorer
+    from bold_eval.scoring import build_texts
+
+    bold = load_bold("religious_ideology", data_dir=bold_dir).to_pandas()
+    bold = bold.assign(continuation=[sentence[len(prompt):] for sentence, prompt in zip(bold["wikipedia"],
+                                                                                        bold["prompt"], strict=True)])
+    labels = GenderPolarityScorer(methods=["unigram"])(build_texts(bold).tolist())["unigram_label"]
+    return bold.assign(sample=0, gender_polarity_unigram_label=labels)
+
+
+def test_wikipedia_religion_text_level_and_by_page(wikipedia_religion) -> None:
+    """639 sentences from 80 pages (atheism: 29 sentences from a single page). Texts as units: every p-value is
+    the z test (or Fisher's) on the row's counts. Pages as units: names per side are pages, atheism vs rest has
+    one page on its side, so its p-value is the exact one-unit permutation p (a multiple of 1/80), and the
+    design effect of the male label is above 1."""
+    labels = [("gender_polarity", gender, "gender_polarity_unigram_label", gender, None) for gender in ("male", "female")]
+    text_level = group_findings(wikipedia_religion, labels, cluster="none")
+    tests = text_level["tests"]
+    assert len(tests) == 2 * (7 + 1) and text_level["family"] == 16  # 7 groups vs rest + christianity vs islam
+    for row in tests.itertuples():
+        if row.method == Z_TEST:
+            assert row.p_value == pytest.approx(proportions_ztest([row.count, row.rest_count],
+                                                                  [row.total, row.rest_total])[1])
+        else:
+            assert row.method == FISHER
+            table = [[row.count, row.total - row.count], [row.rest_count, row.rest_total - row.rest_count]]
+            assert row.p_value == pytest.approx(stats.fisher_exact(table)[1])
+    by_page = group_findings(wikipedia_religion, labels)
+    pages = wikipedia_religion.groupby("group")["name"].nunique()
+    rows = by_page["tests"].set_index(["contrast", "label"])
+    assert rows.loc[("atheism vs rest", "male"), "names"] == pages["atheism"] == 1
+    assert rows.loc[("christianity vs islam", "male"), ["names", "rest_names"]].tolist() == [
+        pages["christianity"], pages["islam"]]
+    atheism = rows.loc[("atheism vs rest", "male"), "p_value"]
+    assert atheism * 80 == pytest.approx(round(atheism * 80))
+    deff = by_page["design_effects"].iloc[0]
+    assert deff["names"] == 80 and deff["design_effect_max"] > 1
