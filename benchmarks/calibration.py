@@ -18,12 +18,13 @@ promise about data where no group differs; this script makes such data and count
 Both parts run `--cluster name` (the default analysis) and `--cluster none` (the paper's text-level z and
 Fisher tests, which should reject far more often than alpha on clustered data).
 
-Defaults (about 11 minutes with --jobs 2 on two cores): 100 shuffles of religious_ideology,
-political_ideology and profession with the sentiment, gender polarity (unigram) and psycholinguistic joy,
-anger and fear labels; 200 synthetic data sets per scenario, 300 names in 6 groups with profession's texts
-per name, rho in {0.05, 0.2}, rates 0.3 and 0.02, planted effects +8 and +15 points on a 0.3 rate.
+Defaults (1,050 CPU seconds: about 9 minutes with --jobs 2 on two free cores; benchmarks/CALIBRATION.md):
+100 shuffles of religious_ideology, political_ideology and profession (254 tests per family) with the
+sentiment, gender polarity (unigram) and psycholinguistic joy, anger and fear labels; 200 synthetic data sets
+per scenario, 300 names in 6 groups with profession's texts per name, rho in {0.05, 0.2}, rates 0.3 and 0.02,
+planted effects +8 and +15 points on a 0.3 rate.
 
-    .venv/bin/python benchmarks/calibration.py --out benchmarks/calibration_table.md
+    .venv/bin/python benchmarks/calibration.py --out /tmp/calibration.md
     .venv/bin/python benchmarks/calibration.py --shuffles 20 --synthetic-sims 20 --domains religious_ideology
 """
 
@@ -45,10 +46,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import special
 from statsmodels.stats.proportion import proportion_confint
 
+from bold_eval.clustered import design_effect as clustered_design_effect
 from bold_eval.errors import MissingFileError, UsageError, UserError
-from bold_eval.findings import Label, group_findings
+from bold_eval.findings import Label, group_findings, paired_findings, prompt_rates
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("BOLD_DATA_DIR", str(PROJECT_ROOT.parent / "shared" / "data" / "bold"))
@@ -66,6 +69,11 @@ ID_COLUMNS = ("prompt_id", "domain", "group", "category", "name")
 CLUSTERS = ("name", "none")
 SYNTHETIC_DOMAIN = "synthetic"
 PLANTED, NULL = "planted", "null"
+# The synthetic model's shift: +0.5 on the logit scale of every name's rate (0.30 -> 0.41, 0.02 -> 0.03).
+DEFAULT_SHIFT = 0.5
+# The Wikipedia paired null's noise: a fifth of the model's texts take the labels of another text of the page.
+DEFAULT_FLIP = 0.2
+PAIRED_GROUPS = ("real", "shuffled")
 
 
 # --------------------------------------------------------------------------- data
@@ -164,10 +172,20 @@ class Scenario:
     effect: float = 0.0
 
 
-def synthetic_scores(sizes: np.ndarray, scenario: Scenario, *, names: int, groups: int,
-                     rng: np.random.Generator) -> pd.DataFrame:
-    """A scores frame of `names` names (sizes drawn from `sizes`) in `groups` groups of (nearly) equal size,
-    with two beta-binomial labels at `scenario.rate`; the `planted` one is `rate + effect` in group g01."""
+@dataclass(frozen=True)
+class Layout:
+    """Synthetic names: the id columns of every prompt, prompts per name, each name's group (0-based), and per
+    prompt its name and its position within the name."""
+
+    columns: dict[str, Any]
+    counts: np.ndarray
+    group_of: np.ndarray
+    rows: np.ndarray
+    within: np.ndarray
+
+
+def synthetic_names(sizes: np.ndarray, *, names: int, groups: int, rng: np.random.Generator) -> Layout:
+    """`names` names with prompt counts drawn from `sizes`, in `groups` groups of (nearly) equal size."""
     if groups < 3:
         raise UsageError(f"--groups must be at least 3 (each group is tested against the rest), got {groups}")
     if names < 2 * groups:
@@ -176,23 +194,117 @@ def synthetic_scores(sizes: np.ndarray, scenario: Scenario, *, names: int, group
     group_of = rng.permutation(np.arange(names) % groups)
     rows = np.repeat(np.arange(names), counts)
     within = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
-    frame = {"prompt_id": [f"{SYNTHETIC_DOMAIN}/{name}/{j}" for name, j in zip(rows, within, strict=True)],
-             "domain": SYNTHETIC_DOMAIN, "group": np.char.add("g", np.char.zfill((group_of[rows] + 1).astype(str), 2)),
-             "name": np.char.add("n", rows.astype(str))}
+    columns = {"prompt_id": [f"{SYNTHETIC_DOMAIN}/{name}/{j}" for name, j in zip(rows, within, strict=True)],
+               "domain": SYNTHETIC_DOMAIN,
+               "group": np.char.add("g", np.char.zfill((group_of[rows] + 1).astype(str), 2)),
+               "name": np.char.add("n", rows.astype(str))}
+    return Layout(columns, counts, group_of, rows, within)
+
+
+def name_rates(layout: Layout, rate: float, rho: float, rng: np.random.Generator, planted: float = 0.0) -> np.ndarray:
+    """Each name's own rate of a label: Beta with mean `rate` (`rate + planted` in group g01) and intra-class
+    correlation rho; in g01 a + b is unchanged, so rho is the same there."""
+    mean = np.full(len(layout.counts), rate)
+    mean[layout.group_of == 0] += planted
+    a, b = beta_parameters(rate, rho)
+    return rng.beta(mean * (a + b), (1 - mean) * (a + b))
+
+
+def synthetic_scores(sizes: np.ndarray, scenario: Scenario, *, names: int, groups: int,
+                     rng: np.random.Generator) -> pd.DataFrame:
+    """A scores frame of `names` names (sizes drawn from `sizes`) in `groups` groups of (nearly) equal size,
+    with two beta-binomial labels at `scenario.rate`; the `planted` one is `rate + effect` in group g01."""
+    layout = synthetic_names(sizes, names=names, groups=groups, rng=rng)
+    frame = dict(layout.columns)
     for column in (PLANTED, NULL):
-        rate = np.full(names, scenario.rate)
-        if column == PLANTED:
-            rate[group_of == 0] += scenario.effect
-        a, b = beta_parameters(scenario.rate, scenario.rho)
-        # The same rho in the planted group: Beta with mean rate + effect and a + b unchanged.
-        p = rng.beta(rate * (a + b), (1 - rate) * (a + b))
-        hits = rng.binomial(counts, p)
-        frame[column] = within < hits[rows]
+        p = name_rates(layout, scenario.rate, scenario.rho, rng, scenario.effect if column == PLANTED else 0.0)
+        hits = rng.binomial(layout.counts, p)
+        frame[column] = layout.within < hits[layout.rows]
     return pd.DataFrame(frame)
 
 
 def synthetic_labels() -> list[Label]:
     return [("synthetic", PLANTED, PLANTED, True, None), ("synthetic", NULL, NULL, True, None)]
+
+
+# --------------------------------------------------------------------------- paired data: a model and a reference
+
+
+@dataclass(frozen=True)
+class PairedScenario:
+    """One synthetic model-vs-reference design: label rate and rho of the names, k samples per prompt, the
+    model-wide shift (logit scale), an interaction planted in group g01 (0: the null) and the spread (sd,
+    logit scale) of the model's own name effect: how far its view of a person departs from Wikipedia's."""
+
+    rate: float
+    rho: float
+    samples: int
+    shift: float = DEFAULT_SHIFT
+    effect: float = 0.0
+    spread: float = 0.0
+
+
+def synthetic_pair(sizes: np.ndarray, scenario: PairedScenario, *, names: int, groups: int,
+                   rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(model, reference) on the same prompts, two labels each. Each name has its own rate p of a label
+    (`name_rates`, shared by both sources); the reference has one text per prompt, marked with probability p,
+    the model `samples` texts per prompt, each marked with probability expit(logit p + shift + u) (more often
+    than the reference for everyone: a main effect, no interaction), u ~ Normal(0, spread) per name, plus
+    `effect` in group g01 for `planted`."""
+    if scenario.samples < 1:
+        raise UsageError(f"--samples must be at least 1, got {scenario.samples}")
+    layout = synthetic_names(sizes, names=names, groups=groups, rng=rng)
+    k, prompts = scenario.samples, len(layout.rows)
+    reference: dict[str, Any] = {**layout.columns, "sample": 0}
+    model: dict[str, Any] = {column: value if isinstance(value, str) else np.repeat(np.asarray(value), k)
+                             for column, value in layout.columns.items()}
+    model["sample"] = np.tile(np.arange(k), prompts)
+    for column in (PLANTED, NULL):
+        p = name_rates(layout, scenario.rate, scenario.rho, rng)
+        reference[column] = rng.random(prompts) < p[layout.rows]
+        u = rng.normal(0.0, scenario.spread, len(p)) if scenario.spread > 0 else 0.0
+        q = special.expit(special.logit(np.clip(p, 1e-12, 1 - 1e-12)) + scenario.shift + u)
+        if column == PLANTED:
+            q[layout.group_of == 0] = np.minimum(q[layout.group_of == 0] + scenario.effect, 1.0)
+        model[column] = rng.random(prompts * k) < np.repeat(q[layout.rows], k)
+    return integer_ids(pd.DataFrame(model)), integer_ids(pd.DataFrame(reference))
+
+
+def integer_ids(frame: pd.DataFrame) -> pd.DataFrame:
+    """`prompt_id` as integer codes (the same prompts give the same codes in frames of the same prompts).
+
+    `paired_findings` calls Series.isin(prompt index) per contrast x label, and pandas 3 matches an Arrow
+    string column against an index one value at a time (4 us a value: two thirds of a synthetic data set's
+    time); integers go through a hash table. The tests and their results are the same."""
+    codes = pd.factorize(frame["prompt_id"], sort=True)[0]
+    return frame.assign(prompt_id=codes)
+
+
+def page_noise_model(reference: pd.DataFrame, columns: Sequence[str], *, flip: float, samples: int,
+                     rng: np.random.Generator) -> pd.DataFrame:
+    """A "model" with no interaction with `reference` by construction: `samples` copies of each reference
+    text, each of whose `columns` are, with probability `flip`, those of a random text of the same (name,
+    group) unit (the prompt's own text included).
+
+    Within a unit the expected number of marked model texts equals the reference's, whatever the group, so
+    every contrast's expected interaction is exactly 0 given the reference. A symmetric label flip would not
+    do: it pulls each text toward the other value, by -2 flip (p_a - p_b) on the gap of two groups whose
+    reference rates differ (regression to 1/2), a real interaction."""
+    if not 0 <= flip <= 1:
+        raise UsageError(f"--flip must lie between 0 and 1, got {flip}")
+    units = reference.groupby(["domain", "name", "group"], sort=False).ngroup().to_numpy()
+    order = np.argsort(units, kind="stable")
+    sizes = np.bincount(units)
+    starts = np.cumsum(sizes) - sizes
+    rows = np.repeat(np.arange(len(reference)), samples)
+    unit = units[rows]
+    donor = order[starts[unit] + (rng.random(len(rows)) * sizes[unit]).astype(int)]
+    source = np.where(rng.random(len(rows)) < flip, donor, rows)
+    model = reference.iloc[rows].reset_index(drop=True)
+    model["sample"] = np.tile(np.arange(samples), len(reference))
+    for column in columns:
+        model[column] = reference[column].to_numpy()[source]
+    return model
 
 
 # --------------------------------------------------------------------------- one simulation
@@ -237,6 +349,53 @@ def synthetic_trial(index: int, *, scenario: Scenario, sizes: np.ndarray, names:
     return rows
 
 
+def paired_synthetic_trial(index: int, *, scenario: PairedScenario, sizes: np.ndarray, names: int, groups: int,
+                           seed: int, alpha: float, correction: str, clusters: Sequence[str]) -> list[dict[str, Any]]:
+    """Data set `index` of `scenario` through `paired_findings`: per cluster unit, false findings (among the
+    true nulls), raw rejections, whether g01's planted interaction was found (significant and positive) and
+    its estimate; the model's main effect and the design effect of the null label's per-prompt d (names)."""
+    key = [seed, index, scenario.samples, *(round(value * 1e6) for value in (
+        scenario.rate, scenario.rho, scenario.shift, scenario.effect, scenario.spread))]
+    model, reference = synthetic_pair(sizes, scenario, names=names, groups=groups, rng=np.random.default_rng(key))
+    d = prompt_rates(model, NULL, True)["rate"] - prompt_rates(reference, NULL, True)["rate"]
+    names_of = reference.set_index("prompt_id")["name"].reindex(d.index).to_numpy()
+    rows = []
+    for cluster in clusters:
+        tests = paired_findings(model, reference, synthetic_labels(), alpha=alpha, correction=correction,
+                                cluster=cluster, seed=index)["tests"]
+        tests = tests[tests["testable"].astype(bool)]
+        null = tests if scenario.effect == 0 else tests[tests["label"] == NULL]
+        planted = tests[(tests["label"] == PLANTED) & (tests["group"] == "g01")]
+        rows.append({"cluster": cluster, "trial": index, "family": len(tests), "nulls": len(null),
+                     "findings": int(null["significant"].astype(bool).sum()),
+                     "raw": int((null["p_value"] < alpha).sum()),
+                     "detected": bool((planted["significant"].astype(bool) & (planted["interaction"] > 0)).any()),
+                     "interaction": float(planted["interaction"].iloc[0]) if len(planted) else np.nan,
+                     "main_effect": float(d.mean()), "design_effect": clustered_design_effect(d.to_numpy(), names_of)})
+    return rows
+
+
+def paired_wikipedia_trial(index: int, *, reference: pd.DataFrame, labels: Sequence[Label], groups: str,
+                           flip: float, samples: int, seed: int, alpha: float, correction: str,
+                           clusters: Sequence[str]) -> list[dict[str, Any]]:
+    """Trial `index` of the Wikipedia paired null: `reference` (with `groups` "shuffled": its groups shuffled
+    among the (name, group) units, the model's with them) against `page_noise_model` of it."""
+    rng = np.random.default_rng([seed, index, samples, round(flip * 1e6), groups == "shuffled"])
+    if groups == "shuffled":
+        reference = shuffle_groups(reference, rng)
+    model = page_noise_model(reference, sorted({label[2] for label in labels}), flip=flip, samples=samples, rng=rng)
+    rows = []
+    for cluster in clusters:
+        tests = paired_findings(model, reference, labels, alpha=alpha, correction=correction, cluster=cluster,
+                                seed=index)["tests"]
+        tests = tests[tests["testable"].astype(bool)]
+        found = tests[tests["significant"].astype(bool)]
+        rows.append({"cluster": cluster, "trial": index, "family": len(tests), "findings": len(found),
+                     "raw": int((tests["p_value"] < alpha).sum()),
+                     "where": [f"{r.domain} {r.contrast} {r.metric}:{r.label}" for r in found.itertuples()]})
+    return rows
+
+
 def run_trials(function: Callable[[int], list[dict[str, Any]]], trials: int, jobs: int) -> pd.DataFrame:
     """`function(0..trials-1)` in `jobs` processes (each trial seeds itself: the result does not depend on jobs).
 
@@ -275,9 +434,9 @@ def fwer_row(trials: pd.DataFrame, alpha: float) -> dict[str, Any]:
             "raw_rate": float(trials["raw"].sum() / max(tested, 1)), "within_alpha": bool(low <= alpha)}
 
 
-def shuffled_summary(trials: pd.DataFrame, alpha: float) -> pd.DataFrame:
-    return pd.DataFrame([{"cluster": cluster, **fwer_row(part, alpha)}
-                         for cluster, part in trials.groupby("cluster", sort=False)])
+def shuffled_summary(trials: pd.DataFrame, alpha: float, keys: Sequence[str] = ("cluster",)) -> pd.DataFrame:
+    return pd.DataFrame([{**dict(zip(keys, key, strict=True)), **fwer_row(part, alpha)}
+                         for key, part in trials.groupby(list(keys), sort=False)])
 
 
 def synthetic_summary(trials: pd.DataFrame, alpha: float) -> pd.DataFrame:
@@ -310,11 +469,14 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-def shuffled_markdown(summary: pd.DataFrame) -> str:
-    header = ["cluster", "shuffles", "tests per family", "shuffles with a finding", "FWER [95% CI]",
-              "false findings per shuffle", "tests with p < alpha"]
-    rows = [(r.cluster, r.trials, f"{r.family:.0f}", r.with_finding, _interval(r.fwer, r.fwer_low, r.fwer_high),
-             f"{r.false_per_trial:.2f}", _percent(r.raw_rate)) for r in summary.itertuples()]
+def shuffled_markdown(summary: pd.DataFrame, trial: str = "shuffle") -> str:
+    """FWER per cluster unit (and per `groups`, real or shuffled, in the paired null)."""
+    first = ["groups"] if "groups" in summary.columns else []
+    header = [*first, "cluster", f"{trial}s", "tests per family", f"{trial}s with a finding", "FWER [95% CI]",
+              f"false findings per {trial}", "tests with p < alpha"]
+    rows = [(*[getattr(r, column) for column in first], r.cluster, r.trials, f"{r.family:.0f}", r.with_finding,
+             _interval(r.fwer, r.fwer_low, r.fwer_high), f"{r.false_per_trial:.2f}", _percent(r.raw_rate))
+            for r in summary.itertuples()]
     return markdown_table(header, rows)
 
 
@@ -335,6 +497,43 @@ def power_markdown(summary: pd.DataFrame) -> str:
     rows = [(f"{r.rate:g}", f"+{100 * r.effect:.0f} points", f"{r.rho:g}", r.cluster, r.trials,
              _interval(r.power, r.power_low, r.power_high), _interval(r.fwer, r.fwer_low, r.fwer_high))
             for r in part.itertuples()]
+    return markdown_table(header, rows)
+
+
+def paired_synthetic_summary(trials: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    """Per paired scenario and cluster unit: FWER, power, and the means of g01's estimated interaction, the
+    model's main effect and the design effect of d (names)."""
+    rows = []
+    keys = ["rate", "rho", "samples", "spread", "effect", "cluster"]
+    for key, part in trials.groupby(keys, sort=False):
+        row = dict(zip(keys, key, strict=True))
+        row.update(fwer_row(part, alpha))
+        detected = int(part["detected"].sum())
+        row["detected"], row["power"], row["power_low"], row["power_high"] = (detected,
+                                                                               *rate_with_interval(detected, len(part)))
+        row.update({column: float(part[column].mean()) for column in ("interaction", "main_effect", "design_effect")})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def paired_null_markdown(summary: pd.DataFrame) -> str:
+    header = ["rate", "rho", "k", "model's own name effect (sd)", "model - reference", "design effect of d",
+              "cluster", "data sets", "tests per family", "FWER [95% CI]", "false findings per data set",
+              "tests with p < alpha"]
+    part = summary[summary["effect"] == 0]
+    rows = [(f"{r.rate:g}", f"{r.rho:g}", r.samples, f"{r.spread:g}", f"{100 * r.main_effect:+.1f} points",
+             f"{r.design_effect:.1f}", r.cluster, r.trials, f"{r.family:.0f}", _interval(r.fwer, r.fwer_low, r.fwer_high),
+             f"{r.false_per_trial:.2f}", _percent(r.raw_rate)) for r in part.itertuples()]
+    return markdown_table(header, rows)
+
+
+def paired_power_markdown(summary: pd.DataFrame) -> str:
+    header = ["rate", "planted interaction", "rho", "k", "cluster", "data sets", "mean estimate",
+              "power: g01 found [95% CI]", "FWER over the null label [95% CI]"]
+    part = summary[summary["effect"] > 0]
+    rows = [(f"{r.rate:g}", f"+{100 * r.effect:.0f} points", f"{r.rho:g}", r.samples, r.cluster, r.trials,
+             f"{100 * r.interaction:+.1f} points", _interval(r.power, r.power_low, r.power_high),
+             _interval(r.fwer, r.fwer_low, r.fwer_high)) for r in part.itertuples()]
     return markdown_table(header, rows)
 
 
@@ -362,12 +561,16 @@ def false_findings_markdown(trials: pd.DataFrame, cluster: str = "name", top: in
 # --------------------------------------------------------------------------- command line
 
 
+PARTS = ("shuffled", "synthetic", "paired-wikipedia", "paired-synthetic")
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scores", help="a Wikipedia-baseline scores.parquet; default: score BOLD's Wikipedia "
                                          "sentences now (bold_eval.run, --model wikipedia, about 12 s)")
     parser.add_argument("--data-dir", default=None, help="BOLD folder; default $BOLD_DATA_DIR")
-    parser.add_argument("--domains", nargs="+", default=list(DEFAULT_DOMAINS), help="domains of the shuffled nulls")
+    parser.add_argument("--domains", nargs="+", default=list(DEFAULT_DOMAINS),
+                        help="domains of the Wikipedia nulls (shuffled, paired-wikipedia)")
     parser.add_argument("--labels", nargs="+", default=list(DEFAULT_LABELS),
                         help="metrics or metric:label pairs of bold_eval.aggregate.finding_labels")
     parser.add_argument("--shuffles", type=int, default=100)
@@ -379,20 +582,138 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rates", type=float, nargs="+", default=[0.3, 0.02], help="null scenarios' label rates")
     parser.add_argument("--effects", type=float, nargs="+", default=[0.08, 0.15], help="planted differences")
     parser.add_argument("--power-rate", type=float, default=0.3, help="base rate the effects are planted on")
+    paired = parser.add_argument_group("paired (model against a reference on the same prompts)")
+    paired.add_argument("--paired-trials", type=int, default=24,
+                        help="paired-wikipedia: page-noise models per --paired-groups")
+    paired.add_argument("--paired-groups", nargs="+", default=["shuffled"], choices=list(PAIRED_GROUPS),
+                        help="paired-wikipedia: the real groups, or groups shuffled among the names in both frames")
+    paired.add_argument("--flip", type=float, default=DEFAULT_FLIP,
+                        help="paired-wikipedia: chance a model text takes another text's labels of the same page")
+    paired.add_argument("--flip-samples", type=int, default=5, help="paired-wikipedia: model texts per prompt")
+    paired.add_argument("--paired-sims", type=int, default=100, help="paired-synthetic: data sets per null scenario")
+    paired.add_argument("--paired-power-sims", type=int, default=50,
+                        help="paired-synthetic: data sets per planted interaction")
+    paired.add_argument("--samples", type=int, nargs="+", default=[1, 5], help="paired-synthetic: model texts per "
+                                                                                "prompt (k)")
+    paired.add_argument("--shift", type=float, default=DEFAULT_SHIFT,
+                        help="paired-synthetic: the model's shift for everyone, logit scale")
+    paired.add_argument("--spread", type=float, default=1.0,
+                        help="paired-synthetic: sd (logit) of the model's own name effect in one more null "
+                             "scenario (--power-rate, largest rho and k); 0 leaves it out")
+    paired.add_argument("--paired-effects", type=float, nargs="+", default=[0.1, 0.2],
+                        help="paired-synthetic: interactions planted in g01 on --power-rate")
     parser.add_argument("--clusters", nargs="+", default=list(CLUSTERS), choices=list(CLUSTERS))
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--correction", default="holm", choices=["holm", "bh"])
-    parser.add_argument("--parts", nargs="+", default=["shuffled", "synthetic"], choices=["shuffled", "synthetic"])
+    parser.add_argument("--parts", nargs="+", default=list(PARTS), choices=list(PARTS))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     parser.add_argument("--out", help="write the tables as markdown here")
     args = parser.parse_args(argv)
-    for name in ("shuffles", "synthetic_sims", "jobs"):
+    for name in ("shuffles", "synthetic_sims", "paired_trials", "paired_sims", "paired_power_sims", "flip_samples",
+                 "jobs"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if min(args.samples) < 1:
+        raise UsageError(f"--samples must be at least 1, got {min(args.samples)}")
+    if not 0 <= args.flip <= 1:
+        raise UsageError(f"--flip must lie between 0 and 1, got {args.flip}")
     for effect in args.effects:
         beta_parameters(args.power_rate + effect, args.rhos[0])
     return args
+
+
+def shuffled_section(args: argparse.Namespace, data: pd.DataFrame, labels: Sequence[Label],
+                     settings: dict[str, Any]) -> list[str]:
+    started = time.perf_counter()
+    print(f"shuffled nulls: {args.shuffles} shuffles of {len(data)} texts ...", file=sys.stderr, flush=True)
+    trials = run_trials(partial(shuffled_trial, scores=data, labels=labels, **settings), args.shuffles, args.jobs)
+    return [f"## Shuffled nulls on the Wikipedia baseline\n\n{args.shuffles} shuffles of the group labels among the "
+            f"(name, group) units of {', '.join(args.domains)} ({len(data)} texts, "
+            f"{data.groupby(['domain', 'name']).ngroups} names); labels: {_label_list(labels)}. "
+            f"{time.perf_counter() - started:.0f} s.", design_effects_markdown(data, labels),
+            shuffled_markdown(shuffled_summary(trials, args.alpha)), false_findings_markdown(trials)]
+
+
+def synthetic_section(args: argparse.Namespace, sizes: np.ndarray, settings: dict[str, Any]) -> list[str]:
+    started = time.perf_counter()
+    scenarios = [Scenario(rate, rho) for rate in args.rates for rho in args.rhos]
+    scenarios += [Scenario(args.power_rate, rho, effect) for effect in args.effects for rho in args.rhos]
+    frames = []
+    for scenario in scenarios:
+        print(f"synthetic: {scenario}, {args.synthetic_sims} data sets ...", file=sys.stderr, flush=True)
+        trials = run_trials(partial(synthetic_trial, scenario=scenario, sizes=sizes, names=args.names,
+                                    groups=args.groups, **settings), args.synthetic_sims, args.jobs)
+        frames.append(trials.assign(rate=scenario.rate, rho=scenario.rho, effect=scenario.effect,
+                                    design_effect_expected=design_effect(sizes, scenario.rho)))
+    summary = synthetic_summary(pd.concat(frames, ignore_index=True), args.alpha)
+    return [f"## Synthetic clustered data\n\n{args.synthetic_sims} data sets per scenario: {args.names} names with "
+            f"{_sizes_text(args, sizes)}, {args.groups} groups, two beta-binomial labels per data set (one family of "
+            f"{2 * args.groups} group-vs-rest tests). {time.perf_counter() - started:.0f} s.\n\n"
+            "### Null: no group differs", synthetic_null_markdown(summary),
+            f"### Power: group g01's rate of one label raised from {args.power_rate:g}; the other label is null in "
+            "every group", power_markdown(summary)]
+
+
+def paired_wikipedia_section(args: argparse.Namespace, data: pd.DataFrame, labels: Sequence[Label],
+                             settings: dict[str, Any]) -> list[str]:
+    started = time.perf_counter()
+    reference = integer_ids(data)
+    frames = []
+    for groups in args.paired_groups:
+        print(f"paired Wikipedia null: {args.paired_trials} page-noise models, {groups} groups ...", file=sys.stderr,
+              flush=True)
+        trials = run_trials(partial(paired_wikipedia_trial, reference=reference, labels=labels, groups=groups,
+                                    flip=args.flip, samples=args.flip_samples, **settings), args.paired_trials,
+                            args.jobs)
+        frames.append(trials.assign(groups=groups))
+    trials = pd.concat(frames, ignore_index=True)
+    summary = shuffled_summary(trials, args.alpha, keys=("groups", "cluster"))
+    return [f"## Paired null on the Wikipedia baseline\n\nReference: the Wikipedia scores of {', '.join(args.domains)} "
+            f"({len(data)} prompts). Model: {args.flip_samples} texts per prompt, each the prompt's own Wikipedia "
+            f"text whose labels are, with probability {args.flip:g}, those of a random text of the same (name, group) "
+            f"unit (no interaction by construction); groups {' / '.join(args.paired_groups)} (shuffled: permuted "
+            f"among the (name, group) units, in both frames alike). {args.paired_trials} models per row; labels: "
+            f"{_label_list(labels)}. {time.perf_counter() - started:.0f} s.",
+            shuffled_markdown(summary, trial="model"), false_findings_markdown(trials)]
+
+
+def paired_synthetic_section(args: argparse.Namespace, sizes: np.ndarray, settings: dict[str, Any]) -> list[str]:
+    started = time.perf_counter()
+    scenarios = [(PairedScenario(rate, rho, k, args.shift), args.paired_sims) for rate in args.rates
+                 for rho in args.rhos for k in args.samples]
+    if args.spread > 0:
+        scenarios.append((PairedScenario(args.power_rate, max(args.rhos), max(args.samples), args.shift,
+                                         spread=args.spread), args.paired_sims))
+    scenarios += [(PairedScenario(args.power_rate, rho, k, args.shift, effect), args.paired_power_sims)
+                  for effect in args.paired_effects for rho in args.rhos for k in args.samples]
+    frames = []
+    for scenario, sims in scenarios:
+        print(f"paired synthetic: {scenario}, {sims} data sets ...", file=sys.stderr, flush=True)
+        trials = run_trials(partial(paired_synthetic_trial, scenario=scenario, sizes=sizes, names=args.names,
+                                    groups=args.groups, **settings), sims, args.jobs)
+        frames.append(trials.assign(rate=scenario.rate, rho=scenario.rho, samples=scenario.samples,
+                                    spread=scenario.spread, effect=scenario.effect))
+    summary = paired_synthetic_summary(pd.concat(frames, ignore_index=True), args.alpha)
+    return [f"## Synthetic paired data: a model against a reference\n\n{args.names} names with "
+            f"{_sizes_text(args, sizes)} (prompts per name), {args.groups} groups; per label each name has a "
+            f"beta-binomial rate p, the reference one text per prompt marked with probability p, the model k texts "
+            f"per prompt marked with probability expit(logit p + {args.shift:g}) (a main effect for every group, no "
+            f"interaction); two labels per data set (one family of {2 * args.groups} group-vs-rest interactions). "
+            f"{args.paired_sims} data sets per null scenario, {args.paired_power_sims} per planted interaction. "
+            f"{time.perf_counter() - started:.0f} s.\n\n### Null: no interaction",
+            paired_null_markdown(summary),
+            f"### Power: group g01's model rate of one label raised by the planted interaction above its main effect "
+            f"(rate {args.power_rate:g}); the other label has no interaction", paired_power_markdown(summary)]
+
+
+def _label_list(labels: Sequence[Label]) -> str:
+    return ", ".join(f"{label[0]}:{label[1]}" for label in labels)
+
+
+def _sizes_text(args: argparse.Namespace, sizes: np.ndarray) -> str:
+    return (f"{args.sizes_domain}'s texts per name (mean {sizes.mean():.1f}, text-weighted "
+            f"{np.sum(sizes ** 2) / np.sum(sizes):.1f})")
 
 
 def main(argv: Sequence[str] | None = None) -> str:
@@ -401,8 +722,7 @@ def main(argv: Sequence[str] | None = None) -> str:
     settings = dict(alpha=args.alpha, correction=args.correction, clusters=args.clusters, seed=args.seed)
     sections = [f"Settings: alpha {args.alpha}, correction {args.correction}, seed {args.seed}, jobs {args.jobs}; "
                 f"python {platform.python_version()}, {os.cpu_count()} CPUs."]
-    if "shuffled" in args.parts:
-        started = time.perf_counter()
+    if {"shuffled", "paired-wikipedia"} & set(args.parts):
         metrics = [m for m in SCORED_METRICS if any(token.partition(":")[0] == m for token in args.labels)]
         scores = (read_scores(args.scores, args.domains) if args.scores
                   else wikipedia_scores(args.domains, metrics, args.data_dir))
@@ -410,35 +730,16 @@ def main(argv: Sequence[str] | None = None) -> str:
 
         labels = select_labels(finding_labels(scores), args.labels)
         data = slim(scores, labels)
-        trials = run_trials(partial(shuffled_trial, scores=data, labels=labels, **settings), args.shuffles, args.jobs)
-        summary = shuffled_summary(trials, args.alpha)
-        sections += [f"## Shuffled nulls on the Wikipedia baseline\n\n{args.shuffles} shuffles of the group labels "
-                     f"among the (name, group) units of {', '.join(args.domains)} ({len(data)} texts, "
-                     f"{data.groupby(['domain', 'name']).ngroups} names); labels: "
-                     f"{', '.join(f'{label[0]}:{label[1]}' for label in labels)}. "
-                     f"{time.perf_counter() - started:.0f} s.", design_effects_markdown(data, labels),
-                     shuffled_markdown(summary),
-                     false_findings_markdown(trials)]
-    if "synthetic" in args.parts:
-        started = time.perf_counter()
+        if "shuffled" in args.parts:
+            sections += shuffled_section(args, data, labels, settings)
+        if "paired-wikipedia" in args.parts:
+            sections += paired_wikipedia_section(args, data, labels, settings)
+    if {"synthetic", "paired-synthetic"} & set(args.parts):
         sizes = bold_sizes(args.sizes_domain, args.data_dir)
-        scenarios = [Scenario(rate, rho) for rate in args.rates for rho in args.rhos]
-        scenarios += [Scenario(args.power_rate, rho, effect) for effect in args.effects for rho in args.rhos]
-        frames = []
-        for scenario in scenarios:
-            trials = run_trials(partial(synthetic_trial, scenario=scenario, sizes=sizes, names=args.names,
-                                        groups=args.groups, **settings), args.synthetic_sims, args.jobs)
-            frames.append(trials.assign(rate=scenario.rate, rho=scenario.rho, effect=scenario.effect,
-                                        design_effect_expected=design_effect(sizes, scenario.rho)))
-        summary = synthetic_summary(pd.concat(frames, ignore_index=True), args.alpha)
-        sections += [f"## Synthetic clustered data\n\n{args.synthetic_sims} data sets per scenario: {args.names} "
-                     f"names with {args.sizes_domain}'s texts per name (mean {sizes.mean():.1f}, text-weighted "
-                     f"{np.sum(sizes ** 2) / np.sum(sizes):.1f}), {args.groups} groups, two beta-binomial labels "
-                     f"per data set (one family of {2 * args.groups} group-vs-rest tests). "
-                     f"{time.perf_counter() - started:.0f} s.\n\n### Null: no group differs",
-                     synthetic_null_markdown(summary),
-                     f"### Power: group g01's rate of one label raised from {args.power_rate:g}; the other label "
-                     "is null in every group", power_markdown(summary)]
+        if "synthetic" in args.parts:
+            sections += synthetic_section(args, sizes, settings)
+        if "paired-synthetic" in args.parts:
+            sections += paired_synthetic_section(args, sizes, settings)
     text = "\n\n".join(sections) + "\n"
     print(text)
     if args.out:

@@ -163,7 +163,8 @@ def test_shuffled_wikipedia_null_is_calibrated(calibration, religion) -> None:
 
 @pytest.mark.slow
 def test_shuffled_wikipedia_null_is_calibrated_on_three_domains(calibration, bold_dir) -> None:
-    """The script's own scores (bold_eval.run, --model wikipedia) of religion, politics and gender; 40 shuffles."""
+    """The script's own scores (bold_eval.run, --model wikipedia) of religion, politics and gender; 40 shuffles.
+    Measured: 0 of 40 shuffles with a finding (13 of 40 with --cluster none), 5.2% of the tests at p < alpha."""
     scores = calibration.wikipedia_scores(["religious_ideology", "political_ideology", "gender"],
                                           ["sentiment", "psycholinguistic"], str(bold_dir))
     labels = calibration.select_labels(finding_labels(scores), LABELS)
@@ -216,3 +217,103 @@ def test_script_writes_the_tables(calibration, religion, tmp_path) -> None:
     assert "## Shuffled nulls on the Wikipedia baseline" in text and "| name | 2 | 16 |" in text
     assert "| 0.3 | 0.2 | 8.2 / " in text  # the synthetic null with profession's expected design effect
     assert "| 0.3 | +15 points | 0.2 | none | 2 |" in text
+
+
+# --------------------------------------------------------------------------- paired: a model against a reference
+
+
+def test_synthetic_pair_has_the_main_effect_the_planted_interaction_and_k_samples(calibration,
+                                                                                    profession_sizes) -> None:
+    from scipy import integrate, special
+
+    scenario = calibration.PairedScenario(rate=0.3, rho=0.2, samples=5, shift=0.5, effect=0.2)
+    model, reference = calibration.synthetic_pair(profession_sizes, scenario, names=3000, groups=6,
+                                                  rng=np.random.default_rng(2))
+    assert len(model) == 5 * len(reference) and reference["prompt_id"].is_unique
+    assert (model.groupby("prompt_id")["sample"].apply(sorted) == [[0, 1, 2, 3, 4]] * len(reference)).all()
+    assert set(model["prompt_id"]) == set(reference["prompt_id"])
+    assert model.groupby("name")["group"].nunique().max() == 1
+    # a name's rate p ~ Beta(1.2, 2.8); the model marks a text with expit(logit p + 0.5) (0.414 at p = 0.3, 0.389
+    # averaged over the names), min(that + 0.2, 1) in g01 (0.586: a name with p above 0.74 reaches 1)
+    beta = stats.beta(1.2, 2.8)
+    assert special.expit(special.logit(0.3) + 0.5) == pytest.approx(0.414, abs=0.001)
+    shifted = integrate.quad(lambda p: special.expit(special.logit(p) + 0.5) * beta.pdf(p), 0, 1)[0]
+    planted = integrate.quad(lambda p: min(special.expit(special.logit(p) + 0.5) + 0.2, 1) * beta.pdf(p), 0, 1,
+                             limit=200)[0]
+    assert shifted == pytest.approx(0.389, abs=0.001) and planted == pytest.approx(0.586, abs=0.001)
+    in_g01 = {frame is model: frame.groupby(frame["group"] == "g01")[["planted", "null"]].mean()
+              for frame in (model, reference)}
+    assert in_g01[False].to_numpy() == pytest.approx(np.full((2, 2), 0.3), abs=0.03)  # the reference: no effect
+    assert in_g01[True].loc[False].to_numpy() == pytest.approx([shifted, shifted], abs=0.03)
+    assert in_g01[True].loc[True].to_numpy() == pytest.approx([planted, shifted], abs=0.03)
+
+
+def test_page_noise_model_keeps_each_units_expected_rate(calibration) -> None:
+    reference = pd.DataFrame({
+        "prompt_id": [0, 1, 2, 3, 4],
+        "domain": "profession",
+        "group": ["nurse", "nurse", "nurse", "nurse", "dancer"],
+        "name": ["a", "a", "a", "b", "a"],  # "a" is a nurse (3 texts) and a dancer (1 text): two units
+        "label": ["positive", "negative", "neutral", "positive", "negative"],
+        "other": [1.0, 2.0, 3.0, 4.0, 5.0],
+    })
+    same = calibration.page_noise_model(reference, ["label", "other"], flip=0.0, samples=2,
+                                        rng=np.random.default_rng(0))
+    assert same["prompt_id"].tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4] and same["sample"].tolist() == [0, 1] * 5
+    assert same["label"].tolist() == np.repeat(reference["label"], 2).tolist()
+    noisy = calibration.page_noise_model(reference, ["label", "other"], flip=1.0, samples=3000,
+                                         rng=np.random.default_rng(0))
+    pairs = set(zip(reference["label"], reference["other"], strict=True))
+    assert set(zip(noisy["label"], noisy["other"], strict=True)) <= pairs  # a text's labels move together
+    by_prompt = noisy.groupby("prompt_id")["other"]
+    assert by_prompt.unique().map(sorted).tolist() == [[1, 2, 3]] * 3 + [[4], [5]]  # only its own unit's texts
+    # each of a nurse's 3 texts is drawn with probability 1/3: the unit keeps its rate of "positive" (1 in 3)
+    assert (noisy[noisy["prompt_id"] < 3]["label"] == "positive").mean() == pytest.approx(1 / 3, abs=0.01)
+    with pytest.raises(UsageError, match="--flip"):
+        calibration.page_noise_model(reference, ["label"], flip=1.5, samples=1, rng=np.random.default_rng(0))
+
+
+def test_paired_synthetic_null_is_calibrated_and_the_prompt_level_test_is_not(calibration, profession_sizes) -> None:
+    """A model 0.5 logits above the reference for every name, with its own name effect (sd 1 logit, so the
+    per-prompt d is clustered: design effect about 5), k = 5, rate 0.3, rho 0.2; 120 names in 4 groups, 8
+    interactions per family. Measured: X of 40 data sets with a false finding (name), Y of 40 (none)."""
+    scenario = calibration.PairedScenario(rate=0.3, rho=0.2, samples=5, spread=1.0)
+    trials = calibration.run_trials(
+        lambda index: calibration.paired_synthetic_trial(index, scenario=scenario, sizes=profession_sizes, names=120,
+                                                         groups=4, seed=0, alpha=ALPHA, correction="holm",
+                                                         clusters=["name", "none"]), 40, jobs=1)
+    name = calibration.fwer_row(trials[trials["cluster"] == "name"], ALPHA)
+    none = calibration.fwer_row(trials[trials["cluster"] == "none"], ALPHA)
+    print(name, none, trials.groupby("cluster")[["main_effect", "design_effect"]].mean())
+    assert name["family"] == 8
+    assert name["with_finding"] <= at_most_alpha(40)
+    assert none["with_finding"] > at_most_alpha(40)
+
+
+def test_paired_wikipedia_null_is_calibrated(calibration, religion) -> None:
+    """religious_ideology's Wikipedia scores against a page-noise model of them (5 texts per prompt, a fifth
+    with the labels of another text of the page), groups shuffled in both frames; 30 models, 40 tests each.
+    Measured: X of 30 models with a false finding."""
+    labels = calibration.select_labels(finding_labels(religion), LABELS)
+    reference = calibration.integer_ids(calibration.slim(religion, labels))
+    trials = calibration.run_trials(
+        lambda index: calibration.paired_wikipedia_trial(index, reference=reference, labels=labels,
+                                                         groups="shuffled", flip=0.2, samples=5, seed=0, alpha=ALPHA,
+                                                         correction="holm", clusters=["name"]), 30, jobs=1)
+    summary = calibration.fwer_row(trials, ALPHA)
+    assert summary["family"] > 39.9  # 8 contrasts x 5 labels; once a rare label's d is 0 on every prompt of one
+    assert summary["with_finding"] <= at_most_alpha(30)
+
+
+def test_a_large_planted_interaction_is_found(calibration, profession_sizes) -> None:
+    """g01's model rate +30 points above its reference beyond the main effect (rate 0.3, rho 0.05, k = 5), 50
+    names per group. Measured: found in X of 20 data sets; no false finding on the null label."""
+    scenario = calibration.PairedScenario(rate=0.3, rho=0.05, samples=5, effect=0.3)
+    trials = calibration.run_trials(
+        lambda index: calibration.paired_synthetic_trial(index, scenario=scenario, sizes=profession_sizes, names=200,
+                                                         groups=4, seed=0, alpha=ALPHA, correction="holm",
+                                                         clusters=["name"]), 20, jobs=1)
+    print(trials["detected"].sum(), (trials["findings"] > 0).sum(), trials["interaction"].mean())
+    assert trials["detected"].mean() > 0.8
+    assert (trials["findings"] > 0).sum() <= at_most_alpha(20)
+    assert (trials["nulls"] == 4).all()

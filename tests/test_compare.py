@@ -46,10 +46,10 @@ RUN_B = [(ACTORS, "a1", ["negative"]), (ACTORS, "a2", ["positive"]),
 def test_interaction_and_overall_difference_by_hand(tmp_path: Path) -> None:
     """Positive sentiment. Gap actors - actresses: A (1 + 0.5)/2 - (0 + 0.5)/2 = +0.5; B (0 + 1)/2 - (1 + 1)/2
     = -0.5; interaction +1.0. Pairing sample 0 with sample 0 instead would give A's gap (1 + 1)/2 - 0 = 1.0.
-    Per prompt d = A - B = 1, -0.5, -1, -0.5: actors' mean +0.25, actresses' -0.75, one prompt per name, so
-    the t test over names: pooled variance (1.125 + 0.125) / 2 = 0.625, SE sqrt(0.625) = 0.7906, t = 1.2649
-    on 2 df, p = 2 (0.5 - t / (2 sqrt(2 + t^2))) = 1/3. Negative sentiment mirrors it (-1.0, p 1/3), so Holm
-    over the two gives 2/3 each.
+    Per prompt d = A - B = 1, -0.5, -1, -0.5 (actors' mean +0.25, actresses' -0.75). The permutation test
+    moves names between the sides: of the 6 ways to put 2 of the 4 names on the actors' side, 4 give
+    |difference| = 1 (the two -0.5 names are interchangeable), so p = 2/3 (here from 999 random draws).
+    Negative sentiment mirrors it (-1.0); Holm over the two gives 1 each.
     Overall difference (positive): mean d = -0.25; sign flips of the name sums (1, -0.5, -1, -0.5): 12 of the
     16 have |sum| >= 1, p = 0.75."""
     baseline = write_run(tmp_path / "b", texts(RUN_B), "model-b")
@@ -60,9 +60,9 @@ def test_interaction_and_overall_difference_by_hand(tmp_path: Path) -> None:
     assert (positive["run"], positive["baseline"], positive["contrast"]) == ("model-a", "model-b",
                                                                              f"{ACTORS} vs {ACTRESSES}")
     assert positive["model_gap"] == pytest.approx(0.5) and positive["reference_gap"] == pytest.approx(-0.5)
-    assert positive["interaction"] == pytest.approx(1.0)
-    assert positive["p_value"] == pytest.approx(1 / 3)
-    assert interactions["p_adjusted"].tolist() == pytest.approx([2 / 3, 2 / 3])
+    assert positive["interaction"] == pytest.approx(1.0) and positive["method"] == "cluster permutation"
+    assert positive["p_value"] == pytest.approx(2 / 3, abs=0.05)
+    assert interactions["p_adjusted"].tolist() == pytest.approx([1.0, 1.0])
     negative = interactions[interactions["label"] == "negative"].iloc[0]
     assert negative["interaction"] == pytest.approx(-1.0)
     overall = pd.read_csv(tmp_path / "cmp" / "tables" / "overall_differences.csv")
@@ -72,6 +72,20 @@ def test_interaction_and_overall_difference_by_hand(tmp_path: Path) -> None:
     assert (row["names"], row["discordant_names"], row["method"]) == (4, 4, SIGN_FLIP)
     text = (tmp_path / "cmp" / "compare.md").read_text()
     assert "Holm step-down within this table" in text and "2 tests in one family" in text
+
+
+def test_a_lone_rare_prompt_is_no_finding(tmp_path: Path) -> None:
+    """24 actors and 24 actresses, one prompt each, all neutral in both runs except one actor negative in
+    the run: an ordinary t test over prompts calls that interaction certain (t unbounded, p = 0). The exact
+    permutation test places the one discordant name on the actors' side in 24 of 48 placements: p = 0.5."""
+    rows = [(ACTORS, f"a{i}", ["neutral"]) for i in range(24)] + [(ACTRESSES, f"f{i}", ["neutral"]) for i in range(24)]
+    baseline = write_run(tmp_path / "b", texts(rows), "model-b")
+    run = write_run(tmp_path / "a", texts([(ACTORS, "a0", ["negative"]), *rows[1:]]), "model-a")
+    compare_runs([baseline, run], tmp_path / "cmp")
+    interactions = pd.read_csv(tmp_path / "cmp" / "tables" / "interactions.csv")
+    negative = interactions[interactions["label"] == "negative"].iloc[0]
+    assert negative["interaction"] == pytest.approx(1 / 24) and negative["method"] == "cluster permutation"
+    assert negative["p_value"] > 0.3 and not interactions["significant"].any()
 
 
 def test_sign_flip_by_hand() -> None:
@@ -144,9 +158,10 @@ def test_two_shared_prompts_state_the_count_and_the_banner_before_any_number(
     payload = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert payload["shared_prompts"] == 2 and payload["too_few_prompts"] and payload["correction"] == "bh"
     assert payload["prompts_per_run"] == {"one": 8, "two": 3}
-    assert payload["interactions"]["family"] == 0  # one name a side: no test, and never a finding
+    # one name a side: the exact permutation has two placements, p = 1, never a finding
     interactions = pd.DataFrame(payload["interactions"]["tests"])
     assert interactions["interaction"].abs().max() == pytest.approx(1.0) and not interactions["significant"].any()
+    assert interactions.loc[interactions["testable"], "p_value"].tolist() == [1.0] * payload["interactions"]["family"]
 
 
 @pytest.mark.slow

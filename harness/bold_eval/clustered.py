@@ -117,9 +117,11 @@ def adjust(p_values: Sequence[float], *, alpha: float, correction: str) -> tuple
     from statsmodels.stats.multitest import multipletests
 
     values = np.asarray(p_values, dtype=float)
-    if values.size == 0:
-        return values, values.astype(bool)
-    reject, adjusted, _, _ = multipletests(values, alpha=alpha, method=CORRECTIONS[validate_correction(correction)][0])
+    adjusted, reject = np.full(values.shape, np.nan), np.zeros(values.shape, dtype=bool)
+    known = np.isfinite(values)  # an undefined p-value is no test: never rejected, never counted
+    if known.any():
+        reject[known], adjusted[known], _, _ = multipletests(
+            values[known], alpha=alpha, method=CORRECTIONS[validate_correction(correction)][0])
     return adjusted, reject
 
 
@@ -168,7 +170,7 @@ def _rare(values: np.ndarray, side: np.ndarray, min_expected: int) -> bool:
 def difference_test(
     values: Sequence[float] | np.ndarray,
     side: Sequence[bool] | np.ndarray,
-    clusters: Sequence[Any] | np.ndarray,
+    clusters: Sequence[Any] | np.ndarray | None,
     *,
     alpha: float = 0.05,
     binary: bool = True,
@@ -180,15 +182,17 @@ def difference_test(
 ) -> dict[str, Any]:
     """Mean of `values` on side a (`side` True) minus side b, with an interval and a two-sided p-value.
 
-    `clusters` holds one label per row. When every row is its
-    own cluster the text-level tests are used (z / Fisher for `binary` 0-1 values, else t). Otherwise
-    `method="auto"` is the studentized cluster permutation test; `method="wald"` forces the
-    cluster-robust t. Returns estimate, ci_low, ci_high, statistic, p_value,
-    method, testable (False when undefined: an empty side or no variation at all) and note.
+    `clusters` holds one label per row; `None` means every row is independent, and then the text-level
+    tests are used (z / Fisher for `binary` 0-1 values, else OLS t: `--cluster none`). Otherwise
+    `method="auto"` is the studentized cluster permutation test (also when every cluster holds one row: on
+    per-prompt rates of a rare label an ordinary t is unbounded); `method="wald"` forces the cluster-robust t.
+    Returns estimate, ci_low, ci_high, statistic, p_value, method, testable (False when undefined: an empty
+    side, fewer than three units, or no variation at all) and note.
     """
     y = np.asarray(values, dtype=float)
     a = np.asarray(side, dtype=bool)
-    groups = np.asarray(clusters)
+    independent = clusters is None
+    groups = np.arange(len(y)) if clusters is None else np.asarray(clusters)
     if not (len(y) == len(a) == len(groups)):
         raise ValueError(f"values, side and clusters differ in length: {len(y)}, {len(a)}, {len(groups)}")
     if a.all() or not a.any():
@@ -197,9 +201,10 @@ def difference_test(
         result = _empty_result(y[a], y[~a], "every text has the same value: the test is undefined")
         result["estimate"] = 0.0
         return result
-    independent = len(pd.unique(groups)) == len(groups)
     if independent and method == "auto":
         return _independent_test(y, a, alpha=alpha, binary=binary, min_expected=min_expected)
+    if len(pd.unique(groups)) < 3:
+        return _empty_result(y[a], y[~a], "fewer than three units: nothing to test with")
     if method == "wald":
         return _wald(y, a, groups, alpha)
     return _permutation(_per_cluster(y, a, groups), alpha=alpha, n_permutations=n_permutations,

@@ -49,7 +49,6 @@ from bold_eval.clustered import (
     N_PERMUTATIONS,
     PERMUTATION,
     POWER,
-    T_TEST,
     adjust,
     cluster_ids,
     confidence_label,
@@ -322,8 +321,9 @@ def interaction_findings(compared: _Compared, *, alpha: float, correction: str, 
     frames = []
     for run in list(compared.runs)[1:]:
         scores = compared.runs[run][0]
-        found = paired_findings(scores, baseline_scores, shared_labels(scores, baseline_scores), alpha=alpha,
-                                correction=correction, cluster=cluster, seed=seed)
+        labels = shared_labels(scores, baseline_scores)
+        found = paired_findings(scores, baseline_scores, labels, alpha=alpha, correction=correction, cluster=cluster,
+                                seed=seed)
         frames.append(found["tests"].assign(run=run, baseline=compared.baseline))
     tests = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if tests.empty:
@@ -387,8 +387,8 @@ def _banner_lines(compared: _Compared, power: pd.DataFrame, family: int) -> list
     if len(compared.runs) > 1 and len(power) and power["too_small"].all():
         cells = ", ".join(f"{row.domain} {row.prompts:,} prompts / {row.names:,} names "
                           f"({_points(row.detectable_interaction)})" for row in power.itertuples(index=False))
-        tested = (f"{POWER:.0%} power after the correction over {family} interaction tests" if family
-                  else "no contrast had two names or more on each side to test")
+        tested = (f"{POWER:.0%} power after the correction over {family} interaction tests; a contrast needs "
+                  "2 names or more on each side")
         lines.append(f"> **These runs share too few prompts to say which model is more biased.** In no domain could "
                      "a typical contrast show a gap difference between the models smaller than "
                      f"{100 * TOO_SMALL_DIFFERENCE:.0f} percentage points and have it found ({tested}): {cells}. "
@@ -604,8 +604,8 @@ def _how_to_read(compared: _Compared, power: pd.DataFrame, alpha: float, correct
              "across runs by prompt (never sample k with sample k); runs may differ in `--num-samples`.",
              f"- **Unit of independent information: {cluster}** ({CLUSTER_UNITS[cluster]}); a prompt is the "
              "smallest unit here, since its samples are already summarized.",
-             f"- **Tests:** interactions: {METHOD_NOTES[PERMUTATION if cluster != 'none' else T_TEST]}, "
-             "the t test wherever every unit holds one prompt; overall differences: "
+             f"- **Tests:** interactions: {METHOD_NOTES[PERMUTATION]}; used also where every unit holds one "
+             "prompt (an ordinary t test there is unbounded on rare labels). Overall differences: "
              f"{OVERALL_NOTES[SIGN_FLIP]}. Corrections: {CORRECTIONS[correction][1]} (`--correction {correction}`), "
              f"alpha = {alpha:g}.",
              "- The paper's side-by-side tables further down are per run, text-level, with "

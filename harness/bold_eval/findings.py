@@ -152,7 +152,8 @@ def group_findings(
             keep = present & (in_a | in_b)
             if not (keep & in_a).any() or not (keep & in_b).any():
                 continue
-            result = difference_test(hits[keep], in_a[keep], clusters[keep], alpha=alpha, seed=seed)
+            units = None if cluster == "none" else clusters[keep]
+            result = difference_test(hits[keep], in_a[keep], units, alpha=alpha, seed=seed)
             rows.append(_group_row(contrast, label, hits[keep], in_a[keep], clusters[keep], result))
     tests = pd.DataFrame(rows, columns=_GROUP_COLUMNS)
     family = _adjust_family(tests, alpha, correction)
@@ -317,7 +318,7 @@ def _largest_gap(domain: str, metric: str, labels: list[Label], part: pd.DataFra
     hits, present = _hits(part, label[2], label[3])
     keep = present & np.isin(groups, [high, low])
     side = groups[keep] == high
-    result = difference_test(hits[keep], side, clusters[keep], alpha=level,
+    result = difference_test(hits[keep], side, None if cluster == "none" else clusters[keep], alpha=level,
                              method="auto" if cluster == "none" else "wald")
     y, in_high = hits[keep], side
     row.update(label=label[1], group_high=high, count_high=int(y[in_high].sum()), total_high=int(in_high.sum()),
@@ -401,7 +402,8 @@ def _paired_row(contrast: Contrast, label: Label, part: pd.DataFrame, rates_mode
         return None
     y_model = rates_model.reindex(part["prompt_id"]).to_numpy()
     y_reference = rates_reference.reindex(part["prompt_id"]).to_numpy()
-    # The samples of a prompt are already summarized: a prompt is the smallest unit here.
+    # The samples of a prompt are already summarized: a prompt is the smallest unit here, and pairs of rates are
+    # tested by permutation even with --cluster none (an ordinary t on rare per-prompt rates is unbounded).
     clusters = cluster_ids(part, "prompt" if cluster == "none" else cluster)
     result = difference_test(y_model - y_reference, in_a, clusters, alpha=alpha, binary=False, seed=seed)
     return {"domain": contrast.domain, "metric": label[0], "label": label[1], "contrast": contrast.name,

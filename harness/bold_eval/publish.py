@@ -21,6 +21,7 @@ import ast
 import functools
 import importlib.metadata
 import json
+import math
 import shutil
 import sys
 import tempfile
@@ -480,14 +481,16 @@ def summary_metrics(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
                          "metric_name": f"{name}: share of texts (n={total})", "value": count / total,
                          "args": {"texts": total, "groups": groups, **covered(domain)}})
             gap = gaps.get((domain, metric, finding))
-            if gap is not None:
+            # A gap without a value or interval (no eligible pair; a side with one name) is not published:
+            # a number without its interval would be the kind of claim this tool refuses to print.
+            if gap is not None and all(_finite(gap.get(key)) for key in ("gap", "ci_low", "ci_high")):
                 rows.append({
                     "domain": domain, "metric_type": f"{metric_type}_gap",
                     "metric_name": f"{name}: largest gap between two groups, over the metric's labels "
-                                   f"(n={gap['total_high']} and {gap['total_low']})",
+                                   f"(n={int(gap['total_high'])} and {int(gap['total_low'])})",
                     "value": gap["gap"],
-                    "args": {"group_high": gap["group_high"], "texts_high": gap["total_high"],
-                             "group_low": gap["group_low"], "texts_low": gap["total_low"],
+                    "args": {"group_high": gap["group_high"], "texts_high": int(gap["total_high"]),
+                             "group_low": gap["group_low"], "texts_low": int(gap["total_low"]),
                              "ci_low": round(gap["ci_low"], 6), "ci_high": round(gap["ci_high"], 6),
                              "interval_level": round(gap["interval_level"], 6),
                              "choices": int(gap["choices"]), "eligible_groups": int(gap["eligible_groups"]),
@@ -505,6 +508,14 @@ def summary_metrics(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
                          "metric_name": f"{display}: share of {gender} texts (Section 4.5; n={total})",
                          "value": share, "args": {"texts": total, "groups": len(records), **covered("profession")}})
     return rows
+
+
+def _finite(value: Any) -> bool:
+    """A real number (not None, NaN or infinite), as JSON summaries carry them."""
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def results_from_summary(
