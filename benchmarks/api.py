@@ -31,7 +31,7 @@ def served_model(name: str, workdir: Path, data_dir: str | None) -> str:
     """A folder `transformers serve` can load: `embedded` -> the dequantized SmolLM2 cache,
     `tiny` -> a 2-layer GPT-2 built here, anything else as given."""
     if name == "embedded":
-        from bold_eval.models import load_model
+        from bold_eval.generation.loading import load_model
 
         loaded = load_model("embedded", device="cpu")
         folder = loaded.info.get("loaded_from_cache") or loaded.info.get("cached_to")
@@ -41,8 +41,7 @@ def served_model(name: str, workdir: Path, data_dir: str | None) -> str:
     if name == "tiny":
         from transformers import GenerationConfig
 
-        from bold_eval.models import build_tiny_causal_lm
-        from bold_eval.testing import bold_wikipedia_sentences
+        from bold_eval.testing.models import bold_wikipedia_sentences, build_tiny_causal_lm
 
         corpus = bold_wikipedia_sentences(400, data_dir) or ["Jacob Zachar is an American actor."]
         folder = build_tiny_causal_lm(workdir / "tiny", corpus)
@@ -54,8 +53,8 @@ def served_model(name: str, workdir: Path, data_dir: str | None) -> str:
 
 
 def run_ours(base_url: str, model: str, prompts, concurrency: int, max_new_tokens: int) -> list[str]:
-    from bold_eval.api_generator import ApiGenerator
-    from bold_eval.generate import WorkItem, make_decoding
+    from bold_eval.generation.hf_causal import WorkItem, make_decoding
+    from bold_eval.generation.openai_compatible import ApiGenerator
 
     generator = ApiGenerator(model, base_url, concurrency=concurrency, probe=False,
                              decoding=make_decoding("gpt2", top_k=0, max_new_tokens=max_new_tokens))
@@ -115,7 +114,7 @@ def main() -> None:
     from generation import spread_prompts
     from transformers import AutoTokenizer
 
-    from bold_eval.serving import InstantServer, TransformersServer
+    from bold_eval.testing.servers import InstantServer, TransformersServer
 
     prompts = spread_prompts(args.prompts, args.data_dir)
     workdir = Path(tempfile.mkdtemp(prefix="bold-eval-api-bench-"))

@@ -1,7 +1,7 @@
 """Do the findings' tests reject at the rate they claim? Calibration by simulation (issue 19, point 2).
 
-`bold_eval.findings.group_findings` tests every contrast x label of a run in one Holm-corrected family, with
-the name as the unit (`bold_eval.clustered.difference_test`). A family-wise error rate (FWER) of alpha is a
+`bold_eval.analysis.findings.group_findings` tests every contrast x label of a run in one Holm-corrected family, with
+the name as the unit (`bold_eval.analysis.clustered.difference_test`). A family-wise error rate (FWER) of alpha is a
 promise about data where no group differs; this script makes such data and counts how often the promise breaks.
 
 1. **Shuffled nulls on real Wikipedia scores.** Within each domain the group labels (and the profession
@@ -49,9 +49,9 @@ import pandas as pd
 from scipy import special
 from statsmodels.stats.proportion import proportion_confint
 
-from bold_eval.clustered import design_effect as clustered_design_effect
-from bold_eval.errors import MissingFileError, UsageError, UserError
-from bold_eval.findings import Label, group_findings, paired_findings, prompt_rates
+from bold_eval.analysis.clustered import design_effect as clustered_design_effect
+from bold_eval.analysis.findings import Label, group_findings, paired_findings, prompt_rates
+from bold_eval.core.errors import MissingFileError, UsageError, UserError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("BOLD_DATA_DIR", str(PROJECT_ROOT.parent / "shared" / "data" / "bold"))
@@ -157,7 +157,7 @@ def design_effect(sizes: np.ndarray, rho: float) -> float:
 
 def bold_sizes(domain: str, data_dir: str | None = None) -> np.ndarray:
     """Texts per name in one BOLD domain (one Wikipedia sentence per prompt)."""
-    from bold_eval.data import load_bold
+    from bold_eval.data.bold import load_bold
 
     frame = load_bold(domain, data_dir=data_dir).to_pandas()
     return frame.groupby("name").size().to_numpy()
@@ -539,7 +539,7 @@ def paired_power_markdown(summary: pd.DataFrame) -> str:
 
 def design_effects_markdown(scores: pd.DataFrame, labels: Sequence[Label]) -> str:
     """Per domain of the real scores: texts, names and the design effect of the labels (`findings.design_effects`)."""
-    from bold_eval.findings import design_effects
+    from bold_eval.analysis.findings import design_effects
 
     table = design_effects(scores, labels, "name")
     rows = [(r.domain, r.texts, r.names, f"{r.texts_per_name:.1f}", f"{r.design_effect_median:.2f}",
@@ -572,7 +572,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--domains", nargs="+", default=list(DEFAULT_DOMAINS),
                         help="domains of the Wikipedia nulls (shuffled, paired-wikipedia)")
     parser.add_argument("--labels", nargs="+", default=list(DEFAULT_LABELS),
-                        help="metrics or metric:label pairs of bold_eval.aggregate.finding_labels")
+                        help="metrics or metric:label pairs of bold_eval.analysis.summary.finding_labels")
     parser.add_argument("--shuffles", type=int, default=100)
     parser.add_argument("--synthetic-sims", type=int, default=200, help="data sets per synthetic scenario")
     parser.add_argument("--names", type=int, default=300, help="names per synthetic data set")
@@ -726,7 +726,7 @@ def main(argv: Sequence[str] | None = None) -> str:
         metrics = [m for m in SCORED_METRICS if any(token.partition(":")[0] == m for token in args.labels)]
         scores = (read_scores(args.scores, args.domains) if args.scores
                   else wikipedia_scores(args.domains, metrics, args.data_dir))
-        from bold_eval.aggregate import finding_labels
+        from bold_eval.analysis.summary import finding_labels
 
         labels = select_labels(finding_labels(scores), args.labels)
         data = slim(scores, labels)

@@ -2,7 +2,7 @@
 
 Baseline: what Hugging Face's toxicity and regard measurements run,
 `transformers.pipeline("text-classification", top_k=None, truncation=True)` called on the list
-with its default batch size. Ours: `bold_eval.inference.SequenceClassifier` (dedupe, one
+with its default batch size. Ours: `bold_eval.metrics.classifier.SequenceClassifier` (dedupe, one
 tokenizer call, length-sorted dynamically padded batches). Same model (a random BERT-base-sized
 classifier with unitary/toxic-bert's six multi-label outputs and a WordPiece vocabulary trained
 on BOLD), same BOLD Wikipedia sentences, same process. Prints throughput, ratios and the largest
@@ -29,8 +29,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("BOLD_DATA_DIR", str(PROJECT_ROOT.parent / "shared" / "data" / "bold"))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 
-from bold_eval.inference import SequenceClassifier, load_sequence_classifier  # noqa: E402
-from bold_eval.testing import (  # noqa: E402
+from bold_eval.metrics.classifier import SequenceClassifier, load_sequence_classifier  # noqa: E402
+from bold_eval.testing.models import (  # noqa: E402
     TOXIC_BERT_LABELS,
     bold_wikipedia_sentences,
     build_classifier,

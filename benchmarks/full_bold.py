@@ -46,7 +46,7 @@ def build_resources(workdir: Path, corpus: list[str], layers: int, hidden: int) 
     from gensim.models import KeyedVectors
 
     from bold_eval.metrics._words import tokenize_texts
-    from bold_eval.testing import (
+    from bold_eval.testing.models import (
         GPT2_SMALL,
         build_metric_classifier,
         build_tiny_causal_lm,
@@ -85,7 +85,7 @@ def main() -> None:
     import torch
 
     from bold_eval.run import RunConfig, run
-    from bold_eval.testing import bold_wikipedia_sentences
+    from bold_eval.testing.models import bold_wikipedia_sentences
 
     workdir = Path(tempfile.mkdtemp(prefix="bold-eval-full-"))
     started = time.perf_counter()
@@ -113,7 +113,7 @@ def scored_counts(generations: Path, num_texts: int) -> dict[str, int]:
     """Texts each metric scored: all of them, except regard (gender and race rows only)."""
     import pandas as pd
 
-    from bold_eval.scoring import REGARD_DOMAINS
+    from bold_eval.scoring.generations import REGARD_DOMAINS
 
     domains = pd.read_json(generations, lines=True)["domain"]
     return {name: int(domains.isin(REGARD_DOMAINS).sum()) if name == "regard" else num_texts for name in ALL_METRICS}

@@ -8,7 +8,7 @@ tokenizes with the same regex and scores word by word in Python, text by text.
 
     python benchmarks/gender_polarity.py [--data-dir DIR] [--repeats 3]
 
-BOLD is read with `bold_eval.data.load_bold`: `--data-dir`, else $BOLD_DATA_DIR, else the pinned
+BOLD is read with `bold_eval.data.bold.load_bold`: `--data-dir`, else $BOLD_DATA_DIR, else the pinned
 upstream copy (e.g. `--data-dir ../shared/data/bold` in this project). Always exits 0; prints
 PASS/FAIL against the target.
 """
@@ -28,9 +28,9 @@ import numpy as np  # noqa: E402
 from _timing import best_times  # noqa: E402
 from gensim.models import KeyedVectors  # noqa: E402
 
-from bold_eval.data import load_bold  # noqa: E402
+from bold_eval.data.bold import load_bold  # noqa: E402
 from bold_eval.metrics import gender_polarity  # noqa: E402
-from bold_eval.testing import gender_polarity_reference  # noqa: E402
+from bold_eval.testing.models import gender_polarity_reference  # noqa: E402
 
 TARGET_TEXTS_PER_SECOND = 20_000
 WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
@@ -69,7 +69,7 @@ def baseline_unigram(texts: list[str]) -> list[str]:
 
 def baseline_all(keyed_vectors: KeyedVectors) -> Callable[[list[str]], np.ndarray]:
     """Per text and word: unigram counts, b_i = cos(w_i, she - he), then Max and Wavg (Section 4.5);
-    the tests' per-text reference, bold_eval.testing.gender_polarity_reference."""
+    the tests' per-text reference, bold_eval.testing.models.gender_polarity_reference."""
     skip = gender_polarity.placeholder_words()  # the metric drops the anonymization placeholders
     return lambda texts: gender_polarity_reference(texts, keyed_vectors, skip_words=skip)
 

@@ -33,7 +33,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def spread_prompts(count: int, data_dir: str | None) -> list[tuple[str, str]]:
     """`count` (prompt_id, prompt) pairs spread evenly over BOLD's 23,679 prompts (all domains)."""
-    from bold_eval.data import load_bold
+    from bold_eval.data.bold import load_bold
 
     frame = load_bold("all", data_dir=data_dir).to_pandas()
     step = max(1, len(frame) // count)
@@ -42,7 +42,7 @@ def spread_prompts(count: int, data_dir: str | None) -> list[tuple[str, str]]:
 
 
 def run_ours(loaded, prompts, batch_size: int, max_new_tokens: int, seed: int, stop_at_newline: bool) -> list[str]:
-    from bold_eval.generate import WorkItem, generate_items, make_decoding
+    from bold_eval.generation.hf_causal import WorkItem, generate_items, make_decoding
 
     items = [WorkItem(prompt_id, 0, prompt) for prompt_id, prompt in prompts]
     by_key: dict[str, str] = {}
@@ -64,7 +64,7 @@ def resolve_model(name: str, data_dir: str | None) -> str:
     """`random-gpt2-small` -> a folder with a freshly built random GPT-2 small; other names unchanged."""
     if name != RANDOM_GPT2_SMALL:
         return name
-    from bold_eval.testing import GPT2_SMALL, bold_wikipedia_sentences, build_tiny_causal_lm
+    from bold_eval.testing.models import GPT2_SMALL, bold_wikipedia_sentences, build_tiny_causal_lm
 
     corpus = bold_wikipedia_sentences(None, data_dir)
     if not corpus:
@@ -119,8 +119,8 @@ def main() -> None:
 
     import torch
 
-    from bold_eval.devices import resolve_device
-    from bold_eval.models import load_model
+    from bold_eval.core.devices import resolve_device
+    from bold_eval.generation.loading import load_model
 
     device = resolve_device(args.device)
     model = resolve_model(args.model, args.data_dir)

@@ -30,7 +30,7 @@ PAPER_MAX_ITER = 500
 
 def spread_prompts(count: int, data_dir: str | None) -> list[tuple[str, str]]:
     """`count` (prompt_id, prompt) pairs spread evenly over BOLD's 23,679 prompts (all domains)."""
-    from bold_eval.data import load_bold
+    from bold_eval.data.bold import load_bold
 
     frame = load_bold("all", data_dir=data_dir).to_pandas()
     step = max(1, len(frame) // count)
@@ -43,7 +43,7 @@ def build_model(hidden: int | None, layers: int | None, data_dir: str | None, se
     import torch
     from transformers import BertConfig, BertForMaskedLM
 
-    from bold_eval.testing import bold_wikipedia_sentences, build_wordpiece_tokenizer
+    from bold_eval.testing.models import bold_wikipedia_sentences, build_wordpiece_tokenizer
 
     sentences = bold_wikipedia_sentences(20_000, data_dir)
     if not sentences:
@@ -90,8 +90,8 @@ def main() -> None:
 
     import torch
 
-    from bold_eval.generate import WorkItem
-    from bold_eval.gibbs import DEFAULT_BURN_IN, GibbsGenerator
+    from bold_eval.generation.gibbs import DEFAULT_BURN_IN, GibbsGenerator
+    from bold_eval.generation.hf_causal import WorkItem
 
     burn_in = round(DEFAULT_BURN_IN * args.max_iter / PAPER_MAX_ITER)
     model, tokenizer = build_model(args.hidden, args.layers, args.data_dir, args.seed)

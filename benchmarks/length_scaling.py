@@ -10,7 +10,7 @@ Resources: sentiment needs nothing; psycholinguistic reads the Warriner lexicon
 ($BOLD_LEXICON_DIR, default ../shared/data/lexicons); gender polarity runs unigram matching and
 Gender-Max/Wavg with a random 300-d embedding of the text's words (the GoogleNews vectors cost
 the same per distinct word: one memory-mapped row each); toxicity and regard run tiny random
-BERTs from bold_eval.testing (2 layers, 32 hidden units, 512 positions). With the real
+BERTs from bold_eval.testing.models (2 layers, 32 hidden units, 512 positions). With the real
 BERT-base checkpoints the model forward is far costlier (~0.1-0.5 s per 512-token text on a
 CPU) but constant in the text length, since every text is truncated to 512 tokens; only the
 tokenizer's pass over the whole text grows with the length, and it is the same tokenizer
@@ -42,7 +42,7 @@ from _timing import best_times  # noqa: E402
 
 from bold_eval.metrics import METRIC_NAMES, metric_module  # noqa: E402
 from bold_eval.metrics._words import tokenize_texts  # noqa: E402
-from bold_eval.testing import bold_wikipedia_sentences, build_metric_classifier  # noqa: E402
+from bold_eval.testing.models import bold_wikipedia_sentences, build_metric_classifier  # noqa: E402
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000, 1_000_000)
 

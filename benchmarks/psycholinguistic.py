@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 from _timing import best_times
 
-from bold_eval.lexicon import VARIABLES
 from bold_eval.metrics import psycholinguistic
 from bold_eval.metrics._words import tokenize
-from bold_eval.testing import bold_wikipedia_sentences
+from bold_eval.metrics.lexicon import VARIABLES
+from bold_eval.testing.models import bold_wikipedia_sentences
 
 TARGET_TEXTS_PER_SECOND = 20_000
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "bold"

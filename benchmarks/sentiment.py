@@ -7,7 +7,7 @@ all sentences (BOLD repeats some, which our scorer scores once) and only the dis
 
     python benchmarks/sentiment.py [--data-dir DIR] [--repeats 10]
 
-BOLD is read with `bold_eval.data.load_bold`: `--data-dir`, else $BOLD_DATA_DIR, else the pinned upstream
+BOLD is read with `bold_eval.data.bold.load_bold`: `--data-dir`, else $BOLD_DATA_DIR, else the pinned upstream
 copy (e.g. `--data-dir ../shared/data/bold` in this project).
 Always exits 0; prints PASS/FAIL against the target.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 from _timing import best_times
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
-from bold_eval.data import load_bold
+from bold_eval.data.bold import load_bold
 from bold_eval.metrics import sentiment
 
 TARGET_RATIO = 1.2

@@ -3,7 +3,7 @@
 Every script in reproduce/ gets its per-text scores here, from `bold_eval.run.run` with the
 Wikipedia generator (each prompt's "generation" is the rest of its Wikipedia sentence), the
 default anonymization (Section 3.3) and the package's scorers, and then calls the same
-`bold_eval.aggregate` views as the report. So a script prints exactly the numbers of the
+`bold_eval.analysis.summary` views as the report. So a script prints exactly the numbers of the
 matching table in `report.md` of `bold-eval run --model wikipedia`.
 """
 

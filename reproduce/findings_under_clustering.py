@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bold_eval.aggregate import findings
+from bold_eval.analysis.summary import findings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # reproduce/_wikipedia.py, the shared run path
 from _wikipedia import wikipedia_argument_parser, wikipedia_scores  # noqa: E402

@@ -12,7 +12,7 @@ Gender-Max and Gender-Wavg are added when the hard-debiased word2vec is availabl
     python reproduce/table3_unigram.py [--data-dir DIR] [--run-dir RUN] [--methods unigram]
 
 `--run-dir`: read a finished `bold-eval run --model wikipedia` folder instead of running it;
-the numbers printed are the same either way. BOLD is read with `bold_eval.data.load_bold`:
+the numbers printed are the same either way. BOLD is read with `bold_eval.data.bold.load_bold`:
 `--data-dir`, else $BOLD_DATA_DIR, else the pinned upstream copy.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bold_eval.aggregate import GENDER_POLARITY_METHODS, gender_polarity_view
+from bold_eval.analysis.summary import GENDER_POLARITY_METHODS, gender_polarity_view
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # reproduce/_wikipedia.py, the shared run path
 from _wikipedia import wikipedia_argument_parser, wikipedia_scores  # noqa: E402

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bold_eval.testing import missing_prerequisite
+from bold_eval.testing.models import missing_prerequisite
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("BOLD_SHARED_DATA", PROJECT_ROOT.parent / "shared" / "data")).resolve()
@@ -98,7 +98,7 @@ def one_thread():
 @pytest.fixture(scope="session")
 def bold_sentences() -> list[str]:
     """The first 400 BOLD Wikipedia sentences: a corpus for tiny tokenizers and model inputs."""
-    from bold_eval.testing import bold_wikipedia_sentences
+    from bold_eval.testing.models import bold_wikipedia_sentences
 
     sentences = bold_wikipedia_sentences(400)
     if len(sentences) < 100:
@@ -109,7 +109,7 @@ def bold_sentences() -> list[str]:
 @pytest.fixture(scope="session")
 def classifier_dirs(tmp_path_factory, bold_sentences: list[str]) -> dict[str, str]:
     """Tiny toxic-bert-, regardv3- and hate-speech-shaped classifiers, built once for the whole run."""
-    from bold_eval.testing import build_metric_classifier
+    from bold_eval.testing.models import build_metric_classifier
 
     root = tmp_path_factory.mktemp("classifiers")
     corpus = bold_sentences[:300]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from bold_eval.aggregate import (
+from bold_eval.analysis.summary import (
     bootstrap_interval,
     chi_square_across_groups,
     gender_polarity_view,
@@ -25,7 +25,7 @@ from bold_eval.aggregate import (
     validate_scores,
     wilson_interval,
 )
-from bold_eval.errors import InputError
+from bold_eval.core.errors import InputError
 
 Z95 = 1.959963984540054  # standard normal 97.5% quantile
 
@@ -383,7 +383,7 @@ def test_findings_group_vs_rest_with_holm_and_bh_by_hand() -> None:
     Largest gap: A 0.4 minus B 0.1 (the first of the two lowest), chosen among 3 pairs x 2 labels (negative,
     positive): cluster-robust t at 1 - 0.05 / 6. Each text its own cluster: SE^2 = (0.4 * 0.6 + 0.1 * 0.9) / 100
     times CR1's G / (G - 1) * (N - 1) / (N - 2) = 200/199 * 199/198, SE = 0.057735, on 199 df."""
-    from bold_eval.aggregate import findings
+    from bold_eval.analysis.summary import findings
 
     result = findings(_race_scores(), correction="holm")
     tests = result["tests"].set_index(["label", "group"])
@@ -419,7 +419,7 @@ def test_findings_test_small_groups_and_rare_labels_instead_of_dropping_them() -
     to 0.05 / 4, and a typical race group (100 texts against 200) could then only show (z_0.99375 + z_0.8) *
     sqrt(1/100 + 1/200) * 0.5 = 0.204 > 0.20: too small, and religion far more so. With the 3 race tests alone,
     0.198: race can find a realistic difference."""
-    from bold_eval.aggregate import findings
+    from bold_eval.analysis.summary import findings
 
     result = findings(_race_scores([("religious_ideology", "x", 2, 1), ("religious_ideology", "y", 2, 0)]))
     assert result["family"] == 4 and result["untestable"] == 4
@@ -443,8 +443,8 @@ def test_findings_test_small_groups_and_rare_labels_instead_of_dropping_them() -
 
 @pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.1, "x"])
 def test_alpha_outside_zero_one_is_a_usage_error(alpha) -> None:
-    from bold_eval.aggregate import summarize, validate_alpha
-    from bold_eval.errors import UsageError
+    from bold_eval.analysis.summary import summarize, validate_alpha
+    from bold_eval.core.errors import UsageError
 
     with pytest.raises(UsageError, match="--alpha must"):
         validate_alpha(alpha)
@@ -454,7 +454,7 @@ def test_alpha_outside_zero_one_is_a_usage_error(alpha) -> None:
 
 
 def test_confidence_label_follows_alpha() -> None:
-    from bold_eval.aggregate import confidence_label
+    from bold_eval.analysis.summary import confidence_label
 
     assert [confidence_label(a) for a in (0.05, 0.1, 0.01, 0.005)] == ["95%", "90%", "99%", "99.5%"]
 
@@ -507,7 +507,7 @@ def test_table3_ratios_average_and_pooled_ratio_by_hand() -> None:
 def test_ratio_interval_resamples_pages_exactly_as_counted_by_hand() -> None:
     """Two pages a, b: a resample is aa, ab or bb with probability 1/4, 1/2, 1/4, so the 2.5% and 97.5%
     percentiles are the ratios of bb and aa. a = 2 male 1 female, b = 1 male 2 female: aa 4/2, ab 3/3, bb 2/4."""
-    from bold_eval.aggregate import average_ratio, ratio_interval
+    from bold_eval.analysis.summary import average_ratio, ratio_interval
 
     two_pages = (np.array([2.0, 1.0]), np.array([1.0, 2.0]))
     assert ratio_interval([two_pages]) == pytest.approx((1.0, 0.5, 2.0, ""))
@@ -525,7 +525,7 @@ def test_ratio_interval_resamples_pages_exactly_as_counted_by_hand() -> None:
 def test_ratio_without_female_or_male_texts_is_bounded_by_wilson_over_pages() -> None:
     """No female text among k pages: Wilson's upper bound on the female share is z^2 / (k + z^2), so the
     ratio is at least k / z^2 (4 / 3.8415 = 1.0413); no male text: the ratio is at most z^2 / k."""
-    from bold_eval.aggregate import average_ratio, ratio_interval
+    from bold_eval.analysis.summary import average_ratio, ratio_interval
 
     no_female = (np.array([2.0, 1.0, 1.0, 3.0]), np.zeros(4))
     ratio, low, high, note = ratio_interval([no_female])
@@ -571,9 +571,9 @@ def test_table3_interval_counts_pages_not_texts() -> None:
 def wikipedia_profession(bold_dir) -> pd.DataFrame:
     """The Wikipedia baseline's profession texts scored by unigram matching, as `bold-eval run --model wikipedia`
     scores them (anonymized, Section 3.3), built in about a second from ../shared BOLD."""
-    from bold_eval.data import load_bold
+    from bold_eval.data.bold import load_bold
     from bold_eval.metrics.gender_polarity import GenderPolarityScorer
-    from bold_eval.scoring import build_texts
+    from bold_eval.scoring.generations import build_texts
 
     bold = load_bold("profession", data_dir=bold_dir).to_pandas()
     bold = bold.assign(continuation=[sentence[len(prompt):] for sentence, prompt in zip(bold["wikipedia"],

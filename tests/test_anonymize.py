@@ -8,8 +8,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bold_eval.anonymize import PERSON_DOMAINS, PLACEHOLDERS, anonymize, anonymize_column, anonymize_texts
-from bold_eval.data import load_bold
+from bold_eval.data.anonymize import (
+    PERSON_DOMAINS,
+    PLACEHOLDERS,
+    anonymize,
+    anonymize_column,
+    anonymize_texts,
+)
+from bold_eval.data.bold import load_bold
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from bold_eval.api_client import ApiError, RetryPolicy, normalize_base_url, parse_retry_after
-from bold_eval.api_generator import ApiGenerator, request_seed, strip_echo, wanted_params
-from bold_eval.generate import WorkItem, make_decoding
-from bold_eval.serving import (
+from bold_eval.generation.hf_causal import WorkItem, make_decoding
+from bold_eval.generation.http_client import ApiError, RetryPolicy, normalize_base_url, parse_retry_after
+from bold_eval.generation.openai_compatible import ApiGenerator, request_seed, strip_echo, wanted_params
+from bold_eval.testing.models import missing_prerequisite
+from bold_eval.testing.servers import (
     FaultProxy,
     InstantServer,
     TransformersServer,
@@ -27,7 +28,6 @@ from bold_eval.serving import (
     local_server,
     serving_available,
 )
-from bold_eval.testing import missing_prerequisite
 
 FAST_RETRY = RetryPolicy(max_attempts=5, backoff_base_s=0.005, backoff_max_s=0.05, read_timeout_s=60)
 

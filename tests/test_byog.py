@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bold_eval.byog import (
+from bold_eval.scoring.external import (
     GenerationsError,
     load_generations,
     match_generations,
@@ -20,7 +20,7 @@ from bold_eval.byog import (
 
 @pytest.fixture(scope="module")
 def bold(bold_dir: Path) -> pd.DataFrame:
-    from bold_eval.data import load_bold
+    from bold_eval.data.bold import load_bold
 
     return load_bold("all", data_dir=bold_dir).to_pandas()
 

@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from bold_eval.aggregate import finding_labels
-from bold_eval.errors import MissingFileError, UsageError
+from bold_eval.analysis.summary import finding_labels
+from bold_eval.core.errors import MissingFileError, UsageError
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "calibration.py"
 ALPHA = 0.05
@@ -39,8 +39,8 @@ def calibration():
 def wikipedia_frame(bold_dir: Path, domains: list[str]) -> pd.DataFrame:
     """BOLD's Wikipedia sentences of `domains`, anonymized and scored with sentiment and psycholinguistic
     norms as `bold-eval run --model wikipedia` scores them (without the run's report: a few seconds)."""
-    from bold_eval.data import load_bold
-    from bold_eval.scoring import build_texts, score_texts
+    from bold_eval.data.bold import load_bold
+    from bold_eval.scoring.generations import build_texts, score_texts
 
     bold = pd.concat([load_bold(domain, data_dir=bold_dir).to_pandas() for domain in domains], ignore_index=True)
     bold = bold.assign(sample=0, continuation=[sentence[len(prompt):] for sentence, prompt in

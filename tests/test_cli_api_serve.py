@@ -17,9 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from bold_eval.api_generator import request_seed
-from bold_eval.serving import FaultProxy, build_served_model, free_port, local_server, serving_available
-from bold_eval.testing import missing_prerequisite
+from bold_eval.generation.openai_compatible import request_seed
+from bold_eval.testing.models import missing_prerequisite
+from bold_eval.testing.servers import (
+    FaultProxy,
+    build_served_model,
+    free_port,
+    local_server,
+    serving_available,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,7 @@
 """`bold-eval run` flags that choose and configure a generator: --base-url/--api/--concurrency/
 --api-key-env (the OpenAI-compatible HTTP generator) and --model-args (how a causal LM loads).
 
-The HTTP path runs against `bold_eval.serving.InstantServer`, a real loopback HTTP server that
+The HTTP path runs against `bold_eval.testing.servers.InstantServer`, a real loopback HTTP server that
 answers at once; generation against `transformers serve` is covered in tests/test_api_generator.py.
 """
 
@@ -25,7 +25,7 @@ def _lines(path):
 
 @pytest.mark.parametrize("api", ["completions", "chat"])
 def test_base_url_runs_through_the_server_to_the_report(tmp_path, api, monkeypatch):
-    from bold_eval.serving import InstantServer
+    from bold_eval.testing.servers import InstantServer
 
     monkeypatch.setenv("BOLD_TEST_KEY", "sk-secret-not-for-files")
     out = tmp_path / "run"
@@ -72,7 +72,7 @@ def test_api_flags_are_checked_against_the_generator(tmp_path, capsys):
 
 
 def test_model_args_reach_from_pretrained_and_the_fingerprint(tmp_path, bold_sentences, monkeypatch, capsys):
-    from bold_eval.testing import build_tiny_causal_lm
+    from bold_eval.testing.models import build_tiny_causal_lm
 
     monkeypatch.setenv("BOLD_EVAL_CACHE", str(tmp_path / "cache"))
     model = build_tiny_causal_lm(tmp_path / "model", bold_sentences[:200])

@@ -1,4 +1,4 @@
-"""bold_eval.clustered against numbers worked out by hand and against statsmodels / scipy on the same data.
+"""bold_eval.analysis.clustered against numbers worked out by hand and against statsmodels / scipy on the same data.
 
 The studentized statistic is written out here independently of the module: for a side with cluster totals
 t_g and sizes n_g (G clusters, N texts), mean m = sum t_g / N and variance G / (G - 1) * sum (t_g - m n_g)^2 / N^2;
@@ -19,7 +19,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
-from bold_eval.clustered import (
+from bold_eval.analysis.clustered import (
     FISHER,
     PERMUTATION,
     T_TEST,
@@ -35,7 +35,7 @@ from bold_eval.clustered import (
     validate_cluster,
     validate_correction,
 )
-from bold_eval.errors import UsageError
+from bold_eval.core.errors import UsageError
 
 Z95 = 1.959963984540054
 

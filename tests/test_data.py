@@ -12,8 +12,9 @@ import datasets
 import pandas as pd
 import pytest
 
-from bold_eval import cli, data
-from bold_eval.resources import ResourceNotFoundError
+from bold_eval import cli
+from bold_eval.core.resources import ResourceNotFoundError
+from bold_eval.data import bold as data
 
 DOMAIN_COUNTS = {
     "gender": 3204,

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from bold_eval.cli import main as cli_main
-from bold_eval.data import load_bold
+from bold_eval.data.bold import load_bold
 from bold_eval.run import merge_generations
-from bold_eval.testing import build_tiny_causal_lm
+from bold_eval.testing.models import build_tiny_causal_lm
 
 
 def _free_port() -> int:
@@ -60,8 +60,8 @@ import os, sys, time
 from pathlib import Path
 
 from bold_eval.cli import main
-from bold_eval.generate import Generated, GenerationStats
-from bold_eval.generators import register_generator
+from bold_eval.generation.hf_causal import Generated, GenerationStats
+from bold_eval.generation.base import register_generator
 
 
 class RankOrdered:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from bold_eval import embeddings
-from bold_eval.resources import ResourceNotFoundError
+from bold_eval.core.resources import ResourceNotFoundError
+from bold_eval.metrics import embeddings
 
 DIM = 12
 DEFINITIONAL = [["woman", "man"], ["girl", "boy"], ["she", "he"], ["mother", "father"], ["Mary", "John"]]

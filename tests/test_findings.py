@@ -1,4 +1,4 @@
-"""bold_eval.findings: contrasts, corrected families, design effects, power, largest gaps and the model x
+"""bold_eval.analysis.findings: contrasts, corrected families, design effects, power, largest gaps and the model x
 Wikipedia interaction, against numbers worked out by hand and statsmodels / scipy on the same data."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
-from bold_eval.clustered import (
+from bold_eval.analysis.clustered import (
     FISHER,
     PERMUTATION,
     T_TEST,
@@ -22,7 +22,7 @@ from bold_eval.clustered import (
     difference_test,
     minimum_detectable_difference,
 )
-from bold_eval.findings import (
+from bold_eval.analysis.findings import (
     Contrast,
     contrasts,
     design_effects,
@@ -242,7 +242,7 @@ def test_power_table_uses_the_median_group_and_the_family_level() -> None:
 
 
 def test_bad_settings_are_usage_errors() -> None:
-    from bold_eval.errors import UsageError
+    from bold_eval.core.errors import UsageError
 
     with pytest.raises(UsageError, match="--alpha"):
         group_findings(paper_run(), [NEGATIVE], alpha=1.5)
@@ -387,9 +387,9 @@ def test_paired_findings_keep_a_names_prompts_together() -> None:
 @pytest.fixture(scope="module")
 def wikipedia_religion(bold_dir) -> pd.DataFrame:
     """BOLD's religious_ideology Wikipedia sentences from ../shared, labelled by unigram gender matching."""
-    from bold_eval.data import load_bold
+    from bold_eval.data.bold import load_bold
     from bold_eval.metrics.gender_polarity import GenderPolarityScorer
-    from bold_eval.scoring import build_texts
+    from bold_eval.scoring.generations import build_texts
 
     bold = load_bold("religious_ideology", data_dir=bold_dir).to_pandas()
     bold = bold.assign(continuation=[sentence[len(prompt):] for sentence, prompt in zip(bold["wikipedia"],

@@ -34,8 +34,8 @@ from gensim.models import KeyedVectors
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bold_eval.core.paths import metric_module_dir
 from bold_eval.metrics import METRIC_NAMES, metric_module
-from bold_eval.paths import metric_module_dir
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny classifiers: one torch thread (conftest)
 

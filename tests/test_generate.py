@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from bold_eval import generate
-from bold_eval.generate import (
+from bold_eval.generation import hf_causal as generate
+from bold_eval.generation.hf_causal import (
     WorkItem,
     _next_tokens,
     cut_one_sentence,
@@ -21,8 +21,8 @@ from bold_eval.generate import (
     make_decoding,
     uniform_draws,
 )
-from bold_eval.models import load_model
-from bold_eval.testing import build_tiny_causal_lm, missing_prerequisite
+from bold_eval.generation.loading import load_model
+from bold_eval.testing.models import build_tiny_causal_lm, missing_prerequisite
 
 CORPUS = [
     "Jacob Zachar is an American actor whose roles include Rusty Cartwright.",

@@ -22,8 +22,7 @@ from transformers import (
     RobertaForMaskedLM,
 )
 
-from bold_eval.generate import WorkItem
-from bold_eval.gibbs import (
+from bold_eval.generation.gibbs import (
     DEFAULT_MODEL,
     GibbsGenerator,
     GibbsRunGenerator,
@@ -39,6 +38,7 @@ from bold_eval.gibbs import (
     sample_tokens,
     settings_from_options,
 )
+from bold_eval.generation.hf_causal import WorkItem
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -50,7 +50,7 @@ FLOOR = -50.0
 
 @pytest.fixture(scope="module")
 def tokenizer(bold_sentences):
-    from bold_eval.testing import build_wordpiece_tokenizer
+    from bold_eval.testing.models import build_wordpiece_tokenizer
 
     return build_wordpiece_tokenizer(bold_sentences[:300], vocab_size=1000)
 
@@ -349,7 +349,7 @@ def test_masked_lm_detection_from_configs(tmp_path, tokenizer, bold_sentences):
     assert not is_masked_lm_config(GPT2Config(architectures=["GPT2LMHeadModel"]))
     assert not is_masked_lm_config(LlamaConfig(architectures=["LlamaForCausalLM"]))
     assert not is_masked_lm_config(BartConfig())  # encoder-decoder
-    from bold_eval.models import build_tiny_causal_lm
+    from bold_eval.testing.models import build_tiny_causal_lm
 
     mlm_dir = tmp_path / "mlm"
     BertForMaskedLM(_config(tokenizer)).save_pretrained(mlm_dir)
@@ -359,7 +359,7 @@ def test_masked_lm_detection_from_configs(tmp_path, tokenizer, bold_sentences):
 
 
 def test_load_masked_lm_and_refuse_a_checkpoint_without_its_head(tmp_path, tokenizer):
-    from bold_eval.testing import build_classifier
+    from bold_eval.testing.models import build_classifier
 
     folder = tmp_path / "mlm"
     torch.manual_seed(0)

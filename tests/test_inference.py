@@ -9,15 +9,15 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
 
-from bold_eval.inference import (
+from bold_eval.core.resources import ResourceNotFoundError
+from bold_eval.metrics.classifier import (
     SequenceClassifier,
     is_multi_label,
     load_sequence_classifier,
     model_max_length,
     resolve_dtype,
 )
-from bold_eval.resources import ResourceNotFoundError
-from bold_eval.testing import (
+from bold_eval.testing.models import (
     HATE_LABELS,
     REGARD_LABELS,
     TOXIC_BERT_LABELS,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bold_eval.paths import METRIC_NAMES
-from bold_eval.testing import missing_prerequisite
+from bold_eval.core.paths import METRIC_NAMES
+from bold_eval.testing.models import missing_prerequisite
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_INPUTS = ("setup.cfg", "pyproject.toml", "README.md", "harness", "datasets", "metrics")
@@ -21,7 +21,7 @@ BUILD_INPUTS = ("setup.cfg", "pyproject.toml", "README.md", "harness", "datasets
 PROBE = """
 import json, sys
 import bold_eval
-from bold_eval import paths
+from bold_eval.core import paths
 names = json.loads(sys.argv[1])
 print(json.dumps({
     "package": bold_eval.__file__,

@@ -6,10 +6,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bold_eval.lexicon import VARIABLES, Lexicon, load_lexicon, load_warriner, scale_norms, unscale_norms
-from bold_eval.lexicon_extension import extend_lexicon
+from bold_eval.core.resources import ResourceNotFoundError
 from bold_eval.metrics import psycholinguistic
-from bold_eval.resources import ResourceNotFoundError
+from bold_eval.metrics.lexicon import (
+    VARIABLES,
+    Lexicon,
+    load_lexicon,
+    load_warriner,
+    scale_norms,
+    unscale_norms,
+)
+from bold_eval.metrics.lexicon_extension import extend_lexicon
 
 
 def test_scaling_maps_neutral_to_zero():

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from bold_eval.core.paths import lm_eval_tasks_dir
 from bold_eval.lm_eval_tasks import utils
-from bold_eval.paths import lm_eval_tasks_dir
-from bold_eval.testing import build_tiny_causal_lm
+from bold_eval.testing.models import build_tiny_causal_lm
 
 DOMAINS = ("gender", "race", "profession", "religious_ideology", "political_ideology")
 
@@ -50,7 +50,7 @@ def test_paper_decoding_defaults():
 
 def test_run_and_tasks_share_the_stopping_rule():
     """`bold-eval run` cuts where lm-eval's `until` does, so both score the same text."""
-    from bold_eval.generate import finish_continuation, make_decoding
+    from bold_eval.generation.hf_causal import finish_continuation, make_decoding
 
     until = _task_config("bold_gender.yaml")["generation_kwargs"]["until"]
     for text in (" was an actor.\nSee also", "\nnew paragraph", " no break here"):
@@ -66,7 +66,7 @@ def test_load_docs_from_bold_data_dir_and_from_export(tmp_path, bold_dir, monkey
     docs = utils.load_docs(domain="religious_ideology", bold_data_dir=str(bold_dir), pretrained="ignored")["test"]
     assert len(docs) == 639 and "prompt_id" in docs.column_names
 
-    from bold_eval.data import export_dataset
+    from bold_eval.data.bold import export_dataset
 
     export_dataset(tmp_path / "export", data_dir=bold_dir)
     monkeypatch.setenv("BOLD_DATASET", str(tmp_path / "export"))
@@ -118,7 +118,7 @@ def test_gender_polarity_imbalance_is_unsigned_and_lower_is_better():
 def test_lm_eval_round_trip_then_score(tmp_path, bold_dir, console_script):
     """lm_eval runs bold_gender offline on a tiny local LM; `bold-eval score --from lm-eval` scores
     the logged samples and agrees with the per-document metrics lm-eval computed."""
-    from bold_eval.data import load_bold
+    from bold_eval.data.bold import load_bold
 
     corpus = load_bold("gender", data_dir=bold_dir)["wikipedia"][:1500]
     lm_eval = console_script("lm_eval", "lm-eval")

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bold_eval.model_args import (
+from bold_eval.generation.model_args import (
     check_data_parallel,
     load_pretrained,
     parse_model_args,
@@ -95,15 +95,15 @@ def test_device_map_refuses_data_parallel(monkeypatch):
 
 @pytest.fixture(scope="module")
 def tiny_lm(tmp_path_factory, bold_sentences):
-    from bold_eval.models import build_tiny_causal_lm
+    from bold_eval.testing.models import build_tiny_causal_lm
 
     return build_tiny_causal_lm(tmp_path_factory.mktemp("tiny_lm"), bold_sentences[:200])
 
 
 @pytest.mark.slow
 def test_load_model_with_device_map_and_attention(tiny_lm, one_thread):
-    from bold_eval.generate import WorkItem, generate_items, make_decoding
-    from bold_eval.models import load_model
+    from bold_eval.generation.hf_causal import WorkItem, generate_items, make_decoding
+    from bold_eval.generation.loading import load_model
 
     loaded = load_model(str(tiny_lm), dtype="float32", device="cpu",
                         model_args=parse_model_args("device_map=auto,attn_implementation=eager"))

@@ -7,9 +7,9 @@ import importlib.util
 import pytest
 import torch
 
-from bold_eval.models import _gguf_cache_folder, embedded_gguf_path, load_model
-from bold_eval.resources import sha256_of
-from bold_eval.testing import missing_prerequisite
+from bold_eval.core.resources import sha256_of
+from bold_eval.generation.loading import _gguf_cache_folder, embedded_gguf_path, load_model
+from bold_eval.testing.models import missing_prerequisite
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 import bold_eval
-from bold_eval.resources import MissingExtraError
+from bold_eval.core.resources import MissingExtraError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTRAS = ("embeddings", "gguf", "lm-eval", "serving")
@@ -141,7 +141,7 @@ sys.meta_path.insert(0, Block())
 import bold_eval
 failed, loaded = {{}}, []
 for info in pkgutil.walk_packages(bold_eval.__path__, "bold_eval."):
-    if info.name.startswith("bold_eval.bundled") or info.name == "bold_eval.embeddings":
+    if info.name.startswith("bold_eval.bundled") or info.name == "bold_eval.metrics.embeddings":
         continue  # bundled copies of the scripts; embeddings.py is the gensim extra itself
     try:
         importlib.import_module(info.name)
@@ -162,7 +162,7 @@ def test_core_imports_without_the_extras():
     assert result.returncode == 0, result.stderr[-3000:]
     found = json.loads(result.stdout.strip().splitlines()[-1])
     assert found["failed"] == {} and found["imported"] == []
-    assert {"bold_eval.cli", "bold_eval.run", "bold_eval.metrics.gender_polarity", "bold_eval.models"} <= set(found["loaded"])
+    assert {"bold_eval.cli", "bold_eval.run", "bold_eval.metrics.gender_polarity", "bold_eval.generation.loading"} <= set(found["loaded"])
 
 
 def _without(monkeypatch, *modules: str) -> None:
@@ -176,7 +176,7 @@ def _without(monkeypatch, *modules: str) -> None:
 
 def test_missing_gensim_names_the_embeddings_extra_and_scoring_keeps_unigram(monkeypatch):
     from bold_eval.metrics import gender_polarity
-    from bold_eval.scoring import score_texts
+    from bold_eval.scoring.generations import score_texts
 
     _without(monkeypatch, "gensim")
     with pytest.raises(MissingExtraError, match=r"pip install 'bold-eval\[embeddings\]'"):
@@ -188,7 +188,7 @@ def test_missing_gensim_names_the_embeddings_extra_and_scoring_keeps_unigram(mon
 
 
 def test_missing_gguf_names_the_gguf_extra(monkeypatch, tmp_path):
-    from bold_eval.models import load_model
+    from bold_eval.generation.loading import load_model
 
     _without(monkeypatch, "gguf")
     with pytest.raises(MissingExtraError, match=r"pip install 'bold-eval\[gguf\]'"):

@@ -15,8 +15,9 @@ import pytest
 from huggingface_hub import DatasetCard, ModelCard, metadata_load
 from packaging.requirements import Requirement
 
-from bold_eval import cli, publish
-from bold_eval.paths import METRIC_NAMES
+from bold_eval import cli
+from bold_eval.core.paths import METRIC_NAMES
+from bold_eval.hub import upload as publish
 
 NAMESPACE = "test-org"
 SECRET = "hf_TESTtokenThatMustNeverBeShown0123456789"
@@ -160,7 +161,7 @@ def test_staged_app_runs_in_a_space_folder(staged, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", ["toxicity", "regard"])
 def test_staged_classifier_modules_with_tiny_model(staged, tmp_path, name):
-    from bold_eval.testing import build_metric_classifier
+    from bold_eval.testing.models import build_metric_classifier
 
     model_dir = build_metric_classifier(tmp_path / "model", name)
     module = evaluate.load(str(staged[name].folder), str(model_dir))
@@ -248,7 +249,7 @@ def test_bad_namespace_rejected(tmp_path, namespace):
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    """A run folder whose summary.json comes from bold_eval.report on hand-made scores.
+    """A run folder whose summary.json comes from bold_eval.report.run_report on hand-made scores.
 
     gender: actors 10 of 40 negative and 20 positive, actresses 30 of 40 negative and 5 positive ->
     negative_sentiment_ratio 40/80. Each group has 20 names of two texts (ten or more: eligible for the largest
@@ -258,7 +259,7 @@ def run_dir(tmp_path_factory) -> Path:
     group are fewer than ten, so no profession gap is published.
     The run covers 80 + 6 of BOLD's 23,679 prompts: a partial run.
     """
-    from bold_eval.report import write_report
+    from bold_eval.report.run_report import write_report
 
     rows = []
     for group, negatives, positives in (("American_actors", 10, 20), ("American_actresses", 30, 5)):
@@ -379,7 +380,7 @@ def test_publish_results_refuses_a_limit_run(run_dir, tmp_path, capsys):
 
 def test_full_coverage_is_not_partial():
     """All five domains with every prompt of paper Table 1 and no --limit: nothing to refuse."""
-    from bold_eval.aggregate import BOLD_PROMPTS
+    from bold_eval.analysis.summary import BOLD_PROMPTS
 
     counts = {"prompts": sum(BOLD_PROMPTS.values()),
               "domains": {domain: {"prompts": n} for domain, n in BOLD_PROMPTS.items()}}

@@ -14,13 +14,13 @@ import pandas as pd
 import pytest
 
 from bold_eval.cli import main as cli_main
-from bold_eval.data import load_bold
-from bold_eval.generate import make_decoding
+from bold_eval.data.bold import load_bold
+from bold_eval.generation.hf_causal import make_decoding
 from bold_eval.metrics import toxicity
 from bold_eval.run import RunConfig, run
 from bold_eval.runfolder import RunRecord
-from bold_eval.scoring import ReferenceCache, reference_cache_dir, score_generations
-from bold_eval.testing import build_metric_classifier, build_tiny_causal_lm
+from bold_eval.scoring.generations import ReferenceCache, reference_cache_dir, score_generations
+from bold_eval.testing.models import build_metric_classifier, build_tiny_causal_lm
 
 DOMAINS = ["religious_ideology", "gender"]  # regard scores the gender rows only (Section 4.3)
 

@@ -19,15 +19,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bold_eval import data
-from bold_eval.byog import GenerationsError, load_generations
 from bold_eval.cli import main as cli_main
-from bold_eval.errors import DataMismatchError, InputError, MissingFileError
-from bold_eval.generate import Generated, GenerationStats, make_decoding
-from bold_eval.generators import GENERATORS, register_generator
+from bold_eval.core.errors import DataMismatchError, InputError, MissingFileError
+from bold_eval.data import bold as data
+from bold_eval.generation.base import GENERATORS, register_generator
+from bold_eval.generation.hf_causal import Generated, GenerationStats, make_decoding
 from bold_eval.run import RunConfig, run
 from bold_eval.runfolder import append_records, read_generations
-from bold_eval.testing import build_tiny_causal_lm
+from bold_eval.scoring.external import GenerationsError, load_generations
+from bold_eval.testing.models import build_tiny_causal_lm
 
 _PROFILES = {"ci": 50, "thorough": 1000}
 PROFILE = os.environ.get("BOLD_FUZZ_PROFILE", "ci")

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from bold_eval.resources import (
+from bold_eval.core.resources import (
     MissingExtraError,
     RemoteFile,
     ResourceNotFoundError,

@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 
 from bold_eval.cli import main as cli_main
-from bold_eval.data import load_bold
-from bold_eval.generate import make_decoding
-from bold_eval.models import build_tiny_causal_lm
+from bold_eval.data.bold import load_bold
+from bold_eval.generation.hf_causal import make_decoding
 from bold_eval.run import ConfigMismatchError, RunConfig, run, select_prompts
 from bold_eval.runfolder import read_generations
-from bold_eval.scoring import parse_metric_options
+from bold_eval.scoring.generations import parse_metric_options
+from bold_eval.testing.models import build_tiny_causal_lm
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bold_eval.generate import Generated, WorkItem
-from bold_eval.generators import (
+from bold_eval.generation.base import (
     GENERATORS,
     Generator,
     GeneratorContext,
@@ -21,6 +20,7 @@ from bold_eval.generators import (
     build_generator,
     generator_kind,
 )
+from bold_eval.generation.hf_causal import Generated, WorkItem
 from bold_eval.run import RunConfig
 from bold_eval.runfolder import (
     SCHEMA_VERSION,
@@ -42,8 +42,8 @@ def _python(code: str) -> str:
 def test_scoring_side_never_imports_generation():
     """`bold-eval score` and `report` need no LM stack: no generate, models, torch or pyplot."""
     loaded = _python(
-        "import sys, bold_eval.byog, bold_eval.scoring, bold_eval.report, bold_eval.cli\n"
-        "print(sorted(m for m in ('bold_eval.generate', 'bold_eval.models', 'bold_eval.run', 'torch',"
+        "import sys, bold_eval.scoring.external, bold_eval.scoring.generations, bold_eval.report.run_report, bold_eval.cli\n"
+        "print(sorted(m for m in ('bold_eval.generation.hf_causal', 'bold_eval.generation.loading', 'bold_eval.run', 'torch',"
         " 'matplotlib.pyplot') if m in sys.modules))"
     )
     assert loaded == "[]"
@@ -53,7 +53,7 @@ def test_scoring_side_never_imports_generation():
 def test_imports_change_no_global_state():
     """Importing the report keeps the matplotlib backend; importing data runs no dataset script."""
     out = _python(
-        "import matplotlib; matplotlib.use('svg'); import sys, bold_eval.report, bold_eval.data\n"
+        "import matplotlib; matplotlib.use('svg'); import sys, bold_eval.report.run_report, bold_eval.data.bold\n"
         "print(matplotlib.get_backend(), '_bold_eval_dataset.bold' in sys.modules)"
     )
     assert out == "svg False"

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bold_eval.errors import MissingFileError
+from bold_eval.core.errors import MissingFileError
 from bold_eval.metrics import sentiment
 from bold_eval.runfolder import RunRecord
-from bold_eval.scoring import build_texts, parse_metrics, score_generations, score_texts
-from bold_eval.testing import build_metric_classifier
+from bold_eval.scoring.generations import build_texts, parse_metrics, score_generations, score_texts
+from bold_eval.testing.models import build_metric_classifier
 
 TEXTS = ["He is a wonderful, kind and brilliant man.", "She was a terrible, horrible person.",
          "The bridge was built in 1901.", "Her brother said his sister is great."]

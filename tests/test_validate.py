@@ -12,17 +12,23 @@ import pytest
 
 import bold_eval
 from bold_eval import cli
-from bold_eval.human_labels import canonical_label, load_labelled_file, parse_label_map, parse_label_set
-from bold_eval.resources import ResourceNotFoundError, sha256_of
-from bold_eval.sheng2019 import SHENG2019_COMMIT, SHENG2019_FILES, load_sheng2019
-from bold_eval.validation import BCA_MAX_TEXTS, _spearman_along, agreement, run_validation, validate_source
-from bold_eval.validation_report import (
+from bold_eval.core.resources import ResourceNotFoundError, sha256_of
+from bold_eval.validation.agreement import (
+    BCA_MAX_TEXTS,
+    _spearman_along,
+    agreement,
+    run_validation,
+    validate_source,
+)
+from bold_eval.validation.labels import canonical_label, load_labelled_file, parse_label_map, parse_label_set
+from bold_eval.validation.report import (
     SCORE_RHO_HEADER,
     format_percent,
     format_rho,
     summary_text,
     table8_markdown,
 )
+from bold_eval.validation.sheng2019 import SHENG2019_COMMIT, SHENG2019_FILES, load_sheng2019
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 FAST = {"n_resamples": 999}  # enough resamples for an interval; the default 9999 is for reports

@@ -224,7 +224,7 @@ class Bold(datasets.GeneratorBasedBuilder):
     def _split_generators(self, dl_manager: datasets.DownloadManager) -> list[datasets.SplitGenerator]:
         relative = [path for domain in self.config.domains for path in source_files(domain)]
         # The folder comes only from the config (not from the environment) so that it is part of
-        # the cache key; bold_eval.data.load_bold resolves $BOLD_DATA_DIR and passes it here.
+        # the cache key; bold_eval.data.bold.load_bold resolves $BOLD_DATA_DIR and passes it here.
         local = self.config.data_dir
         if local:
             files = {path: os.path.join(local, path) for path in relative}
@@ -232,7 +232,7 @@ class Bold(datasets.GeneratorBasedBuilder):
                 if not os.path.isfile(full):
                     raise FileNotFoundError(
                         f"BOLD file {path} not found in data folder {local} (looked for {full}). The folder "
-                        f"(data_dir=, or ${DATA_DIR_ENV} for bold_eval.data.load_bold) needs the upstream "
+                        f"(data_dir=, or ${DATA_DIR_ENV} for bold_eval.data.bold.load_bold) needs the upstream "
                         "prompts/ and wikipedia/ layout."
                     )
         else:

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from bold_eval.errors import DEBUG_ENV, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, UserError
+from bold_eval.core.errors import DEBUG_ENV, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, UserError
 
 
 def _comma_list(text: str) -> list[str]:
@@ -55,7 +55,7 @@ def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_cluster(parser: argparse.ArgumentParser) -> None:
-    from bold_eval.clustered import CLUSTER_UNITS, DEFAULT_CLUSTER
+    from bold_eval.analysis.clustered import CLUSTER_UNITS, DEFAULT_CLUSTER
 
     parser.add_argument("--cluster", choices=tuple(CLUSTER_UNITS), default=DEFAULT_CLUSTER,
                         help="unit of independent information for tests and intervals: name (the person or "
@@ -83,7 +83,7 @@ def _add_dataset(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _dataset_export(args: argparse.Namespace) -> int:
-    from bold_eval.data import export_dataset
+    from bold_eval.data.bold import export_dataset
 
     out = export_dataset(args.out, data_dir=args.data_dir, allow_modified=args.allow_modified_data)
     print(f"wrote {out}")
@@ -91,7 +91,7 @@ def _dataset_export(args: argparse.Namespace) -> int:
 
 
 def _dataset_summary(args: argparse.Namespace) -> int:
-    from bold_eval.data import load_bold
+    from bold_eval.data.bold import load_bold
 
     frame = load_bold("all", data_dir=args.data_dir, allow_modified=args.allow_modified_data).to_pandas()
     print(frame.groupby(["domain", "group"]).size().to_string())
@@ -128,7 +128,7 @@ def _add_run_model_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--generator", default="auto",
                      help="what writes the continuations: auto (the Wikipedia baseline for --model wikipedia, "
                           "gibbs-mlm for a masked-LM checkpoint such as bert-large-cased, else hf-causal), "
-                          "hf-causal, gibbs-mlm (alias gibbs), or another kind from bold_eval.generators.GENERATORS")
+                          "hf-causal, gibbs-mlm (alias gibbs), or another kind from bold_eval.generation.base.GENERATORS")
     run.add_argument("--generator-option", action="append", default=[], metavar="KEY=VALUE",
                      help="option of the chosen generator (VALUE is JSON when it parses, else a string); repeatable")
     run.add_argument("--gguf-file", default=None, help="GGUF file name inside --model (a folder or Hub repo)")
@@ -140,7 +140,7 @@ def _add_run_model_arguments(run: argparse.ArgumentParser) -> None:
 
 def _add_run_compute_arguments(run: argparse.ArgumentParser) -> None:
     """Where and how the model runs: dtype, device, batch size."""
-    from bold_eval.devices import DTYPES
+    from bold_eval.core.devices import DTYPES
 
     run.add_argument("--dtype", choices=DTYPES, default="auto",
                      help="weights/compute dtype (auto: bf16/fp16 on GPU, bf16 on CPUs with bf16 support)")
@@ -151,8 +151,8 @@ def _add_run_compute_arguments(run: argparse.ArgumentParser) -> None:
 
 def _add_run_decoding_arguments(run: argparse.ArgumentParser) -> None:
     """Length, seed, samples and the appendix A.2 decoding of the continuations."""
-    from bold_eval.generate import DEFAULT_MAX_NEW_TOKENS, PRESETS
-    from bold_eval.gibbs import DEFAULT_MAX_NEW_TOKENS as GIBBS_MAX_NEW_TOKENS
+    from bold_eval.generation.gibbs import DEFAULT_MAX_NEW_TOKENS as GIBBS_MAX_NEW_TOKENS
+    from bold_eval.generation.hf_causal import DEFAULT_MAX_NEW_TOKENS, PRESETS
 
     run.add_argument("--max-new-tokens", type=int, default=None,
                      help=f"tokens per continuation (default {DEFAULT_MAX_NEW_TOKENS} for causal LMs, our choice: the paper "
@@ -181,9 +181,9 @@ def _add_run_decoding_arguments(run: argparse.ArgumentParser) -> None:
 
 def _add_run_api_arguments(run: argparse.ArgumentParser) -> None:
     """A model behind an OpenAI-compatible server instead of one loaded here."""
-    from bold_eval.api_client import DEFAULT_API_KEY_ENV as API_KEY_ENV
-    from bold_eval.api_generator import API_MODES
-    from bold_eval.api_generator import DEFAULT_CONCURRENCY as API_CONCURRENCY
+    from bold_eval.generation.http_client import DEFAULT_API_KEY_ENV as API_KEY_ENV
+    from bold_eval.generation.openai_compatible import API_MODES
+    from bold_eval.generation.openai_compatible import DEFAULT_CONCURRENCY as API_CONCURRENCY
 
     api = run.add_argument_group("a model behind an OpenAI-compatible server (vLLM, TGI, llama.cpp, hosted APIs)")
     api.add_argument("--base-url", default=None, metavar="URL",
@@ -200,10 +200,10 @@ def _add_run_api_arguments(run: argparse.ArgumentParser) -> None:
 
 def _add_run_gibbs_arguments(run: argparse.ArgumentParser) -> None:
     """Gibbs sampling settings for a masked LM (appendix A.2.1); None means the sampler's default."""
-    from bold_eval.gibbs import DEFAULT_BURN_IN as GIBBS_BURN_IN
-    from bold_eval.gibbs import DEFAULT_MAX_ITER as GIBBS_MAX_ITER
-    from bold_eval.gibbs import DEFAULT_TEMPERATURE as GIBBS_TEMPERATURE
-    from bold_eval.gibbs import DEFAULT_TOP_K as GIBBS_TOP_K
+    from bold_eval.generation.gibbs import DEFAULT_BURN_IN as GIBBS_BURN_IN
+    from bold_eval.generation.gibbs import DEFAULT_MAX_ITER as GIBBS_MAX_ITER
+    from bold_eval.generation.gibbs import DEFAULT_TEMPERATURE as GIBBS_TEMPERATURE
+    from bold_eval.generation.gibbs import DEFAULT_TOP_K as GIBBS_TOP_K
 
     gibbs = run.add_argument_group("Gibbs sampling from a masked LM (--generator gibbs-mlm; appendix A.2.1)")
     gibbs.add_argument("--gibbs-temperature", type=float, default=None,
@@ -230,7 +230,7 @@ def _add_run_data_arguments(run: argparse.ArgumentParser) -> None:
 
 def _metric_options(args: argparse.Namespace) -> dict:
     """--metric-option pairs as load_scorer options; a malformed pair ends the command with its message."""
-    from bold_eval.scoring import parse_metric_options
+    from bold_eval.scoring.generations import parse_metric_options
 
     try:
         return parse_metric_options(args.metric_option)
@@ -258,7 +258,7 @@ def _generator_options(pairs: Sequence[str]) -> dict:
 _CAUSAL_DECODING_FLAGS = {"decoding": "--decoding", "top_k": "--top-k", "top_p": "--top-p",
                           "temperature": "--temperature", "repetition_penalty": "--repetition-penalty",
                           "control_code": "--control-code", "greedy": "--greedy", "one_sentence": "--one-sentence"}
-# --gibbs-* flag -> gibbs-mlm generator option (bold_eval.gibbs.OPTION_TYPES).
+# --gibbs-* flag -> gibbs-mlm generator option (bold_eval.generation.gibbs.OPTION_TYPES).
 _GIBBS_FLAGS = {"gibbs_burn_in": "burn_in", "gibbs_max_iter": "max_iter", "gibbs_temperature": "temperature",
                 "gibbs_top_k": "top_k"}
 
@@ -280,7 +280,7 @@ def _set_from_flag(options: dict, key: str, value: Any, flag: str) -> None:
 def _gibbs_options(args: argparse.Namespace, kind: str, options: dict) -> dict:
     """Fold the --gibbs-* flags and --max-new-tokens into the gibbs-mlm generator options; refuse
     flags that the chosen generator would otherwise ignore without a word."""
-    from bold_eval.generators import GIBBS_MLM
+    from bold_eval.generation.base import GIBBS_MLM
 
     given_gibbs = [dest for dest in _GIBBS_FLAGS if getattr(args, dest) is not None]
     if kind != GIBBS_MLM:
@@ -300,7 +300,7 @@ def _gibbs_options(args: argparse.Namespace, kind: str, options: dict) -> dict:
     return options
 
 
-# --flag -> option of the openai-* generators (bold_eval.api_generator.GENERATOR_OPTIONS).
+# --flag -> option of the openai-* generators (bold_eval.generation.openai_compatible.GENERATOR_OPTIONS).
 _API_FLAGS = {"base_url": "base_url", "concurrency": "concurrency", "api_key_env": "api_key_env"}
 
 
@@ -310,8 +310,8 @@ def _generator_choice(args: argparse.Namespace) -> tuple[str, dict]:
     would ignore are refused."""
     from pathlib import Path
 
-    from bold_eval.api_generator import KINDS as API_KINDS
-    from bold_eval.generators import ALIASES, HF_CAUSAL, generator_kind
+    from bold_eval.generation.base import ALIASES, HF_CAUSAL, generator_kind
+    from bold_eval.generation.openai_compatible import KINDS as API_KINDS
     from bold_eval.run import RunConfig
 
     options = _generator_options(args.generator_option)
@@ -343,7 +343,7 @@ def _generator_choice(args: argparse.Namespace) -> tuple[str, dict]:
     if args.model_args:
         if kind != HF_CAUSAL:
             raise SystemExit(f"bold-eval run: --model-args applies to causal LMs loaded here ({HF_CAUSAL}), not to {kind}")
-        from bold_eval.model_args import parse_model_args
+        from bold_eval.generation.model_args import parse_model_args
 
         try:
             options["model_args"] = parse_model_args(args.model_args)
@@ -355,7 +355,7 @@ def _generator_choice(args: argparse.Namespace) -> tuple[str, dict]:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from bold_eval.generate import DEFAULT_MAX_NEW_TOKENS, DEFAULT_PRESET, make_decoding
+    from bold_eval.generation.hf_causal import DEFAULT_MAX_NEW_TOKENS, DEFAULT_PRESET, make_decoding
     from bold_eval.run import ConfigMismatchError, RunConfig, run
 
     batch_size = args.batch_size
@@ -391,7 +391,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _alpha(text: str) -> float:
     """argparse type of --alpha: a number strictly between 0 and 1, else a usage error."""
-    from bold_eval.aggregate import validate_alpha
+    from bold_eval.analysis.summary import validate_alpha
 
     try:
         return validate_alpha(text)
@@ -406,7 +406,7 @@ def _add_alpha(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_report(subparsers: argparse._SubParsersAction) -> None:
-    from bold_eval.aggregate import CORRECTIONS, DEFAULT_CORRECTION
+    from bold_eval.analysis.summary import CORRECTIONS, DEFAULT_CORRECTION
 
     report = subparsers.add_parser(
         "report", help="regenerate summary.json, tables, figures and report.md of a run folder from scores.parquet"
@@ -425,7 +425,7 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from bold_eval.report import write_report
+    from bold_eval.report.run_report import write_report
 
     path = write_report(args.run_dir, ci=args.ci, alpha=args.alpha, seed=args.seed, correction=args.correction,
                         cluster=args.cluster)
@@ -443,7 +443,7 @@ def _add_compare(subparsers: argparse._SubParsersAction) -> None:
                          help="compare runs whose prompt sets differ, on the prompts all share "
                               "(default: refuse); says so loudly in compare.md and on the terminal")
     _add_cluster(compare)
-    from bold_eval.clustered import CORRECTIONS, DEFAULT_CORRECTION
+    from bold_eval.analysis.clustered import CORRECTIONS, DEFAULT_CORRECTION
 
     compare.add_argument("--correction", choices=tuple(CORRECTIONS), default=DEFAULT_CORRECTION,
                          help="multiple-comparison correction over all model x group interactions (and, apart, "
@@ -452,7 +452,7 @@ def _add_compare(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from bold_eval.compare import compare_runs
+    from bold_eval.analysis.compare import compare_runs
 
     path = compare_runs(args.run_dirs, args.out, alpha=args.alpha,
                         allow_different_prompts=args.allow_different_prompts, cluster=args.cluster,
@@ -481,9 +481,9 @@ def _add_score(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from bold_eval.byog import load_generations
     from bold_eval.runfolder import RunRecord
-    from bold_eval.scoring import score_generations
+    from bold_eval.scoring.external import load_generations
+    from bold_eval.scoring.generations import score_generations
 
     metric_options = _metric_options(args)
     generations, report, source = load_generations(
@@ -505,7 +505,7 @@ def _score(args: argparse.Namespace) -> int:
 
 def _modified_data(args: argparse.Namespace) -> list[str] | None:
     """The local BOLD files that differ from the pinned release, when the user allowed them (run.json)."""
-    from bold_eval.data import allow_modified_data, modified_files
+    from bold_eval.data.bold import allow_modified_data, modified_files
 
     return (modified_files(args.data_dir) or None) if allow_modified_data(args.allow_modified_data) else None
 
@@ -518,7 +518,7 @@ def _add_lm_eval_tasks_path(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _lm_eval_tasks_path(args: argparse.Namespace) -> int:
-    from bold_eval.paths import lm_eval_tasks_dir
+    from bold_eval.core.paths import lm_eval_tasks_dir
 
     print(lm_eval_tasks_dir())
     return 0
@@ -541,14 +541,14 @@ def _add_publish(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _publish(args: argparse.Namespace) -> int:
-    from bold_eval.publish import publish
+    from bold_eval.hub.upload import publish
 
     publish(args.namespace, private=args.private, dry_run=args.dry_run, data_dir=args.data_dir, metrics=args.metrics)
     return 0
 
 
 def _add_publish_results(subparsers: argparse._SubParsersAction) -> None:
-    from bold_eval.publish import DEFAULT_RESULTS_DATASET
+    from bold_eval.hub.upload import DEFAULT_RESULTS_DATASET
 
     results = subparsers.add_parser(
         "publish-results", help="add a run's summary as evaluation results (model-index) to a model repo's card"
@@ -567,7 +567,7 @@ def _add_publish_results(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _publish_results(args: argparse.Namespace) -> int:
-    from bold_eval.publish import publish_results
+    from bold_eval.hub.upload import publish_results
 
     publish_results(args.run_dir, args.repo, dry_run=args.dry_run, card=args.card, dataset_id=args.dataset_id,
                     allow_partial_run=args.allow_partial_run)
@@ -576,7 +576,7 @@ def _publish_results(args: argparse.Namespace) -> int:
 
 def _add_validate(subparsers: argparse._SubParsersAction) -> None:
     from bold_eval.metrics import METRIC_NAMES
-    from bold_eval.sheng2019 import SOURCES, SPLITS
+    from bold_eval.validation.sheng2019 import SOURCES, SPLITS
 
     validate = subparsers.add_parser(
         "validate", help="does a metric agree with human labels? Table 8 and Figure 6 of the paper (Section 6.3)",
@@ -615,9 +615,9 @@ def _add_validate(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from bold_eval.human_labels import parse_label_map, parse_label_set
-    from bold_eval.validation import validate_source
-    from bold_eval.validation_report import summary_text
+    from bold_eval.validation.agreement import validate_source
+    from bold_eval.validation.labels import parse_label_map, parse_label_set
+    from bold_eval.validation.report import summary_text
 
     options = _metric_options(args)
     others = sorted(set(options) - {args.metric})
@@ -637,7 +637,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bold-eval", description=__doc__.splitlines()[0])
-    from bold_eval import __version__
+    from bold_eval.core.version import __version__
 
     parser.add_argument("--version", action="version", version=f"bold-eval {__version__}")
     parser.add_argument("--debug", action="store_true",
@@ -665,7 +665,7 @@ def _debug(argv: Sequence[str]) -> bool:
 
 
 def _bug_report_request() -> str:
-    from bold_eval import __version__
+    from bold_eval.core.version import __version__
 
     return (f"This is a bug in bold-eval {__version__} (Python {sys.version.split()[0]}), not a mistake in your input. "
             "Please report it to the bold-eval issue tracker with the command you ran and the traceback above.")

@@ -1,8 +1,8 @@
 """`bold-eval run`: generate continuations of BOLD prompts, score them, aggregate and report.
 
 The steps of `run` (each a function below): select the prompts, build the generator
-(`bold_eval.generators`), check the folder can be resumed with these settings, generate what
-is missing, merge the per-process files, and score (`bold_eval.scoring.score_generations`).
+(`bold_eval.generation.base`), check the folder can be resumed with these settings, generate what
+is missing, merge the per-process files, and score (`bold_eval.scoring.generations.score_generations`).
 
 Output folder (names and records in `bold_eval.runfolder`):
 - `generations.jsonl`: one record per (prompt_id, sample), appended batch by batch (one write +
@@ -11,7 +11,7 @@ Output folder (names and records in `bold_eval.runfolder`):
   settings and the batch schedule once every process has loaded its model, before any generation is
   written (a failed load writes nothing, and a folder without generations is free to reuse); a rerun
   with different settings stops with the list of differences, and a resume replays the recorded
-  batches (`bold_eval.generate.BatchPlan`).
+  batches (`bold_eval.generation.hf_causal.BatchPlan`).
 - `scores.parquet`, `reference_scores.parquet` (the Wikipedia sentences of the same prompts, scored
   alike), `run.json`, and the report (`summary.json`, `report.md`, figures).
 
@@ -34,9 +34,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bold_eval.errors import InputError, UsageError, UserError
-from bold_eval.generate import BatchPlan, DecodingConfig, Generated, GenerationStats, WorkItem, make_decoding
-from bold_eval.generators import Generator, GeneratorContext, build_generator
+from bold_eval.core.errors import InputError, UsageError, UserError
+from bold_eval.generation.base import Generator, GeneratorContext, build_generator
+from bold_eval.generation.hf_causal import (
+    BatchPlan,
+    DecodingConfig,
+    Generated,
+    GenerationStats,
+    WorkItem,
+    make_decoding,
+)
 from bold_eval.runfolder import (
     GENERATIONS_FILE,
     RUN_FILE,
@@ -51,7 +58,13 @@ from bold_eval.runfolder import (
     write_generations,
     write_run_record,
 )
-from bold_eval.scoring import SCORE_ON, check_metric_options, parse_metrics, score_generations, versions
+from bold_eval.scoring.generations import (
+    SCORE_ON,
+    check_metric_options,
+    parse_metrics,
+    score_generations,
+    versions,
+)
 
 
 class ConfigMismatchError(UserError, ValueError):
@@ -70,7 +83,7 @@ class RunInterrupted(KeyboardInterrupt):
 class RunConfig:
     """Everything `bold-eval run` needs; defaults are the paper's (appendix A.2, Section 3.3).
 
-    `generator` picks a `bold_eval.generators` kind ("auto": the Wikipedia baseline for
+    `generator` picks a `bold_eval.generation.base` kind ("auto": the Wikipedia baseline for
     `--model wikipedia`, else "hf-causal"); options only one generator uses go in
     `generator_options` and are validated by that generator.
     """
@@ -98,7 +111,7 @@ class RunConfig:
     score_on: str = "full"
     # Score the Wikipedia sentences of the same prompts beside the model's (reference_scores.parquet).
     reference: bool = True
-    # The report's unit of independent information (`bold_eval.clustered.CLUSTER_UNITS`).
+    # The report's unit of independent information (`bold_eval.analysis.clustered.CLUSTER_UNITS`).
     cluster: str = "name"
     progress: bool = True
     # Accept a local BOLD folder that differs from the pinned upstream files (recorded in run.json).
@@ -245,7 +258,7 @@ def _check_config(config: RunConfig) -> None:
         raise UsageError(f"--seed must be >= 0, got {config.seed}")
     if config.sample_seed < 0:
         raise UsageError(f"--sample-seed must be >= 0, got {config.sample_seed}")
-    from bold_eval.clustered import validate_cluster
+    from bold_eval.analysis.clustered import validate_cluster
 
     validate_cluster(config.cluster)
     parse_metrics(config.metrics)
@@ -266,7 +279,7 @@ def _timed(timings: dict[str, float], name: str, started: float) -> None:
 
 def _modified_data(config: RunConfig) -> list[str] | None:
     """The local BOLD files that differ from the pinned release, when the user allowed them (run.json)."""
-    from bold_eval.data import allow_modified_data, modified_files
+    from bold_eval.data.bold import allow_modified_data, modified_files
 
     if not allow_modified_data(config.allow_modified_data or None):
         return None
@@ -274,7 +287,7 @@ def _modified_data(config: RunConfig) -> list[str] | None:
 
 
 def _selected_prompts(config: RunConfig, timings: dict[str, float]) -> pd.DataFrame:
-    from bold_eval.data import load_bold
+    from bold_eval.data.bold import load_bold
 
     started = time.perf_counter()
     bold = load_bold("all", data_dir=config.data_dir, allow_modified=config.allow_modified_data or None)

@@ -8,8 +8,8 @@ Every writer and reader goes through this module, so the layout is defined once:
     scores.parquet           one row per text: GENERATION_COLUMNS, `text`, `<metric>_<column>`
     reference_scores.parquet the Wikipedia sentences of the same prompts (sample 0), same columns and metrics
     run.json                 a `RunRecord`: what was generated and scored, and how
-    summary.json             a `SummaryRecord`: every view of `bold_eval.aggregate.summarize`
-    report.md, figures/, tables/   written by `bold_eval.report`
+    summary.json             a `SummaryRecord`: every view of `bold_eval.analysis.summary.summarize`
+    report.md, figures/, tables/   written by `bold_eval.report.run_report`
 
 run.json and summary.json carry `schema_version`. Folders written by bold-eval 0.1 have none;
 their run.json is read by mapping the 0.1 keys onto the record (see `RunRecord.from_dict`).
@@ -27,8 +27,8 @@ from typing import Any
 
 import pandas as pd
 
-from bold_eval.errors import InputError, MissingFileError
-from bold_eval.resources import atomic_write_bytes
+from bold_eval.core.errors import InputError, MissingFileError
+from bold_eval.core.resources import atomic_write_bytes
 
 # Version of the run.json / summary.json layout. 0.1 folders have no version field.
 SCHEMA_VERSION = 2
@@ -73,7 +73,7 @@ class RunRecord:
     schema_version: int = SCHEMA_VERSION
     status: str = "complete"  # "generating" while generations.jsonl is being written
     model: str | None = None  # the name reports and comparisons show
-    generator: str | None = None  # a `bold_eval.generators` kind, e.g. "hf-causal"; None for `score`
+    generator: str | None = None  # a `bold_eval.generation.base` kind, e.g. "hf-causal"; None for `score`
     generator_settings: dict[str, Any] = field(default_factory=dict)  # Generator.settings()
     model_info: dict[str, Any] = field(default_factory=dict)  # Generator.info()
     generation_settings: dict[str, Any] | None = None  # the resume fingerprint
@@ -86,7 +86,7 @@ class RunRecord:
     generated_tokens: int | None = None
     tokens_per_second: float | None = None
     batch_size: int | None = None  # the batch size the generation actually ran with
-    # (start, size) segments of the batch plan (`bold_eval.generate.BatchPlan`); a resume replays them
+    # (start, size) segments of the batch plan (`bold_eval.generation.hf_causal.BatchPlan`); a resume replays them
     batch_schedule: list[list[int]] | None = None
     out_of_memory_retries: int | None = None
     # The BOLD files differ from the pinned upstream release and the user allowed it
@@ -146,7 +146,7 @@ def _from_legacy(data: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class SummaryRecord:
-    """summary.json: the run record and every view of `bold_eval.aggregate.summarize` (JSON-able)."""
+    """summary.json: the run record and every view of `bold_eval.analysis.summary.summarize` (JSON-able)."""
 
     run: dict[str, Any]
     counts: dict[str, Any]

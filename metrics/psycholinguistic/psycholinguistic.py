@@ -60,7 +60,7 @@ Args:
         proportions and sizes.
     lexicon (pandas.DataFrame or str, optional): a table (or csv/tsv path) with a word column and the
         8 variables on raw scales (VAD 1-9, BE5 1-5), e.g. MEmoLon's English file or the output of
-        `bold_eval.lexicon_extension.extend_lexicon`. Default: Warriner VAD + EmoMap BE5.
+        `bold_eval.metrics.lexicon_extension.extend_lexicon`. Default: Warriner VAD + EmoMap BE5.
     lexicon_dir (str, optional): folder holding Ratings_Warriner_et_al.csv and Warriner_BE.tsv
         (default $BOLD_LEXICON_DIR, then the cache, then download from the pinned GitHub commits).
     thresholds (dict, optional): any of valence_negative, valence_positive, arousal_negative,

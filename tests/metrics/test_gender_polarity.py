@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
+from bold_eval.core.resources import ResourceNotFoundError
 from bold_eval.metrics import gender_polarity as gp
 from bold_eval.metrics._words import tokenize_texts
-from bold_eval.resources import ResourceNotFoundError
-from bold_eval.testing import gender_polarity_reference
+from bold_eval.testing.models import gender_polarity_reference
 
 # he = (-1, 1, 0) and she = (1, 1, 0), so g = she - he = (2, 0, 0) and b_i = x_i / |w_i|.
 HAND_VECTORS = {
@@ -344,8 +344,8 @@ def test_unigram_counts_are_one_path_whatever_the_methods(texts):
 
 
 def test_placeholders_score_as_if_absent(hand_vectors):
-    """ "Person" and "XYZ" (bold_eval.anonymize.PLACEHOLDERS) have vectors here, yet add nothing."""
-    from bold_eval.anonymize import PLACEHOLDERS
+    """ "Person" and "XYZ" (bold_eval.data.anonymize.PLACEHOLDERS) have vectors here, yet add nothing."""
+    from bold_eval.data.anonymize import PLACEHOLDERS
 
     keyed_vectors = KeyedVectors(vector_size=3)
     words = list(HAND_VECTORS) + list(PLACEHOLDERS)

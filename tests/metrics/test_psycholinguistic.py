@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bold_eval.lexicon import Lexicon
+from bold_eval.core.resources import ResourceNotFoundError
 from bold_eval.metrics import psycholinguistic as P
 from bold_eval.metrics._words import tokenize_texts
-from bold_eval.resources import ResourceNotFoundError
+from bold_eval.metrics.lexicon import Lexicon
 
 # Raw ratings (VAD 1-9, BE5 1-5) chosen so the scaled values are round numbers:
 #           valence arousal dominance joy anger sadness fear disgust
@@ -186,7 +186,7 @@ def test_distinct_word_cache_gives_same_scores_across_calls(scorer):
 def test_bold_wikipedia_sentences_score_without_nan(shared_data):
     """Coverage and NaN-freedom on the real Wikipedia sentences. Agreement with the paper's
     Tables 9-11, with thresholds fitted on one half and checked on the other: tests/test_reproduce.py."""
-    from bold_eval.data import load_bold
+    from bold_eval.data.bold import load_bold
 
     texts = load_bold("race", data_dir=shared_data / "bold")["wikipedia"]
     result = P.compute(texts)
@@ -199,7 +199,7 @@ def test_bold_wikipedia_sentences_score_without_nan(shared_data):
 
 def test_placeholders_score_as_if_absent():
     """Warriner rates "person"; the anonymization placeholder "Person" must not count, even in coverage."""
-    from bold_eval.anonymize import PLACEHOLDERS
+    from bold_eval.data.anonymize import PLACEHOLDERS
 
     lexicon = pd.concat([RAW, RAW.iloc[[0]].assign(word="person"), RAW.iloc[[1]].assign(word="xyz")])
     scorer = P.load_scorer(lexicon=lexicon)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bold_eval.core.resources import ResourceNotFoundError
 from bold_eval.metrics import regard
-from bold_eval.resources import ResourceNotFoundError
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one torch thread (conftest)
 

@@ -208,9 +208,9 @@ def test_agrees_with_sheng2019_human_sentiment(shared_data: Path):
 
 
 def test_placeholders_score_as_if_absent():
-    """ "Person"/"XYZ" (bold_eval.anonymize.PLACEHOLDERS): VADER rates neither, but as words they
+    """ "Person"/"XYZ" (bold_eval.data.anonymize.PLACEHOLDERS): VADER rates neither, but as words they
     are neutral words (neu) and shift VADER's windows; ignored, the text scores as without them."""
-    from bold_eval.anonymize import PLACEHOLDERS
+    from bold_eval.data.anonymize import PLACEHOLDERS
 
     assert set(PLACEHOLDERS) <= {"Person", "XYZ"} and not any(p.lower() in VADER.lexicon for p in PLACEHOLDERS)
     texts = ["Person", "XYZ", "Person's", "Person was a kind Person.", "was a kind", "Person VERY GOOD", "VERY GOOD", ""]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bold_eval.core.resources import ResourceNotFoundError
 from bold_eval.metrics import toxicity
-from bold_eval.resources import ResourceNotFoundError
-from bold_eval.testing import TOXIC_BERT_LABELS
+from bold_eval.testing.models import TOXIC_BERT_LABELS
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one torch thread (conftest)
 

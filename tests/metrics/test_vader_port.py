@@ -18,7 +18,7 @@ from vaderSentiment.vaderSentiment import BOOSTER_DICT, NEGATE, SPECIAL_CASES, S
 
 from bold_eval.metrics import sentiment
 from bold_eval.metrics._vader import LinearVader
-from bold_eval.testing import bold_wikipedia_sentences
+from bold_eval.testing.models import bold_wikipedia_sentences
 
 VADER = SentimentIntensityAnalyzer()
 PORT = LinearVader(VADER)

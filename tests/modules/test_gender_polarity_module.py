@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from bold_eval.paths import metric_module_dir
+from bold_eval.core.paths import metric_module_dir
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def test_embedding_from_env_and_thresholds(module, embedding_file, monkeypatch):
 
 
 def test_missing_embedding_is_a_clear_error(module, monkeypatch, tmp_path):
-    from bold_eval.resources import ResourceNotFoundError
+    from bold_eval.core.resources import ResourceNotFoundError
 
     monkeypatch.delenv("BOLD_WORD2VEC", raising=False)
     monkeypatch.setenv("BOLD_EVAL_CACHE", str(tmp_path))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import evaluate
 import pytest
 
-from bold_eval.paths import METRIC_NAMES, metric_module_dir
+from bold_eval.core.paths import METRIC_NAMES, metric_module_dir
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny classifiers: one torch thread (conftest)
 

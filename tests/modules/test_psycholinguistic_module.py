@@ -6,7 +6,7 @@ import evaluate
 import pandas as pd
 import pytest
 
-from bold_eval.paths import metric_module_dir
+from bold_eval.core.paths import metric_module_dir
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import evaluate
 import numpy as np
 import pytest
 
+from bold_eval.core.paths import metric_module_dir
+from bold_eval.core.resources import ResourceNotFoundError
 from bold_eval.metrics import regard
-from bold_eval.paths import metric_module_dir
-from bold_eval.resources import ResourceNotFoundError
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one torch thread (conftest)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import evaluate
 import pytest
 
+from bold_eval.core.paths import metric_module_dir
 from bold_eval.metrics import sentiment
-from bold_eval.paths import metric_module_dir
 
 MODULE_DIR = metric_module_dir("sentiment")
 TEXTS = ["She is a wonderful, kind teacher.", "He was arrested for murder.", "They live in Ohio.", ""]

@@ -8,10 +8,10 @@ import evaluate
 import numpy as np
 import pytest
 
+from bold_eval.core.paths import metric_module_dir
+from bold_eval.core.resources import ResourceNotFoundError
 from bold_eval.metrics import toxicity
-from bold_eval.paths import metric_module_dir
-from bold_eval.resources import ResourceNotFoundError
-from bold_eval.testing import TOXIC_BERT_LABELS
+from bold_eval.testing.models import TOXIC_BERT_LABELS
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one torch thread (conftest)
 

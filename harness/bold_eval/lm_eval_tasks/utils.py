@@ -10,7 +10,7 @@ Where the documents come from (`load_docs`), in order:
 1. `bold_dataset` in `--metadata` or `$BOLD_DATASET`: our exported dataset, a local folder
    written by `bold-eval dataset export` or a Hub repo such as `NS/bold`, read with
    `datasets.load_dataset(source, domain, split="test")`;
-2. otherwise `bold_eval.data.load_bold(domain, data_dir)`, which reads the BOLD source files
+2. otherwise `bold_eval.data.bold.load_bold(domain, data_dir)`, which reads the BOLD source files
    from `bold_data_dir` in `--metadata`, then `$BOLD_DATA_DIR`, then the pinned upstream.
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import datasets
 
-from bold_eval.anonymize import anonymize
-from bold_eval.data import DOMAINS, load_bold
+from bold_eval.data.anonymize import anonymize
+from bold_eval.data.bold import DOMAINS, load_bold
 
 
 def load_docs(

@@ -5,7 +5,7 @@ Every metric module exposes the same small contract, used by the evaluate wrappe
 
 - `DEFAULTS`: the paper's default options (thresholds, model ids), named once.
 - `load_scorer(**options) -> Scorer`: loads models/lexicons once; raises
-  `bold_eval.resources.ResourceNotFoundError` naming the resource when it is unavailable.
+  `bold_eval.core.resources.ResourceNotFoundError` naming the resource when it is unavailable.
 - `Scorer.__call__(texts) -> dict[str, np.ndarray]`: per-text columns, in input order.
 - `Scorer.label_columns`: {column: label names} for the categorical columns, which the
   aggregation step turns into proportions per domain and group.
@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from bold_eval.errors import UsageError
-from bold_eval.paths import METRIC_NAMES
+from bold_eval.core.errors import UsageError
+from bold_eval.core.paths import METRIC_NAMES
 
 __all__ = ["METRIC_NAMES", "check_scorer_options", "metric_module"]
 

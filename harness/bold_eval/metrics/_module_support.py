@@ -14,8 +14,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from bold_eval.errors import InputError
-from bold_eval.metrics._common import validate_texts
+from bold_eval.core.errors import InputError
+from bold_eval.metrics.common import validate_texts
 
 # Every module cites the paper first, then the resource it is built on.
 BOLD_CITATION = """\
@@ -132,7 +132,7 @@ class ModelFromConfigName:
     reserved_config_names: tuple[str, ...] = ("default",)
 
     def __init__(self, *args, model=None, batch_size=None, device=None, dtype=None, **kwargs):
-        # batch_size None: the device's default (bold_eval.inference).
+        # batch_size None: the device's default (bold_eval.metrics.classifier).
         self._load_options = {"model": model, "batch_size": batch_size, "device": device, "dtype": dtype}
         super().__init__(*args, **kwargs)
 

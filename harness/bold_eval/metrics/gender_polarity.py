@@ -20,7 +20,7 @@ reductions over the flat token array.
 Every method reads the same tokens (`_words.tokenize_texts`, found in the text as written, then
 `str.lower` per word for unigram matching), so a text's unigram counts do not depend on which
 other methods are asked for. With `ignore_placeholders` (default) the anonymization placeholders
-("Person", "XYZ", "Person's", exact case; bold_eval.anonymize.PLACEHOLDERS) are dropped before
+("Person", "XYZ", "Person's", exact case; bold_eval.data.anonymize.PLACEHOLDERS) are dropped before
 scoring: "Person" has a vector of its own in the GoogleNews embedding and would move Max/Wavg.
 """
 
@@ -33,8 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bold_eval.errors import InputError, UsageError
-from bold_eval.metrics._common import (
+from bold_eval.core.errors import InputError, UsageError
+from bold_eval.core.resources import path_stamp
+from bold_eval.metrics._words import TokenizedTexts, tokenize_texts
+from bold_eval.metrics.common import (
     group_masks,
     option_number,
     placeholder_words,
@@ -42,8 +44,6 @@ from bold_eval.metrics._common import (
     validate_groups,
     validate_texts,
 )
-from bold_eval.metrics._words import TokenizedTexts, tokenize_texts
-from bold_eval.resources import path_stamp
 
 if TYPE_CHECKING:  # gensim takes about a second to import; unigram matching never needs it
     from gensim.models import KeyedVectors
@@ -63,7 +63,7 @@ DEFAULTS: dict[str, Any] = {
     # a threshold of >= 0.25 to classify a text as expressing the female gender".
     "male_threshold": -0.25,
     "female_threshold": 0.25,
-    # None: $BOLD_WORD2VEC, else the hard-debiased GoogleNews word2vec (footnote 7), see bold_eval.embeddings.
+    # None: $BOLD_WORD2VEC, else the hard-debiased GoogleNews word2vec (footnote 7), see bold_eval.metrics.embeddings.
     "embedding": None,
     "debias": None,
     "debiaswe_dir": None,
@@ -248,8 +248,8 @@ class GenderPolarityScorer:
 
 def _embedding_cache_key(embedding: str | os.PathLike | None) -> tuple[str, int]:
     """What identifies a path-given embedding: the path (argument or $BOLD_WORD2VEC) and its mtime."""
-    from bold_eval.embeddings import WORD2VEC_ENV
-    from bold_eval.resources import cache_dir
+    from bold_eval.core.resources import cache_dir
+    from bold_eval.metrics.embeddings import WORD2VEC_ENV
 
     value = str(embedding) if embedding is not None else os.environ.get(WORD2VEC_ENV) or f"default:{cache_dir()}"
     return value, path_stamp(value)
@@ -259,7 +259,7 @@ def _embedding_cache_key(embedding: str | os.PathLike | None) -> tuple[str, int]
 def _load_embedding_cached(
     embedding: str, stamp: int, debias: bool | None, debiaswe_dir: str | None
 ) -> KeyedVectors:
-    from bold_eval.embeddings import load_embedding
+    from bold_eval.metrics.embeddings import load_embedding
 
     return load_embedding(None if embedding.startswith("default:") else embedding, debias=debias, debiaswe_dir=debiaswe_dir)
 
@@ -283,11 +283,11 @@ def load_scorer(
     methods = _validate_methods(methods)
     keyed_vectors = None
     if any(method in EMBEDDING_METHODS for method in methods):
-        from bold_eval.resources import require_extra
+        from bold_eval.core.resources import require_extra
 
         KeyedVectors = require_extra("gensim.models", extra="embeddings", purpose="Gender-Max and Gender-Wavg").KeyedVectors
         if isinstance(embedding, KeyedVectors):
-            from bold_eval.embeddings import load_embedding
+            from bold_eval.metrics.embeddings import load_embedding
 
             keyed_vectors = load_embedding(embedding, debias=debias, debiaswe_dir=debiaswe_dir)
         else:

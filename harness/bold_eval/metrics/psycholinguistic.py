@@ -17,7 +17,7 @@ An empty text (or one with no content word in the lexicon) scores 0 on every var
 coverage 0 and falls in no category (neutral VAD labels, all `is_*` False).
 
 With `ignore_placeholders` (default) the anonymization placeholders ("Person", "XYZ",
-"Person's", exact case; bold_eval.anonymize.PLACEHOLDERS) are dropped before scoring, from the
+"Person's", exact case; bold_eval.data.anonymize.PLACEHOLDERS) are dropped before scoring, from the
 score and from coverage alike: Warriner rates "person" (valence 6.10, arousal 3.71 of 9), and the
 "Person" that anonymization puts into every gender and race text would otherwise pull every
 text towards its ratings (issue 9). Lowercase "person" is the model's own word and is scored.
@@ -33,8 +33,17 @@ from typing import Any
 
 import numpy as np
 
-from bold_eval.errors import UsageError
-from bold_eval.lexicon import (
+from bold_eval.core.errors import UsageError
+from bold_eval.core.resources import lookup_stamp, path_stamp
+from bold_eval.metrics._words import tokenize_texts
+from bold_eval.metrics.common import (
+    group_masks,
+    option_number,
+    placeholder_words,
+    validate_groups,
+    validate_texts,
+)
+from bold_eval.metrics.lexicon import (
     BE5,
     LEXICON_ENV,
     VAD,
@@ -45,15 +54,6 @@ from bold_eval.lexicon import (
     LexiconSource,
     load_lexicon,
 )
-from bold_eval.metrics._common import (
-    group_masks,
-    option_number,
-    placeholder_words,
-    validate_groups,
-    validate_texts,
-)
-from bold_eval.metrics._words import tokenize_texts
-from bold_eval.resources import lookup_stamp, path_stamp
 
 VAD_LABELS = ("negative", "neutral", "positive")
 LABEL_COLUMNS: dict[str, tuple[Any, ...]] = {
@@ -72,7 +72,7 @@ CATEGORIES = (
 )
 
 DEFAULTS: dict[str, Any] = {
-    "lexicon": None,  # None: Warriner et al. (2013) VAD + EmoMap BE5 (bold_eval.lexicon.load_warriner)
+    "lexicon": None,  # None: Warriner et al. (2013) VAD + EmoMap BE5 (bold_eval.metrics.lexicon.load_warriner)
     "lexicon_dir": None,  # folder with Ratings_Warriner_et_al.csv and Warriner_BE.tsv ($BOLD_LEXICON_DIR)
     "lemma_fallback": True,
     # Issue 9: anonymization placeholders are not words of the text (see the module docstring).
@@ -345,7 +345,7 @@ def load_scorer(
 
     `lexicon`: None (Warriner VAD + BE5, from `lexicon_dir` / $BOLD_LEXICON_DIR / download), a
     pandas DataFrame or csv/tsv path with a word column and the 8 variables on raw scales (column
-    names: bold_eval.lexicon.COLUMN_ALIASES; e.g. MEmoLon, or `extend_lexicon`'s output), or a
+    names: bold_eval.metrics.lexicon.COLUMN_ALIASES; e.g. MEmoLon, or `extend_lexicon`'s output), or a
     `Lexicon`. `thresholds`: any subset of DEFAULTS["thresholds"] to override. A lexicon given by
     path (or None) is read once and kept in memory until its files or $BOLD_LEXICON_DIR change.
     `ignore_placeholders`: drop the anonymization placeholders' words before scoring (issue 9).

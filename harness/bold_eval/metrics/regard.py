@@ -20,14 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from bold_eval.errors import InputError, UsageError
-from bold_eval.inference import (
+from bold_eval.core.errors import InputError, UsageError
+from bold_eval.metrics.classifier import (
     DEFAULT_BATCH_SIZE,
     ClassifierSource,
     SequenceClassifier,
     load_metric_classifier,
 )
-from bold_eval.metrics._common import group_masks, summarize_labels, validate_groups, validate_texts
+from bold_eval.metrics.common import group_masks, summarize_labels, validate_groups, validate_texts
 
 DEFAULTS: dict[str, Any] = {
     # Section 4.3 / appendix A.2.6: the classifier of https://github.com/ewsheng/nlg-bias.

@@ -11,7 +11,7 @@ pos = neu = neg = 0.0: it is labelled neutral.
 Scores come from `_vader.LinearVader`, a port of vaderSentiment's `polarity_scores` with
 identical outputs whose time grows linearly with the text (vaderSentiment's own is quadratic:
 a 1 MB text takes hours). With `ignore_placeholders` (default) the anonymization placeholders
-("Person", "XYZ", bold_eval.anonymize.PLACEHOLDERS) are removed from VADER's word list before
+("Person", "XYZ", bold_eval.data.anonymize.PLACEHOLDERS) are removed from VADER's word list before
 any rule runs: VADER rates neither, but as words they would count as neutral in pos/neu/neg,
 shift the negation and booster windows, and make "VERY GOOD" an all-caps emphasis.
 """
@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from bold_eval.errors import UsageError
-from bold_eval.metrics._common import (
+from bold_eval.core.errors import UsageError
+from bold_eval.metrics._vader import LinearVader
+from bold_eval.metrics.common import (
     option_number,
     placeholder_words,
     summarize_labels,
@@ -35,7 +36,6 @@ from bold_eval.metrics._common import (
     validate_groups,
     validate_texts,
 )
-from bold_eval.metrics._vader import LinearVader
 
 LABELS = ("positive", "neutral", "negative")
 

@@ -1,0 +1,405 @@
+"""Tests and intervals with the name as the unit: BOLD's texts are clustered, not independent.
+
+Gender and race have several prompts per person, and profession, religion and politics take up to dozens
+of sentences from one Wikipedia page; with `--num-samples` > 1 the samples of a prompt nest inside it. Texts
+of one name share its page, its wording and its subject, so counting texts as independent overstates what a
+run knows (issue 19 measured design effects of 1.5-5 in profession). Every comparison here therefore treats
+the cluster (`--cluster name`, the default; `prompt`; or `none`, the paper's text-level analysis) as the unit:
+
+- a **studentized cluster permutation test** (scipy.stats.permutation_test: the side labels of whole names
+  are shuffled, the statistic is the difference over its cluster-robust standard error; Chung & Romano 2013)
+  with a **cluster bootstrap** interval (scipy.stats.bootstrap, names resampled within each side). It is
+  exact when names are exchangeable, so rare labels and small groups are tested rather than dropped, and
+  asymptotically valid when the sides differ in variance.
+- The **cluster-robust Wald t** (statsmodels OLS on the side indicator, `cov_type="cluster"`, CR1, t on
+  G - 1 df; Cameron & Miller 2015, J. Human Resources 50(2)) is kept as `method="wald"` but is not the
+  default: on BOLD's profession pages (36.8 texts per page, some with hundreds) it rejected 10.7% of
+  shuffled-label nulls at alpha = 5% (300 shuffles, theatre_personnel, unigram male), because a few large
+  pages dominate the variance. The permutation test is exact under that shuffle by construction.
+
+With `--cluster none` binary outcomes get the paper's two-proportion z test (pooled variance, Newcombe
+interval; Fisher's exact test when an expected count is below 5) and continuous ones an ordinary t test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.regression.linear_model import OLS
+from statsmodels.stats.power import NormalIndPower
+from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
+
+from bold_eval.core.errors import UsageError
+
+CLUSTER_UNITS: dict[str, str] = {
+    "name": "the person in gender and race, the Wikipedia page elsewhere; all prompts and samples of a name "
+            "form one unit",
+    "prompt": "the prompt; the samples of one prompt form one unit",
+    "none": "the text: every text independent (the paper's analysis, kept for reproduction)",
+}
+DEFAULT_CLUSTER = "name"
+
+# Cochran's rule: an expected count below 5 in a cell makes the normal approximation unreliable; such
+# comparisons (rare labels) use the permutation (or, with --cluster none, Fisher's exact) test.
+MIN_EXPECTED = 5
+N_PERMUTATIONS = 9999
+N_BOOTSTRAP = 999
+# Fewer resamples as extreme as the data than this: the p-value comes from the normal tail (_monte_carlo_p).
+TAIL_COUNT = 10
+POWER = 0.8
+
+WALD = "cluster-robust t"
+PERMUTATION = "cluster permutation"
+Z_TEST = "two-proportion z"
+FISHER = "Fisher exact"
+T_TEST = "t test"
+METHOD_NOTES: dict[str, str] = {
+    WALD: "OLS on the side indicator with cluster-robust (CR1) variance, t on names - 1 df (statsmodels)",
+    PERMUTATION: "studentized permutation test that moves whole units between the two sides (999 draws, 9,999 "
+                 "when p < alpha; beyond the draws, a moment-matched normal tail), interval from a bootstrap "
+                 "over units within each side (scipy.stats.bootstrap, percentile)",
+    Z_TEST: "two-proportion z test, pooled variance (statsmodels), Newcombe interval; texts independent",
+    FISHER: "Fisher's exact test (scipy), Newcombe interval; texts independent",
+    T_TEST: "ordinary least squares t test, texts independent",
+}
+
+
+# Multiple-comparison corrections over a report's family (statsmodels `multipletests` method names). Holm is
+# the default: a finding claims "this group differs", and Holm keeps the chance of any false claim among all
+# the family's tests at most alpha (family-wise error rate), uniformly more powerful than Bonferroni.
+# Benjamini-Hochberg bounds instead the expected share of false claims among the findings (false discovery
+# rate): more findings on a full run, weaker promise.
+CORRECTIONS: dict[str, tuple[str, str]] = {
+    "holm": ("holm", "Holm step-down, family-wise error rate at most alpha"),
+    "bh": ("fdr_bh", "Benjamini-Hochberg, false discovery rate at most alpha"),
+}
+DEFAULT_CORRECTION = "holm"
+
+
+def validate_alpha(alpha: float) -> float:
+    """`alpha` (1 - confidence level) as a float strictly between 0 and 1, else a UsageError naming --alpha."""
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError):
+        raise UsageError(f"--alpha must be a number between 0 and 1 (1 - confidence level), got {alpha!r}") from None
+    if not 0.0 < value < 1.0:
+        raise UsageError(f"--alpha must lie strictly between 0 and 1 (1 - confidence level, e.g. 0.05 for 95% "
+                         f"intervals), got {alpha!r}")
+    return value
+
+
+def confidence_label(alpha: float) -> str:
+    """The confidence level `alpha` gives, printed honestly: 0.05 -> "95%", 0.0003 -> "99.97%" (never "100%")."""
+    level = 100 * (1 - alpha)
+    exact = round(level, 6)
+    if abs(exact - level) < 1e-9 and exact < 100:
+        return f"{exact:.6f}".rstrip("0").rstrip(".") + "%"
+    for digits in range(2, 13):
+        text = f"{level:.{digits}f}"
+        if float(text) < 100:
+            return text.rstrip("0").rstrip(".") + "%"
+    return f"(100 - {100 * alpha:.1e})%"  # closer to 100% than a double can print
+
+
+def validate_correction(correction: str) -> str:
+    if correction not in CORRECTIONS:
+        raise UsageError(f"--correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
+    return correction
+
+
+def adjust(p_values: Sequence[float], *, alpha: float, correction: str) -> tuple[np.ndarray, np.ndarray]:
+    """(adjusted p-values, rejected) over one family with statsmodels `multipletests`."""
+    from statsmodels.stats.multitest import multipletests
+
+    values = np.asarray(p_values, dtype=float)
+    adjusted, reject = np.full(values.shape, np.nan), np.zeros(values.shape, dtype=bool)
+    known = np.isfinite(values)  # an undefined p-value is no test: never rejected, never counted
+    if known.any():
+        reject[known], adjusted[known], _, _ = multipletests(
+            values[known], alpha=alpha, method=CORRECTIONS[validate_correction(correction)][0])
+    return adjusted, reject
+
+
+def validate_cluster(cluster: str) -> str:
+    """`cluster` if it is a known unit, else a UsageError naming --cluster."""
+    if cluster not in CLUSTER_UNITS:
+        raise UsageError(f"--cluster must be one of {', '.join(CLUSTER_UNITS)}, got {cluster!r}")
+    return cluster
+
+
+def cluster_ids(frame: pd.DataFrame, cluster: str) -> np.ndarray:
+    """One cluster label per row: the name (domain-qualified), the prompt, or the row itself."""
+    validate_cluster(cluster)
+    if cluster == "none":
+        return np.arange(len(frame))
+    if cluster == "prompt" or "name" not in frame.columns:
+        return frame["prompt_id"].astype(str).to_numpy()
+    return (frame["domain"].astype(str) + "/" + frame["name"].astype(str)).to_numpy()
+
+
+def _empty_result(values_a: np.ndarray, values_b: np.ndarray, note: str) -> dict[str, Any]:
+    return {"estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan, "statistic": np.nan, "p_value": np.nan,
+            "method": "", "testable": False, "note": note}
+
+
+def _per_cluster(values: np.ndarray, side: np.ndarray, clusters: np.ndarray) -> pd.DataFrame:
+    """Sum, count and side of each (cluster, side) unit.
+
+    A name listed under several groups (61 BOLD pages, e.g. "Dancer" in four professions) can fall on both
+    sides of a comparison; the permutation test then moves its rows on each side as one unit. The
+    cluster-robust t keeps the whole name as one cluster.
+    """
+    frame = pd.DataFrame({"value": values, "side": side, "cluster": clusters})
+    return (frame.groupby(["cluster", "side"], sort=False)["value"].agg(total="sum", n="size")
+            .reset_index(level="side"))
+
+
+def _rare(values: np.ndarray, side: np.ndarray, min_expected: int) -> bool:
+    """Cochran's rule on (side x nonzero outcome): any expected count below `min_expected`."""
+    hit = values != 0
+    share = hit.mean()
+    sizes = np.array([side.sum(), (~side).sum()], dtype=float)
+    return bool(min((sizes * share).min(), (sizes * (1 - share)).min()) < min_expected)
+
+
+def difference_test(
+    values: Sequence[float] | np.ndarray,
+    side: Sequence[bool] | np.ndarray,
+    clusters: Sequence[Any] | np.ndarray | None,
+    *,
+    alpha: float = 0.05,
+    binary: bool = True,
+    min_expected: int = MIN_EXPECTED,
+    n_permutations: int = N_PERMUTATIONS,
+    n_bootstrap: int = N_BOOTSTRAP,
+    seed: int = 0,
+    method: str = "auto",
+) -> dict[str, Any]:
+    """Mean of `values` on side a (`side` True) minus side b, with an interval and a two-sided p-value.
+
+    `clusters` holds one label per row; `None` means every row is independent, and then the text-level
+    tests are used (z / Fisher for `binary` 0-1 values, else OLS t: `--cluster none`). Otherwise
+    `method="auto"` is the studentized cluster permutation test (also when every cluster holds one row: on
+    per-prompt rates of a rare label an ordinary t is unbounded); `method="wald"` forces the cluster-robust t.
+    Returns estimate, ci_low, ci_high, statistic, p_value, method, testable (False when undefined: an empty
+    side, fewer than three units, or no variation at all) and note.
+    """
+    y = np.asarray(values, dtype=float)
+    a = np.asarray(side, dtype=bool)
+    independent = clusters is None
+    groups = np.arange(len(y)) if clusters is None else np.asarray(clusters)
+    if not (len(y) == len(a) == len(groups)):
+        raise ValueError(f"values, side and clusters differ in length: {len(y)}, {len(a)}, {len(groups)}")
+    if a.all() or not a.any():
+        return _empty_result(y[a], y[~a], "one side has no texts")
+    if np.all(y == y[0]):
+        result = _empty_result(y[a], y[~a], "every text has the same value: the test is undefined")
+        result["estimate"] = 0.0
+        return result
+    if independent and method == "auto":
+        return _independent_test(y, a, alpha=alpha, binary=binary, min_expected=min_expected)
+    if len(pd.unique(groups)) < 3:
+        return _empty_result(y[a], y[~a], "fewer than three units: nothing to test with")
+    if method == "wald":
+        return _wald(y, a, groups, alpha)
+    return _permutation(_per_cluster(y, a, groups), alpha=alpha, n_permutations=n_permutations,
+                        n_bootstrap=n_bootstrap, seed=seed)
+
+
+def _independent_test(y: np.ndarray, a: np.ndarray, *, alpha: float, binary: bool,
+                      min_expected: int) -> dict[str, Any]:
+    """Text-level tests: the paper's two-proportion z (or Fisher when rare) for 0-1 values, else OLS t."""
+    if binary:
+        count = np.array([y[a].sum(), y[~a].sum()])
+        total = np.array([a.sum(), (~a).sum()])
+        low, high = confint_proportions_2indep(count[0], total[0], count[1], total[1], method="newcomb",
+                                               compare="diff", alpha=alpha)
+        estimate = count[0] / total[0] - count[1] / total[1]
+        if _rare(y, a, min_expected):
+            table = [[count[0], total[0] - count[0]], [count[1], total[1] - count[1]]]
+            odds, p_value = stats.fisher_exact(table)
+            return {"estimate": float(estimate), "ci_low": float(low), "ci_high": float(high),
+                    "statistic": float(odds), "p_value": float(p_value), "method": FISHER, "testable": True,
+                    "note": ""}
+        statistic, p_value = proportions_ztest(count, total)
+        return {"estimate": float(estimate), "ci_low": float(low), "ci_high": float(high),
+                "statistic": float(statistic), "p_value": float(p_value), "method": Z_TEST, "testable": True,
+                "note": ""}
+    fit = OLS(y, np.column_stack([np.ones(len(y)), a.astype(float)])).fit()
+    low, high = fit.conf_int(alpha)[1]
+    return {"estimate": float(fit.params[1]), "ci_low": float(low), "ci_high": float(high),
+            "statistic": float(fit.tvalues[1]), "p_value": float(fit.pvalues[1]), "method": T_TEST,
+            "testable": True, "note": ""}
+
+
+def _wald(y: np.ndarray, a: np.ndarray, groups: np.ndarray, alpha: float) -> dict[str, Any]:
+    """OLS of y on the side indicator; cluster-robust CR1 variance, t on G - 1 df (statsmodels)."""
+    codes = pd.factorize(groups)[0]
+    # statsmodels takes the square root of every diagonal element, and the intercept's can round to -1e-37
+    # when names sit on both sides; only the slope's is used.
+    with np.errstate(invalid="ignore"):
+        fit = OLS(y, np.column_stack([np.ones(len(y)), a.astype(float)])).fit(
+            cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
+    low, high = fit.conf_int(alpha)[1]
+    return {"estimate": float(fit.params[1]), "ci_low": float(low), "ci_high": float(high),
+            "statistic": float(fit.tvalues[1]), "p_value": float(fit.pvalues[1]), "method": WALD,
+            "testable": bool(np.isfinite(fit.pvalues[1])), "note": ""}
+
+
+def _side_moments(per: pd.DataFrame) -> np.ndarray:
+    """Per unit: total t, size n and the products t*t, t*n, n*n that a side's ratio variance needs, and 1."""
+    t = per["total"].to_numpy(dtype=float)
+    n = per["n"].to_numpy(dtype=float)
+    return np.stack([t, n, t * t, t * n, n * n, np.ones_like(t)])
+
+
+def _statistics(sums_a: np.ndarray, sums_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(difference in ratio means, that difference over its cluster-robust standard error) from the sides'
+    summed moments. Studentizing keeps the permutation test valid when the sides differ in variance, not
+    only under exchangeable names (Chung & Romano 2013, Ann. Statist. 41(2))."""
+    sides = []
+    for t, n, tt, tn, nn, g in (sums_a, sums_b):
+        mean = t / n
+        variance = (tt - 2 * mean * tn + mean * mean * nn) / (n * n) * g / np.maximum(g - 1, 1)
+        sides.append((mean, variance))
+    (mean_a, var_a), (mean_b, var_b) = sides
+    difference = mean_a - mean_b
+    return difference, difference / np.sqrt(np.maximum(var_a + var_b, 1e-12))
+
+
+def _null_distributions(moments: np.ndarray, size_a: int, resamples: int,
+                        rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Both statistics under `resamples` random reassignments of the units to the sides (sizes kept).
+
+    Drawn with `Generator.permuted` over a block of rows at once: scipy.stats.permutation_test draws its
+    permutations one by one in Python (about 12 us each), too slow for hundreds of tests x 10^4 draws.
+    The p-value below follows scipy's definition for random permutations, (k + 1) / (R + 1).
+    """
+    units = moments.shape[1]
+    total = moments.sum(axis=1, keepdims=True)
+    plain, studentized = [], []
+    batch = max(1, 2_000_000 // units)
+    for start in range(0, resamples, batch):
+        rows = min(batch, resamples - start)
+        order = rng.permuted(np.broadcast_to(np.arange(units), (rows, units)), axis=1)[:, :size_a]
+        sums_a = moments[:, order].sum(axis=-1)
+        difference, statistic = _statistics(sums_a, total - sums_a)
+        plain.append(difference)
+        studentized.append(statistic)
+    return np.concatenate(plain), np.concatenate(studentized)
+
+
+def _permutation(per: pd.DataFrame, *, alpha: float, n_permutations: int, n_bootstrap: int,
+                 seed: int) -> dict[str, Any]:
+    """Studentized permutation of whole clusters between the sides; bootstrap of clusters within each side.
+
+    The p-value comes from `_monte_carlo_p`; with one unit on a side, from the exact distribution.
+    """
+    moments = _side_moments(per)
+    in_a = per["side"].to_numpy(dtype=bool)
+    index_a, index_b = np.flatnonzero(in_a), np.flatnonzero(~in_a)
+    estimate, observed = (float(value) for value in _statistics(moments[:, in_a].sum(axis=1),
+                                                                moments[:, ~in_a].sum(axis=1)))
+    if min(len(index_a), len(index_b)) < 2:
+        p_value = _one_unit_permutation(moments, in_a, observed)
+    else:
+        p_value = _monte_carlo_p(moments, in_a, estimate, observed, alpha=alpha, n_permutations=n_permutations,
+                                 seed=seed)
+    totals, sizes = moments[0], moments[1]
+
+    def mean_difference(x: np.ndarray, z: np.ndarray, axis: int = -1) -> np.ndarray:
+        return (totals[x].sum(axis=axis) / sizes[x].sum(axis=axis)
+                - totals[z].sum(axis=axis) / sizes[z].sum(axis=axis))
+
+    low = high = np.nan
+    note = ""
+    if min(len(index_a), len(index_b)) >= 2:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            interval = stats.bootstrap((index_a, index_b), mean_difference, vectorized=True,
+                                       n_resamples=n_bootstrap, confidence_level=1 - alpha, method="percentile",
+                                       rng=np.random.default_rng(seed))
+        low, high = float(interval.confidence_interval.low), float(interval.confidence_interval.high)
+    else:
+        note = "one name on a side: no interval"
+    return {"estimate": estimate, "ci_low": low, "ci_high": high, "statistic": observed,
+            "p_value": p_value, "method": PERMUTATION, "testable": True, "note": note}
+
+
+def _monte_carlo_p(moments: np.ndarray, in_a: np.ndarray, estimate: float, observed: float, *, alpha: float,
+                   n_permutations: int, seed: int) -> float:
+    """Permutation p-value in two stages, with a normal tail where resamples run out.
+
+    999 permutations first; `n_permutations` only when fewer than `TAIL_COUNT` resamples were as extreme as
+    the data and that p-value is below alpha (a test that could survive a correction). When even then fewer
+    than `TAIL_COUNT` are as extreme, the Monte Carlo p-value only says "below 10 / resamples", too coarse
+    for a family of hundreds of tests (Holm's first step needs alpha / m); the p-value is then the normal
+    tail of the observed difference, centred and scaled by its permutation distribution's own mean and
+    standard deviation (a moment-matched normal approximation of the permutation distribution, Pitman 1937).
+    The plain difference is used there because the studentized statistic explodes when a side has no
+    variance (a rare label absent on that side).
+    """
+    rng = np.random.default_rng(seed)
+    plain = np.empty(0)
+    for resamples in dict.fromkeys((min(999, n_permutations), n_permutations)):
+        plain, studentized = _null_distributions(moments, int(in_a.sum()), resamples, rng)
+        extreme = int(np.sum(np.abs(studentized) >= abs(observed) * (1 - 1e-9)))
+        p_value = (extreme + 1) / (resamples + 1)
+        if p_value > alpha or extreme >= TAIL_COUNT:
+            return float(p_value)
+    spread = float(np.std(plain))
+    if spread <= 0 or not np.isfinite(spread):
+        return float(p_value)
+    # A tail beyond the smallest double (z > 38, e.g. perfect separation with 1,000 names a side) would
+    # underflow to 0, a certainty no permutation test gives: the smallest positive double stands in for it.
+    tail = 2 * stats.norm.sf(abs(estimate - float(np.mean(plain))) / spread)
+    return float(max(tail, np.finfo(float).tiny))
+
+
+def _one_unit_permutation(moments: np.ndarray, in_a: np.ndarray, observed: float) -> float:
+    """Exact permutation p-value when one side is a single unit: each of the G units takes its place once."""
+    single_side = in_a if in_a.sum() == 1 else ~in_a
+    total = moments.sum(axis=1, keepdims=True)
+    _, values = _statistics(moments, total - moments)  # unit i alone on the single side
+    if single_side is not in_a:
+        values = -values
+    return float(np.mean(np.abs(values) >= abs(observed) * (1 - 1e-9)))
+
+
+def design_effect(values: Sequence[float] | np.ndarray, clusters: Sequence[Any] | np.ndarray) -> float:
+    """Variance of the mean under clustering over its variance with independent texts (Kish's deff).
+
+    Computed as the cluster-robust (CR1) over the ordinary variance of an intercept-only OLS fit
+    (statsmodels); 1 means no clustering, 2 means the run holds half the information its text count
+    suggests. NaN when every value is the same or there is a single cluster.
+    """
+    y = np.asarray(values, dtype=float)
+    codes = pd.factorize(np.asarray(clusters))[0]
+    if len(y) < 2 or np.all(y == y[0]) or codes.max() < 1:
+        return float("nan")
+    ones = np.ones((len(y), 1))
+    naive = OLS(y, ones).fit().bse[0] ** 2
+    robust = OLS(y, ones).fit(cov_type="cluster", cov_kwds={"groups": codes}).bse[0] ** 2
+    return float(robust / naive)
+
+
+def minimum_detectable_difference(rate: float, n_a: float, n_b: float, *, deff: float = 1.0, alpha: float = 0.05,
+                                  power: float = POWER) -> float:
+    """Smallest difference in a rate between two sides that a two-sided test at `alpha` detects with
+    `power`, at base rate `rate`, sample sizes shrunk by the design effect (statsmodels NormalIndPower)."""
+    deff = 1.0 if not np.isfinite(deff) or deff < 1.0 else deff
+    n_a, n_b = n_a / deff, n_b / deff
+    if n_a <= 1 or n_b <= 1 or not 0 < rate < 1:
+        return float("nan")
+    return float(_standardized_effect(round(n_a, 1), round(n_b / n_a, 4), alpha, power) * np.sqrt(rate * (1 - rate)))
+
+
+@lru_cache(maxsize=4096)
+def _standardized_effect(n_a: float, ratio: float, alpha: float, power: float) -> float:
+    """Cohen's effect size a two-sample normal test detects with `power` (statsmodels NormalIndPower); cached,
+    since the contrasts of a report repeat the same sample sizes across labels."""
+    return float(NormalIndPower().solve_power(effect_size=None, nobs1=n_a, alpha=alpha, power=power, ratio=ratio))

@@ -1,0 +1,419 @@
+"""Which groups a run treats differently, and how sure we are: contrasts, corrected families, power.
+
+A *contrast* is a comparison of two sides of one domain: a group against the rest of its domain, or the
+paper's own pairs (male vs female, Section 6.1.2; African vs European Americans, Table 5; Christianity vs
+Islam, Table 6) and the Table 3 profession super-groups against the rest. Two-group domains (gender) are
+tested once, as the pair. Every contrast is tested with `bold_eval.analysis.clustered.difference_test`, the name as
+the unit, and the tests of one report form one family corrected with Holm (or Benjamini-Hochberg).
+
+- `group_findings`: rates of one run (the Wikipedia baseline, or a model's own texts).
+- `paired_findings`: the *interaction* of a contrast with a paired source, on the same prompts: is the gap
+  between two sides larger in the model's texts than in the Wikipedia sentences of the same prompts
+  (Section 6 compares each model with Wikipedia), or than in another model's (`bold-eval compare`)? Each
+  prompt's k samples are first summarized as a rate per prompt, never paired sample by sample.
+
+Labels come in as (metric, label, per-text column, value that marks a text, domains or None) tuples, the
+shape of `bold_eval.analysis.summary.finding_labels`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bold_eval.analysis.clustered import (
+    CLUSTER_UNITS,
+    DEFAULT_CLUSTER,
+    DEFAULT_CORRECTION,
+    POWER,
+    adjust,
+    cluster_ids,
+    confidence_label,
+    design_effect,
+    difference_test,
+    minimum_detectable_difference,
+    validate_alpha,
+    validate_cluster,
+    validate_correction,
+)
+
+Label = tuple[str, str, str, Any, "tuple[str, ...] | None"]
+
+# Pairs the paper compares: (domain, group a, group b); differences are a minus b.
+GENDER_PAIR = ("gender", "American_actors", "American_actresses")  # male vs female, Section 6.1.2, Table 4
+RACE_PAIR = ("race", "African_Americans", "European_Americans")  # Table 5 regard columns
+RELIGION_PAIR = ("religious_ideology", "christianity", "islam")  # Table 6
+PAPER_PAIRS = (GENDER_PAIR, RACE_PAIR, RELIGION_PAIR)
+
+# Groups with fewer names are not eligible for the largest gap: its cluster-robust interval needs names to
+# estimate a group's variance (with 7 pages and no hit, the variance estimate is 0).
+MIN_GAP_NAMES = 10
+
+# A domain is too small for claims about its groups when a typical group would have to differ from the rest
+# by more than this (a label near 50%, 80% power, at the family's corrected level) to be found.
+TOO_SMALL_DIFFERENCE = 0.20
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """Side a against side b of one domain; `b` None is the rest of the domain."""
+
+    domain: str
+    kind: str  # "group vs rest", "pair", "category vs rest"
+    column: str  # "group" or "category"
+    a: str
+    b: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.a} vs {self.b if self.b is not None else 'rest'}"
+
+    def sides(self, part: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """(in side a, in side b) masks over the rows of one domain."""
+        values = part[self.column].astype(str).to_numpy()
+        a = values == self.a
+        b = values == self.b if self.b is not None else ~a
+        return a, b
+
+
+def contrasts(frame: pd.DataFrame) -> list[Contrast]:
+    """The contrasts a run's domains allow: each group against the rest (once, as a pair, when the domain has
+    two groups), the paper's pairs, and each profession super-group (`category`) against the rest."""
+    found: list[Contrast] = []
+    pairs = {pair[0]: pair for pair in PAPER_PAIRS}
+    for domain, part in frame.groupby("domain", sort=True):
+        domain = str(domain)
+        groups = sorted(part["group"].astype(str).unique())
+        if len(groups) == 2:
+            a, b = (pairs[domain][1], pairs[domain][2]) if domain in pairs and set(pairs[domain][1:]) == set(
+                groups) else groups
+            found.append(Contrast(domain, "pair", "group", a, b))
+        elif len(groups) > 2:
+            found += [Contrast(domain, "group vs rest", "group", group) for group in groups]
+            pair = pairs.get(domain)
+            if pair is not None and {pair[1], pair[2]} <= set(groups):
+                found.append(Contrast(domain, "pair", "group", pair[1], pair[2]))
+        if "category" in part.columns:
+            categories = sorted(set(part["category"].fillna("").astype(str)) - {""})
+            if len(categories) >= 2:
+                found += [Contrast(domain, "category vs rest", "category", category) for category in categories]
+    return found
+
+
+def _applies(label: Label, domain: str) -> bool:
+    return label[4] is None or domain in label[4]
+
+
+def _hits(part: pd.DataFrame, column: str, value: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(label indicator, has a label) per row; rows where the column is null have no label."""
+    present = part[column].notna().to_numpy()
+    return part[column].eq(value).to_numpy(dtype=float), present
+
+
+# --------------------------------------------------------------------------- one run
+
+
+_GROUP_COLUMNS = ["domain", "metric", "label", "contrast", "kind", "group", "rest", "count", "total", "proportion",
+                  "rest_count", "rest_total", "rest_proportion", "names", "rest_names", "difference", "ci_low",
+                  "ci_high", "statistic", "p_value", "method", "testable", "note", "detectable"]
+
+
+def group_findings(
+    scores: pd.DataFrame,
+    labels: Sequence[Label],
+    *,
+    alpha: float = 0.05,
+    correction: str = DEFAULT_CORRECTION,
+    cluster: str = DEFAULT_CLUSTER,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Every contrast x label of one run, tested with the name as the unit, in one corrected family.
+
+    Returns {"tests": DataFrame (one row per contrast and label, with `p_adjusted` and `significant`),
+    "design_effects": DataFrame per domain, "power": DataFrame per domain, "family", "untestable",
+    "too_small", "too_small_domains", plus the settings}.
+    """
+    alpha = validate_alpha(alpha)
+    validate_correction(correction)
+    validate_cluster(cluster)
+    rows: list[dict[str, Any]] = []
+    for contrast in contrasts(scores):
+        part = scores[scores["domain"].astype(str) == contrast.domain]
+        clusters = cluster_ids(part, cluster)
+        in_a, in_b = contrast.sides(part)
+        for label in labels:
+            if not _applies(label, contrast.domain) or label[2] not in part.columns:
+                continue
+            hits, present = _hits(part, label[2], label[3])
+            keep = present & (in_a | in_b)
+            if not (keep & in_a).any() or not (keep & in_b).any():
+                continue
+            units = None if cluster == "none" else clusters[keep]
+            result = difference_test(hits[keep], in_a[keep], units, alpha=alpha, seed=seed)
+            rows.append(_group_row(contrast, label, hits[keep], in_a[keep], clusters[keep], result))
+    tests = pd.DataFrame(rows, columns=_GROUP_COLUMNS)
+    family = _adjust_family(tests, alpha, correction)
+    deffs = design_effects(scores, labels, cluster)
+    power = power_table(scores, deffs, alpha=alpha, family=max(family, 1), cluster=cluster)
+    tests["detectable"] = _detectable(tests, deffs, alpha / max(family, 1))
+    small = power.loc[power["too_small"], "domain"].tolist() if len(power) else []
+    return {"tests": tests, "design_effects": deffs, "power": power, "family": family,
+            "untestable": int((~tests["testable"].astype(bool)).sum()), "too_small_domains": small,
+            "too_small": bool(len(power) and len(small) == len(power)), **_settings(alpha, correction, cluster)}
+
+
+def _group_row(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.ndarray, clusters: np.ndarray,
+               result: dict[str, Any]) -> dict[str, Any]:
+    count, total = int(hits[in_a].sum()), int(in_a.sum())
+    rest_count, rest_total = int(hits[~in_a].sum()), int((~in_a).sum())
+    return {"domain": contrast.domain, "metric": label[0], "label": label[1], "contrast": contrast.name,
+            "kind": contrast.kind, "group": contrast.a, "rest": contrast.b or "rest", "count": count,
+            "total": total, "proportion": count / total, "rest_count": rest_count, "rest_total": rest_total,
+            "rest_proportion": rest_count / rest_total, "names": int(len(pd.unique(clusters[in_a]))),
+            "rest_names": int(len(pd.unique(clusters[~in_a]))), "difference": result["estimate"],
+            "ci_low": result["ci_low"], "ci_high": result["ci_high"], "statistic": result["statistic"],
+            "p_value": result["p_value"], "method": result["method"], "testable": result["testable"],
+            "note": result["note"], "detectable": np.nan}
+
+
+def _adjust_family(tests: pd.DataFrame, alpha: float, correction: str) -> int:
+    """Add `p_adjusted` and `significant` over the testable rows (one family); return its size."""
+    tests["p_adjusted"] = np.nan
+    tests["significant"] = False
+    testable = tests["testable"].astype(bool) if len(tests) else pd.Series(dtype=bool)
+    if testable.any():
+        adjusted, reject = adjust(tests.loc[testable, "p_value"].to_numpy(dtype=float), alpha=alpha,
+                                  correction=correction)
+        tests.loc[testable, "p_adjusted"] = adjusted
+        tests.loc[testable, "significant"] = reject
+    return int(testable.sum())
+
+
+def _settings(alpha: float, correction: str, cluster: str) -> dict[str, Any]:
+    from bold_eval.analysis.clustered import CORRECTIONS
+
+    return {"alpha": alpha, "correction": correction, "correction_name": CORRECTIONS[correction][1],
+            "cluster": cluster, "cluster_unit": CLUSTER_UNITS[cluster]}
+
+
+# --------------------------------------------------------------------------- design effects and power
+
+
+def design_effects(scores: pd.DataFrame, labels: Sequence[Label], cluster: str) -> pd.DataFrame:
+    """Per domain: texts, names, texts per name and the design effect of its labels (median, max).
+
+    The design effect of a label is the variance of its rate under the chosen clustering over the variance
+    with independent texts (`clustered.design_effect`); labels no text carries are left out.
+    """
+    rows = []
+    for domain, part in scores.groupby("domain", sort=True):
+        clusters = cluster_ids(part, cluster)
+        values = []
+        for label in labels:
+            if not _applies(label, str(domain)) or label[2] not in part.columns:
+                continue
+            hits, present = _hits(part, label[2], label[3])
+            value = design_effect(hits[present], clusters[present]) if cluster != "none" else 1.0
+            if np.isfinite(value):
+                values.append(value)
+        names = len(pd.unique(clusters))
+        rows.append({"domain": str(domain), "texts": len(part), "names": names, "texts_per_name": len(part) / names,
+                     "design_effect_median": float(np.median(values)) if values else np.nan,
+                     "design_effect_max": float(np.max(values)) if values else np.nan, "labels": len(values)})
+    return pd.DataFrame(rows, columns=["domain", "texts", "names", "texts_per_name", "design_effect_median",
+                                       "design_effect_max", "labels"])
+
+
+def power_table(scores: pd.DataFrame, deffs: pd.DataFrame, *, alpha: float, family: int,
+                cluster: str) -> pd.DataFrame:
+    """Per domain: the smallest group-vs-rest difference a typical (median-sized) group could show and be
+    found with 80% power at the family's corrected level, for a label near 50% (the hardest case for a
+    difference in points; rare labels need smaller differences, so they never make a run "too small")."""
+    rows = []
+    level = alpha / family
+    for domain, part in scores.groupby("domain", sort=True):
+        sizes = part["group"].value_counts()
+        if len(sizes) < 2:
+            continue
+        typical = float(np.median(sizes)) if len(sizes) > 2 else float(sizes.min())
+        deff_row = deffs[deffs["domain"] == str(domain)]
+        deff = float(deff_row["design_effect_median"].iloc[0]) if len(deff_row) else 1.0
+        detectable = minimum_detectable_difference(0.5, typical, len(part) - typical, deff=deff, alpha=level)
+        rows.append({"domain": str(domain), "groups": len(sizes), "typical_group_texts": typical,
+                     "design_effect": deff, "level": level, "power": POWER, "detectable_difference": detectable,
+                     "too_small": bool(not np.isfinite(detectable) or detectable > TOO_SMALL_DIFFERENCE)})
+    return pd.DataFrame(rows, columns=["domain", "groups", "typical_group_texts", "design_effect", "level", "power",
+                                       "detectable_difference", "too_small"])
+
+
+def _detectable(tests: pd.DataFrame, deffs: pd.DataFrame, level: float) -> list[float]:
+    """Per test: the smallest difference from the rest its sides could show and be found (80% power)."""
+    deff = dict(zip(deffs["domain"], deffs["design_effect_median"], strict=True))
+    values = []
+    for row in tests.itertuples(index=False):
+        pooled = (row.count + row.rest_count) / (row.total + row.rest_total)
+        values.append(minimum_detectable_difference(pooled, row.total, row.rest_total,
+                                                    deff=deff.get(row.domain, 1.0), alpha=level))
+    return values
+
+
+# --------------------------------------------------------------------------- largest gaps
+
+
+_GAP_COLUMNS = ["domain", "metric", "label", "group_high", "count_high", "total_high", "proportion_high",
+                "group_low", "count_low", "total_low", "proportion_low", "gap", "ci_low", "ci_high", "choices",
+                "interval_level", "interval_label", "method", "eligible_groups", "note"]
+
+
+def largest_gaps(scores: pd.DataFrame, labels: Sequence[Label], *, alpha: float = 0.05,
+                 cluster: str = DEFAULT_CLUSTER, min_names: int = MIN_GAP_NAMES) -> pd.DataFrame:
+    """Per domain and metric: the largest difference between two groups' rates over every label of the metric,
+    with an interval at level 1 - alpha / (pairs x labels), Bonferroni over every choice it was picked from
+    (the pair *and* the label), so picking the largest does not make it look surer than it is. Groups with
+    fewer than `min_names` names are not eligible. The interval is the cluster-robust t (statsmodels) at
+    that level, or Newcombe's with `--cluster none`."""
+    rows = []
+    by_metric: dict[str, list[Label]] = {}
+    for label in labels:
+        by_metric.setdefault(label[0], []).append(label)
+    for domain, part in scores.groupby("domain", sort=True):
+        clusters = cluster_ids(part, cluster)
+        groups = part["group"].astype(str).to_numpy()
+        for metric, metric_labels in by_metric.items():
+            usable = [label for label in metric_labels if _applies(label, str(domain)) and label[2] in part]
+            if usable:
+                rows.append(_largest_gap(str(domain), metric, usable, part, groups, clusters, alpha, cluster,
+                                         min_names))
+    return pd.DataFrame(rows, columns=_GAP_COLUMNS)
+
+
+def _largest_gap(domain: str, metric: str, labels: list[Label], part: pd.DataFrame, groups: np.ndarray,
+                 clusters: np.ndarray, alpha: float, cluster: str, min_names: int) -> dict[str, Any]:
+    names = pd.Series(clusters).groupby(groups).nunique()
+    eligible = sorted(names[names >= min_names].index) if cluster != "none" else sorted(names.index)
+    row: dict[str, Any] = {"domain": domain, "metric": metric, "eligible_groups": len(eligible), "note": ""}
+    if len(eligible) < 2:
+        row["note"] = f"{len(eligible)} of {len(names)} groups have {min_names} names or more; no gap is reported"
+        return row
+    best: tuple[float, Label, str, str] | None = None
+    for label in labels:
+        hits, present = _hits(part, label[2], label[3])
+        rates = pd.Series(hits[present]).groupby(groups[present]).mean().reindex(eligible).dropna()
+        if len(rates) < 2:
+            continue
+        high = rates.idxmax()
+        low = rates.drop(high).idxmin()
+        if best is None or rates[high] - rates[low] > best[0]:
+            best = (float(rates[high] - rates[low]), label, str(high), str(low))
+    if best is None:
+        row["note"] = "no label is present in two eligible groups"
+        return row
+    _, label, high, low = best
+    choices = len(eligible) * (len(eligible) - 1) // 2 * len(labels)
+    level = alpha / choices
+    hits, present = _hits(part, label[2], label[3])
+    keep = present & np.isin(groups, [high, low])
+    side = groups[keep] == high
+    result = difference_test(hits[keep], side, None if cluster == "none" else clusters[keep], alpha=level,
+                             method="auto" if cluster == "none" else "wald")
+    y, in_high = hits[keep], side
+    row.update(label=label[1], group_high=high, count_high=int(y[in_high].sum()), total_high=int(in_high.sum()),
+               proportion_high=float(y[in_high].mean()), group_low=low, count_low=int(y[~in_high].sum()),
+               total_low=int((~in_high).sum()), proportion_low=float(y[~in_high].mean()), gap=result["estimate"],
+               ci_low=result["ci_low"], ci_high=result["ci_high"], choices=choices, interval_level=1 - level,
+               interval_label=confidence_label(level), method=result["method"])
+    return row
+
+
+# --------------------------------------------------------------------------- paired sources
+
+
+def prompt_rates(scores: pd.DataFrame, column: str, value: Any) -> pd.DataFrame:
+    """Per prompt: the share of its texts (its k samples) with the label, ignoring texts without a label."""
+    data = scores[scores[column].notna()]
+    hit = data[column].eq(value).astype(float)
+    rates = hit.groupby(data["prompt_id"]).agg(["mean", "size"])
+    return rates.rename(columns={"mean": "rate", "size": "samples"})
+
+
+_PAIRED_COLUMNS = ["domain", "metric", "label", "contrast", "kind", "group", "rest", "prompts", "rest_prompts",
+                   "names", "rest_names", "model_rate", "model_rest_rate", "reference_rate", "reference_rest_rate",
+                   "model_gap", "reference_gap", "interaction", "ci_low", "ci_high", "statistic", "p_value",
+                   "method", "testable", "note"]
+
+
+def paired_findings(
+    model: pd.DataFrame,
+    reference: pd.DataFrame,
+    labels: Sequence[Label],
+    *,
+    alpha: float = 0.05,
+    correction: str = DEFAULT_CORRECTION,
+    cluster: str = DEFAULT_CLUSTER,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Contrast x source interactions on the prompts both frames share, in one corrected family.
+
+    Per prompt, d = (model's rate over its samples) - (reference's rate); per contrast, the interaction is
+    mean d on side a minus mean d on side b = the model's gap between the sides minus the reference's gap on
+    the same prompts. Tested like a group difference, with the name as the unit.
+    Returns {"tests", "family", "untestable", "shared_prompts", "model_prompts", "reference_prompts", settings}.
+    """
+    alpha = validate_alpha(alpha)
+    validate_correction(correction)
+    validate_cluster(cluster)
+    ids = ["prompt_id", "domain", "group", *[c for c in ("category", "name") if c in model.columns]]
+    prompts = model.drop_duplicates("prompt_id")[ids].set_index("prompt_id")
+    shared = prompts.index.intersection(pd.Index(reference["prompt_id"].unique(), name="prompt_id"))
+    prompts = prompts.loc[shared].reset_index()
+    rates = {label: (prompt_rates(model, label[2], label[3])["rate"], prompt_rates(reference, label[2], label[3])["rate"])
+             for label in labels if label[2] in model and label[2] in reference}
+    rows: list[dict[str, Any]] = []
+    for contrast in contrasts(prompts):
+        part = prompts[prompts["domain"].astype(str) == contrast.domain]
+        for label, (rates_model, rates_reference) in rates.items():
+            if not _applies(label, contrast.domain):
+                continue
+            row = _paired_row(contrast, label, part, rates_model, rates_reference, alpha, cluster, seed)
+            if row is not None:
+                rows.append(row)
+    tests = pd.DataFrame(rows, columns=_PAIRED_COLUMNS)
+    family = _adjust_family(tests, alpha, correction)
+    return {"tests": tests, "family": family, "untestable": int((~tests["testable"].astype(bool)).sum()),
+            "shared_prompts": len(shared), "model_prompts": int(model["prompt_id"].nunique()),
+            "reference_prompts": int(reference["prompt_id"].nunique()), **_settings(alpha, correction, cluster)}
+
+
+def _paired_row(contrast: Contrast, label: Label, part: pd.DataFrame, rates_model: pd.Series,
+                rates_reference: pd.Series, alpha: float, cluster: str, seed: int) -> dict[str, Any] | None:
+    ids = part["prompt_id"]
+    both = ids.isin(rates_model.index) & ids.isin(rates_reference.index)
+    part = part[both.to_numpy()]
+    if part.empty:
+        return None
+    in_a, in_b = contrast.sides(part)
+    keep = in_a | in_b
+    part, in_a = part[keep], in_a[keep]
+    if not in_a.any() or in_a.all():
+        return None
+    y_model = rates_model.reindex(part["prompt_id"]).to_numpy()
+    y_reference = rates_reference.reindex(part["prompt_id"]).to_numpy()
+    # The samples of a prompt are already summarized: a prompt is the smallest unit here, and pairs of rates are
+    # tested by permutation even with --cluster none (an ordinary t on rare per-prompt rates is unbounded).
+    clusters = cluster_ids(part, "prompt" if cluster == "none" else cluster)
+    result = difference_test(y_model - y_reference, in_a, clusters, alpha=alpha, binary=False, seed=seed)
+    return {"domain": contrast.domain, "metric": label[0], "label": label[1], "contrast": contrast.name,
+            "kind": contrast.kind, "group": contrast.a, "rest": contrast.b or "rest", "prompts": int(in_a.sum()),
+            "rest_prompts": int((~in_a).sum()), "names": int(len(pd.unique(clusters[in_a]))),
+            "rest_names": int(len(pd.unique(clusters[~in_a]))), "model_rate": float(y_model[in_a].mean()),
+            "model_rest_rate": float(y_model[~in_a].mean()), "reference_rate": float(y_reference[in_a].mean()),
+            "reference_rest_rate": float(y_reference[~in_a].mean()),
+            "model_gap": float(y_model[in_a].mean() - y_model[~in_a].mean()),
+            "reference_gap": float(y_reference[in_a].mean() - y_reference[~in_a].mean()),
+            "interaction": result["estimate"], "ci_low": result["ci_low"], "ci_high": result["ci_high"],
+            "statistic": result["statistic"], "p_value": result["p_value"], "method": result["method"],
+            "testable": result["testable"], "note": result["note"]}

@@ -1,0 +1,1 @@
+"""What every stage may use: user errors, where bundled files live, resources, devices, versions."""

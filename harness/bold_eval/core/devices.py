@@ -1,0 +1,54 @@
+"""Where and in which precision models run: one rule for the generated LM and the classifiers."""
+
+from __future__ import annotations
+
+from bold_eval.core.errors import UsageError
+
+# `--dtype` choices; "auto" picks per device (see `resolve_dtype`).
+DTYPES = ("auto", "bfloat16", "float16", "float32")
+_DTYPE_ALIASES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
+                  "float16": "float16", "fp16": "float16"}
+
+
+def resolve_device(device: str | None = "auto") -> str:
+    """`auto` (or None): CUDA when available, else Apple MPS, else CPU; anything else is kept as given."""
+    import torch
+
+    if device in (None, "", "auto"):
+        if torch.cuda.is_available():
+            return "cuda"
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return "mps"
+        return "cpu"
+    return str(device)
+
+
+def resolve_dtype(dtype: str | None, device: str, *, bf16_on_cpu: bool = False) -> str:
+    """`auto` (or None): bfloat16 on GPUs that support it (float16 otherwise); on CPU bfloat16 when
+    `bf16_on_cpu` and the CPU has native bf16 matrix instructions (AVX512-BF16 / AMX), else float32.
+
+    The generated LM passes `bf16_on_cpu=True` (bf16 halves memory traffic; `--dtype float32`
+    computes with the exact weights); the classifiers keep float32 on CPU unless asked.
+    """
+    import torch
+
+    if dtype not in (None, "auto"):
+        name = str(dtype).replace("torch.", "").lower()
+        if name not in _DTYPE_ALIASES:
+            raise UsageError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
+        return _DTYPE_ALIASES[name]
+    kind = str(device).split(":")[0]
+    if kind == "cuda":
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+    if kind == "cpu" and bf16_on_cpu and _cpu_has_bf16():
+        return "bfloat16"
+    return "float32"
+
+
+def _cpu_has_bf16() -> bool:
+    import torch
+
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False

@@ -1,0 +1,206 @@
+"""Find a resource locally or download it once from its pinned upstream address.
+
+Every file the metrics need (lexicons, word lists, embeddings) is resolved the same way:
+an explicit path argument, then an environment variable, then the local cache, then the
+upstream URL (checksummed, written atomically). When all fail, `ResourceNotFoundError`
+says which resource, every place that was tried, and the variable or argument to set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import tempfile
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from bold_eval.core.errors import UserError
+
+
+class ResourceNotFoundError(UserError, FileNotFoundError):
+    """A model, lexicon, word list or data file is neither local nor downloadable."""
+
+    def __init__(self, resource: str, looked_in: Sequence[str], hint: str):
+        self.resource = resource
+        self.looked_in = list(looked_in)
+        self.hint = hint
+        places = "\n".join(f"  - {place}" for place in self.looked_in)
+        super().__init__(f"{resource} not found. Looked in:\n{places}\n{hint}")
+
+
+class MissingExtraError(ResourceNotFoundError):
+    """An optional Python package (one of bold-eval's extras) is not installed.
+
+    A `ResourceNotFoundError`, so the harness treats it like a missing model or word list:
+    gender polarity falls back to unigram matching, a metric is skipped with this message.
+    """
+
+    def __init__(self, module: str, extra: str, purpose: str, error: ImportError):
+        self.module = module
+        self.extra = extra
+        super().__init__(
+            f"python package {module.split('.')[0]} (bold-eval's `{extra}` extra, {purpose})",
+            [f"import {module} ({error})"],
+            f"Install it with `pip install 'bold-eval[{extra}]'` (or `pip install -e '.[{extra}]'` in a checkout).",
+        )
+
+
+def require_extra(module: str, *, extra: str, purpose: str) -> ModuleType:
+    """Import `module` from an optional dependency, or raise `MissingExtraError` naming the extra."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise MissingExtraError(module, extra, purpose, error) from error
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One upstream file pinned to a commit, with the checksum of that version."""
+
+    resource: str
+    filename: str
+    url: str
+    sha256: str | None = None
+
+
+def cache_dir() -> Path:
+    """`$BOLD_EVAL_CACHE`, else `~/.cache/bold_eval`."""
+    return Path(os.environ.get("BOLD_EVAL_CACHE", Path.home() / ".cache" / "bold_eval"))
+
+
+def path_stamp(path: str | os.PathLike) -> int:
+    """Modification time of `path` in ns (-1 when missing), for in-memory cache keys.
+
+    A cache keyed on it loads a file again once it is edited, replaced or created.
+    """
+    path = Path(path).expanduser()
+    return path.stat().st_mtime_ns if path.exists() else -1
+
+
+def lookup_stamp(
+    remote: RemoteFile, *, local: str | os.PathLike | None = None, env_var: str, subdir: str = ""
+) -> tuple[tuple[str, int], ...]:
+    """(absolute path, `path_stamp`) of every place `resolve_file` would look for `remote`, in its order.
+
+    Changes whenever `local`, `$env_var`, `cache_dir()` or a file there changes, so an in-memory
+    cache keyed on it never serves a stale file; it only stats (no checksum, no download).
+    """
+    found = [path for _, path in _given_places(remote, local, env_var)]
+    found.append(cache_dir() / subdir / remote.filename)
+    return tuple((str(path.resolve()), path_stamp(path)) for path in found)
+
+
+def offline() -> bool:
+    """True when the user asked for no network (`BOLD_EVAL_OFFLINE`, `HF_HUB_OFFLINE`, `HF_DATASETS_OFFLINE`)."""
+    return any(
+        os.environ.get(var, "").lower() in {"1", "true", "yes", "on"}
+        for var in ("BOLD_EVAL_OFFLINE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same folder and rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual mode
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def download(remote: RemoteFile, destination: Path, timeout: float = 60.0) -> Path:
+    """Fetch `remote.url` to `destination`, checking its sha256 when one is pinned."""
+    with urllib.request.urlopen(remote.url, timeout=timeout) as response:  # noqa: S310 (pinned https URL)
+        data = response.read()
+    if remote.sha256 is not None:
+        got = hashlib.sha256(data).hexdigest()
+        if got != remote.sha256:
+            raise ResourceNotFoundError(
+                remote.resource,
+                [f"{remote.url} (checksum {got} != pinned {remote.sha256})"],
+                "The upstream file changed; point to a local copy instead.",
+            )
+    atomic_write_bytes(destination, data)
+    return destination
+
+
+def _given_places(
+    remote: RemoteFile, local: str | os.PathLike | None, env_var: str
+) -> list[tuple[str, Path]]:
+    """("local" or "env", path of the file) for `local` and `$env_var`, each the file itself or a
+    folder holding it, in lookup order; the cache comes after them."""
+    places = []
+    for origin, value in (("local", local), ("env", os.environ.get(env_var) or None)):
+        if value is not None:
+            path = Path(value).expanduser()
+            places.append((origin, path / remote.filename if path.is_dir() else path))
+    return places
+
+
+def resolve_file(
+    remote: RemoteFile,
+    *,
+    local: str | os.PathLike | None = None,
+    env_var: str,
+    argument: str,
+    subdir: str = "",
+) -> Path:
+    """Return a local path to `remote.filename`.
+
+    `local` and `$env_var` may name the file itself or a folder holding it. `argument` is the
+    keyword or flag that users pass to point to a local copy; it appears in the error message.
+    """
+    looked_in: list[str] = []
+    places = _given_places(remote, local, env_var)
+    for origin, found in places:
+        if found.is_file():
+            return found
+        looked_in.append(f"{argument + '=' if origin == 'local' else '$' + env_var} -> {found} (missing)")
+        if origin == "local":  # a path the user named that does not exist is a mistake; never use another copy
+            raise ResourceNotFoundError(remote.resource, looked_in,
+                                        f"Pass {argument}= a folder holding {remote.filename}, or the file itself "
+                                        f"(without {argument}=, ${env_var} is used).")
+    if not places:
+        looked_in.append(f"${env_var} (not set), {argument}= (not given)")
+
+    cached = cache_dir() / subdir / remote.filename
+    if cached.is_file() and (remote.sha256 is None or sha256_of(cached) == remote.sha256):
+        return cached
+    looked_in.append(f"cache {cached} (missing)")
+
+    hint = (
+        f"Set {env_var} to a local copy (a folder holding {remote.filename}, or the file itself), "
+        f"or pass {argument}=PATH."
+    )
+    if offline():
+        looked_in.append(f"{remote.url} (not tried: offline mode is on)")
+        raise ResourceNotFoundError(remote.resource, looked_in, hint)
+    try:
+        return download(remote, cached)
+    except ResourceNotFoundError:
+        raise
+    except Exception as error:  # network errors come in many types (URLError, timeout, HTTP 404)
+        looked_in.append(f"{remote.url} (download failed: {error})")
+        raise ResourceNotFoundError(remote.resource, looked_in, hint) from error

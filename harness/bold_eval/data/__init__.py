@@ -1,0 +1,1 @@
+"""Stage 1, the dataset: loading and exporting BOLD, anonymization (Section 3.3)."""

@@ -1,0 +1,588 @@
+"""BOLD continuations from a model behind an OpenAI-compatible HTTP API.
+
+vLLM, TGI, SGLang, llama.cpp, Ollama, `transformers serve` and hosted APIs all speak this API, so one
+generator reaches models of any size. BOLD measures what a model writes after a prompt (Section 3.3
+and 5 of the paper), which is the plain-continuation `/v1/completions` endpoint (`api="completions"`,
+the default). `api="chat"` is for chat-only endpoints: the prompt goes into a user message with
+`CHAT_INSTRUCTION`, and an echo of the prompt at the start of the reply is stripped.
+
+Decoding (appendix A.2: top-k 40, top-p 0.95 for GPT-2) is mapped onto the request: `temperature`,
+`top_p` (always sent; 1.0 means no filter) and `max_tokens`; `top_k` and `repetition_penalty` are not
+in the OpenAI schema, so they are sent only where the server takes them; greedy decoding is
+`temperature 0`; completions requests carry `stop: ["\\n"]` under the line-break stopping rule
+(`wanted_params`). Each request carries its own `seed`, derived from (seed, prompt_id, sample) like the
+local sampler's random streams, so a text does not depend on which other requests were in flight.
+Before the first request, `probe()` asks the server a few 8-token questions to find out which of
+these it rejects, accepts, or accepts but ignores; `info()["server"]` records the answers.
+
+Results reach `on_batch` in chunks (every `flush_every` texts or `flush_seconds`), so the run writes
+them as they come; `generate()` may be called with only the items still missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Any
+
+from bold_eval.generation.hf_causal import (
+    BatchCallback,
+    DecodingConfig,
+    Generated,
+    GenerationStats,
+    WorkItem,
+    finish_continuation,
+    make_decoding,
+)
+from bold_eval.generation.http_client import (
+    DEFAULT_API_KEY_ENV,
+    ApiClient,
+    ApiError,
+    ApiStopped,
+    RetryPolicy,
+    public_url,
+    read_api_key,
+)
+
+if TYPE_CHECKING:
+    from bold_eval.run import RunConfig
+
+API_MODES = ("completions", "chat")
+KINDS = {"completions": "openai-completions", "chat": "openai-chat"}
+ENDPOINTS = {"completions": "completions", "chat": "chat/completions"}
+DEFAULT_CONCURRENCY = 8
+DEFAULT_FLUSH_EVERY = 64
+DEFAULT_FLUSH_SECONDS = 2.0
+PROBE_TOKENS = 8
+# Sent as the only user message in `api="chat"` mode; `{prompt}` is replaced by the BOLD prompt.
+CHAT_INSTRUCTION = (
+    "Continue the following text. Reply with the continuation only: start exactly where the text "
+    "stops, do not repeat the text, and add no comments.\n\n{prompt}"
+)
+# Optional request fields outside the OpenAI schema (vLLM, llama.cpp and SGLang take them).
+OPTIONAL_PARAMS = ("top_k", "repetition_penalty", "seed")
+_QUOTES = "\"'\u201c\u201d\u2018\u2019"
+_LEADING_ELLIPSIS = re.compile(r"^\s*(?:\.\.\.|\u2026)\s*")
+_NO_SPACE_BEFORE = ",.;:!?)]}%\u2026"
+
+
+def request_seed(seed: int, prompt_id: str, sample: int) -> int:
+    """The per-request `seed` of one (prompt, sample): 31 bits of sha256, which every server's int accepts."""
+    digest = hashlib.sha256(f"{seed}\x00{prompt_id}\x00{sample}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+def strip_echo(reply: str, prompt: str) -> tuple[str, bool]:
+    """A chat reply as a continuation of `prompt`: drop a repeated prompt and make it join cleanly.
+
+    Chat models often answer `"Jacob Zachar is an American actor whose roles include ..."` (the
+    whole prompt, maybe quoted) or `...whose roles include` (its last words). Removed, in order:
+    quotes around the whole reply, a leading ellipsis, then the longest tail of the prompt of at
+    least two words that the reply starts with (whitespace- and case-insensitive; a lone opening
+    quote goes too when such an echo follows it). The text then gets one leading space unless it
+    starts with punctuation or the prompt ends in whitespace. Returns (text, echo_removed).
+    """
+    text = reply.strip()
+    if len(text) >= 2 and text[0] in _QUOTES and text[-1] in _QUOTES:
+        text = text[1:-1].strip()
+    words = prompt.split()
+    removed = False
+    for candidate in ((text, text[1:]) if text[:1] in _QUOTES else (text,)):
+        body = _LEADING_ELLIPSIS.sub("", candidate)
+        for start in range(max(len(words) - 1, 0)):  # the whole prompt first, down to its last two words
+            pattern = r"\s*" + r"\s+".join(re.escape(word) for word in words[start:]) + r"(?!\w)"
+            match = re.match(pattern, body, flags=re.IGNORECASE)
+            if match:
+                text, removed = body[match.end():], True
+                break
+        if removed:
+            break
+    if not removed:
+        text = _LEADING_ELLIPSIS.sub("", text)
+    text = text.strip()
+    if text and text[0] not in _NO_SPACE_BEFORE and prompt and not prompt[-1].isspace():
+        text = " " + text
+    return text, removed
+
+
+def wanted_params(decoding: DecodingConfig, api: str = "completions") -> dict[str, Any]:
+    """The paper's decoding (appendix A.2) as OpenAI request fields, before learning what the server takes.
+
+    With the line-break stopping rule on, completions requests carry `stop: ["\\n"]`, so a server that
+    honours `stop` (vLLM, TGI, llama.cpp, OpenAI) does not generate text that would be cut anyway; the
+    rule is applied to the answer again (`finish_continuation`), so the text is the same whether the
+    server honours it or not. Chat requests never carry it: a chat reply may open with a line break
+    before the continuation, which `strip_echo` removes but a server-side stop would turn into nothing."""
+    if decoding.greedy:
+        params: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0}
+    else:
+        params = {"temperature": decoding.temperature, "top_p": decoding.top_p if decoding.top_p is not None else 1.0}
+        if decoding.top_k is not None:
+            params["top_k"] = decoding.top_k
+    if decoding.repetition_penalty != 1.0:
+        params["repetition_penalty"] = decoding.repetition_penalty
+    params["max_tokens"] = decoding.max_new_tokens
+    if decoding.stop_at_newline and api == "completions":
+        params["stop"] = ["\n"]
+    return params
+
+
+def _check_settings(model: str, api: str, seed: int, concurrency: int, chat_instruction: str,
+                    flush_every: int, flush_seconds: float) -> None:
+    """Refuse generator settings that cannot work, naming the CLI flag where there is one."""
+    if api not in API_MODES:
+        raise ValueError(f"--api must be one of {', '.join(API_MODES)}, got {api!r}")
+    if not model:
+        raise ValueError("--model must name the server's model (the `model` field of each request)")
+    if concurrency < 1:
+        raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
+    if flush_every < 1 or flush_seconds <= 0:
+        raise ValueError("flush_every must be >= 1 and flush_seconds > 0")
+    if seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {seed}")
+    if api == "chat" and chat_instruction.count("{prompt}") != 1:
+        raise ValueError("chat_instruction must contain {prompt} exactly once")
+
+
+def _checked_extra_body(extra_body: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Extra request fields as a dict; those bold-eval sets itself (model, prompt, decoding) are refused."""
+    extra = dict(extra_body or {})
+    clash = sorted(set(extra) & {"model", "prompt", "messages", "stream", "n", "temperature", "top_p",
+                                 "max_tokens", "stop", *OPTIONAL_PARAMS})
+    if clash:
+        raise ValueError(f"extra_body may not set {', '.join(clash)}: bold-eval sets them from --model and the decoding flags")
+    return extra
+
+
+class _PendingResults:
+    """Finished results not yet handed to `on_batch`; handed over in chunks so the run writes as they come."""
+
+    def __init__(self, on_batch: BatchCallback, stats: GenerationStats):
+        self.on_batch = on_batch
+        self.stats = stats
+        self.items: list[WorkItem] = []
+        self.results: list[Generated] = []
+        self.last_flush = time.perf_counter()
+        self.in_callback = False  # True while on_batch runs: what it raised on is not handed over again
+
+    def add(self, item: WorkItem, result: Generated) -> None:
+        self.items.append(item)
+        self.results.append(result)
+
+    def due(self, flush_every: int, flush_seconds: float) -> bool:
+        """Whether `flush_every` texts are waiting or `flush_seconds` have passed since the last hand-over."""
+        return len(self.items) >= flush_every or time.perf_counter() - self.last_flush >= flush_seconds
+
+    def flush(self) -> None:
+        """Hand what is waiting to `on_batch` and count its tokens."""
+        if self.items:
+            batch, results = self.items, self.results
+            self.items, self.results = [], []
+            self.in_callback = True
+            self.on_batch(batch, results)
+            self.in_callback = False
+            self.stats.new_tokens += sum(result.num_new_tokens for result in results)
+        self.last_flush = time.perf_counter()
+
+
+class ApiGenerator:
+    """A `bold_eval.generation.base.Generator` for any OpenAI-compatible server.
+
+    model: the server's model name (the request's `model` field). base_url: the API root, e.g.
+    `http://localhost:8000/v1`. api: "completions" (BOLD's plain continuation) or "chat".
+    concurrency: requests in flight. api_key_env: environment variable holding the key (default
+    OPENAI_API_KEY, optional for local servers; a named one must be set). probe: learn what the
+    server does with top_k / seed / repetition_penalty / sampling before generating.
+    strict_decoding: refuse to generate when the server drops part of the paper's decoding.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        *,
+        api: str = "completions",
+        decoding: DecodingConfig | None = None,
+        seed: int = 0,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        api_key_env: str | None = None,
+        chat_instruction: str = CHAT_INSTRUCTION,
+        extra_body: Mapping[str, Any] | None = None,
+        probe: bool = True,
+        strict_decoding: bool = False,
+        retry: RetryPolicy | None = None,
+        flush_every: int = DEFAULT_FLUSH_EVERY,
+        flush_seconds: float = DEFAULT_FLUSH_SECONDS,
+    ):
+        _check_settings(model, api, seed, concurrency, chat_instruction, flush_every, flush_seconds)
+        extra = _checked_extra_body(extra_body)
+        self.model = model
+        self.api = api
+        self.kind = KINDS[api]
+        self.endpoint = ENDPOINTS[api]
+        self.decoding = decoding or make_decoding()
+        self.seed = int(seed)
+        self.concurrency = int(concurrency)
+        self.chat_instruction = chat_instruction
+        self.extra_body = extra
+        self.probe_enabled = probe
+        self.strict_decoding = strict_decoding
+        self.flush_every = int(flush_every)
+        self.flush_seconds = float(flush_seconds)
+        self._connect(base_url, api_key_env, retry)
+        self._params = wanted_params(self.decoding, self.api)
+        self._send = {name: name in self._params or name == "seed" for name in OPTIONAL_PARAMS}
+        self.server: dict[str, str] = {name: "not probed" for name in OPTIONAL_PARAMS if self._send[name]}
+        self._probed = False
+        self._lock = threading.Lock()
+        self._served_model: str | None = None
+        self._system_fingerprints: set[str] = set()
+        self._usage_missing = 0
+        self._echo_stripped = 0
+        self._empty = 0
+
+    def _connect(self, base_url: str, api_key_env: str | None, retry: RetryPolicy | None) -> None:
+        """The HTTP client, with the API key from `api_key_env` and a stop event that cuts retries short."""
+        self.api_key_env = api_key_env or DEFAULT_API_KEY_ENV
+        # A variable the user named must be set; the default one is optional (local servers take no key).
+        key = read_api_key(self.api_key_env, required=api_key_env not in (None, DEFAULT_API_KEY_ENV))
+        self._stop = threading.Event()
+        self.client = ApiClient(base_url, api_key=key, api_key_env=self.api_key_env, policy=retry, stop=self._stop)
+        self._key_set = key is not None
+
+    def __repr__(self) -> str:
+        return f"ApiGenerator(model={self.model!r}, base_url={public_url(self.client.base_url)!r}, api={self.api!r})"
+
+    # ------------------------------------------------------------------ records
+
+    def settings(self) -> dict[str, Any]:
+        """What determines the texts (resume fingerprint). The server URL is left out on purpose:
+        the same model restarted on another host or port continues the same run."""
+        # `stop` changes how much the server generates, not the text (the rule is applied again here).
+        request = {key: value for key, value in self._params.items() if key != "stop"}
+        request["seed"] = "sha256(seed, prompt_id, sample) mod 2**31, one per request"
+        settings: dict[str, Any] = {
+            "model": self.model,
+            "api": self.api,
+            "endpoint": "/" + self.endpoint,
+            "seed": self.seed,
+            "decoding": self.decoding.to_dict(),
+            "request": request,
+        }
+        if self.api == "chat":
+            settings["chat_instruction"] = self.chat_instruction
+        if self.extra_body:
+            settings["extra_body"] = dict(self.extra_body)
+        return settings
+
+    def info(self) -> dict[str, Any]:
+        """The server, what it did with each decoding parameter, and request statistics (no key)."""
+        with self._lock:
+            return {
+                "name": self.model,
+                "generator": self.kind,
+                "api": self.api,
+                "base_url": public_url(self.client.base_url),
+                "endpoint": public_url(self.client.url(self.endpoint)),
+                "served_model": self._served_model,
+                "system_fingerprints": sorted(self._system_fingerprints),
+                "concurrency": self.concurrency,
+                "api_key_env": self.api_key_env,
+                "api_key_set": self._key_set,
+                "server": dict(self.server),
+                "sent_params": sorted([*(k for k in self._params if k not in OPTIONAL_PARAMS),
+                                       *(k for k in OPTIONAL_PARAMS if self._send.get(k))]),
+                "requests_sent": self.client.requests_sent,
+                "retries": self.client.retry_counts(),
+                "responses_without_usage": self._usage_missing,
+                "empty_responses": self._empty,
+                **({"echo_stripped": self._echo_stripped} if self.api == "chat" else {}),
+            }
+
+    # ------------------------------------------------------------------ requests
+
+    def _prompt_text(self, prompt: str) -> str:
+        code = self.decoding.control_code
+        return f"{code} {prompt}" if code else prompt
+
+    def _payload(self, prompt: str, *, seed: int | None, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        params = {key: value for key, value in self._params.items()
+                  if key not in OPTIONAL_PARAMS or self._send.get(key)}
+        if seed is not None and self._send["seed"]:
+            params["seed"] = seed
+        for key, value in (overrides or {}).items():
+            if value is None:
+                params.pop(key, None)
+            else:
+                params[key] = value
+        payload: dict[str, Any] = {"model": self.model}
+        text = self._prompt_text(prompt)
+        if self.api == "chat":
+            payload["messages"] = [{"role": "user", "content": self.chat_instruction.replace("{prompt}", text)}]
+        else:
+            payload["prompt"] = text
+        payload.update(self.extra_body)
+        payload.update(params)
+        return payload
+
+    def _text_of(self, answer: Mapping[str, Any], what: str) -> tuple[str, int | None]:
+        """The generated text and completion token count of one answer."""
+        choices = answer.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+            raise ApiError(f"{what}: the server's answer has no choices: {str(answer)[:300]!r}")
+        choice = choices[0]
+        text = choice.get("message", {}).get("content") if self.api == "chat" else choice.get("text")
+        usage = answer.get("usage") if isinstance(answer.get("usage"), Mapping) else {}
+        tokens = usage.get("completion_tokens")
+        with self._lock:
+            if self._served_model is None and isinstance(answer.get("model"), str):
+                self._served_model = answer["model"]
+            if isinstance(answer.get("system_fingerprint"), str):
+                self._system_fingerprints.add(answer["system_fingerprint"])
+        return (text if isinstance(text, str) else ""), (int(tokens) if isinstance(tokens, int) else None)
+
+    def _ask(self, prompt: str, *, seed: int | None, overrides: Mapping[str, Any] | None = None,
+             what: str = "probe request") -> str:
+        answer = self.client.post(self.endpoint, self._payload(prompt, seed=seed, overrides=overrides), what=what)
+        return self._text_of(answer, what)[0]
+
+    def complete(self, item: WorkItem) -> Generated:
+        """One continuation (retried as needed); raises ApiError naming the prompt when it cannot be had."""
+        what = f"request for prompt_id {item.prompt_id!r} sample {item.sample}"
+        answer = self.client.post(self.endpoint, self._payload(item.prompt, seed=request_seed(self.seed, item.prompt_id,
+                                                                                             item.sample)), what=what)
+        text, tokens = self._text_of(answer, what)
+        stripped = False
+        if self.api == "chat":
+            text, stripped = strip_echo(text, self._prompt_text(item.prompt))
+        # The shared stopping rule (newline, then one_sentence), so API runs score the same text as
+        # local runs and the lm-eval tasks.
+        text = finish_continuation(text, self.decoding)
+        with self._lock:
+            self._usage_missing += tokens is None
+            self._echo_stripped += stripped
+            self._empty += not text.strip()
+        return Generated(text, tokens if tokens is not None else 0)
+
+    # ------------------------------------------------------------------ the probe
+
+    def probe(self, prompt: str) -> dict[str, str]:
+        """Find out what the server does with the decoding parameters (a few 8-token requests).
+
+        1. Optional fields it rejects (HTTP 400/422 naming them) are dropped and recorded.
+        2. Sampling: three seeds at temperature 1 must not all give the greedy text, else the server
+           decodes greedily whatever the request says (e.g. `transformers serve` with a model whose
+           generation_config has do_sample=false). Greedy runs check that temperature 0 is stable.
+        3. seed: the same seed twice must give the same text (and other seeds another one).
+        4. top_k: top_k=1 at temperature 1 must give the greedy text, else top_k is ignored.
+        """
+        self._probed = True
+        # No `stop` in probe requests: an answer cut at a line break could hide the difference a probe looks for.
+        overrides: dict[str, Any] = {"max_tokens": min(PROBE_TOKENS, self.decoding.max_new_tokens), "stop": None}
+        self._accept(prompt, overrides)
+        seeds = [request_seed(self.seed, "__probe__", index) for index in range(3)]
+        greedy = {**overrides, "temperature": 0.0, "top_p": 1.0, "top_k": None, "repetition_penalty": None}
+        if self.decoding.greedy:
+            problems = self._probe_greedy(prompt, seeds, greedy)
+        else:
+            problems = self._probe_sampling(prompt, seeds, greedy, overrides)
+        if self._send["repetition_penalty"] and self.server.get("repetition_penalty") == "not probed":
+            self.server["repetition_penalty"] = "accepted (effect not checked)"
+        if self._send["seed"] and self.server.get("seed") == "not probed":
+            self.server["seed"] = "accepted"
+        for name in ("top_k", "repetition_penalty"):
+            if name in self._params and not self._send[name]:
+                problems.append(f"{name}={self._params[name]} is not applied ({self.server[name]})")
+        if problems:
+            message = (f"server at {public_url(self.client.base_url)} does not apply the requested decoding: "
+                       + "; ".join(problems))
+            if self.strict_decoding:
+                raise ApiError(message + ". Serve the model with an engine that takes these parameters "
+                               "(vLLM does), or drop strict_decoding to record the difference and go on.")
+            warnings.warn(message + " (recorded in run.json model_info.server)", stacklevel=2)
+        return dict(self.server)
+
+    def _probe_greedy(self, prompt: str, seeds: list[int], greedy: Mapping[str, Any]) -> list[str]:
+        """Greedy runs: temperature 0 must give the same text under two seeds. Returns the problems found."""
+        first, second = (self._ask(prompt, seed=s, overrides=greedy) for s in seeds[:2])
+        self.server["temperature_0"] = "honoured" if first == second else "ignored: two seeds gave different texts"
+        return ["temperature 0 (greedy decoding) is not honoured"] if first != second else []
+
+    def _probe_sampling(
+        self, prompt: str, seeds: list[int], greedy: Mapping[str, Any], overrides: Mapping[str, Any]
+    ) -> list[str]:
+        """Sampled runs: is sampling applied, is a seed reproducible, is top_k applied. Returns the problems found."""
+        problems: list[str] = []
+        free = {**overrides, "temperature": 1.0, "top_p": 1.0, "top_k": None, "repetition_penalty": None}
+        reference = self._ask(prompt, seed=None, overrides=greedy)
+        samples = [self._ask(prompt, seed=s, overrides=free) for s in seeds]
+        again = self._ask(prompt, seed=seeds[0], overrides=free)
+        if all(sample == reference for sample in samples):
+            self.server["sampling"] = "ignored: three seeds at temperature 1 all gave the greedy text"
+            problems.append("sampling (temperature / top_p) looks ignored: the server decodes greedily")
+        else:
+            self.server["sampling"] = "honoured"
+        if self._send["seed"]:
+            if again != samples[0]:
+                self.server["seed"] = "accepted but not reproducible: the same seed gave different texts"
+            elif len(set(samples)) == 1:
+                self.server["seed"] = "accepted; effect not observable (every seed gave the same text)"
+            else:
+                self.server["seed"] = "honoured"
+        if self._send["top_k"]:
+            top1 = {**free, "top_k": 1}
+            if all(self._ask(prompt, seed=s, overrides=top1) == reference for s in seeds[:2]):
+                self.server["top_k"] = "honoured"
+            else:
+                self.server["top_k"] = "accepted but ignored: top_k=1 did not give the greedy text"
+                self._send["top_k"] = False
+        return problems
+
+    def _accept(self, prompt: str, overrides: Mapping[str, Any]) -> None:
+        """Send everything once; drop the optional fields the server rejects by name (HTTP 400/422)."""
+        while True:
+            try:
+                self._ask(prompt, seed=self.seed, overrides=overrides)
+                return
+            except ApiError as error:
+                sent = [name for name in OPTIONAL_PARAMS if self._send[name]]
+                named = [name for name in sent if error.status in (400, 422) and name in (error.body or "")]
+                if not named:
+                    raise
+                for name in named:
+                    self._send[name] = False
+                    self.server[name] = f"rejected (HTTP {error.status}: {(error.body or '')[:200]})"
+
+    # ------------------------------------------------------------------ generation
+
+    def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback, progress: bool = True) -> GenerationStats:
+        """Request every item, `concurrency` at a time, handing results to `on_batch` in chunks.
+
+        On a request that fails for good, the requests in flight are finished and handed over
+        (so a resumed run does not redo them), then the error is raised. When `on_batch` raises,
+        the requests in flight are finished (and dropped) before the error goes on; Ctrl-C hands
+        over what has finished and returns at once.
+        """
+        from tqdm.auto import tqdm
+
+        stats = GenerationStats(batch_size=self.concurrency)
+        if not items:
+            return stats
+        self._stop.clear()
+        if self.probe_enabled and not self._probed:
+            self.probe(items[0].prompt)
+        started = time.perf_counter()
+        pending = _PendingResults(on_batch, stats)
+        bar = tqdm(total=len(items), desc=f"requesting /{self.endpoint}", unit="text", disable=not progress)
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="bold-eval-api")
+        try:
+            failure = self._request_all(items, pool, pending, bar)
+            pending.flush()
+        except BaseException as error:
+            self._stop.set()  # requests waiting to retry give up; Ctrl-C does not wait for those in flight
+            pool.shutdown(wait=not isinstance(error, KeyboardInterrupt), cancel_futures=True)
+            if not pending.in_callback:
+                pending.flush()  # what finished before Ctrl-C is kept
+            bar.close()
+            raise
+        pool.shutdown(wait=True)
+        bar.close()
+        stats.seconds = time.perf_counter() - started
+        if failure is not None:
+            if isinstance(failure, ApiStopped):
+                raise ApiError(str(failure))
+            raise failure
+        return stats
+
+    def _request_all(
+        self, items: Sequence[WorkItem], pool: ThreadPoolExecutor, pending: _PendingResults, bar: Any
+    ) -> BaseException | None:
+        """Keep `concurrency` requests busy until every item is done; return the first request failure.
+
+        After a failure no new request starts and queued ones are cancelled; those in flight finish
+        and are handed over with the rest.
+        """
+        todo = iter(items)
+        in_flight: dict[Future, WorkItem] = {}
+        failure: BaseException | None = None
+        for _ in range(2 * self.concurrency):  # a little queue keeps every worker busy
+            self._submit_next(todo, pool, in_flight)
+        while in_flight:
+            finished, _ = wait(list(in_flight), timeout=self.flush_seconds, return_when=FIRST_COMPLETED)
+            for future in finished:
+                item = in_flight.pop(future)
+                try:
+                    result = future.result()
+                except BaseException as error:  # raised after the requests in flight finish
+                    if failure is None:
+                        failure = error
+                        self._stop.set()
+                        for other in in_flight:
+                            other.cancel()
+                    continue
+                pending.add(item, result)
+                bar.update(1)
+                if failure is None:
+                    self._submit_next(todo, pool, in_flight)
+            if failure is not None:
+                in_flight = {future: item for future, item in in_flight.items() if not future.cancelled()}
+            if pending.due(self.flush_every, self.flush_seconds):
+                pending.flush()
+            bar.set_postfix(retries=self.client.retry_count(), refresh=False)
+        return failure
+
+    def _submit_next(
+        self, todo: Iterator[WorkItem], pool: ThreadPoolExecutor, in_flight: dict[Future, WorkItem]
+    ) -> None:
+        """Start the request for the next item, if any is left."""
+        item = next(todo, None)
+        if item is not None:
+            in_flight[pool.submit(self.complete, item)] = item
+
+
+# --------------------------------------------------------------------------- registry factories
+
+GENERATOR_OPTIONS = ("base_url", "concurrency", "api_key_env", "chat_instruction", "extra_body", "probe",
+                     "strict_decoding", "max_attempts", "backoff_base_s", "timeout_s", "flush_seconds")
+
+
+def from_run_config(config: RunConfig, api: str) -> ApiGenerator:
+    """Build the generator from `bold-eval run` settings: `--model`, the decoding flags, `--seed`, and
+    `generator_options` (base_url, concurrency, api_key_env, ... see GENERATOR_OPTIONS).
+    An integer `--batch-size` sets how many texts are handed over (written) at a time."""
+    options = dict(config.generator_options or {})
+    unknown = sorted(set(options) - set(GENERATOR_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown option(s) {', '.join(unknown)} for the {KINDS[api]} generator; "
+                         f"valid: {', '.join(GENERATOR_OPTIONS)}")
+    if not options.get("base_url"):
+        raise ValueError(f"the {KINDS[api]} generator needs --base-url (the API root, e.g. http://localhost:8000/v1)")
+    retry = RetryPolicy(max_attempts=int(options.get("max_attempts", RetryPolicy.max_attempts)),
+                        backoff_base_s=float(options.get("backoff_base_s", RetryPolicy.backoff_base_s)),
+                        read_timeout_s=float(options.get("timeout_s", RetryPolicy.read_timeout_s)))
+    batch_size = config.batch_size
+    return ApiGenerator(
+        config.model, str(options["base_url"]), api=api, decoding=config.decoding, seed=config.seed,
+        concurrency=int(options.get("concurrency", DEFAULT_CONCURRENCY)),
+        api_key_env=options.get("api_key_env"),
+        chat_instruction=str(options.get("chat_instruction", CHAT_INSTRUCTION)),
+        extra_body=options.get("extra_body"), probe=bool(options.get("probe", True)),
+        strict_decoding=bool(options.get("strict_decoding", False)), retry=retry,
+        flush_every=int(batch_size) if str(batch_size) != "auto" else DEFAULT_FLUSH_EVERY,
+        flush_seconds=float(options.get("flush_seconds", DEFAULT_FLUSH_SECONDS)),
+    )
+
+
+def completions_generator(config: RunConfig, context: Any = None) -> ApiGenerator:
+    """Factory for `GENERATORS["openai-completions"]`."""
+    return from_run_config(config, "completions")
+
+
+def chat_generator(config: RunConfig, context: Any = None) -> ApiGenerator:
+    """Factory for `GENERATORS["openai-chat"]`."""
+    return from_run_config(config, "chat")

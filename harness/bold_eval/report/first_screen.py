@@ -1,0 +1,285 @@
+"""The report's first screen: what the run can say, how to read it, then the findings.
+
+Order, as a reader needs it: plain-words warnings before any number (partial run, domains too small to
+find a realistic difference), a short "How to read this" (unit, design effects, correction, thresholds,
+the smallest detectable difference), then the model against the Wikipedia sentences of the same prompts
+(Section 6's question: does the model treat groups differently *beyond* the human-written text?), then the
+group differences in the run's own texts and the largest gaps. Pure formatting over `aggregate.summarize`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bold_eval.analysis.clustered import METHOD_NOTES, confidence_label
+from bold_eval.analysis.summary import wilson_interval
+from bold_eval.core.resources import atomic_write_bytes
+from bold_eval.metrics import psycholinguistic
+from bold_eval.runfolder import RunRecord
+
+# Rows of a findings table shown in report.md; all of them are in tables/.
+FINDINGS_SHOWN = 15
+METRIC_TITLES = {"sentiment": "sentiment", "toxicity": "toxicity", "regard": "regard",
+                 "gender_polarity": "gender polarity", "psycholinguistic": "psycholinguistic"}
+
+
+def markdown(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
+    """A pipe table; undefined values (NaN, e.g. a male : female ratio with no female text) print empty."""
+    if frame.empty:
+        return "_(no rows)_"
+    return frame.astype(object).where(frame.notna(), None).to_markdown(index=False, floatfmt=floatfmt, missingval="")
+
+
+def write_table(frame: pd.DataFrame, folder: Path, name: str) -> None:
+    """tables/<name>.csv and .md, written atomically."""
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(folder / f"{name}.csv", frame.to_csv(index=False).encode("utf-8"))
+    atomic_write_bytes(folder / f"{name}.md", (markdown(frame) + "\n").encode("utf-8"))
+
+
+def format_p(p_value: Any) -> str:
+    if p_value is None or pd.isna(p_value):
+        return "n/a"
+    # "<0.001 (3.2e-07)" rather than a bare number, which markdown tables would round to 0.000.
+    return f"<0.001 ({p_value:.1e})" if p_value < 0.001 else f"{p_value:.3f}"
+
+
+def rate_cell(count: int, total: int, alpha: float) -> str:
+    """"p [low, high] (n=N)": a proportion always with its Wilson interval and its size."""
+    low, high = wilson_interval(count, total, alpha=alpha)
+    return f"{count / total:.3f} [{low:.3f}, {high:.3f}] (n={total})"
+
+
+def signed_cell(value: float, low: float, high: float) -> str:
+    if pd.isna(low) or pd.isna(high):
+        return f"{value:+.3f} [no interval]"
+    return f"{value:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+# --------------------------------------------------------------------------- before any number
+
+
+def scope_lines(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
+    """What this run can and cannot say, in plain words and before any number."""
+    found = summary["findings"]
+    coverage = summary["counts"].get("coverage") or {}
+    lines: list[str] = []
+    power = found["power"]
+    if found["too_small"]:
+        lines.append("> **This run is too small to say whether the model treats groups differently.** In every "
+                     "domain a typical group would have to differ from the rest by more than "
+                     f"{_points(power['detectable_difference'].min())} to be found (80% power after the "
+                     "correction for many tests). The tables below describe these particular texts only. Run on "
+                     "more prompts (a larger `--limit`, or none).")
+    elif found["too_small_domains"]:
+        parts = [f"{row.domain} ({_points(row.detectable_difference)})"
+                 for row in power[power["too_small"]].itertuples(index=False)]
+        lines.append("> **Some domains are too small for claims about their groups:** " + ", ".join(parts) +
+                     " is the smallest group-versus-rest difference a typical group could show and be found "
+                     "(80% power, after correction). Smaller differences there go unseen.")
+    if coverage and not coverage.get("complete", True):
+        lines.append(_partial_line(record, coverage))
+    reference = summary.get("reference_findings")
+    if reference is not None and reference["shared_prompts"] < reference["model_prompts"]:
+        lines.append(f"> **Reference incomplete:** the Wikipedia sentences of {reference['shared_prompts']:,} of the "
+                     f"run's {reference['model_prompts']:,} prompts were scored; the comparison covers those only.")
+    return [part for line in lines for part in (line, "")]
+
+
+def _points(value: float) -> str:
+    if pd.isna(value) or value >= 1:
+        return "more than any rate can differ (100 percentage points)"
+    return f"{100 * value:.0f} percentage points"
+
+
+def _partial_line(record: RunRecord, coverage: Mapping[str, Any]) -> str:
+    parts = []
+    if record.limit is not None:
+        seed = (record.generation_settings or {}).get("limit_sample_seed")
+        parts.append(f"`--limit {record.limit}`: a random sample of at most {record.limit} prompts per domain, "
+                     "stratified by group" + (f" (`--sample-seed {seed}`)" if seed is not None else ""))
+    if coverage.get("missing_domains"):
+        parts.append(f"domains not in this run: {', '.join(coverage['missing_domains'])}")
+    if (record.generations or {}).get("missing_prompts"):
+        parts.append(f"{record.generations['missing_prompts']} selected prompts had no generation")
+    detail = "; ".join(parts)
+    return (f"> **Partial run:** {coverage['prompts']:,} of BOLD's {coverage['bold_prompts']:,} prompts "
+            f"({coverage['share']:.1%})" + (f"; {detail}." if detail else ".")
+            + " Results describe this sample, not the whole benchmark.")
+
+
+def how_to_read(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
+    """The settings a reader needs to judge every number below, in a few lines."""
+    stats = summary["statistics"]
+    found = summary["findings"]
+    level = stats["confidence_label"]
+    out = ["## How to read this", "",
+           f"- **Unit of independent information: {stats['cluster']}**: {stats['cluster_unit']}. Texts of one "
+           "person or Wikipedia page share its wording and subject, so they count as one unit in every finding "
+           "(`--cluster none` treats texts as independent, as the paper does; `--cluster prompt` keeps only the "
+           "samples of a prompt together).",
+           f"- **Tests:** {stats['findings_test']}. Rates and differences carry {level} intervals and their n.",
+           f"- **Correction:** each family of findings is corrected with {stats['correction_name']} "
+           f"(`--correction {stats['correction']}`); a finding is listed when its adjusted p is below "
+           f"alpha = {stats['alpha']:g}. The paper's own tables further down use its text-level tests, "
+           "Holm-adjusted within each table."]
+    deffs = found["design_effects"]
+    if len(deffs):
+        cells = ", ".join(f"{row.domain} {row.design_effect_median:.2f} (max {row.design_effect_max:.2f}; "
+                          f"{row.texts_per_name:.1f} texts per unit)"
+                          for row in deffs.itertuples(index=False) if pd.notna(row.design_effect_median))
+        out.append(f"- **Design effect** (variance of a rate under this clustering over the variance with "
+                   f"independent texts; median over the labels): {cells}. A design effect of 2 means the texts "
+                   "hold half the information their count suggests.")
+    power = found["power"]
+    if len(power):
+        cells = ", ".join(f"{row.domain} {_points(row.detectable_difference)}"
+                          for row in power.itertuples(index=False))
+        out.append("- **Smallest detectable difference** between a typical group and the rest of its domain, for "
+                   f"a label near 50%, with 80% power at the corrected level alpha / {found['family']}: {cells}. "
+                   "Smaller differences may exist and go unseen; rare labels need smaller differences.")
+    if summary.get("psycholinguistic", {}).get("tables"):
+        thresholds = dict(psycholinguistic.DEFAULTS["thresholds"])
+        thresholds.update(((record.metric_options or {}).get("psycholinguistic") or {}).get("thresholds") or {})
+        shown = ", ".join(f"{name} {value:+.2f}" for name, value in thresholds.items())
+        out.append(f"- **Psycholinguistic thresholds** (Section 4.4 does not state them): {shown}. They were "
+                   "fitted to the paper's WIKI rows of Tables 9-11 on a calibration half of the Wikipedia sentences "
+                   "and checked on the other half (reproduce/calibrate_psycholinguistic_thresholds.py).")
+    return [*out, ""]
+
+
+# --------------------------------------------------------------------------- model against Wikipedia
+
+
+def reference_section(summary: Mapping[str, Any], tables: Path) -> list[str]:
+    """## The model against Wikipedia: contrast x source interactions on the same prompts."""
+    found = summary.get("reference_findings")
+    if found is None:
+        return []
+    tests = found["tests"]
+    write_table(tests, tables, "model_vs_wikipedia")
+    alpha = found["alpha"]
+    level = confidence_label(alpha)
+    out = ["## The model against Wikipedia on the same prompts", "",
+           f"For each contrast (a group against the rest of its domain, and the paper's pairs: male vs female, "
+           "African vs European Americans, Christianity vs Islam, the profession super-groups), the gap between "
+           "the two sides' rates in the model's texts minus the same gap in the Wikipedia sentences of the same "
+           f"{found['shared_prompts']:,} prompts (a group x source interaction). A positive value means the model "
+           "widens the gap the human-written text already has. Each prompt's samples count as one rate; "
+           f"{METHOD_NOTES['cluster permutation'] if found['cluster'] != 'none' else 't test over prompts'}. "
+           f"{found['family']} tests, {found['correction_name']}.", ""]
+    significant = tests[tests["significant"].astype(bool)]
+    if found["family"] == 0:
+        out += ["_No contrast could be tested: the reference and the run share too few prompts._", ""]
+    elif significant.empty:
+        out += [f"**No group's gap differs between the model and Wikipedia** ({found['family']} tests, "
+                f"{found['correction']} correction, alpha = {alpha:g}). The largest interactions, for scale:", ""]
+        out += [markdown(_interaction_rows(_ranked(tests).head(5), level)), ""]
+    else:
+        ranked = _ranked(significant)
+        out += [f"**{len(ranked)} contrasts differ between the model and Wikipedia** (of {found['family']} tests), "
+                "largest first:", "", markdown(_interaction_rows(ranked.head(FINDINGS_SHOWN), level)), ""]
+        if len(ranked) > FINDINGS_SHOWN:
+            out += [f"_{len(ranked) - FINDINGS_SHOWN} more in tables/model_vs_wikipedia.csv._", ""]
+    return out
+
+
+def _ranked(tests: pd.DataFrame) -> pd.DataFrame:
+    value = "interaction" if "interaction" in tests else "difference"
+    return tests.assign(_size=tests[value].abs()).sort_values("_size", ascending=False)
+
+
+def _interaction_rows(tests: pd.DataFrame, level: str) -> pd.DataFrame:
+    return pd.DataFrame({
+        "domain": tests["domain"],
+        "metric": tests["metric"].map(METRIC_TITLES),
+        "label": tests["label"],
+        "contrast": tests["contrast"],
+        "model: side / other": [f"{a:.3f} / {b:.3f}" for a, b in tests[["model_rate", "model_rest_rate"]].to_numpy()],
+        "Wikipedia: side / other": [f"{a:.3f} / {b:.3f}" for a, b in
+                                    tests[["reference_rate", "reference_rest_rate"]].to_numpy()],
+        f"gap difference [{level}]": [signed_cell(*row) for row in
+                                      tests[["interaction", "ci_low", "ci_high"]].to_numpy()],
+        "prompts (names)": [f"{p} ({n}) / {rp} ({rn})" for p, n, rp, rn in
+                            tests[["prompts", "names", "rest_prompts", "rest_names"]].to_numpy()],
+        "adjusted p": [format_p(p) for p in tests["p_adjusted"]],
+    })
+
+
+# --------------------------------------------------------------------------- group differences
+
+
+def findings_section(summary: Mapping[str, Any], tables: Path) -> list[str]:
+    """## Group differences in this run's texts, and the largest gap per domain and metric."""
+    found = summary["findings"]
+    alpha = found["alpha"]
+    level = confidence_label(alpha)
+    tests, gaps = found["tests"], found["gaps"]
+    write_table(tests, tables, "findings")
+    write_table(gaps, tables, "largest_gaps")
+    write_table(found["design_effects"], tables, "design_effects")
+    write_table(found["power"], tables, "power")
+    out = ["## Group differences in this run's texts", "",
+           "Each contrast compares two sides of a domain: a group against the rest, or the paper's pairs "
+           "(two-group domains once). p-values are adjusted over this family of "
+           f"{found['family']} tests ({found['correction_name']}); the unit is the {found['cluster']}. Rates carry "
+           f"{level} Wilson intervals and n; differences are side minus other side, with {level} intervals "
+           "that resample names.", ""]
+    significant = tests[tests["significant"].astype(bool)]
+    if found["family"] == 0:
+        out += ["_No comparison had texts on both sides._", ""]
+    elif significant.empty:
+        out += [f"**No group differs significantly from the rest of its domain** ({found['family']} tests, "
+                f"{found['correction']} correction, alpha = {alpha:g}).", ""]
+    else:
+        ranked = _ranked(significant)
+        shown = pd.DataFrame({
+            "domain": ranked["domain"],
+            "metric": ranked["metric"].map(METRIC_TITLES),
+            "label": ranked["label"],
+            "contrast": ranked["contrast"],
+            f"side rate [{level}]": [rate_cell(c, n, alpha) for c, n in ranked[["count", "total"]].to_numpy()],
+            f"other side [{level}]": [rate_cell(c, n, alpha) for c, n in
+                                      ranked[["rest_count", "rest_total"]].to_numpy()],
+            f"difference [{level}]": [signed_cell(*row) for row in ranked[["difference", "ci_low", "ci_high"]]
+                                      .to_numpy()],
+            "names": [f"{a} / {b}" for a, b in ranked[["names", "rest_names"]].to_numpy()],
+            "adjusted p": [format_p(p) for p in ranked["p_adjusted"]],
+        })
+        out += [f"**{len(shown)} differences are significant** (of {found['family']} tests), largest first:", "",
+                markdown(shown.head(FINDINGS_SHOWN)), ""]
+        if len(shown) > FINDINGS_SHOWN:
+            out += [f"_{len(shown) - FINDINGS_SHOWN} more in tables/findings.csv._", ""]
+    out += ["### Largest gap between two groups", "",
+            "Per domain and metric, the largest difference between two groups' rates over all the metric's labels, "
+            "among groups with at least ten units (names). Its interval is Bonferroni-adjusted over every choice it was "
+            "picked from (pairs of groups x labels; level shown), so picking the largest does not make it look "
+            "surer than it is. The interval is the cluster-robust t (statsmodels), normal theory carried to that "
+            "level; where a few units hold most texts (profession pages) it runs narrow: that test rejected 10.7% "
+            "of shuffled nulls at a nominal 5% there (bold_eval/analysis/clustered.py), so read such gaps as indicative.", ""]
+    out += [markdown(largest_gap_rows(gaps, alpha)), ""]
+    return out
+
+
+def largest_gap_rows(gaps: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    """One row per (domain, metric): its largest gap, or why there is none."""
+    rows = []
+    for row in gaps.to_dict(orient="records"):
+        base = {"domain": row["domain"], "metric": METRIC_TITLES.get(row["metric"], row["metric"])}
+        if pd.isna(row.get("gap")):
+            rows.append({**base, "label": "", "highest": "", "lowest": "", "gap [interval]": "",
+                         "note": row.get("note") or "no gap"})
+            continue
+        rows.append({
+            **base, "label": row["label"],
+            "highest": f"{row['group_high']} {rate_cell(int(row['count_high']), int(row['total_high']), alpha)}",
+            "lowest": f"{row['group_low']} {rate_cell(int(row['count_low']), int(row['total_low']), alpha)}",
+            "gap [interval]": f"{signed_cell(row['gap'], row['ci_low'], row['ci_high'])} ({row['interval_label']}, "
+                              f"{int(row['choices'])} choice{'s' if int(row['choices']) > 1 else ''})",
+            "note": f"{int(row['eligible_groups'])} groups eligible",
+        })
+    return pd.DataFrame(rows)

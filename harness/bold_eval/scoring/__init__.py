@@ -1,0 +1,1 @@
+"""Stage 4, scoring: texts in, one row of per-text scores per text out."""

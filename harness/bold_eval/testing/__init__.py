@@ -1,0 +1,1 @@
+"""Tiny models and local servers for tests and benchmarks; no stage imports this package."""

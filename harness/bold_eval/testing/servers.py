@@ -1,0 +1,431 @@
+"""Local OpenAI-compatible servers for the tests and benchmarks of the HTTP generator.
+
+- `TransformersServer`: `transformers serve MODEL` (transformers' own OpenAI-compatible server,
+  from the `transformers[serving]` extra) on 127.0.0.1 in a subprocess, started within a bounded
+  time and always stopped (its whole process group).
+- `FaultProxy`: a loopback HTTP proxy in a thread that answers 429 (with Retry-After), 500, drops
+  connections (before or after the server did the work) and truncates bodies, in a pattern fixed
+  by a seed and each request's body, so that a client's retries can be tested against a real server.
+- `InstantServer`: answers `/v1/completions` at once with a text derived from the request, so a
+  benchmark can time the client alone.
+
+Everything binds 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+LOOPBACK = "127.0.0.1"
+FAULTS = ("429", "500", "drop", "drop_after", "truncate")
+
+
+def free_port() -> int:
+    """A TCP port that nothing listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def serving_available() -> bool:
+    """Whether `transformers serve` can start (the `transformers[serving]` extra is installed)."""
+    try:
+        from transformers.utils.import_utils import is_serve_available
+    except ImportError:
+        return False
+    return bool(is_serve_available())
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGTERM the server when the process that started it dies (even by SIGKILL), so a
+    killed test run leaves no server behind. The kernel ties this to the starting *thread*: start
+    servers from a thread that lives as long as they should (the main thread in tests)."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class TransformersServer:
+    """`transformers serve MODEL --host 127.0.0.1 --port PORT` in a subprocess, as a context manager.
+
+    `continuous_batching` adds `--continuous-batching` (paged attention; batches concurrent
+    requests, which is what makes concurrency pay on one process). Start-up waits for `/health`
+    at most `startup_timeout_s`; a server that dies or does not answer in time is stopped and the
+    error carries the tail of its log.
+    """
+
+    def __init__(self, model: str | os.PathLike, *, port: int | None = None, continuous_batching: bool = False,
+                 device: str = "cpu", extra_args: Sequence[str] = (), startup_timeout_s: float = 120.0,
+                 log_path: str | os.PathLike | None = None, env: Mapping[str, str] | None = None):
+        if not serving_available():
+            raise RuntimeError("transformers serve needs the serving extra: pip install 'transformers[serving]' "
+                               "(or pip install -e '.[serving]')")
+        self.model = str(model)
+        self.port = port or free_port()
+        self.continuous_batching = continuous_batching
+        self.device = device
+        self.extra_args = list(extra_args)
+        self.startup_timeout_s = startup_timeout_s
+        self.log_path = Path(log_path) if log_path else None
+        self.env = dict(env or {})
+        self.process: subprocess.Popen | None = None
+        self._log: Any = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        command = [sys.executable, "-m", "transformers.cli.transformers", "serve", self.model,
+                   "--host", LOOPBACK, "--port", str(self.port), "--device", self.device, "--log-level", "warning"]
+        if self.continuous_batching:
+            command.append("--continuous-batching")
+        return command + self.extra_args
+
+    def log_tail(self, chars: int = 3000) -> str:
+        if self.log_path is None or not self.log_path.is_file():
+            return ""
+        return self.log_path.read_text(encoding="utf-8", errors="replace")[-chars:]
+
+    def start(self) -> TransformersServer:
+        import tempfile
+
+        if self.log_path is None:
+            self.log_path = Path(tempfile.mkdtemp(prefix="bold-eval-serve-")) / "serve.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        env = {**os.environ, **self.env}
+        self.process = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT, env=env,
+                                        stdin=subprocess.DEVNULL, start_new_session=True,
+                                        preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self.stop()
+                raise RuntimeError(f"transformers serve exited with code {self.process.returncode} while starting "
+                                   f"({' '.join(self.command())}):\n{self.log_tail()}")
+            if self._healthy():
+                return self
+            time.sleep(0.25)
+        self.stop()
+        raise RuntimeError(f"transformers serve did not answer /health within {self.startup_timeout_s:g} s:\n"
+                           f"{self.log_tail()}")
+
+    def _healthy(self) -> bool:
+        connection = http.client.HTTPConnection(LOOPBACK, self.port, timeout=2)
+        try:
+            connection.request("GET", "/health")
+            return connection.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        """SIGTERM to the server's process group, SIGKILL after 10 s."""
+        process = self.process
+        if process is not None and process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+            except ProcessLookupError:
+                pass
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> TransformersServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+# A minimal chat template ("role: content" lines), so a tiny GPT-2 also answers /v1/chat/completions.
+CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}assistant:{% endif %}")
+
+
+def build_served_model(root: str | os.PathLike, corpus: Sequence[str], *, do_sample: bool = True) -> Path:
+    """A tiny GPT-2 for `transformers serve` (the tests' and benchmarks' server model), with a chat
+    template. `do_sample` goes into its generation_config, which `transformers serve` uses as the base
+    of every request: with do_sample=False the server decodes greedily whatever the request says."""
+    from transformers import AutoTokenizer, GenerationConfig
+
+    from bold_eval.testing.models import build_tiny_causal_lm
+
+    folder = Path(build_tiny_causal_lm(Path(root), list(corpus)))
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.save_pretrained(folder)
+    config = GenerationConfig.from_pretrained(folder)
+    config.do_sample = do_sample
+    config.top_k = 0 if do_sample else None  # transformers' default top_k=50 would filter on top of top_p
+    config.save_pretrained(folder)
+    return folder
+
+
+def local_server(folder: str | os.PathLike, scratch: str | os.PathLike, *, startup_timeout_s: float = 180.0,
+                 **kwargs: Any) -> TransformersServer:
+    """`transformers serve FOLDER` set up for tests: offline, one thread, its HF cache and log under
+    `scratch` (so nothing touches ~/.cache), bounded start-up. Not started: use it as a context manager."""
+    scratch = Path(scratch)
+    env = {"OMP_NUM_THREADS": "1", "HF_HOME": str(scratch / "hf_home"), "HF_HUB_OFFLINE": "1",
+           **kwargs.pop("env", {})}
+    return TransformersServer(folder, startup_timeout_s=startup_timeout_s, log_path=scratch / "serve.log", env=env,
+                              **kwargs)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that went away mid-answer (killed, or timed out) is expected here, not an error to print."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class _LoopbackServer:
+    """A ThreadingHTTPServer on 127.0.0.1 in a daemon thread, as a context manager."""
+
+    handler: type[BaseHTTPRequestHandler]
+
+    def __init__(self) -> None:
+        self.httpd: ThreadingHTTPServer | None = None
+        self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()
+
+    @property
+    def port(self) -> int:
+        assert self.httpd is not None, "server not started"
+        return int(self.httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}/v1"
+
+    def start(self) -> Any:
+        owner = self
+
+        class Handler(self.handler):  # type: ignore[misc,valid-type]
+            server_owner = owner
+
+        self.httpd = _QuietServer((LOOPBACK, 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self.httpd is not None:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            self.httpd = None
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle's algorithm on, the body waits for the
+    # client's delayed ACK of the headers (40 ms per request on Linux keep-alive connections).
+    disable_nagle_algorithm = True
+    server_owner: Any
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read the counters instead
+        return
+
+    def _read_body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _send(self, status: int, body: bytes, headers: Mapping[str, str] | None = None,
+              content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class _FaultHandler(_Handler):
+    def do_GET(self) -> None:
+        self._forward(b"", "GET")
+
+    def do_POST(self) -> None:
+        proxy: FaultProxy = self.server_owner
+        body = self._read_body()
+        if proxy.required_key is not None:
+            presented = self.headers.get("Authorization", "")
+            if presented != f"Bearer {proxy.required_key}":
+                # Like hosted APIs, the error repeats the key it got: clients must redact it.
+                key = presented.removeprefix("Bearer ")
+                message = {"error": {"message": f"Incorrect API key provided: {key}", "type": "invalid_request_error",
+                                     "code": "invalid_api_key"}}
+                proxy.count("401")
+                self._send(401, json.dumps(message).encode())
+                return
+        fault = proxy.fault_for(body)
+        proxy.count(fault)
+        if proxy.delay_s:
+            time.sleep(proxy.delay_s)
+        if fault == "429":
+            self._send(429, b'{"error": {"message": "rate limited (injected)"}}',
+                       {"Retry-After": proxy.retry_after})
+        elif fault == "500":
+            self._send(500, b'{"error": {"message": "internal error (injected)"}}')
+        elif fault == "drop":
+            self.close_connection = True  # nothing written: the client sees the connection closed
+        else:
+            status, headers, answer = self._upstream("POST", body)
+            proxy.record(body, status)
+            if fault == "drop_after":
+                self.close_connection = True  # the server did the work; the answer is lost on the way
+            elif fault == "truncate":
+                self.send_response(status)
+                self.send_header("Content-Type", headers.get("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer[: len(answer) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+            else:
+                self._send(status, answer, content_type=headers.get("Content-Type", "application/json"))
+
+    def _upstream(self, method: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        proxy: FaultProxy = self.server_owner
+        connection = http.client.HTTPConnection(proxy.upstream_host, proxy.upstream_port, timeout=proxy.timeout_s)
+        try:
+            headers = {"Content-Type": "application/json"}
+            if self.headers.get("Authorization"):
+                headers["Authorization"] = self.headers["Authorization"]
+            connection.request(method, self.path, body=body or None, headers=headers)
+            response = connection.getresponse()
+            return response.status, dict(response.getheaders()), response.read()
+        finally:
+            connection.close()
+
+    def _forward(self, body: bytes, method: str) -> None:
+        status, headers, answer = self._upstream(method, body)
+        self._send(status, answer, content_type=headers.get("Content-Type", "application/json"))
+
+
+class FaultProxy(_LoopbackServer):
+    """Forward to `upstream` (a base URL), injecting faults in a seeded, timing-independent pattern.
+
+    The k-th arrival of a given request body meets fault `FAULTS[i]` with probability `rates[i]`
+    (drawn from sha256(seed, body, k)), and is always forwarded once it has failed `max_faults`
+    times, so a client with more attempts than that always gets through. `required_key` makes it
+    answer 401 (echoing the presented key, as hosted APIs do) to a wrong or missing key;
+    `fail_matching` answers 500 to every request whose body contains that text; `delay_s` holds each
+    POST that long first (a slower server, so a test can act between two answers).
+    Counters: `faults` (per kind), `forwarded` (request body -> upstream status list).
+    """
+
+    handler = _FaultHandler
+
+    def __init__(self, upstream: str, *, seed: int = 0, rates: Mapping[str, float] | None = None, max_faults: int = 3,
+                 retry_after: str = "0", required_key: str | None = None, fail_matching: str | None = None,
+                 delay_s: float = 0.0, timeout_s: float = 120.0):
+        super().__init__()
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(upstream)
+        self.upstream_host = parts.hostname or LOOPBACK
+        self.upstream_port = parts.port or 80
+        self.seed = seed
+        self.rates = dict(rates if rates is not None else {"429": 0.15, "500": 0.1, "drop": 0.1, "drop_after": 0.1,
+                                                           "truncate": 0.05})
+        unknown = set(self.rates) - set(FAULTS)
+        if unknown or sum(self.rates.values()) > 1:
+            raise ValueError(f"rates: kinds must be in {FAULTS} and sum to <= 1, got {self.rates}")
+        self.max_faults = max_faults
+        self.retry_after = retry_after
+        self.required_key = required_key
+        self.fail_matching = fail_matching.encode() if fail_matching else None
+        self.timeout_s = timeout_s
+        self.delay_s = delay_s
+        self.faults: Counter[str] = Counter()
+        self.seen: Counter[bytes] = Counter()
+        self.forwarded: dict[bytes, list[int]] = {}
+
+    def fault_for(self, body: bytes) -> str:
+        if self.fail_matching is not None and self.fail_matching in body:
+            return "500"
+        with self.lock:
+            arrival = self.seen[body]
+            self.seen[body] += 1
+        if arrival >= self.max_faults:
+            return "ok"
+        digest = hashlib.sha256(f"{self.seed}:{arrival}:".encode() + body).digest()
+        draw = int.from_bytes(digest[:8], "little") / 2**64
+        for kind in FAULTS:
+            rate = self.rates.get(kind, 0.0)
+            if draw < rate:
+                return kind
+            draw -= rate
+        return "ok"
+
+    def count(self, kind: str) -> None:
+        with self.lock:
+            self.faults[kind] += 1
+
+    def record(self, body: bytes, status: int) -> None:
+        with self.lock:
+            self.forwarded.setdefault(body, []).append(status)
+
+
+class _InstantHandler(_Handler):
+    def do_POST(self) -> None:
+        owner: InstantServer = self.server_owner
+        request = json.loads(self._read_body() or b"{}")
+        with owner.lock:
+            owner.requests += 1
+            owner.last_request = request
+        key = json.dumps([request.get("prompt"), request.get("messages"), request.get("seed")]).encode()
+        words = [f"w{hashlib.sha256(key + bytes([i])).hexdigest()[:4]}" for i in range(int(request.get("max_tokens") or 16))]
+        text = " " + " ".join(words) if owner.reply is None else owner.reply
+        usage = {"prompt_tokens": 1, "completion_tokens": len(words), "total_tokens": len(words) + 1}
+        if self.path.rstrip("/").endswith("chat/completions"):
+            choice = {"index": 0, "message": {"role": "assistant", "content": text.strip()}, "finish_reason": "length"}
+        else:
+            choice = {"index": 0, "text": text, "finish_reason": "length"}
+        answer = {"id": "instant", "object": "text_completion", "model": request.get("model"), "choices": [choice],
+                  "usage": usage}
+        self._send(200, json.dumps(answer).encode())
+
+
+class InstantServer(_LoopbackServer):
+    """Answers completions and chat completions at once (`max_tokens` pseudo-words derived from
+    the prompt and seed): a server with no model time, to measure a client's own cost per request.
+    `reply` makes it answer that exact text instead (e.g. one with a line break, to test stopping).
+    It ignores `stop`, as some servers do; `last_request` holds the last request body it received."""
+
+    handler = _InstantHandler
+
+    def __init__(self, reply: str | None = None) -> None:
+        super().__init__()
+        self.requests = 0
+        self.reply = reply
+        self.last_request: dict = {}

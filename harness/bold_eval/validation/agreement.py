@@ -1,0 +1,705 @@
+"""Does a metric agree with people? Section 6.3 and Table 8 of the paper, for any metric and labelled set.
+
+The paper compares each automatic metric with crowd-worker labels and reports "(1) Spearman's
+ρ correlation coefficient, and (2) accuracy, precision, recall and f1-score by assuming human
+annotations as truth ... on a per-class basis and ... the average of per-class scores weighted by
+the number of samples in each class" (Section 6.3), and plots the metric's continuous score per
+human label (Figure 6). `validate` does the same for one metric score on any labelled texts:
+
+1. the metric runs through its scorer (`bold_eval.metrics.<name>.load_scorer(**options)`);
+2. its labels are mapped onto the human label set (by name, or by the paper's numeric codes
+   male = -1, female = 1, positive = 1, negative = -1, neutral = 0, toxic = 1, Section 6.3), and
+   the mapping is part of the record;
+3. Spearman's ρ between the metric's labels and the human labels, both placed on the label order
+   (Table 8's ρ, computed "between labels computed with automatic metrics and labels from human
+   annotations", Section 6.3), accuracy, per-class precision / recall / F1 / support and their
+   class-size-weighted averages come from scipy and scikit-learn, with paired bootstrap intervals;
+   ρ between the continuous score and the human label is reported next to it (`spearman_rho_score`).
+
+`bold_eval.validation.report` writes the record as validation.json, Table 8 and Figure 6.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bold_eval.core.errors import InputError, UsageError
+from bold_eval.core.version import __version__
+from bold_eval.metrics import METRIC_NAMES, check_scorer_options, metric_module
+from bold_eval.metrics.common import validate_texts
+from bold_eval.validation.labels import HumanLabelled, Label, canonical_label, declared_label_set
+
+DEFAULTS: dict[str, Any] = {
+    "confidence_level": 0.95,
+    "n_resamples": 9999,  # scipy.stats.bootstrap's default
+    "seed": 0,
+}
+# BCa corrects the percentile interval for bias and skew, which matter for a correlation near 1; its
+# jackknife costs n statistics over n - 1 texts, so above this many texts the percentile interval is used.
+BCA_MAX_TEXTS = 5000
+# Bootstrap resamples are scored in batches of at most this many resampled texts (memory bound).
+_BOOTSTRAP_BATCH_ELEMENTS = 2_000_000
+
+
+@dataclass(frozen=True)
+class ScoreView:
+    """What of a metric's output is compared with human labels: one continuous score and its labels."""
+
+    metric: str
+    score: str
+    row_name: str  # the metric's row name in Table 8 ("sentiment", "Gender-Max", ...)
+    description: str
+    # Metric labels along the score axis, low to high, with Section 6.3's numeric codes; labels
+    # without a code (regard's "other") have no place on the axis.
+    codes: Mapping[str, int]
+    score_range: tuple[float, float]
+    # Metric labels that may stay without a human counterpart: predicting one counts as a miss.
+    optional: tuple[str, ...] = ()
+    # Figure 6 colours: "red: negative/male/toxic, blue: neutral and green: positive/non-toxic/female".
+    colors: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Scored:
+    """A metric's continuous score and labels for each text, and the cut points between labels."""
+
+    view: ScoreView
+    scores: np.ndarray
+    labels: np.ndarray
+    metric_labels: tuple[str, ...]
+    thresholds: dict[str, float]
+    options: dict[str, Any]
+
+
+_POLARITY_COLORS = {"negative": "tab:red", "neutral": "tab:blue", "positive": "tab:green", "other": "tab:gray"}
+VIEWS: dict[str, dict[str, ScoreView]] = {
+    "sentiment": {
+        "compound": ScoreView(
+            "sentiment", "compound", "sentiment", "VADER compound score in [-1, 1] (Section 4.1)",
+            {"negative": -1, "neutral": 0, "positive": 1}, (-1.0, 1.0), colors=_POLARITY_COLORS,
+        ),
+    },
+    "toxicity": {
+        "toxicity": ScoreView(
+            "toxicity", "toxicity", "toxicity",
+            "highest probability over the classifier's toxic labels, in [0, 1] (Section 4.2)",
+            {"non-toxic": 0, "toxic": 1}, (0.0, 1.0), colors={"toxic": "tab:red", "non-toxic": "tab:green"},
+        ),
+    },
+    "regard": {
+        "regard": ScoreView(
+            "regard", "regard", "regard",
+            "P(positive) - P(negative) from the regard classifier, in [-1, 1] (Section 4.3)",
+            {"negative": -1, "neutral": 0, "positive": 1}, (-1.0, 1.0), optional=("other",), colors=_POLARITY_COLORS,
+        ),
+    },
+    "psycholinguistic": {
+        variable: ScoreView(
+            "psycholinguistic", variable, variable,
+            f"text {variable}: mean scaled {variable} norm of its rated words, in [-1, 1] (Section 4.4)",
+            {"negative": -1, "neutral": 0, "positive": 1}, (-1.0, 1.0), colors=_POLARITY_COLORS,
+        )
+        for variable in ("valence", "arousal", "dominance")
+    },
+    "gender_polarity": {
+        method: ScoreView(
+            "gender_polarity", method, row_name, description,
+            {"male": -1, "neutral": 0, "female": 1}, (-1.0, 1.0),
+            colors={"male": "tab:red", "neutral": "tab:blue", "female": "tab:green"},
+        )
+        for method, row_name, description in (
+            ("unigram", "unigram",
+             "(female - male tokens) / (female + male tokens), 0 without gendered tokens (Section 4.5)"),
+            ("max", "Gender-Max", "Gender-Max: the word polarity of largest magnitude, in [-1, 1] (Section 4.5)"),
+            ("wavg", "Gender-Wavg", "Gender-Wavg: sum sgn(b) b^2 / sum |b| over the words, in [-1, 1] (Section 4.5)"),
+        )
+    },
+}
+DEFAULT_SCORES = {"sentiment": "compound", "toxicity": "toxicity", "regard": "regard",
+                  "psycholinguistic": "valence", "gender_polarity": "unigram"}
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def score_texts(metric: str, texts: Sequence[str], score: str | None = None, **options: Any) -> Scored:
+    """Run `metric` on `texts` through its scorer and return the `score` view of its output.
+
+    `options` go to `bold_eval.metrics.<metric>.load_scorer`. For gender polarity `score` is the
+    method (unigram, max, wavg; default: the one in `methods`, else unigram) and only it is computed.
+    """
+    module = metric_module(metric)
+    options = dict(options)
+    check_scorer_options(metric, options)
+    if metric == "gender_polarity":
+        methods = options.get("methods")
+        methods = [methods] if isinstance(methods, str) else methods
+        if score is None:
+            if methods is not None and len(methods) != 1:
+                raise UsageError(
+                    f"gender_polarity methods {list(methods)}: validate compares one score at a time; "
+                    "pass score= (--score) with one of unigram, max, wavg"
+                )
+            score = methods[0] if methods else DEFAULT_SCORES[metric]
+        elif methods is not None and score not in methods:
+            raise UsageError(f"score {score!r} is not among the gender_polarity methods {list(methods)}")
+        options["methods"] = [score]
+    score = DEFAULT_SCORES[metric] if score is None else score
+    views = VIEWS[metric]
+    if score not in views:
+        raise UsageError(f"{metric} has no score {score!r} to validate; valid: {', '.join(views)}")
+    view = views[score]
+    scorer = module.load_scorer(**options)
+    columns = scorer(texts)
+    return _VIEW_COLUMNS[metric](view, scorer, columns, options)
+
+
+def _sentiment_view(view: ScoreView, scorer: Any, columns: dict, options: dict) -> Scored:
+    thresholds = {"negative": scorer.negative_threshold, "positive": scorer.positive_threshold}
+    return Scored(view, columns["compound"], columns["label"], tuple(view.codes), thresholds, options)
+
+
+def _toxicity_view(view: ScoreView, scorer: Any, columns: dict, options: dict) -> Scored:
+    labels = np.where(columns["is_toxic"], "toxic", "non-toxic").astype(object)
+    return Scored(view, columns["score"], labels, tuple(view.codes), {"toxic": scorer.threshold}, options)
+
+
+def _regard_view(view: ScoreView, scorer: Any, columns: dict, options: dict) -> Scored:
+    missing = [label for label in ("positive", "negative") if label not in scorer.labels]
+    if missing:
+        raise InputError(
+            f"the regard classifier has no {' or '.join(missing)} class (its labels: {list(scorer.labels)}); "
+            "the regard score is P(positive) - P(negative)"
+        )
+    scores = np.asarray(columns["positive"], dtype=np.float64) - np.asarray(columns["negative"], dtype=np.float64)
+    return Scored(view, scores, columns["label"], tuple(scorer.labels), {}, options)
+
+
+def _psycholinguistic_view(view: ScoreView, scorer: Any, columns: dict, options: dict) -> Scored:
+    variable = view.score
+    thresholds = {"negative": scorer.thresholds[f"{variable}_negative"],
+                  "positive": scorer.thresholds[f"{variable}_positive"]}
+    return Scored(view, columns[variable], columns[f"{variable}_label"], tuple(view.codes), thresholds, options)
+
+
+def _gender_polarity_view(view: ScoreView, scorer: Any, columns: dict, options: dict) -> Scored:
+    method = view.score
+    if method == "unigram":
+        male = np.asarray(columns["male_tokens"], dtype=np.float64)
+        female = np.asarray(columns["female_tokens"], dtype=np.float64)
+        total = male + female
+        scores = np.divide(female - male, total, out=np.zeros_like(total), where=total > 0)
+        # Unigram matching labels by the sign of female - male (Section 4.5), i.e. of this score.
+        return Scored(view, scores, columns["unigram_label"], tuple(view.codes), {}, options)
+    thresholds = {"male": scorer.male_threshold, "female": scorer.female_threshold}
+    return Scored(view, columns[method], columns[f"{method}_label"], tuple(view.codes), thresholds, options)
+
+
+_VIEW_COLUMNS: dict[str, Callable[..., Scored]] = {
+    "sentiment": _sentiment_view,
+    "toxicity": _toxicity_view,
+    "regard": _regard_view,
+    "psycholinguistic": _psycholinguistic_view,
+    "gender_polarity": _gender_polarity_view,
+}
+
+
+# --------------------------------------------------------------------------- label mapping
+
+
+def map_labels(
+    view: ScoreView,
+    metric_labels: Sequence[str],
+    classes: Mapping[Label, str],
+    label_map: Mapping[str, Any] | None = None,
+) -> dict[str, Label | None]:
+    """{metric label: human label} for every metric label.
+
+    Explicit `label_map` entries come first. Other labels match a human class by name (or by
+    the label itself, case-insensitive); when the human labels are plain numbers without names, a
+    metric label maps to its numeric code in the paper (positive = 1, male = -1, toxic = 1, ...,
+    Section 6.3). A metric label in `view.optional` may stay unmatched (None: predicting it counts
+    as a miss); any other unmatched label is an error asking for an explicit map.
+    """
+    mapping: dict[str, Label | None] = {}
+    for metric_label, human in (label_map or {}).items():
+        if metric_label not in metric_labels:
+            raise UsageError(
+                f"label map names {metric_label!r}, which is not a {view.metric} label; its labels: {list(metric_labels)}"
+            )
+        human = canonical_label(human, f"label map value for {metric_label!r}")
+        if human not in classes:
+            raise UsageError(
+                f"label map sends {metric_label!r} to {human!r}, which is not in the human label set {list(classes)}"
+            )
+        mapping[metric_label] = human
+    by_name: dict[str, Label] = {}
+    for label, name in classes.items():
+        by_name.setdefault(str(name).lower(), label)
+        by_name.setdefault(str(label).lower(), label)
+    # Plain numbers (no names) follow the paper's coding: a metric label maps to its code even when
+    # no text carries it, so that e.g. "neutral" predictions are misses against a -1/1 label set.
+    numeric_codes = all(isinstance(label, int) and name == str(label) for label, name in classes.items())
+    unmatched = []
+    for metric_label in metric_labels:
+        if metric_label in mapping:
+            continue
+        code = view.codes.get(metric_label)
+        if metric_label.lower() in by_name:
+            mapping[metric_label] = by_name[metric_label.lower()]
+        elif code is not None and numeric_codes:
+            mapping[metric_label] = code
+        elif metric_label in view.optional or metric_label not in view.codes:
+            mapping[metric_label] = None
+        else:
+            unmatched.append(metric_label)
+    if unmatched:
+        shown = ", ".join(f"{label}: {name}" if name != str(label) else str(label) for label, name in classes.items())
+        raise UsageError(
+            f"{view.metric} label(s) {', '.join(unmatched)} have no counterpart in the human label set ({shown}); "
+            "state the mapping with label_map={METRIC_LABEL: HUMAN_LABEL} (CLI: --label-map METRIC_LABEL=HUMAN_LABEL)"
+        )
+    return mapping
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def _nan_to_none(value: float) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _spearman_along(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Spearman's ρ of each resample: Pearson's r of the ranks (scipy), vectorized over resamples."""
+    from scipy import stats
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a resample with one human class only has no ρ (nan)
+        return stats.pearsonr(stats.rankdata(x, axis=axis), stats.rankdata(y, axis=axis), axis=axis).statistic
+
+
+def bootstrap_interval(
+    data: tuple[np.ndarray, ...],
+    statistic: Callable[..., np.ndarray],
+    *,
+    confidence_level: float,
+    n_resamples: int,
+    seed: int,
+    method: str = "BCa",
+) -> tuple[float | None, float | None]:
+    """scipy.stats.bootstrap interval, texts resampled with all their columns (paired); None if undefined.
+
+    An interval is undefined (None) when a column is constant (accuracy 1.0, ρ of a constant score)
+    or, for BCa, when scipy cannot compute it.
+    """
+    from scipy import stats
+
+    n = len(data[0])
+    # A paired statistic (a correlation) needs two pairs in each of BCa's leave-one-out samples.
+    if n < (3 if len(data) > 1 else 2) or any(np.ptp(column) == 0 for column in data):
+        return None, None  # every resample would give the same value, or none
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # degenerate samples: scipy warns and returns nan, reported as None
+        result = stats.bootstrap(
+            data, statistic, paired=len(data) > 1, vectorized=True, n_resamples=n_resamples,
+            confidence_level=confidence_level, method=method, rng=np.random.default_rng(seed),
+            batch=max(1, _BOOTSTRAP_BATCH_ELEMENTS // n),
+        )
+    return _nan_to_none(result.confidence_interval.low), _nan_to_none(result.confidence_interval.high)
+
+
+def _per_class_scores(
+    human: np.ndarray, predicted: np.ndarray, class_names: Sequence[str]
+) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+    """Per-class precision / recall / F1 / support and their class-size-weighted averages (Section 6.3)."""
+    from sklearn.metrics import precision_recall_fscore_support
+
+    classes = list(range(len(class_names)))
+    precision, recall, f1, support = precision_recall_fscore_support(
+        human, predicted, labels=classes, average=None, zero_division=0.0
+    )
+    weighted = precision_recall_fscore_support(human, predicted, labels=classes, average="weighted", zero_division=0.0)
+    per_class = {
+        name: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
+               "support": int(support[i])}
+        for i, name in enumerate(class_names)
+    }
+    return per_class, {"precision": float(weighted[0]), "recall": float(weighted[1]), "f1": float(weighted[2])}
+
+
+def _agreement_intervals(
+    human: np.ndarray,
+    predicted: np.ndarray,
+    scores: np.ndarray,
+    human_order: np.ndarray,
+    predicted_order: np.ndarray,
+    *,
+    confidence_level: float,
+    n_resamples: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Paired bootstrap intervals for both ρ and accuracy; BCa up to BCA_MAX_TEXTS texts, percentile above.
+
+    The label-level ρ resamples the texts whose metric label has a place on the label order.
+    """
+    correct = (human == predicted).astype(np.float64)
+    method = "BCa" if human.size <= BCA_MAX_TEXTS else "percentile"
+    interval = {"confidence_level": confidence_level, "n_resamples": n_resamples, "seed": seed, "method": method}
+    placed = np.isfinite(predicted_order)
+    rho_ci = bootstrap_interval((predicted_order[placed], human_order[placed]), _spearman_along, **interval)
+    rho_score_ci = bootstrap_interval((scores, human_order), _spearman_along, **interval)
+    accuracy_ci = bootstrap_interval((correct,), np.mean, **interval)
+    return {
+        "spearman_rho": list(rho_ci),
+        "spearman_rho_score": list(rho_score_ci),
+        "accuracy": list(accuracy_ci),
+        "confidence_level": confidence_level,
+        "method": f"{method} bootstrap (scipy.stats.bootstrap), texts resampled with their human label, "
+                  "metric label and score (paired)",
+        "n_resamples": n_resamples,
+        "seed": seed,
+    }
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float | None, float | None]:
+    """(ρ, p-value) from scipy.stats.spearmanr (average ranks for ties); None when an input is constant."""
+    from scipy import stats
+
+    if x.size < 2:
+        return None, None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a constant input has no ρ: nan, reported as None
+        result = stats.spearmanr(x, y)
+    return _nan_to_none(result.statistic), _nan_to_none(result.pvalue)
+
+
+def agreement(
+    human: np.ndarray,
+    predicted: np.ndarray,
+    scores: np.ndarray,
+    human_order: np.ndarray,
+    predicted_order: np.ndarray,
+    class_names: Sequence[str],
+    *,
+    confidence_level: float = DEFAULTS["confidence_level"],
+    n_resamples: int = DEFAULTS["n_resamples"],
+    seed: int = DEFAULTS["seed"],
+) -> dict[str, Any]:
+    """Section 6.3's comparison of one metric with human labels, taken as truth.
+
+    `human`: class index per text (0..k-1, the order of `class_names`); `predicted`: the class
+    index the metric's label maps to, or k when it maps to no compared class (counted as a miss);
+    `scores`: the metric's continuous score; `human_order`: each text's human class position on the
+    label order (the score axis); `predicted_order`: the position of the metric's label on the same
+    order, NaN for a label with no place on it (regard's "other").
+
+    Table 8's ρ (`spearman_rho`) is between `predicted_order` and `human_order` over the texts with a
+    placed metric label (`spearman_n`); `spearman_rho_score` is between `scores` and `human_order`.
+    """
+    from sklearn.metrics import accuracy_score, confusion_matrix
+
+    human = np.asarray(human, dtype=np.int64)
+    predicted = np.asarray(predicted, dtype=np.int64)
+    scores = np.asarray(scores, dtype=np.float64)
+    human_order = np.asarray(human_order, dtype=np.float64)
+    predicted_order = np.asarray(predicted_order, dtype=np.float64)
+    k = len(class_names)
+
+    placed = np.isfinite(predicted_order)
+    rho, p_value = _spearman(predicted_order[placed], human_order[placed])
+    rho_score, p_value_score = _spearman(scores, human_order)
+    per_class, weighted = _per_class_scores(human, predicted, class_names)
+    intervals = _agreement_intervals(
+        human, predicted, scores, human_order, predicted_order,
+        confidence_level=confidence_level, n_resamples=n_resamples, seed=seed,
+    )
+    matrix = confusion_matrix(human, predicted, labels=[*range(k), k])[:k]
+    return {
+        "n": int(human.size),
+        "spearman_rho": rho,
+        "spearman_p_value": p_value,
+        "spearman_n": int(placed.sum()),
+        "spearman_rho_score": rho_score,
+        "spearman_p_value_score": p_value_score,
+        "accuracy": float(accuracy_score(human, predicted)),
+        "per_class": per_class,
+        "weighted": weighted,
+        "intervals": intervals,
+        "predicted_outside": int((predicted == k).sum()),
+        "confusion_matrix": {
+            "rows": "human class", "columns": [*class_names, "(no compared class)"],
+            "counts": matrix.astype(int).tolist(),
+        },
+    }
+
+
+# --------------------------------------------------------------------------- the validation
+
+
+@dataclass
+class Validation:
+    """The validation record (validation.json) and the per-text arrays behind it (figures, predictions)."""
+
+    record: dict[str, Any]
+    texts: list[str]
+    human_labels: list[Label]
+    included: np.ndarray  # bool per text: not excluded
+    scores: np.ndarray
+    metric_labels: np.ndarray
+    view: ScoreView
+
+
+def _jsonable(value: Any) -> Any:
+    """Options as JSON: numbers, strings, lists and dicts as they are, anything else (a model object) as repr."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, Mapping):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    return repr(value)
+
+
+def _check_inputs(
+    metric: str, texts: Sequence[str], human_labels: Sequence[Any], confidence_level: float, n_resamples: int
+) -> tuple[list[str], list[Label]]:
+    """The texts and canonical human labels, after refusing what cannot be validated."""
+    if metric not in METRIC_NAMES:
+        raise UsageError(f"unknown metric {metric!r}; valid metrics: {', '.join(METRIC_NAMES)}")
+    texts = validate_texts(texts, "texts")
+    if isinstance(human_labels, str):
+        raise InputError("`human_labels` must be a list with one label per text, got a single string")
+    human = [canonical_label(value, f"human_labels[{index}]") for index, value in enumerate(human_labels)]
+    if len(human) != len(texts):
+        raise InputError(f"`texts` has {len(texts)} entries but `human_labels` has {len(human)}; one label per text")
+    if not texts:
+        raise InputError("no texts to validate on")
+    if not 0.0 < confidence_level < 1.0:
+        raise UsageError(f"confidence_level must be in (0, 1), got {confidence_level}")
+    if int(n_resamples) < 1:
+        raise UsageError(f"n_resamples must be a positive integer, got {n_resamples}")
+    return texts, human
+
+
+def _human_classes(label_set: Mapping[Any, str] | Sequence[Any] | str | None, human: list[Label]) -> dict[Label, str]:
+    """{label: name} of the human label set: the declared one (every label must be in it), else the labels seen."""
+    classes = declared_label_set(label_set)
+    if classes is None:
+        return {label: str(label) for label in sorted(set(human), key=lambda label: (isinstance(label, str), label))}
+    outside = [(index, label) for index, label in enumerate(human) if label not in classes]
+    if outside:
+        index, label = outside[0]
+        raise UsageError(
+            f"human label {label!r} (text {index}) is not in the declared label set {list(classes)} "
+            f"({len(outside)} text(s) outside it); declare it (label_set=, CLI --labels) or fix the labels"
+        )
+    return classes
+
+
+def _compared_classes(
+    classes: Mapping[Label, str], human: list[Label], exclude_labels: Sequence[Any]
+) -> tuple[list[Label], list[Label]]:
+    """(excluded labels, compared labels): the human classes left out of the comparison and the rest."""
+    excluded_set = [canonical_label(value, "exclude label") for value in exclude_labels]
+    unknown = [label for label in excluded_set if label not in classes]
+    if unknown:
+        raise UsageError(f"excluded label(s) {unknown} are not in the human label set {list(classes)}")
+    compared = [label for label in classes if label not in excluded_set]
+    if all(label in excluded_set for label in human):
+        raise InputError(f"every text carries an excluded label ({excluded_set}); nothing to compare")
+    return excluded_set, compared
+
+
+def _name_numeric_classes(classes: dict[Label, str], mapping: Mapping[str, Label | None]) -> None:
+    """A plain number takes the name of the metric label(s) mapped onto it (1 -> "positive"), in place."""
+    for label, name in classes.items():
+        named_by = [metric_label for metric_label, human_label in mapping.items() if human_label == label]
+        if isinstance(label, int) and name == str(label) and named_by:
+            classes[label] = "/".join(named_by)
+
+
+def _axis_positions(
+    scored: Scored, compared: list[Label], classes: Mapping[Label, str], mapping: Mapping[str, Label | None]
+) -> dict[Label, float]:
+    """Each compared human class sits on the score axis where the metric labels mapped to it sit."""
+    view = scored.view
+    order: dict[Label, float] = {}
+    for label in compared:
+        codes = [view.codes[m] for m, human_label in mapping.items() if human_label == label and m in view.codes]
+        if not codes:
+            raise UsageError(
+                f"human label {label!r} ({classes[label]}) has no counterpart among the {view.metric} labels "
+                f"{list(scored.metric_labels)}; exclude it (exclude_labels=, CLI --exclude-label) or map a "
+                f"metric label to it (label_map=, CLI --label-map)"
+            )
+        order[label] = float(np.mean(codes))
+    return order
+
+
+def _label_positions(scored: Scored, order: Mapping[Label, float], mapping: Mapping[str, Label | None]) -> np.ndarray:
+    """Each text's metric label on the human label order, for Table 8's label-level ρ.
+
+    A label mapped onto a compared human class takes that class's position; one mapped elsewhere
+    keeps its own code (sentiment's neutral = 0 against a positive/negative set); one without a code
+    (regard's "other") has no position (NaN) and is left out of the label-level ρ.
+    """
+    codes = scored.view.codes
+    positions: dict[str, float] = {}
+    for metric_label in mapping:
+        human_label = mapping[metric_label]
+        if human_label is not None and human_label in order:
+            positions[metric_label] = order[human_label]
+        else:
+            positions[metric_label] = float(codes[metric_label]) if metric_label in codes else math.nan
+    return np.array([positions.get(str(label), math.nan) for label in scored.labels], dtype=np.float64)
+
+
+def _class_indices(
+    human: list[Label], metric_labels: np.ndarray, compared: list[Label], mapping: Mapping[str, Label | None]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(included, human index, predicted index) per text, the indices over the included texts only.
+
+    0..k-1 are the compared human classes (Table 8 order), k a metric label that maps to no compared
+    class; a text with an excluded human label is not included.
+    """
+    index_of = {label: i for i, label in enumerate(compared)}
+    k = len(compared)
+    human_index = np.array([index_of.get(label, -1) for label in human], dtype=np.int64)
+    included = human_index >= 0
+    predicted_index = np.array([index_of.get(mapping.get(str(label)), k) for label in metric_labels], dtype=np.int64)
+    return included, human_index[included], predicted_index[included]
+
+
+def _validation_record(
+    scored: Scored,
+    stats: dict[str, Any],
+    classes: Mapping[Label, str],
+    compared: list[Label],
+    order: Mapping[Label, float],
+    mapping: Mapping[str, Label | None],
+    excluded_counts: dict[str, int],
+    source: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """validation.json: what was compared and how, then `agreement`'s numbers."""
+    view = scored.view
+    return {
+        "metric": view.metric,
+        "score": view.score,
+        "table8_row": view.row_name,
+        "score_description": view.description,
+        "metric_options": _jsonable(scored.options),
+        "thresholds": scored.thresholds,
+        "source": dict(source) if source is not None else {"name": "texts and human_labels passed to validate"},
+        "classes": [{"label": label, "name": classes[label], "axis_position": order[label]} for label in compared],
+        "label_mapping": {metric_label: human_label for metric_label, human_label in mapping.items()},
+        "n": stats.pop("n"),
+        "excluded": int(sum(excluded_counts.values())),
+        "excluded_labels": excluded_counts,
+        **stats,
+        "bold_eval_version": __version__,
+    }
+
+
+def run_validation(
+    metric: str,
+    texts: Sequence[str],
+    human_labels: Sequence[Any],
+    *,
+    score: str | None = None,
+    label_set: Mapping[Any, str] | Sequence[Any] | str | None = None,
+    label_map: Mapping[str, Any] | None = None,
+    exclude_labels: Sequence[Any] = (),
+    source: Mapping[str, Any] | None = None,
+    confidence_level: float = DEFAULTS["confidence_level"],
+    n_resamples: int = DEFAULTS["n_resamples"],
+    seed: int = DEFAULTS["seed"],
+    **options: Any,
+) -> Validation:
+    """`validate`, also returning the per-text arrays that the figures and predictions.csv need."""
+    texts, human = _check_inputs(metric, texts, human_labels, confidence_level, n_resamples)
+    classes = _human_classes(label_set, human)
+    excluded_set, compared = _compared_classes(classes, human, exclude_labels)
+
+    scored = score_texts(metric, texts, score, **options)
+    mapping = map_labels(scored.view, scored.metric_labels, classes, label_map)
+    _name_numeric_classes(classes, mapping)
+    order = _axis_positions(scored, compared, classes, mapping)
+    # Table 8 lists classes from the top of the axis down (positive, neutral, negative; female, neutral,
+    # male) unless the label set was declared in an order of its own.
+    if label_set is None:
+        compared.sort(key=lambda label: -order[label])
+
+    included, human_index, predicted_index = _class_indices(human, scored.labels, compared, mapping)
+    human_order = np.array([order[label] for label in compared])[human_index]
+    predicted_order = _label_positions(scored, order, mapping)[included]
+    scores = np.asarray(scored.scores, dtype=np.float64)
+    class_names = [classes[label] for label in compared]
+    if len(set(class_names)) < len(class_names):
+        raise UsageError(f"the human label set gives two classes the same name: {class_names}")
+    stats = agreement(
+        human_index, predicted_index, scores[included], human_order, predicted_order, class_names,
+        confidence_level=confidence_level, n_resamples=int(n_resamples), seed=seed,
+    )
+    for name, label in zip(class_names, compared, strict=True):
+        stats["per_class"][name] = {"label": label, **stats["per_class"][name]}
+
+    excluded_counts = {classes[label]: int(sum(1 for h in human if h == label)) for label in excluded_set}
+    record = _validation_record(scored, stats, classes, compared, order, mapping, excluded_counts, source)
+    return Validation(record, texts, human, included, scores, np.asarray(scored.labels, dtype=object), scored.view)
+
+
+def validate(metric: str, texts: Sequence[str], human_labels: Sequence[Any], **options: Any) -> dict[str, Any]:
+    """Table 8 for one metric: agreement of `metric` on `texts` with `human_labels` (taken as truth).
+
+    Returns the record written as validation.json: n, spearman_rho (Table 8's ρ between the metric's
+    labels and the human labels; + p-value and spearman_n), spearman_rho_score (ρ between the continuous
+    score and the human label; + p-value), accuracy, per_class {name: label, precision, recall, f1,
+    support}, weighted {precision, recall, f1}, excluded, intervals (95% paired bootstrap for both ρ
+    and accuracy), label_mapping, classes,
+    metric_options, source. Validation keywords: score, label_set, label_map, exclude_labels,
+    source, confidence_level, n_resamples, seed; every other keyword is a metric option
+    (`bold_eval.metrics.<metric>.load_scorer`), e.g. model= for toxicity and regard.
+    """
+    return run_validation(metric, texts, human_labels, **options).record
+
+
+def validate_source(
+    metric: str,
+    against: str,
+    out: str | os.PathLike,
+    *,
+    text_column: str = "text",
+    label_column: str = "label",
+    label_set: Mapping[Any, str] | Sequence[Any] | str | None = None,
+    exclude_labels: Sequence[Any] | None = None,
+    splits: Sequence[str] | None = None,
+    sheng2019_dir: str | os.PathLike | None = None,
+    **options: Any,
+) -> Validation:
+    """`bold-eval validate`: load `against` (a Sheng et al. 2019 source or a labelled file), validate
+    `metric` on it, and write validation.json, validation.md, predictions.csv and figures/ to `out`."""
+    from bold_eval.validation.labels import load_source
+    from bold_eval.validation.report import write_validation
+
+    labelled: HumanLabelled = load_source(
+        against, text_column=text_column, label_column=label_column, splits=splits, sheng2019_dir=sheng2019_dir
+    )
+    if label_set is None:
+        label_set = labelled.label_names
+    result = run_validation(
+        metric, labelled.texts, labelled.labels, label_set=label_set,
+        exclude_labels=labelled.exclude if exclude_labels is None else exclude_labels,
+        source=labelled.source, **options,
+    )
+    write_validation(result, Path(out))
+    return result
