@@ -31,9 +31,9 @@ def served_model(name: str, workdir: Path, data_dir: str | None) -> str:
     """A folder `transformers serve` can load: `embedded` -> the dequantized SmolLM2 cache,
     `tiny` -> a 2-layer GPT-2 built here, anything else as given."""
     if name == "embedded":
-        from bold_eval.generation.loading import load_model
+        from bold_eval.generation.loading import load_causal_lm
 
-        loaded = load_model("embedded", device="cpu")
+        loaded = load_causal_lm("embedded", device="cpu")
         folder = loaded.info.get("loaded_from_cache") or loaded.info.get("cached_to")
         if folder is None:
             raise SystemExit("the dequantized embedded model could not be cached; set a writable $BOLD_EVAL_CACHE")
@@ -53,7 +53,8 @@ def served_model(name: str, workdir: Path, data_dir: str | None) -> str:
 
 
 def run_ours(base_url: str, model: str, prompts, concurrency: int, max_new_tokens: int) -> list[str]:
-    from bold_eval.generation.hf_causal import WorkItem, make_decoding
+    from bold_eval.generation.base import WorkItem
+    from bold_eval.generation.decoding import make_decoding
     from bold_eval.generation.openai_compatible import ApiGenerator
 
     generator = ApiGenerator(model, base_url, concurrency=concurrency, probe=False,

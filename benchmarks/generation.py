@@ -42,7 +42,9 @@ def spread_prompts(count: int, data_dir: str | None) -> list[tuple[str, str]]:
 
 
 def run_ours(loaded, prompts, batch_size: int, max_new_tokens: int, seed: int, stop_at_newline: bool) -> list[str]:
-    from bold_eval.generation.hf_causal import WorkItem, generate_items, make_decoding
+    from bold_eval.generation.base import WorkItem
+    from bold_eval.generation.decoding import make_decoding
+    from bold_eval.generation.hf_causal import generate_items
 
     items = [WorkItem(prompt_id, 0, prompt) for prompt_id, prompt in prompts]
     by_key: dict[str, str] = {}
@@ -120,12 +122,12 @@ def main() -> None:
     import torch
 
     from bold_eval.core.devices import resolve_device
-    from bold_eval.generation.loading import load_model
+    from bold_eval.generation.loading import load_causal_lm
 
     device = resolve_device(args.device)
     model = resolve_model(args.model, args.data_dir)
     started = time.perf_counter()
-    loaded = load_model(model, dtype=args.dtype, device=device)
+    loaded = load_causal_lm(model, dtype=args.dtype, device=device)
     where = torch.cuda.get_device_name() if device.startswith("cuda") else f"cpu, torch threads {torch.get_num_threads()}"
     print(f"model {args.model}: load {time.perf_counter() - started:.1f} s, dtype {loaded.dtype}, {where}")
     prompts = spread_prompts(args.prompts, args.data_dir)

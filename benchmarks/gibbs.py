@@ -90,8 +90,8 @@ def main() -> None:
 
     import torch
 
+    from bold_eval.generation.base import WorkItem
     from bold_eval.generation.gibbs import DEFAULT_BURN_IN, GibbsGenerator
-    from bold_eval.generation.hf_causal import WorkItem
 
     burn_in = round(DEFAULT_BURN_IN * args.max_iter / PAPER_MAX_ITER)
     model, tokenizer = build_model(args.hidden, args.layers, args.data_dir, args.seed)

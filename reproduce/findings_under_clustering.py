@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bold_eval.analysis.summary import findings
+from bold_eval.analysis.summary import run_findings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # reproduce/_wikipedia.py, the shared run path
 from _wikipedia import wikipedia_argument_parser, wikipedia_scores  # noqa: E402
@@ -26,8 +26,8 @@ METRICS = ("sentiment", "psycholinguistic", "gender_polarity")
 
 def survival(scores: pd.DataFrame, *, correction: str = "holm", alpha: float = 0.05) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(design effects per domain, the findings significant with texts as units and their fate by name)."""
-    independent = findings(scores, alpha=alpha, correction=correction, cluster="none")
-    clustered = findings(scores, alpha=alpha, correction=correction, cluster="name")
+    independent = run_findings(scores, alpha=alpha, correction=correction, cluster="none")
+    clustered = run_findings(scores, alpha=alpha, correction=correction, cluster="name")
     keys = ["domain", "metric", "label", "contrast"]
     merged = independent["tests"][independent["tests"]["significant"]].merge(
         clustered["tests"], on=keys, suffixes=("_text", "_name"))

@@ -10,8 +10,9 @@ import pytest
 from scipy import stats
 
 from bold_eval.analysis.summary import (
-    bootstrap_interval,
+    check_scores,
     chi_square_across_groups,
+    cluster_bootstrap_interval,
     gender_polarity_view,
     metric_status,
     proportion_table,
@@ -22,7 +23,6 @@ from bold_eval.analysis.summary import (
     summarize,
     toxicity_view,
     two_proportion_test,
-    validate_scores,
     wilson_interval,
 )
 from bold_eval.core.errors import InputError
@@ -133,11 +133,11 @@ def test_bootstrap_interval_resamples_prompts_and_matches_the_exact_bootstrap() 
     exact = [values[np.searchsorted(cdf, q)] for q in (0.025, 0.975)]
     assert exact == pytest.approx([1 / 4, 8 / 9])
     for seed in (0, 1, 2):
-        low, high = bootstrap_interval(hit, prompt, alpha=0.05, n_resamples=20_000, seed=seed)
+        low, high = cluster_bootstrap_interval(hit, prompt, alpha=0.05, n_resamples=20_000, seed=seed)
         assert (low, high) == pytest.approx((1 / 4, 8 / 9), abs=1e-12)
     # all hits: every resample is 1; one prompt: no interval
-    assert bootstrap_interval(pd.Series([1.0] * 4), pd.Series(["a", "a", "b", "c"]), n_resamples=200) == (1.0, 1.0)
-    low, high = bootstrap_interval(pd.Series([1.0, 0.0]), pd.Series(["a", "a"]))
+    assert cluster_bootstrap_interval(pd.Series([1.0] * 4), pd.Series(["a", "a", "b", "c"]), n_resamples=200) == (1.0, 1.0)
+    low, high = cluster_bootstrap_interval(pd.Series([1.0, 0.0]), pd.Series(["a", "a"]))
     assert math.isnan(low) and math.isnan(high)
 
 
@@ -295,15 +295,15 @@ def test_missing_metric_columns_are_reported_as_skipped() -> None:
 
 def test_validate_scores_names_missing_columns_and_rows() -> None:
     with pytest.raises(InputError, match=r"scores.parquet lacks the column\(s\) prompt_id; .* rebuild the table"):
-        validate_scores(TEN_TEXTS.drop(columns="prompt_id"))
+        check_scores(TEN_TEXTS.drop(columns="prompt_id"))
     broken = TEN_TEXTS.copy()
     broken.loc[3, "group"] = None
     with pytest.raises(InputError, match=r"scores.parquet, column 'group', row 3: .* is not a group string"):
-        validate_scores(broken)
+        check_scores(broken)
     numeric = TEN_TEXTS.astype({"domain": object})
     numeric.loc[[5, 7], "domain"] = 5
     with pytest.raises(InputError, match=r"column 'domain', row 5 \(and 1 more rows\): 5 \(int\) is not a domain"):
-        validate_scores(numeric)
+        check_scores(numeric)
 
 
 def test_validate_scores_rejects_a_group_with_two_categories() -> None:
@@ -315,26 +315,26 @@ def test_validate_scores_rejects_a_group_with_two_categories() -> None:
                r"group 'nursing_specialties' \(profession\): its rows say 'healthcare_and_medicine', "
                r"'arts_and_entertainment', but a group belongs to one Table 3 super-group")
     with pytest.raises(InputError, match=message):
-        validate_scores(scores)
+        check_scores(scores)
     with pytest.raises(InputError, match="second category"):
         summarize(scores)  # validated before any view runs
-    assert validate_scores(scores.assign(category=None).astype({"category": object})) is not None  # null: no group
+    assert check_scores(scores.assign(category=None).astype({"category": object})) is not None  # null: no group
 
 
 def test_validate_scores_derives_the_page_from_prompt_id_or_says_how_to_add_it() -> None:
     ids = ["profession/dance_occupations/Ballet/0", "profession/dance_occupations/AC/DC/3"]
     old = pd.DataFrame({"prompt_id": ids, "domain": "profession", "group": "dance_occupations"})
-    assert validate_scores(old)["name"].tolist() == ["Ballet", "AC/DC"]
+    assert check_scores(old)["name"].tolist() == ["Ballet", "AC/DC"]
     with pytest.raises(InputError, match=r"column 'prompt_id', row 0 \(and 9 more rows\): 'a0' is not "
                                          r"'domain/group/name/index'.*; add a `name` column, or rebuild"):
-        validate_scores(TEN_TEXTS.drop(columns="name"))
+        check_scores(TEN_TEXTS.drop(columns="name"))
     wrong_group = old.assign(group="ballet_dancers")  # the id's group must be the row's
     with pytest.raises(InputError, match="row 0 \\(and 1 more rows\\)"):
-        validate_scores(wrong_group)
+        check_scores(wrong_group)
     unnamed = TEN_TEXTS.astype({"name": object})
     unnamed.loc[2, "name"] = None
     with pytest.raises(InputError, match="column 'name', row 2: None \\(NoneType\\) is not a name string"):
-        validate_scores(unnamed)
+        check_scores(unnamed)
 
 
 def test_validate_scores_checks_labels_against_the_metric_and_the_run() -> None:
@@ -342,19 +342,19 @@ def test_validate_scores_checks_labels_against_the_metric_and_the_run() -> None:
     happy.loc[4, "sentiment_label"] = "happy"
     with pytest.raises(InputError, match=r"column 'sentiment_label', row 4: 'happy' is not one of the metric's labels "
                                          r"\(positive, neutral, negative\)"):
-        validate_scores(happy)
+        check_scores(happy)
     regard = TEN_TEXTS.assign(regard_label=["positive", "mixed", *[None] * 8])
     with pytest.raises(InputError, match="'mixed' is not one of the metric's labels"):
-        validate_scores(regard)
+        check_scores(regard)
     # a regard model with its own classes records them in run.json `label_columns`
     run_labels = {"regard_label": ["positive", "negative", "neutral", "other", "mixed"]}
-    assert validate_scores(regard, run_labels) is not None
+    assert check_scores(regard, run_labels) is not None
     flags = TEN_TEXTS.assign(toxicity_is_toxic=[True, False, None, *[False] * 7])  # null: not scored, allowed
-    assert validate_scores(flags) is not None
+    assert check_scores(flags) is not None
     with pytest.raises(InputError, match=r"column 'toxicity_is_toxic', row 1: 'no' \(str\) is not a boolean"):
-        validate_scores(TEN_TEXTS.assign(toxicity_is_toxic=[True, "no", *[False] * 8]))
+        check_scores(TEN_TEXTS.assign(toxicity_is_toxic=[True, "no", *[False] * 8]))
     with pytest.raises(InputError, match=r"column 'psycholinguistic_is_joy', row 0: 1 \(int\) is not a boolean"):
-        validate_scores(TEN_TEXTS.assign(psycholinguistic_is_joy=[1, *[False] * 9]))
+        check_scores(TEN_TEXTS.assign(psycholinguistic_is_joy=[1, *[False] * 9]))
 
 
 def test_regard_view_without_gender_or_race_texts_says_why() -> None:
@@ -383,9 +383,9 @@ def test_findings_group_vs_rest_with_holm_and_bh_by_hand() -> None:
     Largest gap: A 0.4 minus B 0.1 (the first of the two lowest), chosen among 3 pairs x 2 labels (negative,
     positive): cluster-robust t at 1 - 0.05 / 6. Each text its own cluster: SE^2 = (0.4 * 0.6 + 0.1 * 0.9) / 100
     times CR1's G / (G - 1) * (N - 1) / (N - 2) = 200/199 * 199/198, SE = 0.057735, on 199 df."""
-    from bold_eval.analysis.summary import findings
+    from bold_eval.analysis.summary import run_findings
 
-    result = findings(_race_scores(), correction="holm")
+    result = run_findings(_race_scores(), correction="holm")
     tests = result["tests"].set_index(["label", "group"])
     assert result["family"] == 3 and result["untestable"] == 3
     assert not tests.loc[("positive", "A"), "testable"]
@@ -398,7 +398,7 @@ def test_findings_group_vs_rest_with_holm_and_bh_by_hand() -> None:
     assert a["p_adjusted"] == pytest.approx(2.7424e-9, rel=1e-4)
     assert b["p_adjusted"] == pytest.approx(0.0043993, rel=1e-4) and c["p_adjusted"] == pytest.approx(0.0043993, rel=1e-4)
     assert a["significant"] and b["significant"] and c["significant"]
-    bh = findings(_race_scores(), correction="bh")["tests"].set_index(["label", "group"])
+    bh = run_findings(_race_scores(), correction="bh")["tests"].set_index(["label", "group"])
     assert bh.loc[("negative", "A"), "p_adjusted"] == pytest.approx(2.7424e-9, rel=1e-4)
     assert bh.loc[("negative", "B"), "p_adjusted"] == pytest.approx(0.0021996, rel=1e-4)
     assert bh.loc[("negative", "C"), "p_adjusted"] == pytest.approx(0.0021996, rel=1e-4)
@@ -409,7 +409,7 @@ def test_findings_group_vs_rest_with_holm_and_bh_by_hand() -> None:
     half = stats.t.ppf(1 - 0.05 / 12, 199) * math.sqrt(0.33 / 100 * 200 / 198)
     assert (gap["ci_low"], gap["ci_high"]) == pytest.approx((0.3 - half, 0.3 + half))
     with pytest.raises(ValueError, match="--correction must be one of holm, bh"):
-        findings(_race_scores(), correction="bonferroni")
+        run_findings(_race_scores(), correction="bonferroni")
 
 
 def test_findings_test_small_groups_and_rare_labels_instead_of_dropping_them() -> None:
@@ -419,9 +419,9 @@ def test_findings_test_small_groups_and_rare_labels_instead_of_dropping_them() -
     to 0.05 / 4, and a typical race group (100 texts against 200) could then only show (z_0.99375 + z_0.8) *
     sqrt(1/100 + 1/200) * 0.5 = 0.204 > 0.20: too small, and religion far more so. With the 3 race tests alone,
     0.198: race can find a realistic difference."""
-    from bold_eval.analysis.summary import findings
+    from bold_eval.analysis.summary import run_findings
 
-    result = findings(_race_scores([("religious_ideology", "x", 2, 1), ("religious_ideology", "y", 2, 0)]))
+    result = run_findings(_race_scores([("religious_ideology", "x", 2, 1), ("religious_ideology", "y", 2, 0)]))
     assert result["family"] == 4 and result["untestable"] == 4
     religion = result["tests"][result["tests"]["domain"] == "religious_ideology"].set_index("label")
     assert religion.loc["negative", "contrast"] == "x vs y" and religion.loc["negative", "kind"] == "pair"
@@ -429,13 +429,13 @@ def test_findings_test_small_groups_and_rare_labels_instead_of_dropping_them() -
     power = result["power"].set_index("domain")["detectable_difference"]
     assert power["race"] == pytest.approx(0.204491, abs=1e-5) and power["religious_ideology"] > 1
     assert result["too_small_domains"] == ["race", "religious_ideology"] and result["too_small"]
-    alone = findings(_race_scores())
+    alone = run_findings(_race_scores())
     assert alone["power"]["detectable_difference"].iloc[0] == pytest.approx(0.198139, abs=1e-5)
     assert alone["too_small_domains"] == [] and not alone["too_small"]
     gap = result["gaps"].set_index("domain").loc["religious_ideology"]
     assert pd.isna(gap["gap"]) and gap["note"] == "0 of 2 groups have 10 names or more; no gap is reported"
     tiny = _race_scores()[lambda frame: frame["prompt_id"].str.endswith(("/0", "/50"))]  # 1 of 2 negative a group
-    small = findings(tiny)
+    small = run_findings(tiny)
     negative = small["tests"][small["tests"]["label"] == "negative"]
     assert small["family"] == 3 and (negative["method"] == "Fisher exact").all() and (negative["p_value"] == 1).all()
     assert small["too_small"] and not small["tests"]["significant"].any()
@@ -443,11 +443,11 @@ def test_findings_test_small_groups_and_rare_labels_instead_of_dropping_them() -
 
 @pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.1, "x"])
 def test_alpha_outside_zero_one_is_a_usage_error(alpha) -> None:
-    from bold_eval.analysis.summary import summarize, validate_alpha
+    from bold_eval.analysis.summary import check_alpha, summarize
     from bold_eval.core.errors import UsageError
 
     with pytest.raises(UsageError, match="--alpha must"):
-        validate_alpha(alpha)
+        check_alpha(alpha)
     if not isinstance(alpha, str):
         with pytest.raises(UsageError, match="--alpha must"):
             summarize(_race_scores(), alpha=alpha)

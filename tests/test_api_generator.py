@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bold_eval.generation.hf_causal import WorkItem, make_decoding
+from bold_eval.generation.base import WorkItem
+from bold_eval.generation.decoding import make_decoding
 from bold_eval.generation.http_client import ApiError, RetryPolicy, normalize_base_url, parse_retry_after
 from bold_eval.generation.openai_compatible import ApiGenerator, request_seed, strip_echo, wanted_params
 from bold_eval.testing.models import missing_prerequisite

@@ -26,14 +26,14 @@ from bold_eval.analysis.clustered import (
     WALD,
     Z_TEST,
     adjust,
+    check_alpha,
+    check_cluster,
+    check_correction,
     cluster_ids,
     confidence_label,
     design_effect,
     difference_test,
     minimum_detectable_difference,
-    validate_alpha,
-    validate_cluster,
-    validate_correction,
 )
 from bold_eval.core.errors import UsageError
 
@@ -429,9 +429,9 @@ def test_cluster_ids_per_unit() -> None:
 @pytest.mark.parametrize("alpha", [0, 1, -0.1, 2, "x", None])
 def test_validation_names_the_option(alpha) -> None:
     with pytest.raises(UsageError, match="--alpha must"):
-        validate_alpha(alpha)
-    assert validate_alpha("0.1") == 0.1
+        check_alpha(alpha)
+    assert check_alpha("0.1") == 0.1
     with pytest.raises(UsageError, match="--correction must be one of holm, bh"):
-        validate_correction("bonferroni")
+        check_correction("bonferroni")
     with pytest.raises(UsageError, match="--cluster"):
-        validate_cluster("text")
+        check_cluster("text")

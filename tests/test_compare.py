@@ -11,14 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bold_eval.analysis.compare import (
-    NO_DISCORDANT,
-    SIGN_FLIP,
-    PromptSetError,
-    compare_runs,
-    paired_difference,
-)
+from bold_eval.analysis.compare import NO_DISCORDANT, SIGN_FLIP, PromptSetError, paired_difference
 from bold_eval.cli import main
+from bold_eval.report.compare import compare_runs
 
 ACTORS, ACTRESSES = "American_actors", "American_actresses"
 
@@ -175,7 +170,7 @@ def test_two_seeds_of_one_model_find_no_interaction(tmp_path: Path, bold_dir: Pa
     """A/A: the embedded SmolLM2-135M twice, differing only in --seed (the same --limit sample, --sample-seed
     0), two samples per prompt, lexicon metrics. The texts differ; no model x group interaction and no
     overall difference may be significant after correction."""
-    from bold_eval.generation.hf_causal import make_decoding
+    from bold_eval.generation.decoding import make_decoding
     from bold_eval.generation.loading import embedded_gguf_path
     from bold_eval.run import RunConfig, run
     from bold_eval.testing.models import missing_prerequisite

@@ -13,15 +13,10 @@ import pytest
 import torch
 
 from bold_eval.generation import hf_causal as generate
-from bold_eval.generation.hf_causal import (
-    WorkItem,
-    _next_tokens,
-    cut_one_sentence,
-    generate_items,
-    make_decoding,
-    uniform_draws,
-)
-from bold_eval.generation.loading import load_model
+from bold_eval.generation.base import WorkItem
+from bold_eval.generation.decoding import cut_one_sentence, make_decoding, uniform_draws
+from bold_eval.generation.hf_causal import _next_tokens, generate_items
+from bold_eval.generation.loading import load_causal_lm
 from bold_eval.testing.models import build_tiny_causal_lm, missing_prerequisite
 
 CORPUS = [
@@ -39,7 +34,7 @@ PROMPTS = ["Jacob Zachar is an American actor whose", "Judaism is an ethnic reli
 @pytest.fixture(scope="module")
 def tiny_lm(tmp_path_factory):
     directory = build_tiny_causal_lm(tmp_path_factory.mktemp("tiny_lm"), CORPUS)
-    return load_model(str(directory), dtype="float32", device="cpu")
+    return load_causal_lm(str(directory), dtype="float32", device="cpu")
 
 
 def _items(prompts=PROMPTS):

@@ -22,6 +22,7 @@ from transformers import (
     RobertaForMaskedLM,
 )
 
+from bold_eval.generation.base import WorkItem
 from bold_eval.generation.gibbs import (
     DEFAULT_MODEL,
     GibbsGenerator,
@@ -32,13 +33,10 @@ from bold_eval.generation.gibbs import (
     gibbs_sample,
     head_on_chosen_position_matches,
     initial_inputs,
-    is_masked_lm_checkpoint,
-    is_masked_lm_config,
-    load_masked_lm,
     sample_tokens,
     settings_from_options,
 )
-from bold_eval.generation.hf_causal import WorkItem
+from bold_eval.generation.loading import is_masked_lm_checkpoint, is_masked_lm_config, load_masked_lm
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -50,7 +50,7 @@ def test_paper_decoding_defaults():
 
 def test_run_and_tasks_share_the_stopping_rule():
     """`bold-eval run` cuts where lm-eval's `until` does, so both score the same text."""
-    from bold_eval.generation.hf_causal import finish_continuation, make_decoding
+    from bold_eval.generation.decoding import finish_continuation, make_decoding
 
     until = _task_config("bold_gender.yaml")["generation_kwargs"]["until"]
     for text in (" was an actor.\nSee also", "\nnew paragraph", " no break here"):

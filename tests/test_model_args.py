@@ -102,10 +102,12 @@ def tiny_lm(tmp_path_factory, bold_sentences):
 
 @pytest.mark.slow
 def test_load_model_with_device_map_and_attention(tiny_lm, one_thread):
-    from bold_eval.generation.hf_causal import WorkItem, generate_items, make_decoding
-    from bold_eval.generation.loading import load_model
+    from bold_eval.generation.base import WorkItem
+    from bold_eval.generation.decoding import make_decoding
+    from bold_eval.generation.hf_causal import generate_items
+    from bold_eval.generation.loading import load_causal_lm
 
-    loaded = load_model(str(tiny_lm), dtype="float32", device="cpu",
+    loaded = load_causal_lm(str(tiny_lm), dtype="float32", device="cpu",
                         model_args=parse_model_args("device_map=auto,attn_implementation=eager"))
     assert loaded.model.config._attn_implementation == "eager"
     assert loaded.info["model_args"] == {"attn_implementation": "eager", "device_map": "auto"}
@@ -115,7 +117,7 @@ def test_load_model_with_device_map_and_attention(tiny_lm, one_thread):
                    seed=0, on_batch=lambda items, results: out.extend(results), progress=False)
     assert len(out) == 1 and out[0].num_new_tokens == 4
     with pytest.raises(ValueError, match="not GGUF"):
-        load_model("embedded", model_args={"attn_implementation": "eager"})
+        load_causal_lm("embedded", model_args={"attn_implementation": "eager"})
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from bold_eval.core.resources import sha256_of
-from bold_eval.generation.loading import _gguf_cache_folder, embedded_gguf_path, load_model
+from bold_eval.generation.loading import _gguf_cache_folder, embedded_gguf_path, load_causal_lm
 from bold_eval.testing.models import missing_prerequisite
 
 
@@ -25,17 +25,17 @@ def test_gguf_is_dequantized_once_then_loaded_from_the_cache(tmp_path, monkeypat
     torn.mkdir(parents=True)
     (torn / "config.json").write_text("{ interrupted")  # a save that never finished
 
-    first = load_model("embedded", dtype="float32", device="cpu")
+    first = load_causal_lm("embedded", dtype="float32", device="cpu")
     assert "loaded_from_cache" not in first.info and first.info["cached_to"] == str(torn)
     assert (torn / "COMPLETE").read_text() == gguf.name and list(torn.glob("*.safetensors"))
 
-    second = load_model("embedded", dtype="float32", device="cpu")
+    second = load_causal_lm("embedded", dtype="float32", device="cpu")
     assert second.info["loaded_from_cache"] == str(torn) and "cached_to" not in second.info
     assert second.info["revision"] == first.info["revision"] == sha256_of(gguf)
     encoded = first.tokenizer(["Jacob Zachar is an American actor whose"], return_tensors="pt")
     with torch.inference_mode():
         assert torch.equal(first.model(**encoded).logits, second.model(**encoded).logits)
 
-    bf16 = load_model("embedded", dtype="bfloat16", device="cpu")  # the cast happens after the cache
+    bf16 = load_causal_lm("embedded", dtype="bfloat16", device="cpu")  # the cast happens after the cache
     assert bf16.info["loaded_from_cache"] == str(torn) and bf16.model.dtype == torch.bfloat16
 

@@ -188,11 +188,11 @@ def test_missing_gensim_names_the_embeddings_extra_and_scoring_keeps_unigram(mon
 
 
 def test_missing_gguf_names_the_gguf_extra(monkeypatch, tmp_path):
-    from bold_eval.generation.loading import load_model
+    from bold_eval.generation.loading import load_causal_lm
 
     _without(monkeypatch, "gguf")
     with pytest.raises(MissingExtraError, match=r"pip install 'bold-eval\[gguf\]'"):
-        load_model(str(tmp_path), gguf_file="model.gguf", dtype="float32", device="cpu")
+        load_causal_lm(str(tmp_path), gguf_file="model.gguf", dtype="float32", device="cpu")
 
 
 def test_metric_module_requirements_use_the_package_bounds():

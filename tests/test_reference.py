@@ -15,7 +15,7 @@ import pytest
 
 from bold_eval.cli import main as cli_main
 from bold_eval.data.bold import load_bold
-from bold_eval.generation.hf_causal import make_decoding
+from bold_eval.generation.decoding import make_decoding
 from bold_eval.metrics import toxicity
 from bold_eval.run import RunConfig, run
 from bold_eval.runfolder import RunRecord
@@ -153,7 +153,7 @@ def test_generations_that_are_not_bold_prompts_get_no_reference(tmp_path, cache)
     generations = pd.DataFrame({"prompt_id": ["gender/American_actors/Nobody_Here/0"], "domain": ["gender"],
                                 "group": ["American_actors"], "category": [""], "name": ["Nobody_Here"],
                                 "prompt": ["Nobody Here is"], "sample": [0], "continuation": [" kind."]})
-    score_generations(generations, tmp_path, metrics=["sentiment"], record=RunRecord(model="m"), report=False)
+    score_generations(generations, tmp_path, metrics=["sentiment"], record=RunRecord(model="m"))
     assert "not BOLD's" in _record(tmp_path)["reference"]["skipped"]
     assert not (tmp_path / "reference_scores.parquet").exists()
 

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from bold_eval.cli import main as cli_main
 from bold_eval.core.errors import DataMismatchError, InputError, MissingFileError
 from bold_eval.data import bold as data
-from bold_eval.generation.base import GENERATORS, register_generator
-from bold_eval.generation.hf_causal import Generated, GenerationStats, make_decoding
+from bold_eval.generation.base import GENERATORS, Generated, GenerationStats, register_generator
+from bold_eval.generation.decoding import make_decoding
 from bold_eval.run import RunConfig, run
 from bold_eval.runfolder import append_records, read_generations
 from bold_eval.scoring.external import GenerationsError, load_generations

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from bold_eval.analysis.compare import compare_runs
 from bold_eval.cli import main
+from bold_eval.report.compare import compare_runs
 from bold_eval.report.run_report import write_report
 
 # Real BOLD group keys and Table 3 super-groups, a few per domain; hinduism is kept small on purpose.

@@ -11,7 +11,7 @@ import pytest
 
 from bold_eval.cli import main as cli_main
 from bold_eval.data.bold import load_bold
-from bold_eval.generation.hf_causal import make_decoding
+from bold_eval.generation.decoding import make_decoding
 from bold_eval.run import ConfigMismatchError, RunConfig, run, select_prompts
 from bold_eval.runfolder import read_generations
 from bold_eval.scoring.generations import parse_metric_options

@@ -11,16 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bold_eval.generation.base import (
-    GENERATORS,
-    Generator,
-    GeneratorContext,
-    HFCausalGenerator,
-    WikipediaGenerator,
-    build_generator,
-    generator_kind,
-)
-from bold_eval.generation.hf_causal import Generated, WorkItem
+from bold_eval.generation.base import GENERATORS, Generated, Generator, GeneratorContext, WorkItem
+from bold_eval.generation.choice import build_generator, generator_kind
+from bold_eval.generation.hf_causal import HFCausalGenerator
+from bold_eval.generation.wikipedia import WikipediaGenerator
 from bold_eval.run import RunConfig
 from bold_eval.runfolder import (
     SCHEMA_VERSION,

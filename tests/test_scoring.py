@@ -11,6 +11,7 @@ import pytest
 
 from bold_eval.core.errors import MissingFileError
 from bold_eval.metrics import sentiment
+from bold_eval.run import score_and_report
 from bold_eval.runfolder import RunRecord
 from bold_eval.scoring.generations import build_texts, parse_metrics, score_generations, score_texts
 from bold_eval.testing.models import build_metric_classifier
@@ -129,8 +130,8 @@ def test_score_generations_writes_scores_and_run_json(tmp_path, monkeypatch):
                         ("BOLD_EVAL_CACHE", str(tmp_path / "cache"))):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("BOLD_TOXICITY_MODEL", raising=False)  # the default classifier, offline: skipped
-    path = score_generations(_generations(), tmp_path, metrics=["sentiment", "toxicity"],
-                             record=RunRecord(model="hand-made"))
+    path = score_and_report(_generations(), tmp_path, metrics=["sentiment", "toxicity"],
+                            record=RunRecord(model="hand-made"))
     assert path == tmp_path / "report.md" and path.is_file()
     scores = pd.read_parquet(tmp_path / "scores.parquet")
     assert scores["text"].tolist()[0].startswith("Person is")
@@ -147,7 +148,7 @@ def test_score_generations_writes_scores_and_run_json(tmp_path, monkeypatch):
     bad = _generations()
     bad.loc[1, "continuation"] = None
     with pytest.raises(ValueError, match="continuation at index 1"):
-        score_generations(bad, tmp_path / "bad", metrics=["sentiment"], report=False)
+        score_generations(bad, tmp_path / "bad", metrics=["sentiment"])
     duplicated = pd.concat([_generations(), _generations().head(1)])
     with pytest.raises(ValueError, match="duplicate"):
-        score_generations(duplicated, tmp_path / "dup", metrics=["sentiment"], report=False)
+        score_generations(duplicated, tmp_path / "dup", metrics=["sentiment"])

@@ -13,14 +13,9 @@ import pytest
 import bold_eval
 from bold_eval import cli
 from bold_eval.core.resources import ResourceNotFoundError, sha256_of
-from bold_eval.validation.agreement import (
-    BCA_MAX_TEXTS,
-    _spearman_along,
-    agreement,
-    run_validation,
-    validate_source,
-)
-from bold_eval.validation.labels import canonical_label, load_labelled_file, parse_label_map, parse_label_set
+from bold_eval.validation.agreement import BCA_MAX_TEXTS, _spearman_along, agreement, run_validation
+from bold_eval.validation.command import validate_against
+from bold_eval.validation.labels import canonical_label, parse_label_map, parse_label_set
 from bold_eval.validation.report import (
     SCORE_RHO_HEADER,
     format_percent,
@@ -29,6 +24,7 @@ from bold_eval.validation.report import (
     table8_markdown,
 )
 from bold_eval.validation.sheng2019 import SHENG2019_COMMIT, SHENG2019_FILES, load_sheng2019
+from bold_eval.validation.sources import load_labelled_file
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 FAST = {"n_resamples": 999}  # enough resamples for an interval; the default 9999 is for reports
@@ -215,7 +211,7 @@ def test_sheng2019_sources(shared_data):
 
 
 def test_sentiment_against_sheng2019_regard_and_sentiment(shared_data, tmp_path):
-    regard = validate_source("sentiment", "sheng2019-regard", tmp_path / "regard", **FAST).record
+    regard = validate_against("sentiment", "sheng2019-regard", tmp_path / "regard", **FAST).record
     assert regard["n"] == 302 and regard["excluded"] == 23 and regard["excluded_labels"] == {"other": 23}
     assert [entry["label"] for entry in regard["per_class"].values()] == [1, 0, -1]
     assert sum(entry["support"] for entry in regard["per_class"].values()) == 302
@@ -225,7 +221,7 @@ def test_sentiment_against_sheng2019_regard_and_sentiment(shared_data, tmp_path)
         assert 0.3 < regard[key] < 0.95 and regard[key.replace("rho", "p_value")] < 1e-6
         low, high = regard["intervals"][key]
         assert low < regard[key] < high
-    sentiment = validate_source("sentiment", "sheng2019-sentiment", tmp_path / "sentiment", **FAST).record
+    sentiment = validate_against("sentiment", "sheng2019-sentiment", tmp_path / "sentiment", **FAST).record
     assert sentiment["n"] == 309 and sentiment["excluded"] == 0
     assert sentiment["source"]["commit"] == SHENG2019_COMMIT
     assert all(entry["sha256"] for entry in sentiment["source"]["files"])
@@ -285,7 +281,7 @@ def test_toxicity_with_a_tiny_classifier_on_a_user_file(classifier_dirs, bold_se
     import pandas as pd
 
     pd.DataFrame({"comment": texts, "toxic": human}).to_csv(path, index=False)
-    result = validate_source("toxicity", str(path), tmp_path / "out", text_column="comment", label_column="toxic",
+    result = validate_against("toxicity", str(path), tmp_path / "out", text_column="comment", label_column="toxic",
                              model=model, **FAST)
     record = result.record
     # Unnamed labels 0/1 take the paper's codes: toxic = 1, non-toxic (neutral) = 0 (Section 6.3).
@@ -300,7 +296,7 @@ def test_toxicity_with_a_tiny_classifier_on_a_user_file(classifier_dirs, bold_se
     words = tmp_path / "toxic.jsonl"
     words.write_text("".join(json.dumps({"text": t, "label": "toxic" if h else "non-toxic"}) + "\n"
                              for t, h in zip(texts, human, strict=True)), encoding="utf-8")
-    named = validate_source("toxicity", str(words), tmp_path / "named", model=model, **FAST).record
+    named = validate_against("toxicity", str(words), tmp_path / "named", model=model, **FAST).record
     assert named["label_mapping"] == {"non-toxic": "non-toxic", "toxic": "toxic"}
     assert named["accuracy"] == record["accuracy"] and named["spearman_rho"] == pytest.approx(record["spearman_rho"])
     assert named["spearman_rho_score"] == pytest.approx(record["spearman_rho_score"])
@@ -311,7 +307,7 @@ def test_regard_with_a_tiny_classifier_against_sheng2019_regard(classifier_dirs,
     from bold_eval.metrics import regard
 
     model = classifier_dirs["regard"]
-    result = validate_source("regard", "sheng2019-regard", tmp_path, splits=["train_other"], model=model, **FAST)
+    result = validate_against("regard", "sheng2019-regard", tmp_path, splits=["train_other"], model=model, **FAST)
     record = result.record
     assert record["n"] == 212 and record["excluded"] == 23
     # Regard labels map by name; "other" goes to Sheng's 2, which is excluded, so predicting it is a miss.
@@ -450,5 +446,5 @@ def _card_validation_section(metric: str) -> str:
 def test_the_cards_print_what_the_command_prints(metric, source, shared_data, tmp_path):
     # The Validation sections quote `bold-eval validate METRIC --against SOURCE` with the default
     # 9999 resamples and seed 0; the intervals need the same resamples to match digit for digit.
-    record = validate_source(metric, source, tmp_path).record
+    record = validate_against(metric, source, tmp_path).record
     assert summary_text(record) in _card_validation_section(metric)

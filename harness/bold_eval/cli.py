@@ -151,8 +151,8 @@ def _add_run_compute_arguments(run: argparse.ArgumentParser) -> None:
 
 def _add_run_decoding_arguments(run: argparse.ArgumentParser) -> None:
     """Length, seed, samples and the appendix A.2 decoding of the continuations."""
+    from bold_eval.generation.decoding import DEFAULT_MAX_NEW_TOKENS, PRESETS
     from bold_eval.generation.gibbs import DEFAULT_MAX_NEW_TOKENS as GIBBS_MAX_NEW_TOKENS
-    from bold_eval.generation.hf_causal import DEFAULT_MAX_NEW_TOKENS, PRESETS
 
     run.add_argument("--max-new-tokens", type=int, default=None,
                      help=f"tokens per continuation (default {DEFAULT_MAX_NEW_TOKENS} for causal LMs, our choice: the paper "
@@ -310,7 +310,8 @@ def _generator_choice(args: argparse.Namespace) -> tuple[str, dict]:
     would ignore are refused."""
     from pathlib import Path
 
-    from bold_eval.generation.base import ALIASES, HF_CAUSAL, generator_kind
+    from bold_eval.generation.base import ALIASES, HF_CAUSAL
+    from bold_eval.generation.choice import generator_kind
     from bold_eval.generation.openai_compatible import KINDS as API_KINDS
     from bold_eval.run import RunConfig
 
@@ -355,7 +356,7 @@ def _generator_choice(args: argparse.Namespace) -> tuple[str, dict]:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from bold_eval.generation.hf_causal import DEFAULT_MAX_NEW_TOKENS, DEFAULT_PRESET, make_decoding
+    from bold_eval.generation.decoding import DEFAULT_MAX_NEW_TOKENS, DEFAULT_PRESET, make_decoding
     from bold_eval.run import ConfigMismatchError, RunConfig, run
 
     batch_size = args.batch_size
@@ -391,10 +392,10 @@ def _run(args: argparse.Namespace) -> int:
 
 def _alpha(text: str) -> float:
     """argparse type of --alpha: a number strictly between 0 and 1, else a usage error."""
-    from bold_eval.analysis.summary import validate_alpha
+    from bold_eval.analysis.summary import check_alpha
 
     try:
-        return validate_alpha(text)
+        return check_alpha(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -452,7 +453,7 @@ def _add_compare(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from bold_eval.analysis.compare import compare_runs
+    from bold_eval.report.compare import compare_runs
 
     path = compare_runs(args.run_dirs, args.out, alpha=args.alpha,
                         allow_different_prompts=args.allow_different_prompts, cluster=args.cluster,
@@ -481,9 +482,9 @@ def _add_score(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _score(args: argparse.Namespace) -> int:
+    from bold_eval.run import score_and_report
     from bold_eval.runfolder import RunRecord
     from bold_eval.scoring.external import load_generations
-    from bold_eval.scoring.generations import score_generations
 
     metric_options = _metric_options(args)
     generations, report, source = load_generations(
@@ -494,7 +495,7 @@ def _score(args: argparse.Namespace) -> int:
         print(f"warning (--allow-partial): {line}", file=sys.stderr)
     record = RunRecord(model=args.model or source.get("model") or args.generations,
                        generations={**report.as_run_info(), **source}, modified_data=_modified_data(args))
-    path = score_generations(
+    path = score_and_report(
         generations, args.out, metrics=args.metrics, metric_options=metric_options, anonymize=args.anonymize,
         score_on=args.score_on, record=record, reference=args.reference, cluster=args.cluster,
         data_dir=args.data_dir, allow_modified_data=args.allow_modified_data,
@@ -615,7 +616,7 @@ def _add_validate(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from bold_eval.validation.agreement import validate_source
+    from bold_eval.validation.command import validate_against
     from bold_eval.validation.labels import parse_label_map, parse_label_set
     from bold_eval.validation.report import summary_text
 
@@ -623,7 +624,7 @@ def _validate(args: argparse.Namespace) -> int:
     others = sorted(set(options) - {args.metric})
     if others:
         raise SystemExit(f"bold-eval validate: --metric-option for {', '.join(others)} does not apply to {args.metric}")
-    result = validate_source(
+    result = validate_against(
         args.metric, args.against, args.out, score=args.score, text_column=args.text_column,
         label_column=args.label_column, label_set=parse_label_set(args.labels) if args.labels else None,
         label_map=parse_label_map(args.label_map), exclude_labels=args.exclude_label, splits=args.splits,

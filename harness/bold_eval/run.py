@@ -11,7 +11,7 @@ Output folder (names and records in `bold_eval.runfolder`):
   settings and the batch schedule once every process has loaded its model, before any generation is
   written (a failed load writes nothing, and a folder without generations is free to reuse); a rerun
   with different settings stops with the list of differences, and a resume replays the recorded
-  batches (`bold_eval.generation.hf_causal.BatchPlan`).
+  batches (`bold_eval.generation.batching.BatchPlan`).
 - `scores.parquet`, `reference_scores.parquet` (the Wikipedia sentences of the same prompts, scored
   alike), `run.json`, and the report (`summary.json`, `report.md`, figures).
 
@@ -23,6 +23,7 @@ Under `accelerate launch` / `torchrun` each process generates the pending items 
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 import warnings
 import zlib
@@ -34,16 +35,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bold_eval.analysis.clustered import check_cluster
 from bold_eval.core.errors import InputError, UsageError, UserError
-from bold_eval.generation.base import Generator, GeneratorContext, build_generator
-from bold_eval.generation.hf_causal import (
-    BatchPlan,
-    DecodingConfig,
-    Generated,
-    GenerationStats,
-    WorkItem,
-    make_decoding,
-)
+from bold_eval.generation.base import Generated, GenerationStats, Generator, GeneratorContext, WorkItem
+from bold_eval.generation.batching import BatchPlan
+from bold_eval.generation.choice import build_generator
+from bold_eval.generation.decoding import DecodingConfig, make_decoding
 from bold_eval.runfolder import (
     GENERATIONS_FILE,
     RUN_FILE,
@@ -258,9 +255,7 @@ def _check_config(config: RunConfig) -> None:
         raise UsageError(f"--seed must be >= 0, got {config.seed}")
     if config.sample_seed < 0:
         raise UsageError(f"--sample-seed must be >= 0, got {config.sample_seed}")
-    from bold_eval.analysis.clustered import validate_cluster
-
-    validate_cluster(config.cluster)
+    check_cluster(config.cluster)
     parse_metrics(config.metrics)
     check_metric_options(config.metric_options)
 
@@ -443,14 +438,31 @@ def run(config: RunConfig) -> Path | None:
     _timed(timings, "total_before_scoring_s", wall_started)
     record.timings = timings
     try:
-        return score_generations(generations, out, metrics=config.metrics, metric_options=config.metric_options,
-                                 anonymize=config.anonymize, score_on=config.score_on, record=record,
-                                 reference=config.reference, cluster=config.cluster, data_dir=config.data_dir,
-                                 allow_modified_data=config.allow_modified_data or None)
+        return score_and_report(generations, out, metrics=config.metrics, metric_options=config.metric_options,
+                                anonymize=config.anonymize, score_on=config.score_on, record=record,
+                                reference=config.reference, cluster=config.cluster, data_dir=config.data_dir,
+                                allow_modified_data=config.allow_modified_data or None)
     except KeyboardInterrupt as error:
         raise RunInterrupted(f"all {len(wanted)} generations are in {out / GENERATIONS_FILE}; scoring was "
                              "interrupted before scores.parquet was written") from error
 
+
+
+def score_and_report(generations: pd.DataFrame, out: str | os.PathLike, *, cluster: str = "name",
+                     record: RunRecord | None = None, **scoring: Any) -> Path:
+    """Score (`score_generations`), then write the report with `cluster` as its unit of independent
+    information (`bold_eval.analysis.clustered.CLUSTER_UNITS`): where `bold-eval run` and `bold-eval score`
+    end. The report's time joins run.json's timings. Returns report.md's path."""
+    from bold_eval.report.run_report import write_report  # matplotlib: only once there is something to report
+
+    check_cluster(cluster)
+    record = record if record is not None else RunRecord()
+    score_generations(generations, out, record=record, **scoring)
+    started = time.perf_counter()
+    report_path = write_report(out, cluster=cluster)
+    record.timings["report_s"] = round(time.perf_counter() - started, 3)
+    write_run_record(Path(out), record)
+    return Path(report_path)
 
 def _saved(out: Path, wanted: Sequence[tuple[str, int]]) -> str:
     """How many of the wanted generations are on disk, and where."""

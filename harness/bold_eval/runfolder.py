@@ -86,7 +86,7 @@ class RunRecord:
     generated_tokens: int | None = None
     tokens_per_second: float | None = None
     batch_size: int | None = None  # the batch size the generation actually ran with
-    # (start, size) segments of the batch plan (`bold_eval.generation.hf_causal.BatchPlan`); a resume replays them
+    # (start, size) segments of the batch plan (`bold_eval.generation.batching.BatchPlan`); a resume replays them
     batch_schedule: list[list[int]] | None = None
     out_of_memory_retries: int | None = None
     # The BOLD files differ from the pinned upstream release and the user allowed it

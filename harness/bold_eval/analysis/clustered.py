@@ -81,7 +81,7 @@ CORRECTIONS: dict[str, tuple[str, str]] = {
 DEFAULT_CORRECTION = "holm"
 
 
-def validate_alpha(alpha: float) -> float:
+def check_alpha(alpha: float) -> float:
     """`alpha` (1 - confidence level) as a float strictly between 0 and 1, else a UsageError naming --alpha."""
     try:
         value = float(alpha)
@@ -106,7 +106,7 @@ def confidence_label(alpha: float) -> str:
     return f"(100 - {100 * alpha:.1e})%"  # closer to 100% than a double can print
 
 
-def validate_correction(correction: str) -> str:
+def check_correction(correction: str) -> str:
     if correction not in CORRECTIONS:
         raise UsageError(f"--correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
     return correction
@@ -121,11 +121,11 @@ def adjust(p_values: Sequence[float], *, alpha: float, correction: str) -> tuple
     known = np.isfinite(values)  # an undefined p-value is no test: never rejected, never counted
     if known.any():
         reject[known], adjusted[known], _, _ = multipletests(
-            values[known], alpha=alpha, method=CORRECTIONS[validate_correction(correction)][0])
+            values[known], alpha=alpha, method=CORRECTIONS[check_correction(correction)][0])
     return adjusted, reject
 
 
-def validate_cluster(cluster: str) -> str:
+def check_cluster(cluster: str) -> str:
     """`cluster` if it is a known unit, else a UsageError naming --cluster."""
     if cluster not in CLUSTER_UNITS:
         raise UsageError(f"--cluster must be one of {', '.join(CLUSTER_UNITS)}, got {cluster!r}")
@@ -134,7 +134,7 @@ def validate_cluster(cluster: str) -> str:
 
 def cluster_ids(frame: pd.DataFrame, cluster: str) -> np.ndarray:
     """One cluster label per row: the name (domain-qualified), the prompt, or the row itself."""
-    validate_cluster(cluster)
+    check_cluster(cluster)
     if cluster == "none":
         return np.arange(len(frame))
     if cluster == "prompt" or "name" not in frame.columns:

@@ -1,25 +1,10 @@
-"""`bold-eval compare`: which model is more biased than another, and where, on the prompts the runs share.
+"""Which model is more biased than another, and where: interactions and overall differences on shared prompts.
 
-The first run is the baseline (the paper's tables list WIKI first); every other run is compared with it on
-the prompts all runs share, each prompt's k samples summarized as one rate per prompt first (never sample k
-against sample k: the samples of a prompt are draws of one model, not pairs across models).
-
-- **Where** (`findings.paired_findings`, every metric): per contrast (a group against the rest, the paper's
-  pairs, the profession super-groups) and label, the gap between the sides in the run minus the same gap in
-  the baseline on the same prompts, a model x group interaction tested with the name as the unit; all pairs
-  of runs form one family corrected with `--correction`.
-- **How much overall**, per domain and label: the mean over prompts of (run's rate - baseline's rate), a
-  sign-flip permutation test over names (`paired_difference`), corrected within its own table.
-- The paper's side-by-side tables (Tables 3-6, 9-10, Figures 2-5), one row per model, as before.
-
-A banner comes before any number when the shared prompts are too few for a realistic interaction to be found.
-"""
+The numbers of `bold-eval compare`; `bold_eval.report.compare` writes them out."""
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,56 +15,22 @@ from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import (
-    CLUSTER_UNITS,
-    CORRECTIONS,
-    DEFAULT_CLUSTER,
-    DEFAULT_CORRECTION,
-    METHOD_NOTES,
     N_PERMUTATIONS,
-    PERMUTATION,
-    POWER,
     adjust,
     cluster_ids,
-    confidence_label,
     minimum_detectable_difference,
-    validate_alpha,
-    validate_cluster,
-    validate_correction,
 )
 from bold_eval.analysis.findings import TOO_SMALL_DIFFERENCE, Label, contrasts, paired_findings, prompt_rates
 from bold_eval.analysis.summary import (
-    GENDER_PAIR,
-    LABELS,
     MIN_EXPECTED,
-    RACE_PAIR,
     VIEWS,
+    check_scores,
     finding_labels,
     gender_polarity_methods,
     metric_status,
-    validate_scores,
 )
 from bold_eval.core.errors import EXIT_USAGE, UserError
-from bold_eval.report.first_screen import (
-    FINDINGS_SHOWN,
-    METRIC_TITLES,
-    format_p,
-    markdown,
-    signed_cell,
-    write_table,
-)
-from bold_eval.report.run_report import (
-    CAVEATS,
-    PAPER_GROUP_NAMES,
-    _first_method,
-    _format_interval,
-    _interval_cells,
-    _psycholinguistic_percent_tables,
-    _table3_block,
-    _toxic_ratio_cells,
-    _write_text,
-    to_jsonable,
-)
-from bold_eval.runfolder import SCORES_FILE, TABLES_DIR, RunRecord, load_run, write_json
+from bold_eval.runfolder import SCORES_FILE, RunRecord, load_run
 
 SIGN_FLIP = "sign-flip over names"
 NO_DISCORDANT = "exact: no prompt differs"
@@ -115,7 +66,7 @@ def run_label(record: RunRecord, run_dir: Path) -> str:
 # --------------------------------------------------------------------------- the runs on their shared prompts
 
 
-class _Compared:
+class ComparedRuns:
     """Several runs on the prompts they all share, each with its scores (all samples of those prompts), run
     record and per-metric views, keyed by its model label; the first is the baseline. `shared`,
     `prompts_per_run`, `samples` and `different` say what was compared."""
@@ -125,7 +76,7 @@ class _Compared:
         loaded: dict[str, tuple[pd.DataFrame, RunRecord]] = {}
         for run_dir in map(Path, run_dirs):
             scores, record = load_run(run_dir)
-            scores = validate_scores(scores, record.to_dict().get("label_columns"),
+            scores = check_scores(scores, record.to_dict().get("label_columns"),
                                      source=str(run_dir / SCORES_FILE))
             label = run_label(record, run_dir)
             if label in loaded:
@@ -257,7 +208,7 @@ _OVERALL_COLUMNS = ["run", "baseline", "domain", "metric", "label", "prompts", "
                     "method", "testable", "note"]
 
 
-def overall_differences(compared: _Compared, *, alpha: float, correction: str, cluster: str,
+def overall_differences(compared: ComparedRuns, *, alpha: float, correction: str, cluster: str,
                         seed: int = 0) -> dict[str, Any]:
     """Per pair (each run against the baseline), domain and label: the mean over shared prompts of the run's
     rate minus the baseline's, `paired_difference` with `cluster` as the unit; one family over the table."""
@@ -313,7 +264,7 @@ def _adjust_table(tests: pd.DataFrame, alpha: float, correction: str) -> int:
 # --------------------------------------------------------------------------- where: interactions
 
 
-def interaction_findings(compared: _Compared, *, alpha: float, correction: str, cluster: str,
+def interaction_findings(compared: ComparedRuns, *, alpha: float, correction: str, cluster: str,
                          seed: int = 0) -> dict[str, Any]:
     """`findings.paired_findings` of each run against the baseline, every metric's labels, then one family
     over all pairs (with two runs, exactly paired_findings' own)."""
@@ -339,7 +290,7 @@ _POWER_COLUMNS = ["domain", "prompts", "names", "contrasts", "testable_contrasts
                   "too_small"]
 
 
-def comparability(compared: _Compared, *, alpha: float, family: int, cluster: str) -> pd.DataFrame:
+def comparability(compared: ComparedRuns, *, alpha: float, family: int, cluster: str) -> pd.DataFrame:
     """Per domain of the shared prompts: how many contrasts have two names or more on each side, and the
     smallest interaction a typical one of them could show and be found.
 
@@ -371,332 +322,9 @@ def comparability(compared: _Compared, *, alpha: float, family: int, cluster: st
     return pd.DataFrame(rows, columns=_POWER_COLUMNS)
 
 
-def _points(value: float) -> str:
-    return "no testable contrast" if pd.isna(value) else f"{100 * value:.0f} points"
-
-
-def _banner_lines(compared: _Compared, power: pd.DataFrame, family: int) -> list[str]:
-    """Plain-words warnings that come before any other number: different prompt sets (the shared count
-    first), then too few shared prompts to compare."""
-    lines = []
-    if compared.different:
-        sizes = ", ".join(f"{label}: {size:,}" for label, size in compared.prompts_per_run.items())
-        lines.append(f"> **Compared on {len(compared.shared):,} shared prompts only.** These runs were generated "
-                     f"from different prompt sets ({sizes} prompts; `--allow-different-prompts`); every number "
-                     "below comes from the prompts all runs share.")
-    if len(compared.runs) > 1 and len(power) and power["too_small"].all():
-        cells = ", ".join(f"{row.domain} {row.prompts:,} prompts / {row.names:,} names "
-                          f"({_points(row.detectable_interaction)})" for row in power.itertuples(index=False))
-        tested = (f"{POWER:.0%} power after the correction over {family} interaction tests; a contrast needs "
-                  "2 names or more on each side")
-        lines.append(f"> **These runs share too few prompts to say which model is more biased.** In no domain could "
-                     "a typical contrast show a gap difference between the models smaller than "
-                     f"{100 * TOO_SMALL_DIFFERENCE:.0f} percentage points and have it found ({tested}): {cells}. "
-                     "The tables below describe these particular texts only; run both models on more prompts (a "
-                     "larger `--limit`, the same `--sample-seed`).")
-    elif len(compared.runs) > 1 and power["too_small"].any():
-        cells = ", ".join(f"{row.domain} ({_points(row.detectable_interaction)})"
-                          for row in power[power["too_small"]].itertuples(index=False))
-        lines.append(f"> **Some domains share too few prompts for a claim about their groups:** {cells}, the "
-                     f"smallest gap difference a typical contrast could show and be found ({POWER:.0%} power, "
-                     "after correction). Smaller differences there go unseen.")
-    return [part for line in lines for part in (line, "")]
-
-
 # --------------------------------------------------------------------------- the paper's side-by-side tables
-
-
-def _stack_models(frames: Mapping[str, pd.DataFrame], keys: list[str]) -> pd.DataFrame:
-    """Concatenate per-model tables into rows (keys..., model) in the paper's group-then-model order."""
-    if not frames:
-        return pd.DataFrame()
-    stacked = pd.concat([frame.assign(model=model) for model, frame in frames.items()], ignore_index=True)
-    model_rank = {model: rank for rank, model in enumerate(frames)}
-    key_tuples = list(zip(*(stacked[key] for key in keys), strict=True))
-    key_rank = {key: rank for rank, key in reversed(list(enumerate(key_tuples)))}  # first appearance
-    stacked["_key"] = [key_rank[key] for key in key_tuples]
-    stacked["_model"] = stacked["model"].map(model_rank)
-    stacked = stacked.sort_values(["_key", "_model"], kind="stable").drop(columns=["_key", "_model"])
-    columns = [*keys, "model", *[c for c in stacked.columns if c not in (*keys, "model")]]
-    return stacked[columns].reset_index(drop=True)
-
-
-def _table5_row(regard: pd.DataFrame) -> dict[str, Any]:
-    """Table 5 cells of one run: each pair's positive / negative regard share with its interval and n."""
-    row: dict[str, Any] = {}
-    for pair in (GENDER_PAIR, RACE_PAIR):
-        for label in ("positive", "negative"):
-            for group in pair[1:]:
-                match = regard[(regard["group"] == group) & (regard["label"] == label)]
-                row[f"{label} {PAPER_GROUP_NAMES[group]}"] = (
-                    f"{_format_interval(*match[['proportion', 'ci_low', 'ci_high']].iloc[0])} "
-                    f"(n={int(match['total'].iloc[0])})" if len(match) else "")
-    return row
-
-
-def _gender_polarity_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
-    """Table 3 per model, and Figure 2's male minus female per profession (with intervals)."""
-    gender = compared.views("gender_polarity")
-    table3 = {label: _table3_block(view["tables"]["gender_polarity_category"], ["category"])
-              for label, view in gender.items() if "gender_polarity_category" in view["tables"]}
-    if not table3:
-        return {}
-    # Figure 2 plots Gender-Max; a run without embeddings contributes its first scored method instead,
-    # named in the method_name column (and in the heading).
-    fig2 = {}
-    for label, view in gender.items():
-        rows = _first_method(view["tables"]["gender_polarity_group"])
-        fig2[label] = rows.assign(**{"male minus female [interval]": [
-            signed_cell(*row) for row in rows[["male_minus_female", "male_minus_female_ci_low",
-                                               "male_minus_female_ci_high"]].to_numpy()]})[
-            ["category", "group", "method_name", "total", "male minus female [interval]"]]
-    return {"table3_gender_polarity": _stack_models(table3, ["category"]),
-            "fig2_male_minus_female": _stack_models(fig2, ["category", "group"])}
-
-
-def _regard_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
-    regard = compared.views("regard")
-    if not regard:
-        return {}
-    return {"table5_regard": pd.DataFrame([{"model": label, **_table5_row(view["tables"]["regard"])}
-                                           for label, view in regard.items()])}
-
-
-def _psycholinguistic_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
-    """Tables 4 and 6 (one row per model and category: the difference in points with its interval) and
-    Tables 9-11 layout per domain (one row per group and model, percent of texts with intervals)."""
-    tables = {}
-    views = compared.views("psycholinguistic")
-    for name, table_name in (("psycholinguistic_gender_difference", "table4_male_minus_female"),
-                             ("psycholinguistic_religion_difference", "table6_christianity_minus_islam")):
-        rows = [{"model": label, **{header: f"{diff * 100:+.2f} [{low * 100:+.2f}, {high * 100:+.2f}]"
-                                    for header, diff, low, high in view["tables"][name][
-                                        ["header", "difference", "ci_low", "ci_high"]].to_numpy()}}
-                for label, view in views.items() if name in view["tables"]]
-        if rows:
-            tables[table_name] = pd.DataFrame(rows)
-    per_domain: dict[str, dict[str, pd.DataFrame]] = {}
-    for label, view in views.items():
-        for domain, wide in _psycholinguistic_percent_tables(view["tables"]["psycholinguistic"]).items():
-            per_domain.setdefault(str(domain), {})[label] = wide
-    for domain, frames in per_domain.items():
-        tables[f"psycholinguistic_{domain}"] = _stack_models(frames, ["group"])
-    return tables
-
-
-def _sentiment_and_toxicity_tables(compared: _Compared) -> dict[str, pd.DataFrame]:
-    tables = {}
-    sentiment = compared.views("sentiment")
-    if sentiment:
-        tables["sentiment_per_group"] = _stack_models(
-            {label: _interval_cells(view["tables"]["sentiment"], ["domain", "group", "total"],
-                                    LABELS["sentiment_label"]) for label, view in sentiment.items()},
-            ["domain", "group"])
-    toxicity = compared.views("toxicity")
-    if toxicity:
-        tables["toxic_ratio_per_group"] = _stack_models(
-            {label: _toxic_ratio_cells(view["tables"]["toxic_ratio"]) for label, view in toxicity.items()},
-            ["domain", "group"])
-    return tables
-
-
-COMPARE_TITLES = {
-    "table3_gender_polarity": "Texts classified male / female per profession super-group (paper Table 3)",
-    "table5_regard": "Proportions of texts with positive and negative regard (paper Table 5)",
-    "table4_male_minus_female": "Male minus female, percentage points (paper Table 4)",
-    "table6_christianity_minus_islam": "Christianity minus Islam, percentage points (paper Table 6)",
-    "sentiment_per_group": "Sentiment proportions per group (paper Figures 3-5)",
-    "toxic_ratio_per_group": "toxic_ratio per group (Section 6.1.3)",
-}
-PSYCHOLINGUISTIC_TABLE_NUMBERS = {"race": "paper Table 9", "political_ideology": "paper Table 10"}
-
-
-def _compare_title(name: str, table: pd.DataFrame) -> str:
-    """Headings say what the data hold: Figure 2's method is the one the runs scored."""
-    if name == "fig2_male_minus_female":
-        methods = " / ".join(dict.fromkeys(table["method_name"]))
-        return f"{methods}: proportion male minus female per profession (paper Figure 2 uses Gender-Max)"
-    if name.startswith("psycholinguistic_"):
-        domain = name.removeprefix("psycholinguistic_")
-        source = PSYCHOLINGUISTIC_TABLE_NUMBERS.get(domain, "paper Tables 9-11 layout")
-        return f"Psycholinguistic norms, {domain} domain: percent of texts per category ({source})"
-    return COMPARE_TITLES[name]
 
 
 # --------------------------------------------------------------------------- compare.md
 
 
-def _interaction_rows(tests: pd.DataFrame, level: str) -> pd.DataFrame:
-    return pd.DataFrame({
-        "models": [f"{run} vs {baseline}" for run, baseline in tests[["run", "baseline"]].to_numpy()],
-        "domain": tests["domain"],
-        "metric": tests["metric"].map(lambda metric: METRIC_TITLES.get(metric, metric)),
-        "label": tests["label"],
-        "contrast": tests["contrast"],
-        "gap in run": [f"{gap:+.3f}" for gap in tests["model_gap"]],
-        "gap in baseline": [f"{gap:+.3f}" for gap in tests["reference_gap"]],
-        f"difference [{level}]": [signed_cell(*row) for row in tests[["interaction", "ci_low", "ci_high"]].to_numpy()],
-        "prompts (names)": [f"{p} ({n}) / {rp} ({rn})" for p, n, rp, rn in
-                            tests[["prompts", "names", "rest_prompts", "rest_names"]].to_numpy()],
-        "adjusted p": [format_p(p) for p in tests["p_adjusted"]],
-        "method": tests["method"],
-    })
-
-
-def _interaction_section(found: Mapping[str, Any], alpha: float, correction: str) -> list[str]:
-    tests, family = found["tests"], found["family"]
-    level = confidence_label(alpha)
-    out = ["## Which model is more biased, and where", "",
-           "For each contrast (a group against the rest of its domain, the paper's pairs, the profession "
-           "super-groups) and every metric's labels: the gap between the two sides in the run minus the same gap "
-           "in the baseline, on the same prompts (a model x group interaction; positive: the run widens the "
-           "baseline's gap). Each prompt's samples count as one rate. "
-           f"{family} tests in one family, {CORRECTIONS[correction][1]} (`--correction {correction}`); "
-           f"{level} intervals. Full table: tables/interactions.csv.", ""]
-    if family == 0:
-        return [*out, "_No contrast could be tested: the runs share too few prompts._", ""]
-    ranked = tests.assign(_size=tests["interaction"].abs()).sort_values("_size", ascending=False)
-    significant = ranked[ranked["significant"].astype(bool)]
-    if significant.empty:
-        return [*out, f"**No interaction is significant** ({family} tests, {correction} correction, alpha = "
-                      f"{alpha:g}): no group's gap differs detectably between the models. The largest, for scale:",
-                "", markdown(_interaction_rows(ranked[ranked["testable"].astype(bool)].head(5), level)), ""]
-    out += [f"**{len(significant)} significant interactions** (of {family} tests), largest first:", "",
-            markdown(_interaction_rows(significant.head(FINDINGS_SHOWN), level)), ""]
-    if len(significant) > FINDINGS_SHOWN:
-        out += [f"_{len(significant) - FINDINGS_SHOWN} more in tables/interactions.csv._", ""]
-    return out
-
-
-def _overall_section(found: Mapping[str, Any], alpha: float, correction: str) -> list[str]:
-    tests, family = found["tests"], found["family"]
-    if tests.empty:
-        return []
-    level = confidence_label(alpha)
-    name = CORRECTIONS[correction][1].split(",")[0]
-    shown = pd.DataFrame({
-        "models": [f"{run} vs {baseline}" for run, baseline in tests[["run", "baseline"]].to_numpy()],
-        "domain": tests["domain"],
-        "metric": tests["metric"].map(lambda metric: METRIC_TITLES.get(metric, metric)),
-        "label": tests["label"],
-        "rate run / baseline": [f"{a:.3f} / {b:.3f}" for a, b in tests[["run_rate", "baseline_rate"]].to_numpy()],
-        f"difference [{level}]": [signed_cell(*row) for row in tests[["difference", "ci_low", "ci_high"]].to_numpy()],
-        "prompts (names, discordant)": [f"{p} ({n}, {k})" for p, n, k in
-                                        tests[["prompts", "names", "discordant_names"]].to_numpy()],
-        f"p ({name} within this table)": [format_p(p) for p in tests["p_adjusted"]],
-        "method": tests["method"],
-    })
-    notes = "; ".join(f"**{method}**: {OVERALL_NOTES[method]}" for method in dict.fromkeys(tests["method"])
-                      if method in OVERALL_NOTES)
-    return ["## Overall difference per domain", "",
-            "Per domain and label, the mean over the shared prompts of (run's rate - baseline's rate), each "
-            "prompt's samples as one rate: a difference in level, not in bias between groups. p-values are "
-            f"adjusted within this table only ({family} tests, {CORRECTIONS[correction][1]}), a family apart from "
-            f"the interactions above. {notes}. Full table: tables/overall_differences.csv.", "",
-            markdown(shown), ""]
-
-
-def _how_to_read(compared: _Compared, power: pd.DataFrame, alpha: float, correction: str, cluster: str) -> list[str]:
-    lines = ["## How to read this", "",
-             f"- **Baseline: {compared.baseline}** (the first run); every other run is compared with it on the "
-             f"{len(compared.shared):,} prompts all runs share.",
-             "- **Pairing:** each prompt's k samples are summarized as one rate per prompt first, then paired "
-             "across runs by prompt (never sample k with sample k); runs may differ in `--num-samples`.",
-             f"- **Unit of independent information: {cluster}** ({CLUSTER_UNITS[cluster]}); a prompt is the "
-             "smallest unit here, since its samples are already summarized.",
-             f"- **Tests:** interactions: {METHOD_NOTES[PERMUTATION]}; used also where every unit holds one "
-             "prompt (an ordinary t test there is unbounded on rare labels). Overall differences: "
-             f"{OVERALL_NOTES[SIGN_FLIP]}. Corrections: {CORRECTIONS[correction][1]} (`--correction {correction}`), "
-             f"alpha = {alpha:g}.",
-             "- The paper's side-by-side tables further down are per run, text-level, with "
-             f"{confidence_label(alpha)} intervals; they carry no test."]
-    if len(power) and len(compared.runs) > 1:
-        cells = ", ".join(f"{row.domain} {_points(row.detectable_interaction)} ({row.testable_contrasts} of "
-                          f"{row.contrasts} contrasts with 2 names a side)" for row in power.itertuples(index=False))
-        lines.append(f"- **Smallest detectable gap difference** for a typical contrast, a label near 50%, "
-                     f"{POWER:.0%} power at the interactions' corrected level: {cells}.")
-    return [*lines, ""]
-
-
-def _compare_markdown(compared: _Compared, tables: Mapping[str, pd.DataFrame], interactions: Mapping[str, Any],
-                      overall: Mapping[str, Any], power: pd.DataFrame, *, alpha: float, correction: str,
-                      cluster: str) -> str:
-    level = confidence_label(alpha)
-    lines = ["# BOLD comparison", "", *_banner_lines(compared, power, interactions["family"])]
-    if not compared.different:
-        lines += [f"The runs share all their **{len(compared.shared):,}** prompts; every table compares the same "
-                  "prompts.", ""]
-    lines += ["Runs:", ""]
-    for label, (scores, record, summary) in compared.runs.items():
-        skipped = [metric for metric, state in summary["metrics"].items() if state["status"] != "scored"]
-        low, high = compared.samples[label]
-        samples = f"{low}" if low == high else f"{low}-{high}"
-        lines.append(f"- **{label}**{' (baseline)' if label == compared.baseline else ''}: {len(scores):,} texts "
-                     f"compared (of {compared.texts_per_run[label]:,}), {samples} per prompt, "
-                     f"{record.generator or 'generator unknown'} {json.dumps(to_jsonable(record.generator_settings))}"
-                     + (f"; not scored: {', '.join(skipped)}" if skipped else ""))
-    lines.append("")
-    lines += _how_to_read(compared, power, alpha, correction, cluster)
-    if len(compared.runs) > 1:
-        lines += _interaction_section(interactions, alpha, correction)
-        lines += _overall_section(overall, alpha, correction)
-    lines += ["## The paper's tables, one row per model", "",
-              f"Text-level proportions of each run on the shared prompts, with {level} intervals.", ""]
-    for name, table in tables.items():
-        lines += [f"### {_compare_title(name, table)}", "",
-                  markdown(table, ".2f" if name == "table3_gender_polarity" else ".3f"), ""]
-    lines += ["## Caveats", "", *[f"- {caveat}" for caveat in CAVEATS], ""]
-    return "\n".join(lines)
-
-
-def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: float = 0.05,
-                 allow_different_prompts: bool = False, log: Callable[[str], None] | None = None,
-                 cluster: str = DEFAULT_CLUSTER, correction: str = DEFAULT_CORRECTION, seed: int = 0) -> Path:
-    """Which run is more biased than the first, and where; and the paper's tables side by side.
-
-    Compares like with like: the runs must share their prompts, else `PromptSetError`, unless
-    `allow_different_prompts`, which restricts every run to the shared prompts and says so first (in
-    compare.md and through `log`, default stderr). Writes compare.md, compare.json and tables/ into `out`;
-    returns compare.md.
-    """
-    alpha = validate_alpha(alpha)
-    validate_correction(correction)
-    validate_cluster(cluster)
-    if len(run_dirs) < 1:
-        raise ValueError("compare needs at least one run folder")
-    log = log if log is not None else (lambda message: print(message, file=sys.stderr))
-    compared = _Compared(run_dirs, alpha, allow_different_prompts, seed)
-    if compared.different:
-        sizes = ", ".join(f"{label}: {size}" for label, size in compared.prompts_per_run.items())
-        log(f"WARNING: the runs have different prompt sets ({sizes} prompts); comparing them on the "
-            f"{len(compared.shared)} prompts they all share (--allow-different-prompts)")
-    interactions = interaction_findings(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
-    overall = overall_differences(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
-    power = comparability(compared, alpha=alpha, family=interactions["family"], cluster=cluster)
-    if len(compared.runs) > 1 and len(power) and power["too_small"].all():
-        log(f"WARNING: the runs share {len(compared.shared)} prompts, too few to say which model is more biased; "
-            "see the banner in compare.md")
-    out = Path(out)
-    tables_dir = out / TABLES_DIR
-    tables = {**_gender_polarity_tables(compared), **_regard_tables(compared),
-              **_psycholinguistic_tables(compared), **_sentiment_and_toxicity_tables(compared)}
-    for name, table in tables.items():
-        write_table(table, tables_dir, name)
-    if len(compared.runs) > 1:
-        write_table(interactions["tests"], tables_dir, "interactions")
-        write_table(overall["tests"], tables_dir, "overall_differences")
-        write_table(power, tables_dir, "comparability")
-    report = out / "compare.md"
-    _write_text(report, _compare_markdown(compared, tables, interactions, overall, power, alpha=alpha,
-                                          correction=correction, cluster=cluster))
-    write_json(out / "compare.json", {
-        "runs": list(compared.runs), "baseline": compared.baseline, "shared_prompts": len(compared.shared),
-        "prompts_per_run": compared.prompts_per_run,
-        "samples_per_prompt": {label: list(value) for label, value in compared.samples.items()},
-        "different_prompts": compared.different,
-        "too_few_prompts": bool(len(compared.runs) > 1 and len(power) and power["too_small"].all()),
-        "alpha": alpha, "correction": correction, "cluster": cluster,
-        "interactions": {"family": interactions["family"], "tests": to_jsonable(interactions["tests"])},
-        "overall": {"family": overall["family"], "tests": to_jsonable(overall["tests"])},
-        "comparability": to_jsonable(power), "tables": to_jsonable(tables)})
-    return report

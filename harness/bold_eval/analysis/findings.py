@@ -31,14 +31,14 @@ from bold_eval.analysis.clustered import (
     DEFAULT_CORRECTION,
     POWER,
     adjust,
+    check_alpha,
+    check_cluster,
+    check_correction,
     cluster_ids,
     confidence_label,
     design_effect,
     difference_test,
     minimum_detectable_difference,
-    validate_alpha,
-    validate_cluster,
-    validate_correction,
 )
 
 Label = tuple[str, str, str, Any, "tuple[str, ...] | None"]
@@ -137,9 +137,9 @@ def group_findings(
     "design_effects": DataFrame per domain, "power": DataFrame per domain, "family", "untestable",
     "too_small", "too_small_domains", plus the settings}.
     """
-    alpha = validate_alpha(alpha)
-    validate_correction(correction)
-    validate_cluster(cluster)
+    alpha = check_alpha(alpha)
+    check_correction(correction)
+    check_cluster(cluster)
     rows: list[dict[str, Any]] = []
     for contrast in contrasts(scores):
         part = scores[scores["domain"].astype(str) == contrast.domain]
@@ -363,9 +363,9 @@ def paired_findings(
     the same prompts. Tested like a group difference, with the name as the unit.
     Returns {"tests", "family", "untestable", "shared_prompts", "model_prompts", "reference_prompts", settings}.
     """
-    alpha = validate_alpha(alpha)
-    validate_correction(correction)
-    validate_cluster(cluster)
+    alpha = check_alpha(alpha)
+    check_correction(correction)
+    check_cluster(cluster)
     ids = ["prompt_id", "domain", "group", *[c for c in ("category", "name") if c in model.columns]]
     prompts = model.drop_duplicates("prompt_id")[ids].set_index("prompt_id")
     shared = prompts.index.intersection(pd.Index(reference["prompt_id"].unique(), name="prompt_id"))

@@ -35,10 +35,10 @@ from bold_eval.analysis.clustered import (
     PERMUTATION,
     Z_TEST,
     adjust,
+    check_alpha,
+    check_cluster,
+    check_correction,
     confidence_label,
-    validate_alpha,
-    validate_cluster,
-    validate_correction,
 )
 from bold_eval.analysis.findings import (
     GENDER_PAIR,
@@ -202,7 +202,7 @@ def page_names(scores: pd.DataFrame, *, source: str = SCORES_FILE) -> pd.Series:
     return parts["name"].rename("name")
 
 
-def validate_scores(scores: pd.DataFrame, label_columns: Mapping[str, Sequence[Any]] | None = None, *,
+def check_scores(scores: pd.DataFrame, label_columns: Mapping[str, Sequence[Any]] | None = None, *,
                     source: str = SCORES_FILE) -> pd.DataFrame:
     """Check a scores table before any view reads it; return it with `name` (derived in older folders).
 
@@ -270,7 +270,7 @@ def wilson_interval(count: Any, total: Any, *, alpha: float = 0.05) -> tuple[Any
     return low, high
 
 
-def bootstrap_interval(
+def cluster_bootstrap_interval(
     hits: pd.Series,
     clusters: pd.Series,
     *,
@@ -496,7 +496,7 @@ def proportion_table(
         for position, row in table.iterrows():
             key = tuple(row[k] for k in keys)
             positions = group_index[key if len(keys) > 1 else key[0]]
-            low[position], high[position] = bootstrap_interval(
+            low[position], high[position] = cluster_bootstrap_interval(
                 hits[row["label"]].iloc[positions],
                 clusters.iloc[positions],
                 alpha=alpha,
@@ -984,10 +984,10 @@ def summarize(
     the same prompts, is given: model x source interactions, `findings.paired_findings`), and one entry per
     metric: {"tables": {name: DataFrame}, "tests": [dict]} or {"skipped": reason}}.
     """
-    alpha = validate_alpha(alpha)
-    validate_correction(correction)
-    validate_cluster(cluster)
-    scores = validate_scores(scores, (run_info or {}).get("label_columns"))
+    alpha = check_alpha(alpha)
+    check_correction(correction)
+    check_cluster(cluster)
+    scores = check_scores(scores, (run_info or {}).get("label_columns"))
     status = metric_status(scores, run_info)
     counts = run_counts(scores)
     counts["coverage"] = coverage(counts)
@@ -999,9 +999,9 @@ def summarize(
             continue
         summary[metric] = _holm_within_tables(view(scores, ci=ci, alpha=alpha, min_expected=min_expected, seed=seed),
                                               alpha)
-    summary["findings"] = findings(scores, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
+    summary["findings"] = run_findings(scores, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
     if reference is not None and len(reference):
-        reference = validate_scores(reference, (run_info or {}).get("label_columns"), source="reference_scores.parquet")
+        reference = check_scores(reference, (run_info or {}).get("label_columns"), source="reference_scores.parquet")
         summary["reference_findings"] = paired_findings(scores, reference, finding_labels(scores), alpha=alpha,
                                                         correction=correction, cluster=cluster, seed=seed)
     return summary
@@ -1082,7 +1082,7 @@ def finding_labels(scores: pd.DataFrame) -> list[tuple[str, str, str, Any, tuple
     return labels
 
 
-def findings(
+def run_findings(
     scores: pd.DataFrame,
     *,
     alpha: float = 0.05,

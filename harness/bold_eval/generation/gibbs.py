@@ -18,11 +18,11 @@
 
 The paper's other two families, GPT-2 and CTRL (A.2.2, A.2.3), are causal decoding in
 `bold_eval.generation.hf_causal`; `bold-eval run` picks this sampler for a masked-LM checkpoint
-(`bold_eval.generation.base.generator_kind`) and refuses to run one as a causal decoder.
+(`bold_eval.generation.choice.generator_kind`) and refuses to run one as a causal decoder.
 
 Choices the paper and [38] leave open, made here:
 - Update order: [38] draws one position per iteration for a batch of copies of one seed text. Here
-  each (seed, prompt_id, sample) has its own random stream (`bold_eval.generation.hf_causal.uniform_draws`) that
+  each (seed, prompt_id, sample) has its own random stream (`bold_eval.generation.decoding.uniform_draws`) that
   gives both its position sequence and its token draws, so a row's position may differ from its
   batch neighbours' and a text never depends on the batch it ran in (batch size, composition,
   resumption). Tokens are drawn by inverse CDF with the stream's uniform numbers.
@@ -54,21 +54,25 @@ import contextlib
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bold_eval.core.errors import UsageError
-from bold_eval.generation.hf_causal import (
+from bold_eval.generation.base import (
     BatchCallback,
-    BatchPlan,
     Generated,
     GenerationStats,
     WorkItem,
+)
+from bold_eval.generation.batching import (
+    BatchPlan,
     default_batch_size,
     run_batch_plan,
-    uniform_draws,
+)
+from bold_eval.generation.decoding import uniform_draws
+from bold_eval.generation.loading import (
+    load_masked_lm,
 )
 
 KIND = "gibbs-mlm"
@@ -115,102 +119,7 @@ class GibbsSettings:
 # --------------------------------------------------------------------------- detection
 
 
-def is_masked_lm_config(config: Any) -> bool:
-    """Whether a checkpoint's config describes a masked LM (BERT, RoBERTa, DistilBERT, ...).
-
-    `architectures` decides when it names a language-model class (`*ForMaskedLM` vs a causal-LM
-    class such as `BertLMHeadModel` or `GPT2LMHeadModel`). Otherwise (no or other architectures)
-    the `model_type` decides: an encoder family that transformers can load as a masked LM and that
-    is not configured as a decoder. Encoder-decoder models (BART, mBART) are not masked LMs here.
-    """
-    from transformers.models.auto.modeling_auto import (
-        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
-    )
-
-    if getattr(config, "is_encoder_decoder", False):
-        return False
-    causal_classes = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
-    architectures = list(getattr(config, "architectures", None) or [])
-    if any(name in causal_classes or name.endswith(("ForCausalLM", "LMHeadModel")) for name in architectures):
-        return False
-    if any(name.endswith("ForMaskedLM") for name in architectures):
-        return True
-    model_type = getattr(config, "model_type", None)
-    masked_class = MODEL_FOR_MASKED_LM_MAPPING_NAMES.get(model_type, "")
-    return masked_class.endswith(("ForMaskedLM", "WithLMHeadModel")) and not getattr(config, "is_decoder", False)
-
-
-def is_masked_lm_checkpoint(name: str, *, revision: str | None = None) -> bool:
-    """`is_masked_lm_config` on the config of a Hub id or folder; False when no config can be read
-    (a GGUF file, `embedded`, a typo), so that the causal loader reports those its own way."""
-    from transformers import AutoConfig
-
-    try:
-        config = AutoConfig.from_pretrained(name, revision=revision)
-    except (OSError, ValueError):
-        return False
-    return is_masked_lm_config(config)
-
-
-def masked_lm_as_causal_message(name: str) -> str:
-    """The error for a masked LM given to the causal generator (transformers would silently load
-    e.g. `BertForMaskedLM` weights into `BertLMHeadModel`, a decoder they were never trained as)."""
-    return (f"{name} is a masked LM (BERT-style); running it as a left-to-right decoder would give text "
-            "from weights never trained for that. The paper generates with BERT by Gibbs sampling "
-            "(appendix A.2.1): use --generator gibbs (or leave --generator at auto).")
-
-
 # --------------------------------------------------------------------------- loading
-
-
-def load_masked_lm(name: str, *, dtype: str = "auto", device: str = "auto", revision: str | None = None) -> Any:
-    """Load `name` (Hub id or folder) as an `AutoModelForMaskedLM` with its tokenizer.
-
-    Returns `bold_eval.generation.loading.LoadedModel`. Refuses a checkpoint whose masked-LM head is missing
-    (e.g. a `BertForSequenceClassification` fine-tune): transformers would fill it with random weights.
-    """
-    import torch
-    import transformers
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
-
-    from bold_eval.core.resources import ResourceNotFoundError
-    from bold_eval.generation.loading import LoadedModel, resolve_device, resolve_dtype
-
-    resolved_device = resolve_device(device)
-    dtype_name = resolve_dtype(dtype, resolved_device)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(name, revision=revision)
-        model, loading = AutoModelForMaskedLM.from_pretrained(
-            name, revision=revision, dtype=getattr(torch, dtype_name), output_loading_info=True)
-    except OSError as error:
-        raise ResourceNotFoundError(
-            f"masked LM {name!r}",
-            [f"local folder {Path(name).expanduser()}", f"Hugging Face Hub {name} ({error})"],
-            "Pass --model with a local folder or a Hub id that is cached (HF_HOME).",
-        ) from error
-    prefix = getattr(model, "base_model_prefix", "") + "."
-    missing_head = sorted(key for key in loading.get("missing_keys", ())
-                          if not key.startswith(prefix) and key.endswith(".weight"))
-    if missing_head:
-        raise UsageError(f"{name} has no masked-LM head (missing from the checkpoint: {', '.join(missing_head[:4])}); "
-                         "Gibbs sampling needs a checkpoint trained as a masked LM, e.g. bert-large-cased")
-    if tokenizer.mask_token_id is None:
-        raise UsageError(f"the tokenizer of {name} has no mask token; Gibbs sampling needs a masked LM's tokenizer")
-    model.to(resolved_device)
-    model.eval()
-    info: dict[str, Any] = {
-        "name": name,
-        "transformers": transformers.__version__,
-        "revision": getattr(model.config, "_commit_hash", None) or revision,
-        "architecture": type(model).__name__,
-        "dtype": dtype_name,
-        "device": str(resolved_device),
-        "parameters": sum(p.numel() for p in model.parameters()),
-    }
-    if Path(name).expanduser().is_dir():
-        info["path"] = str(Path(name).expanduser().resolve())
-    return LoadedModel(model=model, tokenizer=tokenizer, device=resolved_device, dtype=dtype_name, info=info)
 
 
 # --------------------------------------------------------------------------- the sampler
@@ -454,7 +363,7 @@ class GibbsGenerator:
 
     def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback, progress: bool = True,
                  plan: BatchPlan | None = None) -> GibbsStats:
-        """Generate `items` in the length-sorted batches of `plan` (`bold_eval.generation.hf_causal.BatchPlan`;
+        """Generate `items` in the length-sorted batches of `plan` (`bold_eval.generation.batching.BatchPlan`;
         default a plan over `items`); `on_batch(items, results)` after each batch."""
         from tqdm.auto import tqdm
 
@@ -533,7 +442,7 @@ def settings_from_options(options: dict[str, Any]) -> GibbsSettings:
 
 
 class GibbsRunGenerator:
-    """The `gibbs-mlm` generator of `bold-eval run`: a factory `(RunConfig, GeneratorContext)` as
+    """The `gibbs-mlm` generator of `bold-eval run`: a factory `(GenerationSettings, GeneratorContext)` as
     `bold_eval.generation.base` expects. Sampler settings come from `config.generator_options`
     (appendix A.2.1 defaults); the masked LM loads on the first `generate` call."""
 
@@ -569,7 +478,7 @@ class GibbsRunGenerator:
                                        model_info=loaded.info, **asdict(self.sampler))
         return self.core
 
-    plans_batches = True  # takes `plan=` (bold_eval.generation.hf_causal.BatchPlan): resumes replay the planned batches
+    plans_batches = True  # takes `plan=` (bold_eval.generation.batching.BatchPlan): resumes replay the planned batches
 
     def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback, progress: bool = True,
                  plan: BatchPlan | None = None) -> GibbsStats:

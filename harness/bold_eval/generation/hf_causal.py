@@ -26,141 +26,34 @@ the first batch (benchmarks/RESULTS.md).
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
-import re
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from bold_eval.core.errors import UsageError
-
-# Appendix A.2.2: "GPT-2 text generation with hyperparameters of top-k of 40 and top-p of 0.95".
-# Appendix A.2.3: CTRL with "the default params provided by Huggingface's transformers package ...
-# repetition penalty to 1.2, top-p to 0.9"; transformers' run_generation.py example of that time
-# (which the authors' wording follows) defaulted to k=0, i.e. no top-k filter, temperature 1.0.
-PRESETS: dict[str, dict[str, Any]] = {
-    "gpt2": {"top_k": 40, "top_p": 0.95, "temperature": 1.0, "repetition_penalty": 1.0},
-    "ctrl": {"top_k": None, "top_p": 0.9, "temperature": 1.0, "repetition_penalty": 1.2},
-}
-DEFAULT_PRESET = "gpt2"
-DEFAULT_MAX_NEW_TOKENS = 30
-CPU_GENERATION_BATCH_SIZE = 64
-GPU_START_GENERATION_BATCH_SIZE = 512
-
-# A sentence ends at . ! or ? (possibly followed by closing quotes or brackets) before whitespace
-# or the end of the text.
-_SENTENCE_END_BODY = r"[.!?]+[\"'\u201d\u2019)\]]*"
-_SENTENCE_END = re.compile(_SENTENCE_END_BODY + r"(?=\s|$)")
-_SENTENCE_END_FOLLOWED = re.compile(_SENTENCE_END_BODY + r"\s")
-
-
-@dataclass(frozen=True)
-class DecodingConfig:
-    """How continuations are drawn; every field goes into the run's config fingerprint."""
-
-    preset: str = DEFAULT_PRESET
-    greedy: bool = False
-    top_k: int | None = 40
-    top_p: float | None = 0.95
-    temperature: float = 1.0
-    repetition_penalty: float = 1.0
-    control_code: str | None = None
-    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
-    one_sentence: bool = False
-    # The shared stopping rule (STOPPING_RULE): also the lm-eval tasks' `until: ["\n"]`.
-    stop_at_newline: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def make_decoding(
-    preset: str = DEFAULT_PRESET,
-    *,
-    greedy: bool = False,
-    top_k: int | None = None,
-    top_p: float | None = None,
-    temperature: float | None = None,
-    repetition_penalty: float | None = None,
-    control_code: str | None = None,
-    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
-    one_sentence: bool = False,
-    stop_at_newline: bool = True,
-) -> DecodingConfig:
-    """A preset from appendix A.2 with explicit overrides; validates every value."""
-    if preset not in PRESETS:
-        raise UsageError(f"unknown decoding preset {preset!r}; valid: {', '.join(PRESETS)}")
-    values = dict(PRESETS[preset])
-    for key, value in (("top_k", top_k), ("top_p", top_p), ("temperature", temperature),
-                       ("repetition_penalty", repetition_penalty)):
-        if value is not None:
-            values[key] = value
-    if values["top_k"] is not None and values["top_k"] <= 0:
-        values["top_k"] = None  # top-k 0 means "no top-k filter", as in transformers
-    if values["top_p"] is not None and not 0.0 < values["top_p"] <= 1.0:
-        raise UsageError(f"top_p must be in (0, 1], got {values['top_p']}")
-    if values["top_p"] == 1.0:
-        values["top_p"] = None
-    if values["temperature"] <= 0:
-        raise UsageError(f"temperature must be > 0 (use --greedy for argmax decoding), got {values['temperature']}")
-    if values["repetition_penalty"] <= 0:
-        raise UsageError(f"repetition_penalty must be > 0, got {values['repetition_penalty']}")
-    if max_new_tokens < 1:
-        raise UsageError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    if preset == "ctrl" and not control_code:
-        raise UsageError("the ctrl preset needs --control-code (the paper uses Wikipedia, Thoughts, Opinion)")
-    if greedy:  # sampling filters do not matter under argmax; keep the record unambiguous
-        values.update(top_k=None, top_p=None, temperature=1.0)
-    return DecodingConfig(preset=preset, greedy=greedy, control_code=control_code or None,
-                          max_new_tokens=max_new_tokens, one_sentence=one_sentence,
-                          stop_at_newline=stop_at_newline, **values)
-
-
-def uniform_draws(seed: int, prompt_id: str, sample: int, steps: int) -> np.ndarray:
-    """The uniform numbers that pick each token of one (prompt, sample): a stream of its own."""
-    key = int.from_bytes(hashlib.sha256(prompt_id.encode("utf-8")).digest()[:8], "little")
-    return np.random.default_rng([seed, key, sample]).random(steps)
-
-
-def cut_one_sentence(text: str) -> str:
-    """Cut a continuation after the end of the first sentence (the prompt's own sentence)."""
-    match = _SENTENCE_END.search(text)
-    return text[: match.end()] if match else text
-
-
-STOPPING_RULE = (
-    "a continuation ends before its first line break (a BOLD prompt starts one Wikipedia sentence; what a "
-    "base model writes after a line break is new, unrelated text); the lm-eval tasks stop at the same place "
-    "with `until: [\"\\n\"]`, and `bold-eval run --no-stop-at-newline` turns it off"
+from bold_eval.generation.base import (
+    HF_CAUSAL,
+    WIKIPEDIA,
+    BatchCallback,
+    Generated,
+    GenerationSettings,
+    GenerationStats,
+    GeneratorContext,
+    WorkItem,
 )
-
-
-def finish_continuation(text: str, decoding: DecodingConfig) -> str:
-    """Apply the stopping rules to a generated continuation: `STOPPING_RULE`, then `one_sentence`.
-
-    Every generator calls this, so a run and the lm-eval tasks score the same text."""
-    if decoding.stop_at_newline:
-        text = text.split("\n", 1)[0]
-    return cut_one_sentence(text) if decoding.one_sentence else text
-
-
-@dataclass
-class Generated:
-    continuation: str
-    num_new_tokens: int
-
-
-@dataclass(frozen=True)
-class WorkItem:
-    """One text to generate: a BOLD prompt and a sample index."""
-
-    prompt_id: str
-    sample: int
-    prompt: str
+from bold_eval.generation.batching import (
+    BatchPlan,
+    default_batch_size,
+    run_batch_plan,
+)
+from bold_eval.generation.decoding import (
+    _SENTENCE_END_FOLLOWED,
+    DecodingConfig,
+    finish_continuation,
+    uniform_draws,
+)
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
@@ -300,126 +193,6 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
     return [Generated(text, count) for text, count in zip(continuations, counts, strict=True)]
 
 
-def _is_out_of_memory(error: BaseException) -> bool:
-    import torch
-
-    if isinstance(error, torch.cuda.OutOfMemoryError):
-        return True
-    return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
-
-
-def default_batch_size(device: Any) -> int:
-    """`--batch-size auto`: start large on accelerators (halved on out-of-memory); 64 on CPU, where
-    the forward pass is compute-bound so bigger batches add little, and smaller ones reach disk
-    (resume points) sooner."""
-    return GPU_START_GENERATION_BATCH_SIZE if getattr(device, "type", str(device)) != "cpu" else CPU_GENERATION_BATCH_SIZE
-
-
-@dataclass
-class GenerationStats:
-    new_tokens: int = 0
-    seconds: float = 0.0
-    batch_size: int = 0
-    out_of_memory_retries: int = 0
-    # The (start, size) segments of the batch plan this call ran (`BatchPlan.schedule`).
-    batch_schedule: list[tuple[int, int]] = field(default_factory=list)
-
-
-BatchCallback = Callable[[list[WorkItem], list[Generated]], None]
-
-
-@dataclass
-class BatchPlan:
-    """The batches of one process: fixed by its full item list and the schedule, never by what is
-    left, so that a resumed run regenerates exactly the batches of an uninterrupted one (under
-    bfloat16 a token can depend on the batch its prompt runs in; see the module docstring).
-
-    `items`: every item of this process, done or not. The plan sorts them by prompt length
-    (longest first, ties by prompt_id and sample) and cuts them by `schedule`: (start, size)
-    segments of that order, "from `start` on, batches of `size`". Empty: one segment of the
-    generator's batch size, added by `run_batch_plan`. When `auto` halves on out-of-memory at
-    position p, the segment (p, size // 2) replaces everything from p on, in place and before the
-    next batch is handed over, so the caller can record it and a resume replays it.
-    """
-
-    items: Sequence[WorkItem]
-    schedule: list[tuple[int, int]] = field(default_factory=list)
-
-
-def item_key(item: WorkItem) -> tuple[str, int]:
-    return item.prompt_id, item.sample
-
-
-def _segment(schedule: Sequence[tuple[int, int]], position: int, total: int) -> tuple[int, int]:
-    """(batch size, end of segment) in force at `position` of the plan."""
-    size, end = schedule[0][1], total
-    for index, (start, segment_size) in enumerate(schedule):
-        if start <= position:
-            size = segment_size
-            end = schedule[index + 1][0] if index + 1 < len(schedule) else total
-    return size, end
-
-
-def run_batch_plan(todo: Sequence[WorkItem], plan: BatchPlan | None, *, lengths: Callable[[list[WorkItem]], list[int]],
-                   batch_size: int | str, default_size: int, generate_batch: Callable[[list[WorkItem]], list[Generated]],
-                   on_batch: BatchCallback, stats: GenerationStats, bar: Any) -> GenerationStats:
-    """Run the batches of `plan` that hold an item of `todo`, each exactly as planned (done items
-    included, their results discarded); `on_batch` receives only the `todo` items of each batch.
-
-    `lengths(items)` gives each item's prompt length in the generator's tokens; `generate_batch`
-    makes one batch. With `batch_size` "auto", an out-of-memory error halves the batch and retries
-    it (recorded in `plan.schedule`); any other error, or one with a fixed batch size, propagates.
-    Without a plan, the plan is `todo` itself (no resume).
-    """
-    import torch
-
-    plan = plan if plan is not None else BatchPlan(list(todo))
-    items = list(plan.items)
-    pending = {item_key(item) for item in todo}
-    unplanned = pending - {item_key(item) for item in items}
-    if unplanned:
-        raise ValueError(f"{len(unplanned)} items to generate are not in the batch plan (e.g. {sorted(unplanned)[:3]})")
-    auto = batch_size == "auto"
-    if not plan.schedule:
-        size = default_size if auto else int(batch_size)
-        if size < 1:
-            raise UsageError(f"batch size (--batch-size) must be >= 1 or auto, got {batch_size}")
-        plan.schedule.append((0, size))
-    item_lengths = lengths(items)
-    ordered = [items[i] for i in sorted(range(len(items)),
-                                        key=lambda i: (-item_lengths[i], items[i].prompt_id, items[i].sample))]
-    started = time.perf_counter()
-    position = 0
-    while position < len(ordered):
-        size, segment_end = _segment(plan.schedule, position, len(ordered))
-        end = min(position + size, segment_end)
-        batch = ordered[position:end]
-        keep = [index for index, item in enumerate(batch) if item_key(item) in pending]
-        if not keep:
-            position = end
-            continue
-        try:
-            results = generate_batch(batch)
-        except Exception as error:
-            if not (auto and _is_out_of_memory(error)) or len(batch) == 1:
-                raise
-            stats.out_of_memory_retries += 1
-            plan.schedule[:] = [segment for segment in plan.schedule if segment[0] < position]
-            plan.schedule.append((position, max(1, len(batch) // 2)))
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
-            continue
-        chosen = [results[index] for index in keep]
-        on_batch([batch[index] for index in keep], chosen)
-        stats.new_tokens += sum(result.num_new_tokens for result in chosen)
-        bar.update(len(keep))
-        position = end
-    stats.seconds = time.perf_counter() - started
-    stats.batch_size = min(plan.schedule[-1][1], len(ordered))
-    stats.batch_schedule = [tuple(segment) for segment in plan.schedule]
-    return stats
-
-
 def generate_items(model: Any, tokenizer: Any, items: Sequence[WorkItem], decoding: DecodingConfig, *,
                    seed: int, batch_size: int | str = "auto", on_batch: BatchCallback,
                    progress: bool = True, plan: BatchPlan | None = None) -> GenerationStats:
@@ -446,3 +219,72 @@ def generate_items(model: Any, tokenizer: Any, items: Sequence[WorkItem], decodi
         return run_batch_plan(items, plan, lengths=lengths, batch_size=batch_size,
                               default_size=default_batch_size(model.device), generate_batch=one_batch,
                               on_batch=on_batch, stats=stats, bar=bar)
+
+
+class HFCausalGenerator:
+    """Any transformers causal LM (Hub id, folder, GGUF, `embedded`), sampled as in appendix A.2."""
+
+    kind = HF_CAUSAL
+
+    def __init__(self, config: GenerationSettings, context: GeneratorContext):
+        from bold_eval.generation.model_args import check_data_parallel, parse_model_args
+
+        options = dict(config.generator_options or {})
+        # `--model-args` (how from_pretrained loads the checkpoint: device_map, quantization, PEFT, ...)
+        try:
+            self.model_args = parse_model_args(options.pop("model_args", None))
+            check_data_parallel(self.model_args)  # device_map under accelerate launch / torchrun
+        except ValueError as error:
+            raise UsageError(str(error)) from error
+        if options:
+            raise UsageError(f"--generator-option {', '.join(options)}: the {HF_CAUSAL} generator takes only "
+                             "model_args (--model-args); its settings are the decoding flags (--decoding, --top-k, ...)")
+        if config.model not in ("embedded", WIKIPEDIA) and not config.gguf_file:
+            # transformers would load e.g. BertForMaskedLM weights into BertLMHeadModel, a decoder
+            # they were never trained as, and generate without a word: refuse before anything runs.
+            from bold_eval.generation.loading import is_masked_lm_checkpoint, masked_lm_as_causal_message
+
+            if is_masked_lm_checkpoint(config.model, revision=config.revision):
+                raise UsageError(masked_lm_as_causal_message(config.model))
+        self.config = config
+        self.context = context
+        self.loaded: Any = None
+
+    def settings(self) -> dict[str, Any]:
+        config = self.config
+        settings = {"model": config.model, "gguf_file": config.gguf_file, "revision": config.revision,
+                    "dtype": config.dtype, "seed": config.seed, "decoding": config.decoding.to_dict()}
+        if self.model_args:  # only when given, so that folders from before --model-args still resume
+            settings["model_args"] = dict(self.model_args)
+        return settings
+
+    def info(self) -> dict[str, Any]:
+        if self.loaded is None:
+            return {"name": self.config.model, "revision": self.config.revision, "gguf_file": self.config.gguf_file}
+        return dict(self.loaded.info)
+
+    def load(self) -> Any:
+        """Load the model once; every process calls this (process 0 first: it fills the GGUF cache)."""
+        if self.loaded is None:
+            from bold_eval.generation.loading import load_causal_lm
+
+            config = self.config
+            with self.context.main_process_first():
+                self.loaded = load_causal_lm(config.model, gguf_file=config.gguf_file, dtype=config.dtype,
+                                         device=self.context.device, revision=config.revision,
+                                         model_args=self.model_args or None)
+        return self.loaded
+
+    plans_batches = True  # takes `plan=` (BatchPlan): a resume replays the planned batches
+
+    def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback,
+                 progress: bool = True, plan: BatchPlan | None = None) -> GenerationStats:
+        import torch
+
+        from bold_eval.generation.hf_causal import generate_items
+
+        loaded = self.load()
+        torch.manual_seed(self.config.seed)
+        return generate_items(loaded.model, loaded.tokenizer, items, self.config.decoding, seed=self.config.seed,
+                              batch_size=self.config.batch_size, on_batch=on_batch, progress=progress,
+                              plan=plan)

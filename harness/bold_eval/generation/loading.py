@@ -142,7 +142,7 @@ def _load_checkpoint(name: str, folder: Path, gguf_file: str | None, revision: s
     return model, tokenizer
 
 
-def load_model(
+def load_causal_lm(
     name: str,
     *,
     gguf_file: str | None = None,
@@ -193,3 +193,97 @@ def load_model(
     info["parameters"] = sum(p.numel() for p in model.parameters())
     return LoadedModel(model=model, tokenizer=tokenizer, device=resolved_device, dtype=dtype_name, info=info)
 
+
+def is_masked_lm_config(config: Any) -> bool:
+    """Whether a checkpoint's config describes a masked LM (BERT, RoBERTa, DistilBERT, ...).
+
+    `architectures` decides when it names a language-model class (`*ForMaskedLM` vs a causal-LM
+    class such as `BertLMHeadModel` or `GPT2LMHeadModel`). Otherwise (no or other architectures)
+    the `model_type` decides: an encoder family that transformers can load as a masked LM and that
+    is not configured as a decoder. Encoder-decoder models (BART, mBART) are not masked LMs here.
+    """
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    if getattr(config, "is_encoder_decoder", False):
+        return False
+    causal_classes = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
+    architectures = list(getattr(config, "architectures", None) or [])
+    if any(name in causal_classes or name.endswith(("ForCausalLM", "LMHeadModel")) for name in architectures):
+        return False
+    if any(name.endswith("ForMaskedLM") for name in architectures):
+        return True
+    model_type = getattr(config, "model_type", None)
+    masked_class = MODEL_FOR_MASKED_LM_MAPPING_NAMES.get(model_type, "")
+    return masked_class.endswith(("ForMaskedLM", "WithLMHeadModel")) and not getattr(config, "is_decoder", False)
+
+
+def is_masked_lm_checkpoint(name: str, *, revision: str | None = None) -> bool:
+    """`is_masked_lm_config` on the config of a Hub id or folder; False when no config can be read
+    (a GGUF file, `embedded`, a typo), so that the causal loader reports those its own way."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(name, revision=revision)
+    except (OSError, ValueError):
+        return False
+    return is_masked_lm_config(config)
+
+
+def masked_lm_as_causal_message(name: str) -> str:
+    """The error for a masked LM given to the causal generator (transformers would silently load
+    e.g. `BertForMaskedLM` weights into `BertLMHeadModel`, a decoder they were never trained as)."""
+    return (f"{name} is a masked LM (BERT-style); running it as a left-to-right decoder would give text "
+            "from weights never trained for that. The paper generates with BERT by Gibbs sampling "
+            "(appendix A.2.1): use --generator gibbs (or leave --generator at auto).")
+
+
+def load_masked_lm(name: str, *, dtype: str = "auto", device: str = "auto", revision: str | None = None) -> Any:
+    """Load `name` (Hub id or folder) as an `AutoModelForMaskedLM` with its tokenizer.
+
+    Returns `bold_eval.generation.loading.LoadedModel`. Refuses a checkpoint whose masked-LM head is missing
+    (e.g. a `BertForSequenceClassification` fine-tune): transformers would fill it with random weights.
+    """
+    import torch
+    import transformers
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from bold_eval.core.resources import ResourceNotFoundError
+    from bold_eval.generation.loading import LoadedModel, resolve_device, resolve_dtype
+
+    resolved_device = resolve_device(device)
+    dtype_name = resolve_dtype(dtype, resolved_device)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name, revision=revision)
+        model, loading = AutoModelForMaskedLM.from_pretrained(
+            name, revision=revision, dtype=getattr(torch, dtype_name), output_loading_info=True)
+    except OSError as error:
+        raise ResourceNotFoundError(
+            f"masked LM {name!r}",
+            [f"local folder {Path(name).expanduser()}", f"Hugging Face Hub {name} ({error})"],
+            "Pass --model with a local folder or a Hub id that is cached (HF_HOME).",
+        ) from error
+    prefix = getattr(model, "base_model_prefix", "") + "."
+    missing_head = sorted(key for key in loading.get("missing_keys", ())
+                          if not key.startswith(prefix) and key.endswith(".weight"))
+    if missing_head:
+        raise UsageError(f"{name} has no masked-LM head (missing from the checkpoint: {', '.join(missing_head[:4])}); "
+                         "Gibbs sampling needs a checkpoint trained as a masked LM, e.g. bert-large-cased")
+    if tokenizer.mask_token_id is None:
+        raise UsageError(f"the tokenizer of {name} has no mask token; Gibbs sampling needs a masked LM's tokenizer")
+    model.to(resolved_device)
+    model.eval()
+    info: dict[str, Any] = {
+        "name": name,
+        "transformers": transformers.__version__,
+        "revision": getattr(model.config, "_commit_hash", None) or revision,
+        "architecture": type(model).__name__,
+        "dtype": dtype_name,
+        "device": str(resolved_device),
+        "parameters": sum(p.numel() for p in model.parameters()),
+    }
+    if Path(name).expanduser().is_dir():
+        info["path"] = str(Path(name).expanduser().resolve())
+    return LoadedModel(model=model, tokenizer=tokenizer, device=resolved_device, dtype=dtype_name, info=info)

@@ -216,7 +216,7 @@ def apply_adapter(model: Any, model_args: Mapping[str, Any]) -> tuple[Any, dict[
 
 def load_pretrained(name: str, model_args: Mapping[str, Any], *, torch_dtype: Any,
                     revision: str | None = None) -> tuple[Any, Any, dict[str, Any]]:
-    """Tokenizer and causal LM of `name` loaded as `model_args` say (for `models.load_model`).
+    """Tokenizer and causal LM of `name` loaded as `model_args` say (for `loading.load_causal_lm`).
 
     Returns (model, tokenizer, info); info holds the parsed model_args, the device map of a
     sharded model and the adapter. OSError from a missing checkpoint propagates unchanged.

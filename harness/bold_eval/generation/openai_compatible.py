@@ -30,15 +30,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
-from bold_eval.generation.hf_causal import (
-    BatchCallback,
-    DecodingConfig,
-    Generated,
-    GenerationStats,
-    WorkItem,
-    finish_continuation,
-    make_decoding,
-)
+from bold_eval.generation.base import BatchCallback, Generated, GenerationSettings, GenerationStats, WorkItem
+from bold_eval.generation.decoding import DecodingConfig, finish_continuation, make_decoding
 from bold_eval.generation.http_client import (
     DEFAULT_API_KEY_ENV,
     ApiClient,
@@ -50,7 +43,7 @@ from bold_eval.generation.http_client import (
 )
 
 if TYPE_CHECKING:
-    from bold_eval.run import RunConfig
+    pass
 
 API_MODES = ("completions", "chat")
 KINDS = {"completions": "openai-completions", "chat": "openai-chat"}
@@ -551,7 +544,7 @@ GENERATOR_OPTIONS = ("base_url", "concurrency", "api_key_env", "chat_instruction
                      "strict_decoding", "max_attempts", "backoff_base_s", "timeout_s", "flush_seconds")
 
 
-def from_run_config(config: RunConfig, api: str) -> ApiGenerator:
+def from_config(config: GenerationSettings, api: str) -> ApiGenerator:
     """Build the generator from `bold-eval run` settings: `--model`, the decoding flags, `--seed`, and
     `generator_options` (base_url, concurrency, api_key_env, ... see GENERATOR_OPTIONS).
     An integer `--batch-size` sets how many texts are handed over (written) at a time."""
@@ -578,11 +571,11 @@ def from_run_config(config: RunConfig, api: str) -> ApiGenerator:
     )
 
 
-def completions_generator(config: RunConfig, context: Any = None) -> ApiGenerator:
+def completions_generator(config: GenerationSettings, context: Any = None) -> ApiGenerator:
     """Factory for `GENERATORS["openai-completions"]`."""
-    return from_run_config(config, "completions")
+    return from_config(config, "completions")
 
 
-def chat_generator(config: RunConfig, context: Any = None) -> ApiGenerator:
+def chat_generator(config: GenerationSettings, context: Any = None) -> ApiGenerator:
     """Factory for `GENERATORS["openai-chat"]`."""
-    return from_run_config(config, "chat")
+    return from_config(config, "chat")

@@ -12,8 +12,8 @@ Every metric module exposes the same small contract, used by the evaluate wrappe
 - `compute(predictions, groups=None, **options) -> dict`: what the evaluate module returns.
 
 Both take any ordered iterable of texts (read once) and return exactly one result per text, or
-raise ValueError naming the first bad text by index (`_common.validate_texts`); group labels
-are all strings or all integers and are never converted (`_common.validate_groups`). Time per
+raise ValueError naming the first bad text by index (`_common.check_texts`); group labels
+are all strings or all integers and are never converted (`_common.check_groups`). Time per
 text grows linearly with its length (benchmarks/length_scaling.py, tests/test_fuzz.py).
 """
 

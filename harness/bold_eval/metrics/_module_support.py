@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bold_eval.core.errors import InputError
-from bold_eval.metrics.common import validate_texts
+from bold_eval.metrics.common import check_texts
 
 # Every module cites the paper first, then the resource it is built on.
 BOLD_CITATION = """\
@@ -37,7 +37,7 @@ class ChecksTextsFirst:
     evaluate's own errors are cryptic for the common mistakes ("cache file doesn't exist" for
     `predictions=None` or a misspelled `prediction=`), a generator would be consumed by a check
     and then reach evaluate empty, and `datasets` casts 3 to "3". Here every text argument is
-    read once into a list and checked (`validate_texts`, naming the bad index), keywords are
+    read once into a list and checked (`check_texts`, naming the bad index), keywords are
     checked against the module's inputs and options (naming the close match), and a call
     without texts says how to give them. Subclasses are evaluate modules whose features are all
     text columns; `keyword_hints` adds a sentence for a known wrong keyword.
@@ -78,7 +78,7 @@ class ChecksTextsFirst:
         texts were already added with add/add_batch (`pending`)."""
         given = [name for name in names if kwargs.get(name) is not None]
         for name in given:
-            kwargs[name] = validate_texts(kwargs[name], argument=name)
+            kwargs[name] = check_texts(kwargs[name], argument=name)
         missing = [name for name in names if name not in given]
         if missing and (given or not pending):
             what = " and ".join(f"`{name}`" for name in missing)
@@ -118,7 +118,7 @@ class ChecksTextsFirst:
         for name in names:
             if kwargs.get(name) is None:
                 raise InputError(f"{self.name}.add() got no `{name}`: pass {name}=\"...\" (one string)")
-            validate_texts([kwargs[name]], argument=name)
+            check_texts([kwargs[name]], argument=name)
         return super().add(**kwargs)
 
 

@@ -42,7 +42,7 @@ def _materialize(values: Any, argument: str, what: str) -> list[Any]:
     return list(values)
 
 
-def validate_texts(texts: Any, argument: str = "predictions") -> list[str]:
+def check_texts(texts: Any, argument: str = "predictions") -> list[str]:
     """Return `texts` as a list of str (any iterable, read once); raise ValueError naming the first bad index.
 
     Empty strings are allowed (each metric documents how it scores them); None, NaN, non-strings
@@ -75,7 +75,7 @@ def _label_kind(label: Any) -> str | None:
     return None
 
 
-def validate_groups(groups: Any, n_texts: int, argument: str = "groups") -> list[str] | list[int] | None:
+def check_groups(groups: Any, n_texts: int, argument: str = "groups") -> list[str] | list[int] | None:
     """Return group labels as a list of length `n_texts` (or None when not given).
 
     Labels keep their identity: strings stay strings and integers stay (Python) ints, never

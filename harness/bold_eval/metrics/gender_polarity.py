@@ -37,12 +37,12 @@ from bold_eval.core.errors import InputError, UsageError
 from bold_eval.core.resources import path_stamp
 from bold_eval.metrics._words import TokenizedTexts, tokenize_texts
 from bold_eval.metrics.common import (
+    check_groups,
+    check_texts,
     group_masks,
     option_number,
     placeholder_words,
     summarize_labels,
-    validate_groups,
-    validate_texts,
 )
 
 if TYPE_CHECKING:  # gensim takes about a second to import; unigram matching never needs it
@@ -176,7 +176,7 @@ def gender_wavg(polarity: np.ndarray, text_index: np.ndarray, n_texts: int) -> n
     return np.divide(numerator, denominator, out=np.zeros(n_texts), where=denominator > 0)
 
 
-def _validate_methods(methods: str | Sequence[str] | None) -> tuple[str, ...]:
+def _check_methods(methods: str | Sequence[str] | None) -> tuple[str, ...]:
     if methods is None:
         return METHODS
     if isinstance(methods, str):
@@ -203,7 +203,7 @@ class GenderPolarityScorer:
         keyed_vectors: KeyedVectors | None = None,
         ignore_placeholders: bool = DEFAULTS["ignore_placeholders"],
     ):
-        self.methods = _validate_methods(methods)
+        self.methods = _check_methods(methods)
         self.ignore_placeholders = bool(ignore_placeholders)
         self._exclude = placeholder_words() if self.ignore_placeholders else frozenset()
         self.male_threshold = option_number("male_threshold", male_threshold)
@@ -221,7 +221,7 @@ class GenderPolarityScorer:
         self.label_columns: dict[str, tuple[str, ...]] = {f"{method}_label": LABELS for method in self.methods}
 
     def __call__(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        texts = validate_texts(texts)
+        texts = check_texts(texts)
         columns: dict[str, np.ndarray] = {}
         # One tokenization for every method (surface forms; unigram matching lowercases per word).
         tokenized = tokenize_texts(texts, lowercase=False, exclude=self._exclude)
@@ -280,7 +280,7 @@ def load_scorer(
     module calls this on every `compute`). `ignore_placeholders`: drop the anonymization
     placeholders' words before scoring (issue 9); False scores them like any word.
     """
-    methods = _validate_methods(methods)
+    methods = _check_methods(methods)
     keyed_vectors = None
     if any(method in EMBEDDING_METHODS for method in methods):
         from bold_eval.core.resources import require_extra
@@ -305,8 +305,8 @@ def compute(predictions: Sequence[str], groups: Sequence[str] | None = None, **o
     neutral}} and, when `groups` is given, `group_proportions` {method: {group: {...}}} and
     `group_sizes` {group: n} in first-seen group order. `options` go to `load_scorer`.
     """
-    texts = validate_texts(predictions)
-    group_labels = validate_groups(groups, len(texts))
+    texts = check_texts(predictions)
+    group_labels = check_groups(groups, len(texts))
     scorer = load_scorer(**options)
     columns = scorer(texts)
     result: dict[str, Any] = {name: values.tolist() for name, values in columns.items()}

@@ -37,11 +37,11 @@ from bold_eval.core.errors import UsageError
 from bold_eval.core.resources import lookup_stamp, path_stamp
 from bold_eval.metrics._words import tokenize_texts
 from bold_eval.metrics.common import (
+    check_groups,
+    check_texts,
     group_masks,
     option_number,
     placeholder_words,
-    validate_groups,
-    validate_texts,
 )
 from bold_eval.metrics.lexicon import (
     BE5,
@@ -279,7 +279,7 @@ class PsycholinguisticScorer:
         return _NOT_FOUND
 
     def __call__(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        texts = validate_texts(texts)
+        texts = check_texts(texts)
         tokenized = tokenize_texts(texts, exclude=self._exclude)
         rows = self._rows
         for word in tokenized.words:  # once per distinct word, and only for words not seen before
@@ -390,8 +390,8 @@ def compute(predictions: Sequence[str], groups: Sequence[str] | None = None, **o
     `groups` is given, `group_proportions` and `group_sizes` in first-seen group order.
     `options` go to `load_scorer`.
     """
-    texts = validate_texts(predictions)
-    group_labels = validate_groups(groups, len(texts))
+    texts = check_texts(predictions)
+    group_labels = check_groups(groups, len(texts))
     columns = load_scorer(**options)(texts)
     result: dict[str, Any] = {name: values.tolist() for name, values in columns.items()}
     member = categories(columns)

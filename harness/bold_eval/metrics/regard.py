@@ -27,7 +27,7 @@ from bold_eval.metrics.classifier import (
     SequenceClassifier,
     load_metric_classifier,
 )
-from bold_eval.metrics.common import group_masks, summarize_labels, validate_groups, validate_texts
+from bold_eval.metrics.common import check_groups, check_texts, group_masks, summarize_labels
 
 DEFAULTS: dict[str, Any] = {
     # Section 4.3 / appendix A.2.6: the classifier of https://github.com/ewsheng/nlg-bias.
@@ -55,7 +55,7 @@ class RegardScorer:
         self.label_columns: dict[str, tuple[str, ...]] = {"label": self.labels}
 
     def __call__(self, texts: Sequence[str], *, progress: bool | None = None) -> dict[str, np.ndarray]:
-        texts = validate_texts(texts)
+        texts = check_texts(texts)
         probabilities = self.classifier(texts, progress=progress)[:, self._index]
         columns: dict[str, np.ndarray] = {label: probabilities[:, i] for i, label in enumerate(self.labels)}
         names = np.asarray(self.labels, dtype=object)
@@ -125,9 +125,9 @@ def compute(
     """
     if aggregation not in (None, "all", "average", "maximum"):
         raise UsageError(f"aggregation must be None, 'average' or 'maximum', got {aggregation!r}")
-    texts = validate_texts(predictions)
-    group_list = validate_groups(groups, len(texts))
-    reference_texts = None if references is None else validate_texts(references, "references")
+    texts = check_texts(predictions)
+    group_list = check_groups(groups, len(texts))
+    reference_texts = None if references is None else check_texts(references, "references")
     if reference_texts is not None and group_list is not None:
         raise UsageError("`groups` is not used in compare mode (data vs references); pass one or the other")
     if reference_texts is not None and (not texts or not reference_texts):

@@ -29,12 +29,12 @@ from tqdm.auto import tqdm
 from bold_eval.core.errors import UsageError
 from bold_eval.metrics._vader import LinearVader
 from bold_eval.metrics.common import (
+    check_groups,
+    check_texts,
     option_number,
     placeholder_words,
     summarize_labels,
     unique_with_inverse,
-    validate_groups,
-    validate_texts,
 )
 
 LABELS = ("positive", "neutral", "negative")
@@ -107,7 +107,7 @@ class SentimentScorer:
         self.analyzer = _analyzer()
 
     def __call__(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        texts = validate_texts(texts)
+        texts = check_texts(texts)
         # Deduplicate: `position[i]` is the row of texts[i] among the distinct texts.
         distinct, position = unique_with_inverse(texts)
 
@@ -155,8 +155,8 @@ def compute(
     (share of positive/neutral/negative texts) and, when `groups` is given, `group_proportions`
     and `group_sizes` in first-seen group order. `options` go to `load_scorer`.
     """
-    texts = validate_texts(predictions)
-    group_labels = validate_groups(groups, len(texts))
+    texts = check_texts(predictions)
+    group_labels = check_groups(groups, len(texts))
     columns = load_scorer(**options)(texts)
     result: dict[str, Any] = {
         "compound": columns["compound"].tolist(),

@@ -23,7 +23,7 @@ from bold_eval.metrics.classifier import (
     SequenceClassifier,
     load_metric_classifier,
 )
-from bold_eval.metrics.common import group_masks, validate_groups, validate_texts
+from bold_eval.metrics.common import check_groups, check_texts, group_masks
 
 DEFAULTS: dict[str, Any] = {
     # Section 4.2 and footnote 5; appendix A.2.5 describes the same Jigsaw multi-label classifier.
@@ -63,7 +63,7 @@ class ToxicityScorer:
         self.label_columns: dict[str, tuple[str, ...]] = {}
 
     def __call__(self, texts: Sequence[str], *, progress: bool | None = None) -> dict[str, np.ndarray]:
-        texts = validate_texts(texts)
+        texts = check_texts(texts)
         probabilities = self.classifier(texts, progress=progress)
         score = probabilities[:, self._toxic_index].max(axis=1) if len(texts) else np.zeros(0, np.float32)
         columns: dict[str, np.ndarray] = {"score": score}
@@ -165,8 +165,8 @@ def compute(
     """
     if aggregation not in (None, "all", "ratio", "maximum"):
         raise UsageError(f"aggregation must be None, 'all', 'ratio' or 'maximum', got {aggregation!r}")
-    texts = validate_texts(predictions)
-    group_list = validate_groups(groups, len(texts))
+    texts = check_texts(predictions)
+    group_list = check_groups(groups, len(texts))
     scorer = load_scorer(toxic_label=toxic_label, threshold=threshold, classifier=classifier, **load_options)
     columns = scorer(texts)
     summary = summarize(columns["score"], columns["is_toxic"], group_list)

@@ -2,7 +2,7 @@
 
 `write_report(run_dir)` reads `scores.parquet` and `run.json` (written by `bold-eval run`) and
 turns `bold_eval.analysis.summary.summarize` into files a reader can use without the code.
-Several runs side by side: `bold_eval.analysis.compare.compare_runs`.
+Several runs side by side: `bold_eval.report.compare.compare_runs`.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from bold_eval.analysis.summary import (
     RACE_PAIR,
     RELIGION_PAIR,
     VIEWS,
+    check_alpha,
     confidence_label,
     summarize,
-    validate_alpha,
     wide_proportions,
     wilson_interval,
 )
@@ -628,7 +628,7 @@ def write_report(
 
     report.md opens with what the run can and cannot say (scope, then findings), before the paper's views.
     """
-    alpha = validate_alpha(alpha)
+    alpha = check_alpha(alpha)
     run_dir = Path(run_dir)
     scores, record = load_run(run_dir)
     reference = read_reference_scores(run_dir)

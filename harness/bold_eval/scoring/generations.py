@@ -403,7 +403,7 @@ def build_texts(generations: pd.DataFrame, *, anonymize: bool = True, score_on: 
     return pd.Series(texts, index=generations.index, name="text", dtype=object)
 
 
-def validate_generations(generations: pd.DataFrame) -> pd.DataFrame:
+def check_generations(generations: pd.DataFrame) -> pd.DataFrame:
     """The generations with a fresh index; raises on missing columns, non-string texts or repeated keys."""
     missing = [column for column in GENERATION_COLUMNS if column not in generations.columns]
     if missing:
@@ -442,12 +442,12 @@ def _record_scoring(record: RunRecord, result: ScoringResult, metrics: list[str]
 
 def wikipedia_generations(prompt_ids: Sequence[str], bold: pd.DataFrame) -> pd.DataFrame:
     """The Wikipedia baseline's generations of `prompt_ids` (sample 0), made by its own generator
-    (`bold_eval.generation.base.WikipediaGenerator`) from the BOLD rows in `bold`, so that they are
+    (`bold_eval.generation.wikipedia.WikipediaGenerator`) from the BOLD rows in `bold`, so that they are
     exactly those of a `--model wikipedia` run. Every prompt id must be in `bold`."""
     from types import SimpleNamespace
 
-    from bold_eval.generation.base import GeneratorContext, WikipediaGenerator
-    from bold_eval.generation.hf_causal import WorkItem
+    from bold_eval.generation.base import GeneratorContext, WorkItem
+    from bold_eval.generation.wikipedia import WikipediaGenerator
 
     wanted = list(dict.fromkeys(prompt_ids))
     rows = {row["prompt_id"]: row for row in bold[bold["prompt_id"].isin(wanted)].to_dict(orient="records")}
@@ -511,13 +511,11 @@ def score_generations(
     anonymize: bool = True,
     score_on: str = "full",
     record: RunRecord | None = None,
-    report: bool = True,
     reference: bool = True,
-    cluster: str = "name",
     data_dir: str | os.PathLike | None = None,
     allow_modified_data: bool | None = None,
 ) -> Path:
-    """Score generations, write scores.parquet, reference_scores.parquet and run.json, and render the report.
+    """Score generations and write scores.parquet, reference_scores.parquet and run.json.
 
     `generations`: one row per text with `runfolder.GENERATION_COLUMNS` (the `bold-eval run`
     records, or bring-your-own generations matched back to BOLD). The scored `text` is built by
@@ -526,15 +524,11 @@ def score_generations(
     the texts are the Wikipedia baseline, the Wikipedia sentences of the same prompts (BOLD from
     `data_dir`) are scored alike into reference_scores.parquet (run.json `reference`). `record`
     (what generated the texts) is completed with the scoring settings and written as run.json.
-    `cluster` is the report's unit of independent information (`bold_eval.analysis.clustered.CLUSTER_UNITS`).
-    Returns report.md's path, or scores.parquet's when `report=False`.
+    Returns scores.parquet's path; the report is the next stage (`bold_eval.run.score_and_report`).
     """
-    from bold_eval.analysis.clustered import validate_cluster
-
-    validate_cluster(cluster)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    frame = validate_generations(generations)
+    frame = check_generations(generations)
     requested = parse_metrics(metrics)
     metric_options = {name: dict(options) for name, options in (metric_options or {}).items()}
     check_metric_options(metric_options)
@@ -563,12 +557,4 @@ def score_generations(
     write_run_record(out, record)
     for metric, message in {**result.skipped, **result.partial}.items():
         print(f"skipped metric {metric}: {message.splitlines()[0]}", file=sys.stderr)
-    if not report:
-        return scores_path
-    from bold_eval.report.run_report import write_report
-
-    started = time.perf_counter()
-    report_path = write_report(out, cluster=cluster)
-    record.timings["report_s"] = round(time.perf_counter() - started, 3)
-    write_run_record(out, record)
-    return Path(report_path)
+    return scores_path

@@ -26,7 +26,6 @@ import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,8 +33,8 @@ import numpy as np
 from bold_eval.core.errors import InputError, UsageError
 from bold_eval.core.version import __version__
 from bold_eval.metrics import METRIC_NAMES, check_scorer_options, metric_module
-from bold_eval.metrics.common import validate_texts
-from bold_eval.validation.labels import HumanLabelled, Label, canonical_label, declared_label_set
+from bold_eval.metrics.common import check_texts
+from bold_eval.validation.labels import Label, canonical_label, declared_label_set
 
 DEFAULTS: dict[str, Any] = {
     "confidence_level": 0.95,
@@ -130,7 +129,7 @@ DEFAULT_SCORES = {"sentiment": "compound", "toxicity": "toxicity", "regard": "re
 # --------------------------------------------------------------------------- scoring
 
 
-def score_texts(metric: str, texts: Sequence[str], score: str | None = None, **options: Any) -> Scored:
+def score_view(metric: str, texts: Sequence[str], score: str | None = None, **options: Any) -> Scored:
     """Run `metric` on `texts` through its scorer and return the `score` view of its output.
 
     `options` go to `bold_eval.metrics.<metric>.load_scorer`. For gender polarity `score` is the
@@ -286,7 +285,7 @@ def _spearman_along(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
         return stats.pearsonr(stats.rankdata(x, axis=axis), stats.rankdata(y, axis=axis), axis=axis).statistic
 
 
-def bootstrap_interval(
+def paired_bootstrap_interval(
     data: tuple[np.ndarray, ...],
     statistic: Callable[..., np.ndarray],
     *,
@@ -354,9 +353,9 @@ def _agreement_intervals(
     method = "BCa" if human.size <= BCA_MAX_TEXTS else "percentile"
     interval = {"confidence_level": confidence_level, "n_resamples": n_resamples, "seed": seed, "method": method}
     placed = np.isfinite(predicted_order)
-    rho_ci = bootstrap_interval((predicted_order[placed], human_order[placed]), _spearman_along, **interval)
-    rho_score_ci = bootstrap_interval((scores, human_order), _spearman_along, **interval)
-    accuracy_ci = bootstrap_interval((correct,), np.mean, **interval)
+    rho_ci = paired_bootstrap_interval((predicted_order[placed], human_order[placed]), _spearman_along, **interval)
+    rho_score_ci = paired_bootstrap_interval((scores, human_order), _spearman_along, **interval)
+    accuracy_ci = paired_bootstrap_interval((correct,), np.mean, **interval)
     return {
         "spearman_rho": list(rho_ci),
         "spearman_rho_score": list(rho_score_ci),
@@ -476,7 +475,7 @@ def _check_inputs(
     """The texts and canonical human labels, after refusing what cannot be validated."""
     if metric not in METRIC_NAMES:
         raise UsageError(f"unknown metric {metric!r}; valid metrics: {', '.join(METRIC_NAMES)}")
-    texts = validate_texts(texts, "texts")
+    texts = check_texts(texts, "texts")
     if isinstance(human_labels, str):
         raise InputError("`human_labels` must be a list with one label per text, got a single string")
     human = [canonical_label(value, f"human_labels[{index}]") for index, value in enumerate(human_labels)]
@@ -630,7 +629,7 @@ def run_validation(
     classes = _human_classes(label_set, human)
     excluded_set, compared = _compared_classes(classes, human, exclude_labels)
 
-    scored = score_texts(metric, texts, score, **options)
+    scored = score_view(metric, texts, score, **options)
     mapping = map_labels(scored.view, scored.metric_labels, classes, label_map)
     _name_numeric_classes(classes, mapping)
     order = _axis_positions(scored, compared, classes, mapping)
@@ -673,33 +672,3 @@ def validate(metric: str, texts: Sequence[str], human_labels: Sequence[Any], **o
     return run_validation(metric, texts, human_labels, **options).record
 
 
-def validate_source(
-    metric: str,
-    against: str,
-    out: str | os.PathLike,
-    *,
-    text_column: str = "text",
-    label_column: str = "label",
-    label_set: Mapping[Any, str] | Sequence[Any] | str | None = None,
-    exclude_labels: Sequence[Any] | None = None,
-    splits: Sequence[str] | None = None,
-    sheng2019_dir: str | os.PathLike | None = None,
-    **options: Any,
-) -> Validation:
-    """`bold-eval validate`: load `against` (a Sheng et al. 2019 source or a labelled file), validate
-    `metric` on it, and write validation.json, validation.md, predictions.csv and figures/ to `out`."""
-    from bold_eval.validation.labels import load_source
-    from bold_eval.validation.report import write_validation
-
-    labelled: HumanLabelled = load_source(
-        against, text_column=text_column, label_column=label_column, splits=splits, sheng2019_dir=sheng2019_dir
-    )
-    if label_set is None:
-        label_set = labelled.label_names
-    result = run_validation(
-        metric, labelled.texts, labelled.labels, label_set=label_set,
-        exclude_labels=labelled.exclude if exclude_labels is None else exclude_labels,
-        source=labelled.source, **options,
-    )
-    write_validation(result, Path(out))
-    return result

@@ -1,0 +1,169 @@
+"""The package's layout is its pipeline: every import goes to the same stage or an earlier one, and no
+module reaches itself through imports, not even through an import inside a function.
+
+The stage order is written once, here (CONTRIBUTING.md describes it). A module's stage is the first
+component of its path under bold_eval/ (`generation/loading.py` -> generation); runfolder.py is the run
+folder's schema (file names, columns, the run.json record) that every stage reading or writing a run
+folder uses, so it ranks with core; run.py, cli.py, the package root and the lm-eval tasks are the top.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import bold_eval
+
+PACKAGE = Path(bold_eval.__file__).resolve().parent
+
+# stage -> rank. A module may import its own stage or a stage of lower rank; stages that share a rank
+# are siblings and may not import each other (validation and hub sit beside the pipeline).
+RANKS = {
+    "core": 0, "data": 1, "generation": 2, "metrics": 3, "scoring": 4, "analysis": 5, "report": 6,
+    "validation": 7, "hub": 7, "testing": 8, "top": 9,
+}
+# Top-level modules whose stage is not their name.
+TOP_LEVEL = {"runfolder": "core", "run": "top", "cli": "top", "__init__": "top", "__main__": "top",
+             "lm_eval_tasks": "top", "bundled": "top"}
+
+
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(package).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts.pop()
+    return ".".join(parts)
+
+
+def stage_of(module: str) -> str | None:
+    first = module.split(".")[0]
+    if first in TOP_LEVEL:
+        return TOP_LEVEL[first]
+    return first if first in RANKS else None
+
+
+def imports(path: Path, modules: set[str], root: Path = PACKAGE) -> list[tuple[str, int, str]]:
+    """(imported module of the package, line, statement) for every import in the file, at any depth
+    (module level, inside functions, under TYPE_CHECKING); relative imports resolved."""
+    module = module_name(path, root)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    source = path.read_text()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".") if package else []
+                base = base[: len(base) - (node.level - 1)]
+                absolute = ".".join(["bold_eval", *base, *([node.module] if node.module else [])])
+            else:
+                absolute = node.module or ""
+            # `from bold_eval.x import y` imports the module bold_eval.x.y when there is one
+            targets = [f"{absolute}.{alias.name}" if f"{absolute}.{alias.name}"[10:] in modules else absolute
+                       for alias in node.names]
+        for target in targets:
+            if target == "bold_eval" or target.startswith("bold_eval."):
+                name = target[len("bold_eval."):] if target != "bold_eval" else "__init__"
+                while name and name not in modules and "." in name:
+                    name = name.rpartition(".")[0]
+                if name in modules and name != module:
+                    found.append((name, node.lineno, ast.get_source_segment(source, node).splitlines()[0]))
+    return found
+
+
+def graph(root: Path = PACKAGE) -> tuple[dict[str, list[tuple[str, int, str]]], dict[str, Path]]:
+    files = {module_name(path, root): path for path in sorted(root.rglob("*.py"))}
+    files["__init__"] = root / "__init__.py"
+    modules = set(files)
+    return {module: imports(path, modules, root) for module, path in files.items()}, files
+
+
+def where(module: str, files: dict[str, Path], line: int, statement: str) -> str:
+    return f"{files[module].name if not files[module].is_relative_to(PACKAGE) else files[module].relative_to(PACKAGE.parent)}:{line}: {statement}"
+
+
+def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm: the components of more than one module (a cycle each)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def cycles(root: Path = PACKAGE) -> list[str]:
+    found, files = graph(root)
+    components = strongly_connected({m: {target for target, _, _ in edges} for m, edges in found.items()})
+    return [where(m, files, line, statement) for component in components for m in component
+            for target, line, statement in found[m] if target in component]
+
+
+def wrong_stage(root: Path = PACKAGE) -> list[str]:
+    found, files = graph(root)
+    wrong = []
+    for module, edges in found.items():
+        source = stage_of(module)
+        for target, line, statement in edges:
+            target_stage = stage_of(target)
+            if source is None or target_stage is None or target_stage == source:
+                continue
+            if RANKS[target_stage] >= RANKS[source]:  # a later stage, or a sibling beside this one
+                wrong.append(f"[{source} -> {target_stage}] " + where(module, files, line, statement))
+    return wrong
+
+
+def test_every_module_has_a_stage():
+    found, _ = graph()
+    assert [module for module in found if stage_of(module) is None] == []
+
+
+def test_no_import_cycle():
+    assert cycles() == [], "import cycles:\n" + "\n".join(cycles())
+
+
+def test_imports_go_to_the_same_or_an_earlier_stage():
+    assert wrong_stage() == [], "imports into a later or sibling stage:\n" + "\n".join(wrong_stage())
+
+
+def test_the_checks_catch_a_hidden_cycle_and_an_upward_import(tmp_path):
+    """A core module importing the report inside a function, the report importing it back (relative
+    import), and validation importing hub: each is caught with its line."""
+    for folder in ("core", "report", "validation", "hub"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text('"""stage."""\n')
+    (tmp_path / "__init__.py").write_text("")
+    (tmp_path / "core" / "a.py").write_text("def f():\n    from bold_eval.report.b import g\n    return g\n")
+    (tmp_path / "report" / "b.py").write_text("from ..core import a\n\ng = a\n")
+    (tmp_path / "validation" / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                                  "    from bold_eval.hub import d\n")
+    (tmp_path / "hub" / "d.py").write_text("")
+    assert cycles(tmp_path) == ["a.py:2: from bold_eval.report.b import g", "b.py:1: from ..core import a"]
+    assert wrong_stage(tmp_path) == ["[core -> report] a.py:2: from bold_eval.report.b import g",
+                                     "[validation -> hub] c.py:3: from bold_eval.hub import d"]
