@@ -573,7 +573,7 @@ def wikipedia_profession(bold_dir) -> pd.DataFrame:
     scores them (anonymized, Section 3.3), built in about a second from ../shared BOLD."""
     from bold_eval.data.bold import load_bold
     from bold_eval.metrics.gender_polarity import GenderPolarityScorer
-    from bold_eval.scoring.generations import build_texts
+    from bold_eval.scoring.texts import build_texts
 
     bold = load_bold("profession", data_dir=bold_dir).to_pandas()
     bold = bold.assign(continuation=[sentence[len(prompt):] for sentence, prompt in zip(bold["wikipedia"],

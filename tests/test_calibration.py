@@ -40,7 +40,8 @@ def wikipedia_frame(bold_dir: Path, domains: list[str]) -> pd.DataFrame:
     """BOLD's Wikipedia sentences of `domains`, anonymized and scored with sentiment and psycholinguistic
     norms as `bold-eval run --model wikipedia` scores them (without the run's report: a few seconds)."""
     from bold_eval.data.bold import load_bold
-    from bold_eval.scoring.generations import build_texts, score_texts
+    from bold_eval.scoring.scorers import score_texts
+    from bold_eval.scoring.texts import build_texts
 
     bold = pd.concat([load_bold(domain, data_dir=bold_dir).to_pandas() for domain in domains], ignore_index=True)
     bold = bold.assign(sample=0, continuation=[sentence[len(prompt):] for sentence, prompt in

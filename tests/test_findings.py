@@ -389,7 +389,7 @@ def wikipedia_religion(bold_dir) -> pd.DataFrame:
     """BOLD's religious_ideology Wikipedia sentences from ../shared, labelled by unigram gender matching."""
     from bold_eval.data.bold import load_bold
     from bold_eval.metrics.gender_polarity import GenderPolarityScorer
-    from bold_eval.scoring.generations import build_texts
+    from bold_eval.scoring.texts import build_texts
 
     bold = load_bold("religious_ideology", data_dir=bold_dir).to_pandas()
     bold = bold.assign(continuation=[sentence[len(prompt):] for sentence, prompt in zip(bold["wikipedia"],

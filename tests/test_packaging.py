@@ -176,7 +176,7 @@ def _without(monkeypatch, *modules: str) -> None:
 
 def test_missing_gensim_names_the_embeddings_extra_and_scoring_keeps_unigram(monkeypatch):
     from bold_eval.metrics import gender_polarity
-    from bold_eval.scoring.generations import score_texts
+    from bold_eval.scoring.scorers import score_texts
 
     _without(monkeypatch, "gensim")
     with pytest.raises(MissingExtraError, match=r"pip install 'bold-eval\[embeddings\]'"):

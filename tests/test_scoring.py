@@ -13,7 +13,9 @@ from bold_eval.core.errors import MissingFileError
 from bold_eval.metrics import sentiment
 from bold_eval.run import score_and_report
 from bold_eval.runfolder import RunRecord
-from bold_eval.scoring.generations import build_texts, parse_metrics, score_generations, score_texts
+from bold_eval.scoring.generations import score_generations
+from bold_eval.scoring.scorers import parse_metrics, score_texts
+from bold_eval.scoring.texts import build_texts
 from bold_eval.testing.models import build_metric_classifier
 
 TEXTS = ["He is a wonderful, kind and brilliant man.", "She was a terrible, horrible person.",

@@ -230,7 +230,7 @@ def _add_run_data_arguments(run: argparse.ArgumentParser) -> None:
 
 def _metric_options(args: argparse.Namespace) -> dict:
     """--metric-option pairs as load_scorer options; a malformed pair ends the command with its message."""
-    from bold_eval.scoring.generations import parse_metric_options
+    from bold_eval.scoring.scorers import parse_metric_options
 
     try:
         return parse_metric_options(args.metric_option)

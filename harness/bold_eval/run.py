@@ -37,6 +37,7 @@ import pandas as pd
 
 from bold_eval.analysis.clustered import check_cluster
 from bold_eval.core.errors import InputError, UsageError, UserError
+from bold_eval.core.version import versions
 from bold_eval.generation.base import Generated, GenerationStats, Generator, GeneratorContext, WorkItem
 from bold_eval.generation.batching import BatchPlan
 from bold_eval.generation.choice import build_generator
@@ -55,13 +56,9 @@ from bold_eval.runfolder import (
     write_generations,
     write_run_record,
 )
-from bold_eval.scoring.generations import (
-    SCORE_ON,
-    check_metric_options,
-    parse_metrics,
-    score_generations,
-    versions,
-)
+from bold_eval.scoring.generations import score_generations
+from bold_eval.scoring.scorers import check_metric_options, parse_metrics
+from bold_eval.scoring.texts import SCORE_ON
 
 
 class ConfigMismatchError(UserError, ValueError):

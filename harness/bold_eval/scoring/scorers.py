@@ -1,0 +1,221 @@
+"""Every requested metric's scorer, loaded once, run over texts; columns prefixed with the metric's name."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bold_eval.core.errors import MissingFileError, UsageError
+from bold_eval.core.resources import ResourceNotFoundError
+from bold_eval.metrics import METRIC_NAMES, check_scorer_options, metric_module
+from bold_eval.runfolder import (
+    GENERATION_COLUMNS,
+)
+from bold_eval.scoring.cache import (
+    CACHED_METRICS,
+    ReferenceCache,
+)
+
+# Section 4.3: "Since the regard classifier was only trained on a few groups, we limit calculation
+# of this metrics to gender (female, male) and race (European American, African American) groups."
+# BOLD's race domain has four groups; the paper's Table 5 reports regard for the two the classifier
+# saw, but the classifier input does not depend on the group, so every gender and race row is
+# scored and the report picks the groups it shows.
+REGARD_DOMAINS = ("gender", "race")
+
+
+@dataclass
+class ScoringResult:
+    """Per-text metric columns (input order), which metrics were skipped and why, and timings."""
+
+    columns: pd.DataFrame
+    skipped: dict[str, str] = field(default_factory=dict)
+    # Metrics scored with fewer methods than requested, and why (gender polarity without word2vec).
+    partial: dict[str, str] = field(default_factory=dict)
+    label_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def parse_metrics(metrics: str | Sequence[str] | None) -> list[str]:
+    """`None`/"all" -> the five metrics; otherwise validated names in the paper's order."""
+    if metrics is None or metrics == "all":
+        return list(METRIC_NAMES)
+    names = [name.strip() for name in (metrics.split(",") if isinstance(metrics, str) else metrics) if name.strip()]
+    unknown = [name for name in names if name not in METRIC_NAMES]
+    if unknown:
+        raise UsageError(f"unknown metric(s) {', '.join(unknown)}; valid metrics: {', '.join(METRIC_NAMES)}")
+    if not names:
+        raise UsageError("no metric requested")
+    return [name for name in METRIC_NAMES if name in names]
+
+
+def _null_column(values: np.ndarray, size: int) -> np.ndarray | pd.Series:
+    """A column of `size` nulls with the dtype family of `values` (for rows a metric does not score)."""
+    if values.dtype.kind == "b":
+        return pd.array([pd.NA] * size, dtype="boolean")
+    if values.dtype.kind in "iu":
+        return pd.array([pd.NA] * size, dtype="Int64")
+    if values.dtype.kind == "f":
+        return np.full(size, np.nan)
+    return np.full(size, None, dtype=object)
+
+
+def _spread(values: np.ndarray, rows: np.ndarray, size: int) -> Any:
+    """Place `values` (scored for `rows`) into a full-length column, nulls elsewhere."""
+    values = np.asarray(values)
+    if len(rows) == size:
+        return values
+    column = _null_column(values, size)
+    if isinstance(column, np.ndarray):
+        column[rows] = values
+        return column
+    series = pd.Series(column)
+    series.iloc[rows] = values
+    return series.array
+
+
+def check_metric_options(metric_options: Mapping[str, Mapping[str, Any]] | None) -> None:
+    """Refuse options for unknown metrics and option names their `load_scorer` does not take, before
+    any work (`run` calls this before generating)."""
+    metric_options = dict(metric_options or {})
+    unknown = [name for name in metric_options if name not in METRIC_NAMES]
+    if unknown:
+        raise UsageError(f"metric_options for unknown metric(s) {unknown}; valid: {', '.join(METRIC_NAMES)}")
+    for name, options in metric_options.items():
+        check_scorer_options(name, options)
+
+
+# The options that name a metric's resource: when one is given, a missing resource is an error.
+RESOURCE_OPTIONS = {
+    "toxicity": ("model",),
+    "regard": ("model",),
+    "gender_polarity": ("embedding", "debiaswe_dir"),
+    "psycholinguistic": ("lexicon", "lexicon_dir"),
+}
+
+
+def _named_resources(name: str, options: Mapping[str, Any]) -> list[str]:
+    return [f"{name}.{key}={options[key]}" for key in RESOURCE_OPTIONS.get(name, ()) if options.get(key) is not None]
+
+
+def _load_scorer(name: str, options: Mapping[str, Any], result: ScoringResult) -> Any:
+    """The metric's scorer; gender polarity falls back to unigram matching without word2vec.
+
+    Unigram matching (Section 4.5) needs no resource, so when the user did not choose `methods`
+    and the embedding for Gender-Max / Gender-Wavg is unavailable, the run keeps the unigram
+    counts and records why the other two are missing instead of dropping the whole metric.
+    """
+    module = metric_module(name)
+    try:
+        return module.load_scorer(**dict(options))
+    except ResourceNotFoundError as error:
+        if name != "gender_polarity" or "methods" in options or _named_resources(name, options):
+            raise
+        scorer = module.load_scorer(**{**options, "methods": ["unigram"]})
+        result.partial[name] = f"Gender-Max and Gender-Wavg skipped, unigram matching only: {error}"
+        return scorer
+
+
+def _load_scorers(metrics: Sequence[str], metric_options: Mapping[str, Mapping[str, Any]], has_regard_rows: bool,
+                  result: ScoringResult) -> dict[str, Any]:
+    """Every metric's scorer, loaded before any is run, so a resource the user named that is missing
+    stops the run before minutes of scoring; unavailable defaults go to `result.skipped`."""
+    scorers: dict[str, Any] = {}
+    for name in metrics:
+        options = metric_options.get(name, {})
+        if name == "regard" and not has_regard_rows:
+            result.skipped[name] = "no gender or race rows in this run (regard is computed only on them, Section 4.3)"
+            continue
+        try:
+            scorers[name] = _load_scorer(name, options, result)
+        except ResourceNotFoundError as error:
+            named = _named_resources(name, options)
+            if named:
+                raise MissingFileError(f"{error}\nYou chose {', '.join(named)}; fix that value, or leave it out to "
+                                       f"use the default (a missing default is skipped and reported).") from error
+            result.skipped[name] = str(error)
+    return scorers
+
+
+def _regard_rows(domains: Sequence[str]) -> np.ndarray:
+    return np.flatnonzero(np.isin(np.asarray(domains, dtype=object), REGARD_DOMAINS))
+
+
+def score_texts(
+    texts: Sequence[str],
+    domains: Sequence[str],
+    metrics: Sequence[str],
+    metric_options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> ScoringResult:
+    """Run each metric's scorer over `texts`; regard only on the gender and race rows."""
+    if len(texts) != len(domains):
+        raise ValueError(f"texts and domains must have the same length, got {len(texts)} and {len(domains)}")
+    metric_options = dict(metric_options or {})
+    check_metric_options(metric_options)
+    result = ScoringResult(columns=pd.DataFrame(index=range(len(texts))))
+    scorers = _load_scorers(parse_metrics(list(metrics)), metric_options, len(_regard_rows(domains)) > 0, result)
+    _score_with(scorers, list(texts), domains, result)
+    return result
+
+
+def _score_with(scorers: Mapping[str, Any], texts: list[str], domains: Sequence[str], result: ScoringResult,
+                cache: ReferenceCache | None = None) -> np.ndarray:
+    """Fill `result` with every loaded scorer's columns for `texts`. With `cache`, the classifier
+    metrics (CACHED_METRICS) read and extend it; returns, per text, whether a cached metric applied
+    to it and every such metric found it in the cache."""
+    regard_rows = _regard_rows(domains)
+    columns: dict[str, Any] = {}
+    applied, hit = np.zeros(len(texts), dtype=bool), np.ones(len(texts), dtype=bool)
+    for name, scorer in scorers.items():
+        started = time.perf_counter()
+        rows = regard_rows if name == "regard" else np.arange(len(texts))
+        if cache is not None and name in CACHED_METRICS:
+            scored, cached = cache.score(name, scorer, [texts[i] for i in rows])
+            applied[rows] = True
+            hit[rows] &= cached
+        else:
+            scored = scorer([texts[i] for i in rows])
+        for column, values in scored.items():
+            values = np.asarray(values)
+            if len(values) != len(rows):
+                raise ValueError(f"metric {name} returned {len(values)} values for column {column}, expected {len(rows)}")
+            columns[f"{name}_{column}"] = _spread(values, rows, len(texts))
+        for column, labels in getattr(scorer, "label_columns", {}).items():
+            result.label_columns[f"{name}_{column}"] = tuple(labels)
+        result.seconds[name] = round(time.perf_counter() - started, 3)
+    result.columns = pd.DataFrame(columns, index=range(len(texts)))
+    return applied & hit
+
+
+def parse_metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """`["gender_polarity.methods=unigram", "toxicity.batch_size=64"]` -> {metric: {key: value}}.
+
+    A value is read as JSON when it parses (numbers, booleans, lists), else kept as a string;
+    `methods` also accepts a comma list.
+    """
+    options: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        metric, dot, key = name.partition(".")
+        if not equals or not dot or not key or metric not in METRIC_NAMES:
+            raise UsageError(f"--metric-option {pair!r}: expected METRIC.KEY=VALUE with METRIC in {', '.join(METRIC_NAMES)}")
+        try:
+            parsed: Any = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value
+        if key == "methods" and isinstance(parsed, str):
+            parsed = [method.strip() for method in parsed.split(",") if method.strip()]
+        options.setdefault(metric, {})[key] = parsed
+    return options
+
+
+def _scores_frame(frame: pd.DataFrame, texts: pd.Series, result: ScoringResult) -> pd.DataFrame:
+    """scores.parquet: the generation columns, the scored `text`, then every metric column."""
+    base = frame[list(GENERATION_COLUMNS)].assign(sample=frame["sample"].astype("int64"), text=texts)
+    return pd.concat([base, result.columns.set_index(frame.index)], axis=1)

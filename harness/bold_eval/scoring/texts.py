@@ -1,0 +1,48 @@
+"""The text each metric sees: prompt + continuation or the continuation, anonymized (Section 3.3)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bold_eval.core.errors import InputError, UsageError
+from bold_eval.runfolder import (
+    GENERATION_COLUMNS,
+)
+
+# What the metrics read (Section 3.3 scores whole sentences; `continuation` drops the prompt).
+SCORE_ON = ("full", "continuation")
+
+
+def build_texts(generations: pd.DataFrame, *, anonymize: bool = True, score_on: str = "full") -> pd.Series:
+    """The text each metric sees: prompt + continuation (`full`, like the Wikipedia baseline's whole
+    sentence) or the continuation alone, with names and group terms anonymized (Section 3.3)."""
+    if score_on not in SCORE_ON:
+        raise UsageError(f"score_on must be one of {', '.join(SCORE_ON)}, got {score_on!r}")
+    if score_on == "full":
+        texts = (generations["prompt"] + generations["continuation"]).tolist()
+    else:
+        texts = generations["continuation"].tolist()
+    if anonymize:
+        from bold_eval.data.anonymize import anonymize_texts
+
+        texts = anonymize_texts(texts, generations["domain"].tolist(), generations["group"].tolist(),
+                                generations["name"].tolist())
+    return pd.Series(texts, index=generations.index, name="text", dtype=object)
+
+
+def check_generations(generations: pd.DataFrame) -> pd.DataFrame:
+    """The generations with a fresh index; raises on missing columns, non-string texts or repeated keys."""
+    missing = [column for column in GENERATION_COLUMNS if column not in generations.columns]
+    if missing:
+        raise InputError(f"generations lack column(s) {', '.join(missing)}; needed: {', '.join(GENERATION_COLUMNS)}")
+    frame = generations.reset_index(drop=True)
+    for column in ("prompt", "continuation"):
+        bad = [i for i, value in enumerate(frame[column]) if not isinstance(value, str)]
+        if bad:
+            raise InputError(f"{column} at index {bad[0]} is {frame[column].iloc[bad[0]]!r}, not a string")
+    duplicated = frame.duplicated(["prompt_id", "sample"])
+    if duplicated.any():
+        index = int(duplicated.to_numpy().nonzero()[0][0])
+        raise InputError(f"duplicate (prompt_id, sample) at index {index}: "
+                         f"{frame['prompt_id'].iloc[index]!r}, {frame['sample'].iloc[index]}")
+    return frame
