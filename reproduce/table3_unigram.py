@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bold_eval.analysis.summary import GENDER_POLARITY_METHODS, gender_polarity_view
+from bold_eval.analysis.table3 import GENDER_POLARITY_METHODS, gender_polarity_view
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # reproduce/_wikipedia.py, the shared run path
 from _wikipedia import wikipedia_argument_parser, wikipedia_scores  # noqa: E402

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bold_eval.analysis.summary import psycholinguistic_view
+from bold_eval.analysis.views import psycholinguistic_view
 from bold_eval.metrics import psycholinguistic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # reproduce/_wikipedia.py, the shared run path

@@ -9,22 +9,17 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from bold_eval.analysis.summary import (
-    check_scores,
+from bold_eval.analysis.scores import check_scores, metric_status, run_counts
+from bold_eval.analysis.statistics import (
     chi_square_across_groups,
     cluster_bootstrap_interval,
-    gender_polarity_view,
-    metric_status,
     proportion_table,
-    psycholinguistic_view,
-    regard_view,
-    run_counts,
-    sentiment_view,
-    summarize,
-    toxicity_view,
     two_proportion_test,
     wilson_interval,
 )
+from bold_eval.analysis.summary import summarize
+from bold_eval.analysis.table3 import gender_polarity_view
+from bold_eval.analysis.views import psycholinguistic_view, regard_view, sentiment_view, toxicity_view
 from bold_eval.core.errors import InputError
 
 Z95 = 1.959963984540054  # standard normal 97.5% quantile
@@ -443,7 +438,8 @@ def test_findings_test_small_groups_and_rare_labels_instead_of_dropping_them() -
 
 @pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.1, "x"])
 def test_alpha_outside_zero_one_is_a_usage_error(alpha) -> None:
-    from bold_eval.analysis.summary import check_alpha, summarize
+    from bold_eval.analysis.clustered import check_alpha
+    from bold_eval.analysis.summary import summarize
     from bold_eval.core.errors import UsageError
 
     with pytest.raises(UsageError, match="--alpha must"):
@@ -454,7 +450,7 @@ def test_alpha_outside_zero_one_is_a_usage_error(alpha) -> None:
 
 
 def test_confidence_label_follows_alpha() -> None:
-    from bold_eval.analysis.summary import confidence_label
+    from bold_eval.analysis.clustered import confidence_label
 
     assert [confidence_label(a) for a in (0.05, 0.1, 0.01, 0.005)] == ["95%", "90%", "99%", "99.5%"]
 
@@ -507,7 +503,7 @@ def test_table3_ratios_average_and_pooled_ratio_by_hand() -> None:
 def test_ratio_interval_resamples_pages_exactly_as_counted_by_hand() -> None:
     """Two pages a, b: a resample is aa, ab or bb with probability 1/4, 1/2, 1/4, so the 2.5% and 97.5%
     percentiles are the ratios of bb and aa. a = 2 male 1 female, b = 1 male 2 female: aa 4/2, ab 3/3, bb 2/4."""
-    from bold_eval.analysis.summary import average_ratio, ratio_interval
+    from bold_eval.analysis.table3 import average_ratio, ratio_interval
 
     two_pages = (np.array([2.0, 1.0]), np.array([1.0, 2.0]))
     assert ratio_interval([two_pages]) == pytest.approx((1.0, 0.5, 2.0, ""))
@@ -525,7 +521,7 @@ def test_ratio_interval_resamples_pages_exactly_as_counted_by_hand() -> None:
 def test_ratio_without_female_or_male_texts_is_bounded_by_wilson_over_pages() -> None:
     """No female text among k pages: Wilson's upper bound on the female share is z^2 / (k + z^2), so the
     ratio is at least k / z^2 (4 / 3.8415 = 1.0413); no male text: the ratio is at most z^2 / k."""
-    from bold_eval.analysis.summary import average_ratio, ratio_interval
+    from bold_eval.analysis.table3 import average_ratio, ratio_interval
 
     no_female = (np.array([2.0, 1.0, 1.0, 3.0]), np.zeros(4))
     ratio, low, high, note = ratio_interval([no_female])

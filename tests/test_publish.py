@@ -380,7 +380,7 @@ def test_publish_results_refuses_a_limit_run(run_dir, tmp_path, capsys):
 
 def test_full_coverage_is_not_partial():
     """All five domains with every prompt of paper Table 1 and no --limit: nothing to refuse."""
-    from bold_eval.analysis.summary import BOLD_PROMPTS
+    from bold_eval.data.bold import BOLD_PROMPTS
 
     counts = {"prompts": sum(BOLD_PROMPTS.values()),
               "domains": {domain: {"prompts": n} for domain, n in BOLD_PROMPTS.items()}}

@@ -392,7 +392,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _alpha(text: str) -> float:
     """argparse type of --alpha: a number strictly between 0 and 1, else a usage error."""
-    from bold_eval.analysis.summary import check_alpha
+    from bold_eval.analysis.clustered import check_alpha
 
     try:
         return check_alpha(text)
@@ -407,7 +407,7 @@ def _add_alpha(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_report(subparsers: argparse._SubParsersAction) -> None:
-    from bold_eval.analysis.summary import CORRECTIONS, DEFAULT_CORRECTION
+    from bold_eval.analysis.clustered import CORRECTIONS, DEFAULT_CORRECTION
 
     report = subparsers.add_parser(
         "report", help="regenerate summary.json, tables, figures and report.md of a run folder from scores.parquet"

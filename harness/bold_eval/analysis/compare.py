@@ -15,19 +15,29 @@ from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import (
+    MIN_EXPECTED,
     N_PERMUTATIONS,
     adjust,
     cluster_ids,
     minimum_detectable_difference,
 )
-from bold_eval.analysis.findings import TOO_SMALL_DIFFERENCE, Label, contrasts, paired_findings, prompt_rates
-from bold_eval.analysis.summary import (
-    MIN_EXPECTED,
-    VIEWS,
+from bold_eval.analysis.findings import (
+    TOO_SMALL_DIFFERENCE,
+    Label,
+    contrasts,
+    paired_findings,
+    prompt_rates,
+)
+from bold_eval.analysis.scores import (
     check_scores,
-    finding_labels,
-    gender_polarity_methods,
     metric_status,
+)
+from bold_eval.analysis.summary import finding_labels
+from bold_eval.analysis.table3 import (
+    gender_polarity_methods,
+)
+from bold_eval.analysis.views import (
+    VIEWS,
 )
 from bold_eval.core.errors import EXIT_USAGE, UserError
 from bold_eval.runfolder import SCORES_FILE, RunRecord, load_run

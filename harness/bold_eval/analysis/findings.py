@@ -27,6 +27,7 @@ import pandas as pd
 
 from bold_eval.analysis.clustered import (
     CLUSTER_UNITS,
+    CORRECTIONS,
     DEFAULT_CLUSTER,
     DEFAULT_CORRECTION,
     POWER,
@@ -40,14 +41,10 @@ from bold_eval.analysis.clustered import (
     difference_test,
     minimum_detectable_difference,
 )
+from bold_eval.data.bold import PAPER_PAIRS
 
 Label = tuple[str, str, str, Any, "tuple[str, ...] | None"]
 
-# Pairs the paper compares: (domain, group a, group b); differences are a minus b.
-GENDER_PAIR = ("gender", "American_actors", "American_actresses")  # male vs female, Section 6.1.2, Table 4
-RACE_PAIR = ("race", "African_Americans", "European_Americans")  # Table 5 regard columns
-RELIGION_PAIR = ("religious_ideology", "christianity", "islam")  # Table 6
-PAPER_PAIRS = (GENDER_PAIR, RACE_PAIR, RELIGION_PAIR)
 
 # Groups with fewer names are not eligible for the largest gap: its cluster-robust interval needs names to
 # estimate a group's variance (with 7 pages and no hit, the variance estimate is 0).
@@ -194,7 +191,6 @@ def _adjust_family(tests: pd.DataFrame, alpha: float, correction: str) -> int:
 
 
 def _settings(alpha: float, correction: str, cluster: str) -> dict[str, Any]:
-    from bold_eval.analysis.clustered import CORRECTIONS
 
     return {"alpha": alpha, "correction": correction, "correction_name": CORRECTIONS[correction][1],
             "cluster": cluster, "cluster_unit": CLUSTER_UNITS[cluster]}

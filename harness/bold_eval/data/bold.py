@@ -322,3 +322,33 @@ def export_dataset(out: str | os.PathLike, data_dir: str | os.PathLike | None = 
         sizes[domain] = (dataset.data.nbytes, target.stat().st_size)
     atomic_write_bytes(out / "README.md", _export_card(counts, sizes).encode("utf-8"))
     return out
+
+
+def profession_categories() -> tuple[str, ...]:
+    """Table 3 profession super-groups (Section 6.1.1) in the paper's order, from the dataset script."""
+    from bold_eval.data.bold import dataset_script
+
+    return tuple(dataset_script().PROFESSION_CATEGORIES)
+
+
+# Prompts per domain in BOLD (paper Table 1; 23,679 in all): what a run's coverage is measured against.
+BOLD_PROMPTS: dict[str, int] = {
+    "profession": 10195,
+    "gender": 3204,
+    "race": 7657,
+    "religious_ideology": 639,
+    "political_ideology": 1984,
+}
+
+
+# Pairs the paper compares: (domain, group a, group b); differences are a minus b.
+GENDER_PAIR = ("gender", "American_actors", "American_actresses")  # male vs female, Section 6.1.2, Table 4
+
+
+RACE_PAIR = ("race", "African_Americans", "European_Americans")  # Table 5 regard columns
+
+
+RELIGION_PAIR = ("religious_ideology", "christianity", "islam")  # Table 6
+
+
+PAPER_PAIRS = (GENDER_PAIR, RACE_PAIR, RELIGION_PAIR)

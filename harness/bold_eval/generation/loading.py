@@ -251,7 +251,6 @@ def load_masked_lm(name: str, *, dtype: str = "auto", device: str = "auto", revi
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     from bold_eval.core.resources import ResourceNotFoundError
-    from bold_eval.generation.loading import LoadedModel, resolve_device, resolve_dtype
 
     resolved_device = resolve_device(device)
     dtype_name = resolve_dtype(dtype, resolved_device)

@@ -410,7 +410,7 @@ class PartialRunError(PublishError):
 
 def run_coverage(summary: Mapping[str, Any]) -> dict[str, Any]:
     """The run's coverage of BOLD (`aggregate.coverage`), from summary.json's counts."""
-    from bold_eval.analysis.summary import coverage
+    from bold_eval.analysis.scores import coverage
 
     counts = summary.get("counts") or {}
     return counts.get("coverage") or coverage(counts)

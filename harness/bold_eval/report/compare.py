@@ -47,11 +47,8 @@ from bold_eval.analysis.compare import (
     overall_differences,
 )
 from bold_eval.analysis.findings import TOO_SMALL_DIFFERENCE
-from bold_eval.analysis.summary import (
-    GENDER_PAIR,
-    LABELS,
-    RACE_PAIR,
-)
+from bold_eval.analysis.scores import LABELS
+from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR
 from bold_eval.report.first_screen import (
     FINDINGS_SHOWN,
     METRIC_TITLES,

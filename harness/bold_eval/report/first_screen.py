@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from bold_eval.analysis.clustered import METHOD_NOTES, confidence_label
-from bold_eval.analysis.summary import wilson_interval
+from bold_eval.analysis.statistics import wilson_interval
 from bold_eval.core.resources import atomic_write_bytes
 from bold_eval.metrics import psycholinguistic
 from bold_eval.runfolder import RunRecord

@@ -18,24 +18,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from bold_eval.analysis.clustered import DEFAULT_CLUSTER
-from bold_eval.analysis.summary import (
-    DEFAULT_CORRECTION,
-    GENDER_PAIR,
-    GENDER_POLARITY_METHODS,
-    LABELS,
-    MIN_EXPECTED,
-    PSYCHOLINGUISTIC_HEADERS,
-    RACE_PAIR,
-    RELIGION_PAIR,
-    VIEWS,
-    check_alpha,
-    confidence_label,
-    summarize,
-    wide_proportions,
-    wilson_interval,
-)
+from bold_eval.analysis.clustered import DEFAULT_CLUSTER, DEFAULT_CORRECTION, check_alpha, confidence_label
+from bold_eval.analysis.scores import LABELS
+from bold_eval.analysis.statistics import MIN_EXPECTED, wide_proportions, wilson_interval
+from bold_eval.analysis.summary import summarize
+from bold_eval.analysis.table3 import GENDER_POLARITY_METHODS
+from bold_eval.analysis.views import PSYCHOLINGUISTIC_HEADERS, VIEWS
 from bold_eval.core.resources import atomic_write_bytes
+from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR, RELIGION_PAIR
 from bold_eval.report.first_screen import (
     findings_section,
     how_to_read,

@@ -1,0 +1,360 @@
+"""The paper's text-level statistics (Section 6.1): proportions with intervals, chi-square and two-proportion tests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import bootstrap, chi2_contingency
+from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint, proportions_ztest
+
+from bold_eval.analysis.scores import (
+    LABELS,
+)
+
+# Cochran's rule for the chi-square approximation: every expected count at least 5.
+MIN_EXPECTED = 5
+
+
+SMALL_GROUP_RULE = (
+    "a group is too small for the chi-square / z approximation when any of its expected counts "
+    "under the null hypothesis is below {min_expected} (Cochran's rule); tests involving such a "
+    "group are flagged reliable=false"
+)
+
+
+def wilson_interval(count: Any, total: Any, *, alpha: float = 0.05) -> tuple[Any, Any]:
+    """Wilson score interval for count/total (arrays allowed); NaN where total is 0."""
+    count = np.asarray(count, dtype=float)
+    total = np.asarray(total, dtype=float)
+    safe_total = np.where(total > 0, total, 1.0)
+    low, high = proportion_confint(count, safe_total, alpha=alpha, method="wilson")
+    low = np.where(total > 0, low, np.nan)
+    high = np.where(total > 0, high, np.nan)
+    if low.ndim == 0:
+        return float(low), float(high)
+    return low, high
+
+
+def cluster_bootstrap_interval(
+    hits: pd.Series,
+    clusters: pd.Series,
+    *,
+    alpha: float = 0.05,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of a proportion, resampling whole clusters (prompts).
+
+    Resampling prompts rather than texts keeps the several samples of one prompt together, so
+    the interval is honest when a prompt was generated more than once.
+    """
+    per_cluster = (
+        pd.DataFrame({"hit": hits.astype(float).to_numpy(), "cluster": clusters.to_numpy()})
+        .groupby("cluster", sort=False)["hit"]
+        .agg(["sum", "count"])
+    )
+    if len(per_cluster) < 2:
+        return float("nan"), float("nan")
+
+    def pooled(hit_sum: np.ndarray, count: np.ndarray, axis: int = -1) -> np.ndarray:
+        return hit_sum.sum(axis=axis) / count.sum(axis=axis)
+
+    result = bootstrap(
+        (per_cluster["sum"].to_numpy(), per_cluster["count"].to_numpy()),
+        pooled,
+        paired=True,
+        vectorized=True,
+        n_resamples=n_resamples,
+        confidence_level=1 - alpha,
+        method="percentile",
+        batch=500,
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def _contingency_table(frame: pd.DataFrame, column: str, labels: Sequence[Any] | None, target: Any,
+                       group_column: str) -> pd.DataFrame:
+    """Groups x (target, not target), or groups x labels; null labels and empty columns left out."""
+    data = frame[frame[column].notna()]
+    if target is not None:
+        hit = data[column].eq(target)
+        observed = pd.crosstab(data[group_column], hit).reindex(columns=[True, False], fill_value=0)
+        observed.columns = [str(target), f"not {target}"]
+    else:
+        observed = pd.crosstab(data[group_column], data[column])
+        if labels is not None:
+            observed = observed.reindex(columns=list(labels), fill_value=0)
+    return observed.loc[:, observed.sum(axis=0) > 0]
+
+
+def chi_square_across_groups(
+    frame: pd.DataFrame,
+    column: str,
+    labels: Sequence[Any] | None = None,
+    *,
+    target: Any = None,
+    label: str | None = None,
+    group_column: str = "group",
+    min_expected: int = MIN_EXPECTED,
+) -> dict[str, Any]:
+    """Chi-square test of independence between group and label (Sections 6.1.3, 6.2).
+
+    With `target`, the table is group x (target, not target): "is the proportion of negative
+    sentiment the same in every group". Without it, group x every label. Texts with a null
+    label are left out; labels that never occur are dropped (their expected count is 0).
+    No continuity correction, so with two groups the statistic equals the squared z of
+    `two_proportion_test`. Groups with an expected count below `min_expected` are listed in
+    `small_groups` and the result is flagged `reliable: False`. `label` names the test in the
+    result (default: the target as text).
+    """
+    observed = _contingency_table(frame, column, labels, target, group_column)
+    result: dict[str, Any] = {
+        "test": "chi-square",
+        "column": column,
+        "label": str(target) if label is None and target is not None else label,
+        "groups": [str(group) for group in observed.index],
+        "n": int(observed.to_numpy().sum()),
+        "statistic": None,
+        "dof": None,
+        "p_value": None,
+        "min_expected": None,
+        "small_groups": [],
+        "reliable": False,
+        "rule": SMALL_GROUP_RULE.format(min_expected=min_expected),
+        "note": "",
+    }
+    if observed.shape[0] < 2:
+        result["note"] = f"needs at least 2 groups with texts, found {observed.shape[0]}"
+        return result
+    if observed.shape[1] < 2:
+        result["note"] = "every text has the same label; the test is undefined"
+        return result
+    test = chi2_contingency(observed.to_numpy(), correction=False)
+    expected = pd.DataFrame(test.expected_freq, index=observed.index, columns=observed.columns)
+    small = expected.index[(expected < min_expected).any(axis=1)]
+    result.update(
+        statistic=float(test.statistic),
+        dof=int(test.dof),
+        p_value=float(test.pvalue),
+        min_expected=float(expected.to_numpy().min()),
+        small_groups=[str(group) for group in small],
+        reliable=len(small) == 0,
+    )
+    if len(small):
+        result["note"] = f"expected count < {min_expected} in: {', '.join(map(str, small))}"
+    return result
+
+
+def two_proportion_test(
+    count_a: int,
+    total_a: int,
+    count_b: int,
+    total_b: int,
+    *,
+    alpha: float = 0.05,
+    min_expected: int = MIN_EXPECTED,
+) -> dict[str, Any]:
+    """Two-sided two-proportion z test (pooled variance), the paper's "binomial proportion test".
+
+    Returns both proportions, the difference a - b with its Newcombe (Wilson-based) interval,
+    z and p. Flags the pair as unreliable when an expected count under the pooled proportion
+    is below `min_expected` (same rule as the chi-square test).
+    """
+    for name, value in (("total_a", total_a), ("total_b", total_b)):
+        if value <= 0:
+            raise ValueError(f"{name} must be positive to compare proportions, got {value}")
+    for name, count, total in (("count_a", count_a, total_a), ("count_b", count_b, total_b)):
+        if not 0 <= count <= total:
+            raise ValueError(f"{name}={count} must lie between 0 and its total {total}")
+    proportion_a, proportion_b = count_a / total_a, count_b / total_b
+    pooled = (count_a + count_b) / (total_a + total_b)
+    result: dict[str, Any] = {
+        "test": "two-proportion z",
+        "count_a": int(count_a),
+        "total_a": int(total_a),
+        "proportion_a": proportion_a,
+        "count_b": int(count_b),
+        "total_b": int(total_b),
+        "proportion_b": proportion_b,
+        "difference": proportion_a - proportion_b,
+        "ci_low": None,
+        "ci_high": None,
+        "statistic": None,
+        "p_value": None,
+        "small_groups": [],
+        "reliable": False,
+        "note": "",
+    }
+    low, high = confint_proportions_2indep(
+        count_a, total_a, count_b, total_b, method="newcomb", compare="diff", alpha=alpha
+    )
+    result.update(ci_low=float(low), ci_high=float(high))
+    if pooled in (0.0, 1.0):
+        result["note"] = "no variation: every text in both groups has the same outcome; the test is undefined"
+        return result
+    statistic, p_value = proportions_ztest([count_a, count_b], [total_a, total_b])
+    small = [
+        side
+        for side, total in (("a", total_a), ("b", total_b))
+        if min(total * pooled, total * (1 - pooled)) < min_expected
+    ]
+    result.update(
+        statistic=float(statistic), p_value=float(p_value), small_groups=small, reliable=not small
+    )
+    if small:
+        result["note"] = f"expected count < {min_expected} in group(s) {', '.join(small)}"
+    return result
+
+
+def proportion_table(
+    frame: pd.DataFrame,
+    column: str,
+    labels: Mapping[str, Any] | Sequence[Any] | None = None,
+    *,
+    by: Sequence[str] = ("domain", "group"),
+    ci: str = "wilson",
+    alpha: float = 0.05,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per (`by`..., label): count, total, proportion and its interval.
+
+    `labels` maps a label name to the value that marks it (e.g. {"toxic": True}); a plain
+    sequence uses each value as its own name; None uses `LABELS[column]`. Texts where `column`
+    is null (e.g. regard outside gender and race) are not counted in `total`. `prompts` is the
+    number of distinct prompts behind the texts.
+    """
+    if ci not in ("wilson", "bootstrap"):
+        raise ValueError(f"ci must be 'wilson' or 'bootstrap', got {ci!r}")
+    keys = list(by)
+    if not keys:
+        raise ValueError("`by` needs at least one column to group on")
+    if labels is None:
+        if column not in LABELS:
+            raise ValueError(f"no default labels for column {column!r}; pass `labels`")
+        labels = LABELS[column]
+    label_values = dict(labels) if isinstance(labels, Mapping) else {str(value): value for value in labels}
+    data = frame[frame[column].notna()]
+    hits = pd.DataFrame({name: data[column].eq(value) for name, value in label_values.items()}, index=data.index)
+    grouped = hits.groupby([data[key] for key in keys], sort=True)
+    counts = grouped.sum().astype(int)
+    totals = grouped.size()
+    prompts = data.groupby(keys, sort=True)["prompt_id"].nunique() if "prompt_id" in data else totals
+    rows = []
+    for index, count_row in counts.iterrows():
+        key_values = index if isinstance(index, tuple) else (index,)
+        total = int(totals.loc[index])
+        for name in label_values:
+            rows.append((*key_values, name, int(count_row[name]), total, int(prompts.loc[index])))
+    table = pd.DataFrame(rows, columns=[*keys, "label", "count", "total", "prompts"])
+    table["proportion"] = table["count"] / table["total"]
+    if ci == "wilson":
+        low, high = wilson_interval(table["count"], table["total"], alpha=alpha)
+    else:
+        low, high = np.full(len(table), np.nan), np.full(len(table), np.nan)
+        clusters = data["prompt_id"] if "prompt_id" in data else pd.Series(data.index, index=data.index)
+        group_index = grouped.indices
+        for position, row in table.iterrows():
+            key = tuple(row[k] for k in keys)
+            positions = group_index[key if len(keys) > 1 else key[0]]
+            low[position], high[position] = cluster_bootstrap_interval(
+                hits[row["label"]].iloc[positions],
+                clusters.iloc[positions],
+                alpha=alpha,
+                n_resamples=n_resamples,
+                seed=seed,
+            )
+    table["ci_low"], table["ci_high"] = low, high
+    return table
+
+
+def wide_proportions(table: pd.DataFrame, index: Sequence[str] = ("domain", "group")) -> pd.DataFrame:
+    """Pivot a `proportion_table` to one row per group and one column per label (+ total)."""
+    keys = list(index)
+    wide = table.pivot_table(index=keys, columns="label", values="proportion", sort=False)
+    wide = wide[list(dict.fromkeys(table["label"]))]
+    wide.columns.name = None
+    totals = table.groupby(keys, sort=False)["total"].first()
+    wide.insert(0, "total", totals)
+    return wide.reset_index()
+
+
+def _pair_values(
+    scores: pd.DataFrame, pair: tuple[str, str, str], column: str
+) -> tuple[pd.Series, pd.Series] | None:
+    """The non-null `column` values of the pair's two groups; None when either has none."""
+    domain, group_a, group_b = pair
+    in_domain = scores["domain"] == domain
+    a = scores.loc[in_domain & (scores["group"] == group_a), column].dropna()
+    b = scores.loc[in_domain & (scores["group"] == group_b), column].dropna()
+    if a.empty or b.empty:
+        return None
+    return a, b
+
+
+def pair_test(
+    scores: pd.DataFrame,
+    pair: tuple[str, str, str],
+    column: str,
+    value: Any,
+    *,
+    label: str | None = None,
+    alpha: float = 0.05,
+    min_expected: int = MIN_EXPECTED,
+) -> dict[str, Any] | None:
+    """Two-proportion test of `column == value` between the pair's groups (None if absent)."""
+    values = _pair_values(scores, pair, column)
+    if values is None:
+        return None
+    a, b = values
+    result = two_proportion_test(
+        int(a.eq(value).sum()), len(a), int(b.eq(value).sum()), len(b), alpha=alpha, min_expected=min_expected
+    )
+    # two_proportion_test calls the sides "a" and "b"; name the groups instead.
+    result["small_groups"] = [pair[1] if side == "a" else pair[2] for side in result["small_groups"]]
+    if result["small_groups"]:
+        result["note"] = f"expected count < {min_expected} in: {', '.join(result['small_groups'])}"
+    return {"domain": pair[0], "group_a": pair[1], "group_b": pair[2], "column": column,
+            "label": label if label is not None else str(value), **result}
+
+
+def domain_chi_squares(
+    scores: pd.DataFrame,
+    column: str,
+    targets: Mapping[str, Any],
+    min_expected: int = MIN_EXPECTED,
+    *,
+    group_column: str = "group",
+) -> list[dict[str, Any]]:
+    """Per domain with any `column` value, one chi-square test across `group_column` per target.
+
+    `group_column="model"` on several runs' texts gives the cross-model tests (Section 6.2).
+    """
+    tests = []
+    for domain, part in scores.groupby("domain", sort=True):
+        if part[column].notna().sum() == 0:
+            continue
+        for name, value in targets.items():
+            result = chi_square_across_groups(part, column, target=value, label=name, group_column=group_column,
+                                              min_expected=min_expected)
+            tests.append({"domain": str(domain), **result})
+    return tests
+
+
+def pair_tests(
+    scores: pd.DataFrame,
+    pairs: Sequence[tuple[str, str, str]],
+    column: str,
+    targets: Mapping[str, Any],
+    *,
+    alpha: float = 0.05,
+    min_expected: int = MIN_EXPECTED,
+) -> list[dict[str, Any]]:
+    """`pair_test` for every pair and target label, leaving out pairs absent from the run."""
+    results = (pair_test(scores, pair, column, value, label=name, alpha=alpha, min_expected=min_expected)
+               for pair in pairs for name, value in targets.items())
+    return [result for result in results if result is not None]
