@@ -181,7 +181,7 @@ def test_table3_ratios_carry_page_intervals_and_section_6_2_follows(full_run: Pa
 
 
 def test_ratio_cells_show_infinite_and_undefined_ratios() -> None:
-    from bold_eval.report.run_report import _ratio_cell
+    from bold_eval.report.paper_tables import _ratio_cell
 
     assert _ratio_cell(9.0, 4.2, 54.0) == "9.00 [4.2, 54.0]"
     assert _ratio_cell(0.157895, 0.02, 1.0) == "0.16 [0.02, 1.0]"
@@ -352,7 +352,7 @@ def test_small_run_says_so_before_any_number(tmp_path: Path) -> None:
 def test_figures_take_intervals_that_end_a_rounding_error_past_their_value(tmp_path):
     """A share of 0 whose interval starts at 1e-17 (rounding in the interval formula) used to crash
     the report with matplotlib's "'xerr' must not contain negative values"."""
-    from bold_eval.report.run_report import plot_stacked_proportions, plot_toxic_ratio
+    from bold_eval.report.figures import plot_stacked_proportions, plot_toxic_ratio
 
     rows = []
     for group, counts in (("a", (0, 3, 7)), ("b", (5, 5, 0))):

@@ -52,22 +52,26 @@ from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR
 from bold_eval.report.first_screen import (
     FINDINGS_SHOWN,
     METRIC_TITLES,
+)
+from bold_eval.report.markdown import (
+    _format_interval,
+    _write_text,
     format_p,
     markdown,
     signed_cell,
+    to_jsonable,
     write_table,
 )
-from bold_eval.report.run_report import (
-    CAVEATS,
+from bold_eval.report.paper_tables import (
     PAPER_GROUP_NAMES,
     _first_method,
-    _format_interval,
     _interval_cells,
     _psycholinguistic_percent_tables,
     _table3_block,
     _toxic_ratio_cells,
-    _write_text,
-    to_jsonable,
+)
+from bold_eval.report.run_report import (
+    CAVEATS,
 )
 from bold_eval.runfolder import TABLES_DIR, write_json
 

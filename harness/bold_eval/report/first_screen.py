@@ -16,48 +16,20 @@ from typing import Any
 import pandas as pd
 
 from bold_eval.analysis.clustered import METHOD_NOTES, confidence_label
-from bold_eval.analysis.statistics import wilson_interval
-from bold_eval.core.resources import atomic_write_bytes
 from bold_eval.metrics import psycholinguistic
+from bold_eval.report.markdown import (
+    format_p,
+    markdown,
+    rate_cell,
+    signed_cell,
+    write_table,
+)
 from bold_eval.runfolder import RunRecord
 
 # Rows of a findings table shown in report.md; all of them are in tables/.
 FINDINGS_SHOWN = 15
 METRIC_TITLES = {"sentiment": "sentiment", "toxicity": "toxicity", "regard": "regard",
                  "gender_polarity": "gender polarity", "psycholinguistic": "psycholinguistic"}
-
-
-def markdown(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
-    """A pipe table; undefined values (NaN, e.g. a male : female ratio with no female text) print empty."""
-    if frame.empty:
-        return "_(no rows)_"
-    return frame.astype(object).where(frame.notna(), None).to_markdown(index=False, floatfmt=floatfmt, missingval="")
-
-
-def write_table(frame: pd.DataFrame, folder: Path, name: str) -> None:
-    """tables/<name>.csv and .md, written atomically."""
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(folder / f"{name}.csv", frame.to_csv(index=False).encode("utf-8"))
-    atomic_write_bytes(folder / f"{name}.md", (markdown(frame) + "\n").encode("utf-8"))
-
-
-def format_p(p_value: Any) -> str:
-    if p_value is None or pd.isna(p_value):
-        return "n/a"
-    # "<0.001 (3.2e-07)" rather than a bare number, which markdown tables would round to 0.000.
-    return f"<0.001 ({p_value:.1e})" if p_value < 0.001 else f"{p_value:.3f}"
-
-
-def rate_cell(count: int, total: int, alpha: float) -> str:
-    """"p [low, high] (n=N)": a proportion always with its Wilson interval and its size."""
-    low, high = wilson_interval(count, total, alpha=alpha)
-    return f"{count / total:.3f} [{low:.3f}, {high:.3f}] (n={total})"
-
-
-def signed_cell(value: float, low: float, high: float) -> str:
-    if pd.isna(low) or pd.isna(high):
-        return f"{value:+.3f} [no interval]"
-    return f"{value:+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
 # --------------------------------------------------------------------------- before any number

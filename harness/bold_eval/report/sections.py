@@ -1,0 +1,188 @@
+"""One report section per metric, in the paper's order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bold_eval.analysis.clustered import confidence_label
+from bold_eval.analysis.scores import LABELS
+from bold_eval.analysis.statistics import wide_proportions, wilson_interval
+from bold_eval.analysis.table3 import GENDER_POLARITY_METHODS
+from bold_eval.analysis.views import VIEWS
+from bold_eval.report.figures import (
+    plot_gender_polarity,
+    plot_stacked_proportions,
+    plot_toxic_ratio,
+)
+from bold_eval.report.markdown import (
+    format_p,
+    markdown,
+    signed_cell,
+    to_jsonable,
+    write_table,
+)
+from bold_eval.report.paper_tables import (
+    _interval_cells,
+    _percent_cell,
+    _psycholinguistic_percent_tables,
+    _ratio_cell,
+    _table3_block,
+    _tests_markdown,
+    _toxic_ratio_cells,
+)
+
+SENTIMENT_COLORS = {"negative": "#d7301f", "neutral": "#bdbdbd", "positive": "#1a9850"}
+
+
+REGARD_COLORS = {"negative": "#d7301f", "neutral": "#bdbdbd", "other": "#9ecae1", "positive": "#1a9850"}
+
+
+def _sentiment_section(view: Mapping[str, Any], figures: Path, tables: Path, out: list[str],
+                       alpha: float = 0.05) -> None:
+    table = view["tables"]["sentiment"]
+    for domain, part in table.groupby("domain", sort=True):
+        wide = _interval_cells(part, ["group", "total"], LABELS["sentiment_label"])
+        figure = plot_stacked_proportions(part, SENTIMENT_COLORS, f"Sentiment, {domain} domain (VADER)",
+                                          figures / f"sentiment_{domain}.png", alpha=alpha)
+        out += [f"### {domain}", "", markdown(wide), "", f"![sentiment {domain}](figures/{figure.name})", ""]
+    write_table(wide_proportions(table), tables, "sentiment_wide")
+
+
+def _toxicity_section(view: Mapping[str, Any], figures: Path, out: list[str], alpha: float = 0.05) -> None:
+    table = view["tables"]["toxic_ratio"]
+    figure = plot_toxic_ratio(table, figures / "toxic_ratio.png", alpha=alpha)
+    out += [markdown(_toxic_ratio_cells(table)), "",
+            f"![toxic ratio](figures/{figure.name})", ""]
+
+
+def _regard_section(view: Mapping[str, Any], figures: Path, out: list[str], alpha: float = 0.05) -> None:
+    table = view["tables"]["regard"]
+    wide = _interval_cells(table, ["domain", "group", "total"], LABELS["regard_label"])
+    figure = plot_stacked_proportions(table, REGARD_COLORS, "Regard, gender and race domains",
+                                      figures / "regard.png", alpha=alpha)
+    out += [markdown(wide), "", f"![regard](figures/{figure.name})", ""]
+
+
+def _gender_polarity_section(view: Mapping[str, Any], figures: Path, out: list[str], alpha: float = 0.05) -> None:
+    tables = view["tables"]
+    if "gender_polarity_category" in tables:
+        table = tables["gender_polarity_category"]
+        wide = _table3_block(table, ["category"])
+        level = confidence_label(alpha)
+        out += ["Texts classified male and female per profession super-group (paper Table 3). male : female is "
+                f"male # / female #, with its {level} interval from a percentile bootstrap over the super-group's "
+                "Wikipedia pages (BOLD `name`: a page's sentences are not independent, so pages, not texts, are "
+                "resampled).", "", markdown(wide, ".2f"), ""]
+        out += _ratio_summary_lines(tables.get("gender_polarity_ratio_summary"), table, level)
+    if "gender_polarity_tokens" in tables:
+        out += ["Gendered tokens counted by unigram matching, per super-group:", "",
+                markdown(tables["gender_polarity_tokens"]), ""]
+    group = tables["gender_polarity_group"]
+    figure = plot_gender_polarity(group, figures / "gender_polarity_male_minus_female.png", alpha=alpha)
+    cells = group.assign(cell=[signed_cell(*row) if not pd.isna(row[1]) else f"{row[0]:+.3f}" for row in
+                               group[["male_minus_female", "male_minus_female_ci_low",
+                                      "male_minus_female_ci_high"]].to_numpy()])
+    shown = cells.pivot_table(index=["category", "group", "total"], columns="method_name", values="cell",
+                              aggfunc="first", sort=False).reset_index()
+    out += [f"Proportion male minus proportion female per fine-grained profession, with {confidence_label(alpha)} "
+            "intervals (normal approximation; paper Fig. 2 uses Gender-Max):",
+            "", markdown(shown), "", f"![gender polarity](figures/{figure.name})", ""]
+
+
+def _ratio_summary_lines(summary: pd.DataFrame | None, table: pd.DataFrame, level: str) -> list[str]:
+    """Section 6.2's average of Table 3's ratios and the pooled ratio, per method, and why they differ."""
+    notes = [f"{row.category} ({GENDER_POLARITY_METHODS[row.method]}): {row.male_to_female_note}"
+             for row in table.itertuples() if getattr(row, "male_to_female_note", "")]
+    out = [f"Note: {'; '.join(notes)}.", ""] if notes else []
+    if summary is None or summary.empty:
+        return out
+    out += ["Section 6.2 summarizes Table 3 by the average of the super-groups' male : female ratios (the paper's "
+            "WIKI 2.29 is the mean of its four Gender-Max ratios). Here with "
+            f"{level} intervals (the page bootstrap, stratified by super-group), next to the pooled ratio, all male "
+            "texts / all female texts:", ""]
+    for row in summary.itertuples():
+        average = (_ratio_cell(row.average_male_to_female, row.average_ci_low, row.average_ci_high)
+                   or "undefined")
+        pooled = _ratio_cell(row.pooled_male_to_female, row.pooled_ci_low, row.pooled_ci_high) or "undefined"
+        note = f" ({row.note})" if row.note else ""
+        out.append(f"- {row.method_name}: average of ratios {average}; pooled ratio {pooled}{note}")
+    out += ["", "They differ because the average weights every super-group equally, so super-groups with few "
+            "female texts, whose ratios are large and uncertain, drive it; the pooled ratio weights super-groups "
+            "by their texts.", ""]
+    return out
+
+
+def _psycholinguistic_section(view: Mapping[str, Any], out: list[str], alpha: float = 0.05) -> None:
+    level = confidence_label(alpha)
+    tables = view["tables"]
+    for domain, wide in _psycholinguistic_percent_tables(tables["psycholinguistic"]).items():
+        out += [f"### {domain} (percent of texts [{level} interval], paper Tables 9-11 layout)", "",
+                markdown(wide, ".2f"), ""]
+    for name, title in (("psycholinguistic_gender_difference", "male minus female (paper Table 4)"),
+                        ("psycholinguistic_religion_difference", "Christianity minus Islam (paper Table 6)")):
+        if name not in tables:
+            out += [f"### {title}", "", "_(the groups are not in this run)_", ""]
+            continue
+        diff = tables[name]
+        shown = pd.DataFrame({
+            "category": diff["header"],
+            f"a % [{level}]": [_percent_cell(count / total, *wilson_interval(count, total, alpha=alpha))
+                               for count, total in diff[["count_a", "total_a"]].to_numpy()],
+            f"b % [{level}]": [_percent_cell(count / total, *wilson_interval(count, total, alpha=alpha))
+                               for count, total in diff[["count_b", "total_b"]].to_numpy()],
+            "difference (points)": (diff["difference"] * 100).round(2),
+            f"{level} interval": [f"[{low * 100:+.2f}, {high * 100:+.2f}]"
+                                  for low, high in diff[["ci_low", "ci_high"]].to_numpy()],
+            "z": pd.to_numeric(diff["statistic"], errors="coerce").round(3),
+            "p_value": [format_p(p) for p in diff["p_value"]],
+            "p (Holm within table)": [format_p(p) for p in diff.get("p_holm", diff["p_value"] * np.nan)],
+            "reliable": np.where(diff["reliable"], "yes", "no"),
+        })
+        first = diff.iloc[0]
+        out += [f"### {title}", "",
+                f"a = {first['group_a']} (n={first['total_a']}), b = {first['group_b']} (n={first['total_b']}); "
+                "the paper's two-proportion z test per category, texts as units; p-values Holm-adjusted within "
+                "this table (the name-level tests are in the findings).", "", markdown(shown, ".2f"), ""]
+    for note in view.get("notes", []):
+        out += [f"_Note: {note}_", ""]
+
+
+def _write_view_tables(summary: Mapping[str, Any], tables: Path) -> None:
+    for metric in VIEWS:
+        for name, table in summary[metric].get("tables", {}).items():
+            write_table(table, tables, name)
+        if summary[metric].get("tests"):
+            write_table(pd.DataFrame(to_jsonable(summary[metric]["tests"])), tables, f"{metric}_tests")
+
+
+def _metric_sections(summary: Mapping[str, Any], figures: Path, tables: Path) -> list[str]:
+    """One section per metric, in the paper's order; a skipped metric says why."""
+    out: list[str] = []
+    alpha = summary["statistics"]["alpha"]
+    renderers: list[tuple[str, str, Callable[[Mapping[str, Any]], None]]] = [
+        ("sentiment", "Sentiment (Section 4.1; paper Figures 3-5)",
+         lambda view: _sentiment_section(view, figures, tables, out, alpha)),
+        ("toxicity", "Toxicity (Section 4.2; toxic_ratio, Section 6.1.3)",
+         lambda view: _toxicity_section(view, figures, out, alpha)),
+        ("regard", "Regard (Section 4.3; paper Table 5)", lambda view: _regard_section(view, figures, out, alpha)),
+        ("gender_polarity", "Gender polarity (Section 4.5; paper Table 3 and Figure 2)",
+         lambda view: _gender_polarity_section(view, figures, out, alpha)),
+        ("psycholinguistic", "Psycholinguistic norms (Section 4.4; paper Tables 4, 6, 9-11)",
+         lambda view: _psycholinguistic_section(view, out, alpha)),
+    ]
+    for metric, title, render in renderers:
+        view = summary[metric]
+        out += [f"## {title}", ""]
+        if "skipped" in view:
+            out += [f"**Skipped** — {view['skipped']}", ""]
+            continue
+        render(view)
+        if view.get("tests"):
+            out += ["Tests (the paper's, texts as units; p-values Holm-adjusted within this table, the name-level "
+                    "tests are in the findings):", "", _tests_markdown(view["tests"]), ""]
+    return out
