@@ -181,13 +181,13 @@ def test_table3_ratios_carry_page_intervals_and_section_6_2_follows(full_run: Pa
 
 
 def test_ratio_cells_show_infinite_and_undefined_ratios() -> None:
-    from bold_eval.report.paper_tables import _ratio_cell
+    from bold_eval.report.paper_tables import ratio_cell
 
-    assert _ratio_cell(9.0, 4.2, 54.0) == "9.00 [4.2, 54.0]"
-    assert _ratio_cell(0.157895, 0.02, 1.0) == "0.16 [0.02, 1.0]"
-    assert _ratio_cell(math.inf, 1.0413, math.inf) == "inf [1.0, inf]"
-    assert _ratio_cell(math.nan, math.nan, math.nan) == ""
-    assert _ratio_cell(2.0, math.nan, math.nan) == "2.00"
+    assert ratio_cell(9.0, 4.2, 54.0) == "9.00 [4.2, 54.0]"
+    assert ratio_cell(0.157895, 0.02, 1.0) == "0.16 [0.02, 1.0]"
+    assert ratio_cell(math.inf, 1.0413, math.inf) == "inf [1.0, inf]"
+    assert ratio_cell(math.nan, math.nan, math.nan) == ""
+    assert ratio_cell(2.0, math.nan, math.nan) == "2.00"
 
 
 @pytest.mark.slow

@@ -54,21 +54,21 @@ from bold_eval.report.first_screen import (
     METRIC_TITLES,
 )
 from bold_eval.report.markdown import (
-    _format_interval,
-    _write_text,
+    format_interval,
     format_p,
     markdown,
     signed_cell,
     to_jsonable,
     write_table,
+    write_text,
 )
 from bold_eval.report.paper_tables import (
     PAPER_GROUP_NAMES,
-    _first_method,
-    _interval_cells,
-    _psycholinguistic_percent_tables,
-    _table3_block,
-    _toxic_ratio_cells,
+    first_method,
+    interval_cells,
+    psycholinguistic_percent_tables,
+    table3_block,
+    toxic_ratio_cells,
 )
 from bold_eval.report.run_report import (
     CAVEATS,
@@ -131,7 +131,7 @@ def _table5_row(regard: pd.DataFrame) -> dict[str, Any]:
             for group in pair[1:]:
                 match = regard[(regard["group"] == group) & (regard["label"] == label)]
                 row[f"{label} {PAPER_GROUP_NAMES[group]}"] = (
-                    f"{_format_interval(*match[['proportion', 'ci_low', 'ci_high']].iloc[0])} "
+                    f"{format_interval(*match[['proportion', 'ci_low', 'ci_high']].iloc[0])} "
                     f"(n={int(match['total'].iloc[0])})" if len(match) else "")
     return row
 
@@ -139,7 +139,7 @@ def _table5_row(regard: pd.DataFrame) -> dict[str, Any]:
 def _gender_polarity_tables(compared: ComparedRuns) -> dict[str, pd.DataFrame]:
     """Table 3 per model, and Figure 2's male minus female per profession (with intervals)."""
     gender = compared.views("gender_polarity")
-    table3 = {label: _table3_block(view["tables"]["gender_polarity_category"], ["category"])
+    table3 = {label: table3_block(view["tables"]["gender_polarity_category"], ["category"])
               for label, view in gender.items() if "gender_polarity_category" in view["tables"]}
     if not table3:
         return {}
@@ -147,7 +147,7 @@ def _gender_polarity_tables(compared: ComparedRuns) -> dict[str, pd.DataFrame]:
     # named in the method_name column (and in the heading).
     fig2 = {}
     for label, view in gender.items():
-        rows = _first_method(view["tables"]["gender_polarity_group"])
+        rows = first_method(view["tables"]["gender_polarity_group"])
         fig2[label] = rows.assign(**{"male minus female [interval]": [
             signed_cell(*row) for row in rows[["male_minus_female", "male_minus_female_ci_low",
                                                "male_minus_female_ci_high"]].to_numpy()]})[
@@ -179,7 +179,7 @@ def _psycholinguistic_tables(compared: ComparedRuns) -> dict[str, pd.DataFrame]:
             tables[table_name] = pd.DataFrame(rows)
     per_domain: dict[str, dict[str, pd.DataFrame]] = {}
     for label, view in views.items():
-        for domain, wide in _psycholinguistic_percent_tables(view["tables"]["psycholinguistic"]).items():
+        for domain, wide in psycholinguistic_percent_tables(view["tables"]["psycholinguistic"]).items():
             per_domain.setdefault(str(domain), {})[label] = wide
     for domain, frames in per_domain.items():
         tables[f"psycholinguistic_{domain}"] = _stack_models(frames, ["group"])
@@ -191,13 +191,13 @@ def _sentiment_and_toxicity_tables(compared: ComparedRuns) -> dict[str, pd.DataF
     sentiment = compared.views("sentiment")
     if sentiment:
         tables["sentiment_per_group"] = _stack_models(
-            {label: _interval_cells(view["tables"]["sentiment"], ["domain", "group", "total"],
+            {label: interval_cells(view["tables"]["sentiment"], ["domain", "group", "total"],
                                     LABELS["sentiment_label"]) for label, view in sentiment.items()},
             ["domain", "group"])
     toxicity = compared.views("toxicity")
     if toxicity:
         tables["toxic_ratio_per_group"] = _stack_models(
-            {label: _toxic_ratio_cells(view["tables"]["toxic_ratio"]) for label, view in toxicity.items()},
+            {label: toxic_ratio_cells(view["tables"]["toxic_ratio"]) for label, view in toxicity.items()},
             ["domain", "group"])
     return tables
 
@@ -388,7 +388,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: floa
         write_table(overall["tests"], tables_dir, "overall_differences")
         write_table(power, tables_dir, "comparability")
     report = out / "compare.md"
-    _write_text(report, _compare_markdown(compared, tables, interactions, overall, power, alpha=alpha,
+    write_text(report, _compare_markdown(compared, tables, interactions, overall, power, alpha=alpha,
                                           correction=correction, cluster=cluster))
     write_json(out / "compare.json", {
         "runs": list(compared.runs), "baseline": compared.baseline, "shared_prompts": len(compared.shared),

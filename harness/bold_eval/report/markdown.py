@@ -66,11 +66,11 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def _write_text(path: Path, text: str) -> None:
+def write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def _format_interval(proportion: float, low: float, high: float) -> str:
+def format_interval(proportion: float, low: float, high: float) -> str:
     if pd.isna(proportion):
         return ""
     if pd.isna(low):

@@ -13,7 +13,7 @@ from bold_eval.analysis.table3 import GENDER_POLARITY_METHODS
 from bold_eval.analysis.views import PSYCHOLINGUISTIC_HEADERS
 from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR, RELIGION_PAIR
 from bold_eval.report.markdown import (
-    _format_interval,
+    format_interval,
     format_p,
     markdown,
 )
@@ -29,7 +29,7 @@ PAPER_GROUP_NAMES = {
 }
 
 
-def _tests_markdown(tests: Sequence[Mapping[str, Any]]) -> str:
+def tests_markdown(tests: Sequence[Mapping[str, Any]]) -> str:
     """One line per test: what was compared, the statistic, p and whether groups were big enough."""
     rows = []
     for test in tests:
@@ -57,43 +57,43 @@ def _tests_markdown(tests: Sequence[Mapping[str, Any]]) -> str:
     return markdown(pd.DataFrame(rows)) if rows else "_(no tests: groups missing from this run)_"
 
 
-def _interval_cells(table: pd.DataFrame, index: list[str], labels: Sequence[str]) -> pd.DataFrame:
+def interval_cells(table: pd.DataFrame, index: list[str], labels: Sequence[str]) -> pd.DataFrame:
     """A `proportion_table` as one row per `index` and one "p [low, high]" column per label, in
     `labels` order (the sentiment and regard sections)."""
-    cells = table.assign(cell=[_format_interval(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
+    cells = table.assign(cell=[format_interval(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
     wide = cells.pivot_table(index=index, columns="label", values="cell", aggfunc="first", sort=True)
     return wide[[label for label in labels if label in wide.columns]].reset_index()
 
 
-def _toxic_ratio_cells(table: pd.DataFrame) -> pd.DataFrame:
+def toxic_ratio_cells(table: pd.DataFrame) -> pd.DataFrame:
     """The toxic_ratio table as shown: domain, group, total, toxic, and toxic_ratio as "r [low, high]"."""
-    shown = table.assign(toxic_ratio=[_format_interval(*row) for row in
+    shown = table.assign(toxic_ratio=[format_interval(*row) for row in
                                       table[["toxic_ratio", "ci_low", "ci_high"]].to_numpy()])
     return shown[["domain", "group", "total", "toxic", "toxic_ratio"]]
 
 
-def _first_method(table: pd.DataFrame) -> pd.DataFrame:
+def first_method(table: pd.DataFrame) -> pd.DataFrame:
     """Rows of the first gender-polarity method in the paper's order that the table has."""
     method = next(method for method in GENDER_POLARITY_METHODS if (table["method"] == method).any())
     return table[table["method"] == method]
 
 
-def _ratio_bound(value: float) -> str:
+def ratio_bound(value: float) -> str:
     """An interval end of a ratio: two decimals below 1 (0.02), one above (54.0), "inf" without female texts."""
     if math.isinf(value):
         return "inf"
     return f"{value:.2f}" if value < 1 else f"{value:.1f}"
 
 
-def _ratio_cell(ratio: float, low: float, high: float) -> str:
+def ratio_cell(ratio: float, low: float, high: float) -> str:
     """ "9.00 [4.2, 54.0]": male : female with its interval; "" when undefined (no male or female text)."""
     if pd.isna(ratio):
         return ""
     shown = "inf" if math.isinf(ratio) else f"{ratio:.2f}"
-    return shown if pd.isna(low) or pd.isna(high) else f"{shown} [{_ratio_bound(low)}, {_ratio_bound(high)}]"
+    return shown if pd.isna(low) or pd.isna(high) else f"{shown} [{ratio_bound(low)}, {ratio_bound(high)}]"
 
 
-def _table3_block(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def table3_block(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Table 3 layout: one row per key, male #, female #, male : female [interval] for each method."""
     blocks = []
     methods = [method for method in GENDER_POLARITY_METHODS if (table["method"] == method).any()]
@@ -105,7 +105,7 @@ def _table3_block(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         block = pd.DataFrame({
             f"{display} male #": part["male"],
             f"{display} female #": part["female"],
-            f"{display} male : female": [_ratio_cell(ratio, low, high) for ratio, (low, high) in
+            f"{display} male : female": [ratio_cell(ratio, low, high) for ratio, (low, high) in
                                           zip(part["male_to_female"], bounds.to_numpy(), strict=True)],
         }, index=part.index)
         blocks.append(block)
@@ -113,7 +113,7 @@ def _table3_block(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return pd.concat([totals, *blocks], axis=1).reset_index()
 
 
-def _percent_cell(proportion: float, low: float, high: float) -> str:
+def percent_cell(proportion: float, low: float, high: float) -> str:
     """"12.34 [10.1, 14.9]": a share in percent with its interval (Tables 4, 6, 9-11 print percent)."""
     if pd.isna(proportion):
         return ""
@@ -122,10 +122,10 @@ def _percent_cell(proportion: float, low: float, high: float) -> str:
     return f"{proportion * 100:.2f} [{low * 100:.1f}, {high * 100:.1f}]"
 
 
-def _psycholinguistic_percent_tables(table: pd.DataFrame) -> dict[Any, pd.DataFrame]:
+def psycholinguistic_percent_tables(table: pd.DataFrame) -> dict[Any, pd.DataFrame]:
     """{domain: paper Tables 9-11 layout}: one row per group (and its n), one "percent [interval]"
     column per psycholinguistic category, in the paper's category order."""
-    cells = table.assign(cell=[_percent_cell(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
+    cells = table.assign(cell=[percent_cell(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
     per_domain = {}
     for domain, part in cells.groupby("domain", sort=True):
         wide = part.pivot_table(index=["group", "total"], columns="category", values="cell", aggfunc="first",

@@ -25,9 +25,9 @@ from bold_eval.report.first_screen import (
     scope_lines,
 )
 from bold_eval.report.markdown import (
-    _write_text,
     markdown,
     to_jsonable,
+    write_text,
 )
 from bold_eval.report.sections import (
     _metric_sections,
@@ -223,6 +223,6 @@ def write_report(
     out += _metric_sections(summary, figures, tables)
     out += _statistics_and_caveats(summary, min_expected)
     report = run_dir / REPORT_FILE
-    _write_text(report, "\n".join(out))
+    write_text(report, "\n".join(out))
     write_summary(run_dir, _summary_record(record, summary))
     return report

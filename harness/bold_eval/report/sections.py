@@ -27,13 +27,13 @@ from bold_eval.report.markdown import (
     write_table,
 )
 from bold_eval.report.paper_tables import (
-    _interval_cells,
-    _percent_cell,
-    _psycholinguistic_percent_tables,
-    _ratio_cell,
-    _table3_block,
-    _tests_markdown,
-    _toxic_ratio_cells,
+    interval_cells,
+    percent_cell,
+    psycholinguistic_percent_tables,
+    ratio_cell,
+    table3_block,
+    tests_markdown,
+    toxic_ratio_cells,
 )
 
 SENTIMENT_COLORS = {"negative": "#d7301f", "neutral": "#bdbdbd", "positive": "#1a9850"}
@@ -46,7 +46,7 @@ def _sentiment_section(view: Mapping[str, Any], figures: Path, tables: Path, out
                        alpha: float = 0.05) -> None:
     table = view["tables"]["sentiment"]
     for domain, part in table.groupby("domain", sort=True):
-        wide = _interval_cells(part, ["group", "total"], LABELS["sentiment_label"])
+        wide = interval_cells(part, ["group", "total"], LABELS["sentiment_label"])
         figure = plot_stacked_proportions(part, SENTIMENT_COLORS, f"Sentiment, {domain} domain (VADER)",
                                           figures / f"sentiment_{domain}.png", alpha=alpha)
         out += [f"### {domain}", "", markdown(wide), "", f"![sentiment {domain}](figures/{figure.name})", ""]
@@ -56,13 +56,13 @@ def _sentiment_section(view: Mapping[str, Any], figures: Path, tables: Path, out
 def _toxicity_section(view: Mapping[str, Any], figures: Path, out: list[str], alpha: float = 0.05) -> None:
     table = view["tables"]["toxic_ratio"]
     figure = plot_toxic_ratio(table, figures / "toxic_ratio.png", alpha=alpha)
-    out += [markdown(_toxic_ratio_cells(table)), "",
+    out += [markdown(toxic_ratio_cells(table)), "",
             f"![toxic ratio](figures/{figure.name})", ""]
 
 
 def _regard_section(view: Mapping[str, Any], figures: Path, out: list[str], alpha: float = 0.05) -> None:
     table = view["tables"]["regard"]
-    wide = _interval_cells(table, ["domain", "group", "total"], LABELS["regard_label"])
+    wide = interval_cells(table, ["domain", "group", "total"], LABELS["regard_label"])
     figure = plot_stacked_proportions(table, REGARD_COLORS, "Regard, gender and race domains",
                                       figures / "regard.png", alpha=alpha)
     out += [markdown(wide), "", f"![regard](figures/{figure.name})", ""]
@@ -72,7 +72,7 @@ def _gender_polarity_section(view: Mapping[str, Any], figures: Path, out: list[s
     tables = view["tables"]
     if "gender_polarity_category" in tables:
         table = tables["gender_polarity_category"]
-        wide = _table3_block(table, ["category"])
+        wide = table3_block(table, ["category"])
         level = confidence_label(alpha)
         out += ["Texts classified male and female per profession super-group (paper Table 3). male : female is "
                 f"male # / female #, with its {level} interval from a percentile bootstrap over the super-group's "
@@ -106,9 +106,9 @@ def _ratio_summary_lines(summary: pd.DataFrame | None, table: pd.DataFrame, leve
             f"{level} intervals (the page bootstrap, stratified by super-group), next to the pooled ratio, all male "
             "texts / all female texts:", ""]
     for row in summary.itertuples():
-        average = (_ratio_cell(row.average_male_to_female, row.average_ci_low, row.average_ci_high)
+        average = (ratio_cell(row.average_male_to_female, row.average_ci_low, row.average_ci_high)
                    or "undefined")
-        pooled = _ratio_cell(row.pooled_male_to_female, row.pooled_ci_low, row.pooled_ci_high) or "undefined"
+        pooled = ratio_cell(row.pooled_male_to_female, row.pooled_ci_low, row.pooled_ci_high) or "undefined"
         note = f" ({row.note})" if row.note else ""
         out.append(f"- {row.method_name}: average of ratios {average}; pooled ratio {pooled}{note}")
     out += ["", "They differ because the average weights every super-group equally, so super-groups with few "
@@ -120,7 +120,7 @@ def _ratio_summary_lines(summary: pd.DataFrame | None, table: pd.DataFrame, leve
 def _psycholinguistic_section(view: Mapping[str, Any], out: list[str], alpha: float = 0.05) -> None:
     level = confidence_label(alpha)
     tables = view["tables"]
-    for domain, wide in _psycholinguistic_percent_tables(tables["psycholinguistic"]).items():
+    for domain, wide in psycholinguistic_percent_tables(tables["psycholinguistic"]).items():
         out += [f"### {domain} (percent of texts [{level} interval], paper Tables 9-11 layout)", "",
                 markdown(wide, ".2f"), ""]
     for name, title in (("psycholinguistic_gender_difference", "male minus female (paper Table 4)"),
@@ -131,9 +131,9 @@ def _psycholinguistic_section(view: Mapping[str, Any], out: list[str], alpha: fl
         diff = tables[name]
         shown = pd.DataFrame({
             "category": diff["header"],
-            f"a % [{level}]": [_percent_cell(count / total, *wilson_interval(count, total, alpha=alpha))
+            f"a % [{level}]": [percent_cell(count / total, *wilson_interval(count, total, alpha=alpha))
                                for count, total in diff[["count_a", "total_a"]].to_numpy()],
-            f"b % [{level}]": [_percent_cell(count / total, *wilson_interval(count, total, alpha=alpha))
+            f"b % [{level}]": [percent_cell(count / total, *wilson_interval(count, total, alpha=alpha))
                                for count, total in diff[["count_b", "total_b"]].to_numpy()],
             "difference (points)": (diff["difference"] * 100).round(2),
             f"{level} interval": [f"[{low * 100:+.2f}, {high * 100:+.2f}]"
@@ -184,5 +184,5 @@ def _metric_sections(summary: Mapping[str, Any], figures: Path, tables: Path) ->
         render(view)
         if view.get("tests"):
             out += ["Tests (the paper's, texts as units; p-values Holm-adjusted within this table, the name-level "
-                    "tests are in the findings):", "", _tests_markdown(view["tests"]), ""]
+                    "tests are in the findings):", "", tests_markdown(view["tests"]), ""]
     return out
