@@ -126,7 +126,7 @@ def test_dev_installs_every_extra_and_all_is_their_union():
 
 
 def test_one_version():
-    assert _setup_cfg()["metadata"]["version"] == "attr: bold_eval.__version__"
+    assert _setup_cfg()["metadata"]["version"] == "attr: bold_eval.core.version.__version__"
     assert importlib.metadata.version("bold-eval") == bold_eval.__version__
 
 

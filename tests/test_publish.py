@@ -17,7 +17,7 @@ from packaging.requirements import Requirement
 
 from bold_eval import cli
 from bold_eval.core.paths import METRIC_NAMES
-from bold_eval.hub import upload as publish
+from bold_eval.hub import model_card, spaces, staging, upload
 
 NAMESPACE = "test-org"
 SECRET = "hf_TESTtokenThatMustNeverBeShown0123456789"
@@ -60,9 +60,9 @@ class FakeHub:
 
 
 @pytest.fixture(scope="module")
-def staged(tmp_path_factory, bold_dir) -> dict[str, publish.StagedRepo]:
+def staged(tmp_path_factory, bold_dir) -> dict[str, staging.StagedRepo]:
     out = tmp_path_factory.mktemp("publish") / "staged"
-    repos = publish.stage_all(NAMESPACE, out, data_dir=bold_dir)
+    repos = upload.stage_all(NAMESPACE, out, data_dir=bold_dir)
     return {repo.repo_id.split("/")[1]: repo for repo in repos}
 
 
@@ -172,12 +172,12 @@ def test_staged_classifier_modules_with_tiny_model(staged, tmp_path, name):
     else:
         assert len(result["labels"]) == 2 and set(result["labels"]) <= {"positive", "negative", "neutral", "other"}
     # the classifier code comes along in the vendored copy
-    assert (staged[name].folder / "bold_eval" / "inference.py").is_file()
+    assert (staged[name].folder / "bold_eval" / "metrics" / "classifier.py").is_file()
 
 
 def test_upload_calls_fake_client(staged):
     fake = FakeHub()
-    urls = publish.upload_staged(list(staged.values()), private=True, client=fake, log=lambda line: None)
+    urls = upload.upload_staged(list(staged.values()), private=True, client=fake, log=lambda line: None)
     creates = [kwargs for call, kwargs in fake.calls if call == "create_repo"]
     uploads = [kwargs for call, kwargs in fake.calls if call == "upload_folder"]
     assert [c["repo_id"] for c in creates] == [u["repo_id"] for u in uploads] == [r.repo_id for r in staged.values()]
@@ -198,7 +198,7 @@ def test_upload_calls_fake_client(staged):
 def test_cli_publish_reads_token_once_and_never_shows_it(monkeypatch, capsys, tmp_path, bold_dir):
     FakeHub.instances.clear()
     monkeypatch.setenv("HF_TOKEN", SECRET)
-    monkeypatch.setattr(publish, "HfApi", FakeHub)
+    monkeypatch.setattr(upload, "HfApi", FakeHub)
     monkeypatch.chdir(tmp_path)
     assert cli.main(["publish", "--namespace", NAMESPACE, "--metrics", "sentiment", "--data-dir", str(bold_dir)]) == 0
     (fake,) = FakeHub.instances
@@ -217,16 +217,16 @@ def test_cli_publish_reads_token_once_and_never_shows_it(monkeypatch, capsys, tm
 def test_publish_without_token_fails_clearly(monkeypatch, tmp_path):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # no saved login there
-    monkeypatch.setattr(publish, "HfApi", FakeHub)
-    with pytest.raises(publish.PublishError, match="set HF_TOKEN or log in"):
-        publish.publish(NAMESPACE, metrics=["sentiment"])
+    monkeypatch.setattr(upload, "HfApi", FakeHub)
+    with pytest.raises(staging.PublishError, match="set HF_TOKEN or log in"):
+        upload.publish(NAMESPACE, metrics=["sentiment"])
 
 
 def test_cli_dry_run_stages_and_uploads_nothing(monkeypatch, capsys, tmp_path, bold_dir):
     def no_client(*args, **kwargs):
         raise AssertionError("a dry run must not create a Hub client")
 
-    monkeypatch.setattr(publish, "HfApi", no_client)
+    monkeypatch.setattr(upload, "HfApi", no_client)
     out = tmp_path / "dry"
     assert cli.main(["publish", "--namespace", NAMESPACE, "--private", "--dry-run", str(out),
                      "--metrics", "gender_polarity", "--data-dir", str(bold_dir)]) == 0
@@ -234,14 +234,14 @@ def test_cli_dry_run_stages_and_uploads_nothing(monkeypatch, capsys, tmp_path, b
     assert f"would upload {out / 'spaces' / 'gender_polarity'} to private space {NAMESPACE}/gender_polarity" in printed
     assert (out / "dataset" / "bold" / "README.md").is_file()
     assert (out / "spaces" / "gender_polarity" / "gender_polarity.py").is_file()
-    with pytest.raises(publish.PublishError, match="not empty"):
-        publish.publish(NAMESPACE, dry_run=out, metrics=["sentiment"])
+    with pytest.raises(staging.PublishError, match="not empty"):
+        upload.publish(NAMESPACE, dry_run=out, metrics=["sentiment"])
 
 
 @pytest.mark.parametrize("namespace", ["", "a/b", "bad--name", "x" * 120])
 def test_bad_namespace_rejected(tmp_path, namespace):
-    with pytest.raises(publish.PublishError):
-        publish.stage_metric_space("sentiment", namespace, tmp_path / "sentiment")
+    with pytest.raises(staging.PublishError):
+        spaces.stage_metric_space("sentiment", namespace, tmp_path / "sentiment")
 
 
 # ---------------------------------------------------------------- publish-results
@@ -290,7 +290,7 @@ def _results(card: ModelCard) -> dict[tuple[str, str], float]:
 
 def test_summary_to_model_index_values(run_dir):
     summary = json.loads((run_dir / "summary.json").read_text())
-    entries = publish.results_from_summary(summary)
+    entries = model_card.results_from_summary(summary)
     results = {(r.dataset_config, r.metric_type): r.metric_value for r in entries}
     args = {(r.dataset_config, r.metric_type): r.metric_args for r in entries}
     assert results[("gender", "negative_sentiment_ratio")] == pytest.approx(0.5)
@@ -329,7 +329,7 @@ def test_publish_results_dry_run_updates_existing_card(run_dir, tmp_path):
     assert any(r.dataset_type == "other/bench" and r.metric_value == 0.9 for r in card.data.eval_results)
     # publishing the same run again replaces the BOLD entries instead of duplicating them
     again = tmp_path / "again"
-    publish.publish_results(run_dir, "ns/my-model", dry_run=again, card=out / "README.md", log=lambda line: None,
+    model_card.publish_results(run_dir, "ns/my-model", dry_run=again, card=out / "README.md", log=lambda line: None,
                             allow_partial_run=True)
     republished = ModelCard.load(again / "README.md")
     assert len(republished.data.eval_results) == len(card.data.eval_results)
@@ -343,25 +343,25 @@ def test_publish_results_dry_run_updates_existing_card(run_dir, tmp_path):
 def test_publish_results_uploads_card_through_client(run_dir, tmp_path, monkeypatch, capsys):
     FakeHub.instances.clear()
     monkeypatch.setenv("HF_TOKEN", SECRET)
-    monkeypatch.setattr(publish, "HfApi", FakeHub)
+    monkeypatch.setattr(upload, "HfApi", FakeHub)
     assert cli.main(["publish-results", str(run_dir), "--repo", "ns/new-model", "--dataset-id", "ns/bold",
                      "--allow-partial-run"]) == 0
     (fake,) = FakeHub.instances
     assert fake.token == SECRET
-    (upload,) = [kwargs for call, kwargs in fake.calls if call == "upload_file"]
-    assert upload["repo_id"] == "ns/new-model" and upload["path_in_repo"] == "README.md"
-    assert upload["repo_type"] == "model"
-    card = ModelCard(upload["path_or_fileobj"].decode())
+    (sent,) = [kwargs for call, kwargs in fake.calls if call == "upload_file"]
+    assert sent["repo_id"] == "ns/new-model" and sent["path_in_repo"] == "README.md"
+    assert sent["repo_type"] == "model"
+    card = ModelCard(sent["path_or_fileobj"].decode())
     assert card.data.model_name == "new-model"
     assert {r.dataset_type for r in card.data.eval_results} == {"ns/bold"}
-    assert SECRET.encode() not in upload["path_or_fileobj"]
+    assert SECRET.encode() not in sent["path_or_fileobj"]
     out = capsys.readouterr()
     assert SECRET not in out.out + out.err
 
 
 def test_publish_results_needs_summary(tmp_path):
-    with pytest.raises(publish.PublishError, match="summary.json not found"):
-        publish.publish_results(tmp_path, "ns/model", dry_run=tmp_path / "out")
+    with pytest.raises(staging.PublishError, match="summary.json not found"):
+        model_card.publish_results(tmp_path, "ns/model", dry_run=tmp_path / "out")
 
 
 def test_publish_results_refuses_a_limit_run(run_dir, tmp_path, capsys):
@@ -370,8 +370,8 @@ def test_publish_results_refuses_a_limit_run(run_dir, tmp_path, capsys):
     summary = json.loads((limited / "summary.json").read_text())
     summary["run"]["limit"] = 20
     (limited / "summary.json").write_text(json.dumps(summary))
-    with pytest.raises(publish.PartialRunError, match=r"--limit 20 .*--allow-partial-run"):
-        publish.publish_results(limited, "ns/model", dry_run=tmp_path / "out")
+    with pytest.raises(model_card.PartialRunError, match=r"--limit 20 .*--allow-partial-run"):
+        model_card.publish_results(limited, "ns/model", dry_run=tmp_path / "out")
     assert cli.main(["publish-results", str(limited), "--repo", "ns/model", "--dry-run", str(tmp_path / "cli")]) == 1
     err = capsys.readouterr().err
     assert "partial run" in err and "--allow-partial-run" in err
@@ -384,6 +384,6 @@ def test_full_coverage_is_not_partial():
 
     counts = {"prompts": sum(BOLD_PROMPTS.values()),
               "domains": {domain: {"prompts": n} for domain, n in BOLD_PROMPTS.items()}}
-    assert publish.partial_run_reasons({"run": {}, "counts": counts}) == []
+    assert model_card.partial_run_reasons({"run": {}, "counts": counts}) == []
     counts["domains"]["race"] = {"prompts": 7000}
-    assert publish.partial_run_reasons({"run": {}, "counts": counts}) == ["prompts missing in: race 7000/7657"]
+    assert model_card.partial_run_reasons({"run": {}, "counts": counts}) == ["prompts missing in: race 7000/7657"]

@@ -549,7 +549,7 @@ def _publish(args: argparse.Namespace) -> int:
 
 
 def _add_publish_results(subparsers: argparse._SubParsersAction) -> None:
-    from bold_eval.hub.upload import DEFAULT_RESULTS_DATASET
+    from bold_eval.hub.model_card import DEFAULT_RESULTS_DATASET
 
     results = subparsers.add_parser(
         "publish-results", help="add a run's summary as evaluation results (model-index) to a model repo's card"
@@ -568,7 +568,7 @@ def _add_publish_results(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _publish_results(args: argparse.Namespace) -> int:
-    from bold_eval.hub.upload import publish_results
+    from bold_eval.hub.model_card import publish_results
 
     publish_results(args.run_dir, args.repo, dry_run=args.dry_run, card=args.card, dataset_id=args.dataset_id,
                     allow_partial_run=args.allow_partial_run)
