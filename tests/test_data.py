@@ -15,6 +15,7 @@ import pytest
 from bold_eval import cli
 from bold_eval.core.resources import ResourceNotFoundError
 from bold_eval.data import bold as data
+from bold_eval.data.export import export_dataset
 
 DOMAIN_COUNTS = {
     "gender": 3204,
@@ -213,7 +214,7 @@ def test_no_folder_and_offline_says_where_it_looked(monkeypatch):
 
 
 def test_export_round_trips_through_load_dataset(bold: pd.DataFrame, bold_dir: Path, tmp_path: Path):
-    out = data.export_dataset(tmp_path / "bold_parquet", data_dir=bold_dir)
+    out = export_dataset(tmp_path / "bold_parquet", data_dir=bold_dir)
     files = sorted(path.relative_to(out).as_posix() for path in out.rglob("*") if path.is_file())
     assert files == ["README.md"] + sorted(f"data/{d}/test-00000-of-00001.parquet" for d in data.DOMAINS)
     cache = str(tmp_path / "hf_cache")

@@ -66,7 +66,7 @@ def test_load_docs_from_bold_data_dir_and_from_export(tmp_path, bold_dir, monkey
     docs = utils.load_docs(domain="religious_ideology", bold_data_dir=str(bold_dir), pretrained="ignored")["test"]
     assert len(docs) == 639 and "prompt_id" in docs.column_names
 
-    from bold_eval.data.bold import export_dataset
+    from bold_eval.data.export import export_dataset
 
     export_dataset(tmp_path / "export", data_dir=bold_dir)
     monkeypatch.setenv("BOLD_DATASET", str(tmp_path / "export"))

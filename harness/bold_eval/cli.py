@@ -83,7 +83,7 @@ def _add_dataset(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _dataset_export(args: argparse.Namespace) -> int:
-    from bold_eval.data.bold import export_dataset
+    from bold_eval.data.export import export_dataset
 
     out = export_dataset(args.out, data_dir=args.data_dir, allow_modified=args.allow_modified_data)
     print(f"wrote {out}")

@@ -19,7 +19,7 @@ def stage_dataset(namespace: str, folder: str | Path, data_dir: str | Path | Non
     The export's card declares one config per domain, so after upload
     `load_dataset("NS/bold", "gender", split="test")` works.
     """
-    from bold_eval.data.bold import export_dataset
+    from bold_eval.data.export import export_dataset
 
     repo_id = repo_id_in(namespace, DATASET_REPO_NAME)
     folder = _fresh_folder(Path(folder))

@@ -25,16 +25,33 @@ import math
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from bold_eval.core.errors import InputError, UsageError
 from bold_eval.core.version import __version__
-from bold_eval.metrics import METRIC_NAMES, check_scorer_options, metric_module
+from bold_eval.metrics import METRIC_NAMES
 from bold_eval.metrics.common import check_texts
-from bold_eval.validation.labels import Label, canonical_label, declared_label_set
+from bold_eval.validation.labels import (
+    Label,
+    canonical_label,
+)
+from bold_eval.validation.mapping import (
+    _axis_positions,
+    _class_indices,
+    _compared_classes,
+    _human_classes,
+    _label_positions,
+    _name_numeric_classes,
+    map_labels,
+)
+from bold_eval.validation.scores import (
+    Scored,
+    ScoreView,
+    score_view,
+)
 
 DEFAULTS: dict[str, Any] = {
     "confidence_level": 0.95,
@@ -48,225 +65,10 @@ BCA_MAX_TEXTS = 5000
 _BOOTSTRAP_BATCH_ELEMENTS = 2_000_000
 
 
-@dataclass(frozen=True)
-class ScoreView:
-    """What of a metric's output is compared with human labels: one continuous score and its labels."""
-
-    metric: str
-    score: str
-    row_name: str  # the metric's row name in Table 8 ("sentiment", "Gender-Max", ...)
-    description: str
-    # Metric labels along the score axis, low to high, with Section 6.3's numeric codes; labels
-    # without a code (regard's "other") have no place on the axis.
-    codes: Mapping[str, int]
-    score_range: tuple[float, float]
-    # Metric labels that may stay without a human counterpart: predicting one counts as a miss.
-    optional: tuple[str, ...] = ()
-    # Figure 6 colours: "red: negative/male/toxic, blue: neutral and green: positive/non-toxic/female".
-    colors: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class Scored:
-    """A metric's continuous score and labels for each text, and the cut points between labels."""
-
-    view: ScoreView
-    scores: np.ndarray
-    labels: np.ndarray
-    metric_labels: tuple[str, ...]
-    thresholds: dict[str, float]
-    options: dict[str, Any]
-
-
-_POLARITY_COLORS = {"negative": "tab:red", "neutral": "tab:blue", "positive": "tab:green", "other": "tab:gray"}
-VIEWS: dict[str, dict[str, ScoreView]] = {
-    "sentiment": {
-        "compound": ScoreView(
-            "sentiment", "compound", "sentiment", "VADER compound score in [-1, 1] (Section 4.1)",
-            {"negative": -1, "neutral": 0, "positive": 1}, (-1.0, 1.0), colors=_POLARITY_COLORS,
-        ),
-    },
-    "toxicity": {
-        "toxicity": ScoreView(
-            "toxicity", "toxicity", "toxicity",
-            "highest probability over the classifier's toxic labels, in [0, 1] (Section 4.2)",
-            {"non-toxic": 0, "toxic": 1}, (0.0, 1.0), colors={"toxic": "tab:red", "non-toxic": "tab:green"},
-        ),
-    },
-    "regard": {
-        "regard": ScoreView(
-            "regard", "regard", "regard",
-            "P(positive) - P(negative) from the regard classifier, in [-1, 1] (Section 4.3)",
-            {"negative": -1, "neutral": 0, "positive": 1}, (-1.0, 1.0), optional=("other",), colors=_POLARITY_COLORS,
-        ),
-    },
-    "psycholinguistic": {
-        variable: ScoreView(
-            "psycholinguistic", variable, variable,
-            f"text {variable}: mean scaled {variable} norm of its rated words, in [-1, 1] (Section 4.4)",
-            {"negative": -1, "neutral": 0, "positive": 1}, (-1.0, 1.0), colors=_POLARITY_COLORS,
-        )
-        for variable in ("valence", "arousal", "dominance")
-    },
-    "gender_polarity": {
-        method: ScoreView(
-            "gender_polarity", method, row_name, description,
-            {"male": -1, "neutral": 0, "female": 1}, (-1.0, 1.0),
-            colors={"male": "tab:red", "neutral": "tab:blue", "female": "tab:green"},
-        )
-        for method, row_name, description in (
-            ("unigram", "unigram",
-             "(female - male tokens) / (female + male tokens), 0 without gendered tokens (Section 4.5)"),
-            ("max", "Gender-Max", "Gender-Max: the word polarity of largest magnitude, in [-1, 1] (Section 4.5)"),
-            ("wavg", "Gender-Wavg", "Gender-Wavg: sum sgn(b) b^2 / sum |b| over the words, in [-1, 1] (Section 4.5)"),
-        )
-    },
-}
-DEFAULT_SCORES = {"sentiment": "compound", "toxicity": "toxicity", "regard": "regard",
-                  "psycholinguistic": "valence", "gender_polarity": "unigram"}
-
-
 # --------------------------------------------------------------------------- scoring
 
 
-def score_view(metric: str, texts: Sequence[str], score: str | None = None, **options: Any) -> Scored:
-    """Run `metric` on `texts` through its scorer and return the `score` view of its output.
-
-    `options` go to `bold_eval.metrics.<metric>.load_scorer`. For gender polarity `score` is the
-    method (unigram, max, wavg; default: the one in `methods`, else unigram) and only it is computed.
-    """
-    module = metric_module(metric)
-    options = dict(options)
-    check_scorer_options(metric, options)
-    if metric == "gender_polarity":
-        methods = options.get("methods")
-        methods = [methods] if isinstance(methods, str) else methods
-        if score is None:
-            if methods is not None and len(methods) != 1:
-                raise UsageError(
-                    f"gender_polarity methods {list(methods)}: validate compares one score at a time; "
-                    "pass score= (--score) with one of unigram, max, wavg"
-                )
-            score = methods[0] if methods else DEFAULT_SCORES[metric]
-        elif methods is not None and score not in methods:
-            raise UsageError(f"score {score!r} is not among the gender_polarity methods {list(methods)}")
-        options["methods"] = [score]
-    score = DEFAULT_SCORES[metric] if score is None else score
-    views = VIEWS[metric]
-    if score not in views:
-        raise UsageError(f"{metric} has no score {score!r} to validate; valid: {', '.join(views)}")
-    view = views[score]
-    scorer = module.load_scorer(**options)
-    columns = scorer(texts)
-    return _VIEW_COLUMNS[metric](view, scorer, columns, options)
-
-
-def _sentiment_view(view: ScoreView, scorer: Any, columns: dict, options: dict) -> Scored:
-    thresholds = {"negative": scorer.negative_threshold, "positive": scorer.positive_threshold}
-    return Scored(view, columns["compound"], columns["label"], tuple(view.codes), thresholds, options)
-
-
-def _toxicity_view(view: ScoreView, scorer: Any, columns: dict, options: dict) -> Scored:
-    labels = np.where(columns["is_toxic"], "toxic", "non-toxic").astype(object)
-    return Scored(view, columns["score"], labels, tuple(view.codes), {"toxic": scorer.threshold}, options)
-
-
-def _regard_view(view: ScoreView, scorer: Any, columns: dict, options: dict) -> Scored:
-    missing = [label for label in ("positive", "negative") if label not in scorer.labels]
-    if missing:
-        raise InputError(
-            f"the regard classifier has no {' or '.join(missing)} class (its labels: {list(scorer.labels)}); "
-            "the regard score is P(positive) - P(negative)"
-        )
-    scores = np.asarray(columns["positive"], dtype=np.float64) - np.asarray(columns["negative"], dtype=np.float64)
-    return Scored(view, scores, columns["label"], tuple(scorer.labels), {}, options)
-
-
-def _psycholinguistic_view(view: ScoreView, scorer: Any, columns: dict, options: dict) -> Scored:
-    variable = view.score
-    thresholds = {"negative": scorer.thresholds[f"{variable}_negative"],
-                  "positive": scorer.thresholds[f"{variable}_positive"]}
-    return Scored(view, columns[variable], columns[f"{variable}_label"], tuple(view.codes), thresholds, options)
-
-
-def _gender_polarity_view(view: ScoreView, scorer: Any, columns: dict, options: dict) -> Scored:
-    method = view.score
-    if method == "unigram":
-        male = np.asarray(columns["male_tokens"], dtype=np.float64)
-        female = np.asarray(columns["female_tokens"], dtype=np.float64)
-        total = male + female
-        scores = np.divide(female - male, total, out=np.zeros_like(total), where=total > 0)
-        # Unigram matching labels by the sign of female - male (Section 4.5), i.e. of this score.
-        return Scored(view, scores, columns["unigram_label"], tuple(view.codes), {}, options)
-    thresholds = {"male": scorer.male_threshold, "female": scorer.female_threshold}
-    return Scored(view, columns[method], columns[f"{method}_label"], tuple(view.codes), thresholds, options)
-
-
-_VIEW_COLUMNS: dict[str, Callable[..., Scored]] = {
-    "sentiment": _sentiment_view,
-    "toxicity": _toxicity_view,
-    "regard": _regard_view,
-    "psycholinguistic": _psycholinguistic_view,
-    "gender_polarity": _gender_polarity_view,
-}
-
-
 # --------------------------------------------------------------------------- label mapping
-
-
-def map_labels(
-    view: ScoreView,
-    metric_labels: Sequence[str],
-    classes: Mapping[Label, str],
-    label_map: Mapping[str, Any] | None = None,
-) -> dict[str, Label | None]:
-    """{metric label: human label} for every metric label.
-
-    Explicit `label_map` entries come first. Other labels match a human class by name (or by
-    the label itself, case-insensitive); when the human labels are plain numbers without names, a
-    metric label maps to its numeric code in the paper (positive = 1, male = -1, toxic = 1, ...,
-    Section 6.3). A metric label in `view.optional` may stay unmatched (None: predicting it counts
-    as a miss); any other unmatched label is an error asking for an explicit map.
-    """
-    mapping: dict[str, Label | None] = {}
-    for metric_label, human in (label_map or {}).items():
-        if metric_label not in metric_labels:
-            raise UsageError(
-                f"label map names {metric_label!r}, which is not a {view.metric} label; its labels: {list(metric_labels)}"
-            )
-        human = canonical_label(human, f"label map value for {metric_label!r}")
-        if human not in classes:
-            raise UsageError(
-                f"label map sends {metric_label!r} to {human!r}, which is not in the human label set {list(classes)}"
-            )
-        mapping[metric_label] = human
-    by_name: dict[str, Label] = {}
-    for label, name in classes.items():
-        by_name.setdefault(str(name).lower(), label)
-        by_name.setdefault(str(label).lower(), label)
-    # Plain numbers (no names) follow the paper's coding: a metric label maps to its code even when
-    # no text carries it, so that e.g. "neutral" predictions are misses against a -1/1 label set.
-    numeric_codes = all(isinstance(label, int) and name == str(label) for label, name in classes.items())
-    unmatched = []
-    for metric_label in metric_labels:
-        if metric_label in mapping:
-            continue
-        code = view.codes.get(metric_label)
-        if metric_label.lower() in by_name:
-            mapping[metric_label] = by_name[metric_label.lower()]
-        elif code is not None and numeric_codes:
-            mapping[metric_label] = code
-        elif metric_label in view.optional or metric_label not in view.codes:
-            mapping[metric_label] = None
-        else:
-            unmatched.append(metric_label)
-    if unmatched:
-        shown = ", ".join(f"{label}: {name}" if name != str(label) else str(label) for label, name in classes.items())
-        raise UsageError(
-            f"{view.metric} label(s) {', '.join(unmatched)} have no counterpart in the human label set ({shown}); "
-            "state the mapping with label_map={METRIC_LABEL: HUMAN_LABEL} (CLI: --label-map METRIC_LABEL=HUMAN_LABEL)"
-        )
-    return mapping
 
 
 # --------------------------------------------------------------------------- statistics
@@ -488,95 +290,6 @@ def _check_inputs(
     if int(n_resamples) < 1:
         raise UsageError(f"n_resamples must be a positive integer, got {n_resamples}")
     return texts, human
-
-
-def _human_classes(label_set: Mapping[Any, str] | Sequence[Any] | str | None, human: list[Label]) -> dict[Label, str]:
-    """{label: name} of the human label set: the declared one (every label must be in it), else the labels seen."""
-    classes = declared_label_set(label_set)
-    if classes is None:
-        return {label: str(label) for label in sorted(set(human), key=lambda label: (isinstance(label, str), label))}
-    outside = [(index, label) for index, label in enumerate(human) if label not in classes]
-    if outside:
-        index, label = outside[0]
-        raise UsageError(
-            f"human label {label!r} (text {index}) is not in the declared label set {list(classes)} "
-            f"({len(outside)} text(s) outside it); declare it (label_set=, CLI --labels) or fix the labels"
-        )
-    return classes
-
-
-def _compared_classes(
-    classes: Mapping[Label, str], human: list[Label], exclude_labels: Sequence[Any]
-) -> tuple[list[Label], list[Label]]:
-    """(excluded labels, compared labels): the human classes left out of the comparison and the rest."""
-    excluded_set = [canonical_label(value, "exclude label") for value in exclude_labels]
-    unknown = [label for label in excluded_set if label not in classes]
-    if unknown:
-        raise UsageError(f"excluded label(s) {unknown} are not in the human label set {list(classes)}")
-    compared = [label for label in classes if label not in excluded_set]
-    if all(label in excluded_set for label in human):
-        raise InputError(f"every text carries an excluded label ({excluded_set}); nothing to compare")
-    return excluded_set, compared
-
-
-def _name_numeric_classes(classes: dict[Label, str], mapping: Mapping[str, Label | None]) -> None:
-    """A plain number takes the name of the metric label(s) mapped onto it (1 -> "positive"), in place."""
-    for label, name in classes.items():
-        named_by = [metric_label for metric_label, human_label in mapping.items() if human_label == label]
-        if isinstance(label, int) and name == str(label) and named_by:
-            classes[label] = "/".join(named_by)
-
-
-def _axis_positions(
-    scored: Scored, compared: list[Label], classes: Mapping[Label, str], mapping: Mapping[str, Label | None]
-) -> dict[Label, float]:
-    """Each compared human class sits on the score axis where the metric labels mapped to it sit."""
-    view = scored.view
-    order: dict[Label, float] = {}
-    for label in compared:
-        codes = [view.codes[m] for m, human_label in mapping.items() if human_label == label and m in view.codes]
-        if not codes:
-            raise UsageError(
-                f"human label {label!r} ({classes[label]}) has no counterpart among the {view.metric} labels "
-                f"{list(scored.metric_labels)}; exclude it (exclude_labels=, CLI --exclude-label) or map a "
-                f"metric label to it (label_map=, CLI --label-map)"
-            )
-        order[label] = float(np.mean(codes))
-    return order
-
-
-def _label_positions(scored: Scored, order: Mapping[Label, float], mapping: Mapping[str, Label | None]) -> np.ndarray:
-    """Each text's metric label on the human label order, for Table 8's label-level ρ.
-
-    A label mapped onto a compared human class takes that class's position; one mapped elsewhere
-    keeps its own code (sentiment's neutral = 0 against a positive/negative set); one without a code
-    (regard's "other") has no position (NaN) and is left out of the label-level ρ.
-    """
-    codes = scored.view.codes
-    positions: dict[str, float] = {}
-    for metric_label in mapping:
-        human_label = mapping[metric_label]
-        if human_label is not None and human_label in order:
-            positions[metric_label] = order[human_label]
-        else:
-            positions[metric_label] = float(codes[metric_label]) if metric_label in codes else math.nan
-    return np.array([positions.get(str(label), math.nan) for label in scored.labels], dtype=np.float64)
-
-
-def _class_indices(
-    human: list[Label], metric_labels: np.ndarray, compared: list[Label], mapping: Mapping[str, Label | None]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(included, human index, predicted index) per text, the indices over the included texts only.
-
-    0..k-1 are the compared human classes (Table 8 order), k a metric label that maps to no compared
-    class; a text with an excluded human label is not included.
-    """
-    index_of = {label: i for i, label in enumerate(compared)}
-    k = len(compared)
-    human_index = np.array([index_of.get(label, -1) for label in human], dtype=np.int64)
-    included = human_index >= 0
-    predicted_index = np.array([index_of.get(mapping.get(str(label)), k) for label in metric_labels], dtype=np.int64)
-    return included, human_index[included], predicted_index[included]
 
 
 def _validation_record(

@@ -7,9 +7,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bold_eval.validation.agreement import Validation, run_validation
-from bold_eval.validation.labels import HumanLabelled
-from bold_eval.validation.report import write_validation
+from bold_eval.validation.agreement import (
+    Validation,
+    run_validation,
+)
+from bold_eval.validation.labels import (
+    HumanLabelled,
+)
+from bold_eval.validation.report import (
+    write_validation,
+)
 from bold_eval.validation.sources import load_source
 
 

@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from bold_eval.core.resources import atomic_write_bytes
-from bold_eval.validation.agreement import Validation
+from bold_eval.validation.agreement import (
+    Validation,
+)
 
 VALIDATION_FILE = "validation.json"
 REPORT_FILE = "validation.md"
