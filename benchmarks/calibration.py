@@ -18,13 +18,35 @@ promise about data where no group differs; this script makes such data and count
 Both parts run `--cluster name` (the default analysis) and `--cluster none` (the paper's text-level z and
 Fisher tests, which should reject far more often than alpha on clustered data).
 
+`bold_eval.findings.paired_findings` tests instead, per contrast x label, the *interaction* of a model with a
+reference on the same prompts: the gap between two sides in the model's texts minus that gap in the reference's
+(each prompt's k samples averaged into a rate first). Its null is "no interaction", whatever the main effect:
+
+3. **Paired null on real Wikipedia scores** (`paired-wikipedia`). The reference is the Wikipedia scores; the
+   "model" gives each prompt k texts, each the prompt's own Wikipedia text whose labels are, with probability
+   `--flip`, those of a random text of the same page ((name, group) unit). That keeps every unit's expected
+   rate, so no contrast has an interaction, with the real groups or with the groups shuffled among the units
+   of both frames alike (`--paired-groups`). A symmetric label flip would pull rates toward 1/2 and create a
+   small real interaction wherever groups differ.
+4. **Synthetic paired data** (`paired-synthetic`). Names as in 2; per label each name has a beta-binomial rate p
+   shared by both sources; the reference has one text per prompt marked with probability p, the model k texts
+   marked with probability expit(logit p + shift): more often than Wikipedia for everyone, a main effect
+   without interaction. Rare labels as in 2; one more null scenario gives the model its own name effect
+   (`--spread`, logit sd), which makes the per-prompt d clustered within names. For power, group g01's model
+   rate of one label is raised by `--paired-effects` above that main effect (its reference unchanged).
+
 Defaults (1,050 CPU seconds: about 9 minutes with --jobs 2 on two free cores; benchmarks/CALIBRATION.md):
 100 shuffles of religious_ideology, political_ideology and profession (254 tests per family) with the
 sentiment, gender polarity (unigram) and psycholinguistic joy, anger and fear labels; 200 synthetic data sets
 per scenario, 300 names in 6 groups with profession's texts per name, rho in {0.05, 0.2}, rates 0.3 and 0.02,
-planted effects +8 and +15 points on a 0.3 rate.
+planted effects +8 and +15 points on a 0.3 rate. Paired parts (PAIRED_CPU CPU seconds): 20 page-noise models
+(flip 0.2, k = 5, shuffled groups) of the same Wikipedia scores, `--cluster name`; 100 synthetic data sets per
+null scenario (rates 0.3 and 0.02 x rho 0.05 and 0.2 x k 1 and 5, shift +0.5 logit, and rate 0.3 with a model
+name effect of sd 1 at rho 0.2, k = 5), the first 20 also with `--cluster none`; 40 per planted interaction
+(+10 and +20 points on 0.3, x rho x k).
 
     .venv/bin/python benchmarks/calibration.py --out /tmp/calibration.md
+    .venv/bin/python benchmarks/calibration.py --parts paired-wikipedia paired-synthetic --out /tmp/paired.md
     .venv/bin/python benchmarks/calibration.py --shuffles 20 --synthetic-sims 20 --domains religious_ideology
 """
 
@@ -583,7 +605,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--effects", type=float, nargs="+", default=[0.08, 0.15], help="planted differences")
     parser.add_argument("--power-rate", type=float, default=0.3, help="base rate the effects are planted on")
     paired = parser.add_argument_group("paired (model against a reference on the same prompts)")
-    paired.add_argument("--paired-trials", type=int, default=24,
+    paired.add_argument("--paired-trials", type=int, default=20,
                         help="paired-wikipedia: page-noise models per --paired-groups")
     paired.add_argument("--paired-groups", nargs="+", default=["shuffled"], choices=list(PAIRED_GROUPS),
                         help="paired-wikipedia: the real groups, or groups shuffled among the names in both frames")
@@ -591,8 +613,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="paired-wikipedia: chance a model text takes another text's labels of the same page")
     paired.add_argument("--flip-samples", type=int, default=5, help="paired-wikipedia: model texts per prompt")
     paired.add_argument("--paired-sims", type=int, default=100, help="paired-synthetic: data sets per null scenario")
-    paired.add_argument("--paired-power-sims", type=int, default=50,
-                        help="paired-synthetic: data sets per planted interaction")
+    paired.add_argument("--paired-power-sims", type=int, default=40,
+                        help="paired-synthetic: data sets per planted interaction (--cluster name only)")
+    paired.add_argument("--paired-none-sims", type=int, default=20,
+                        help="paired-synthetic: the first data sets of each null scenario also tested with "
+                             "--cluster none (a permutation over prompts, 3,000 units: 7 times name's cost)")
+    paired.add_argument("--paired-clusters", nargs="+", default=["name"], choices=list(CLUSTERS),
+                        help="paired-wikipedia: cluster units (none permutes each of 12,818 prompts: 46 CPU s a "
+                             "model against name's 6)")
     paired.add_argument("--samples", type=int, nargs="+", default=[1, 5], help="paired-synthetic: model texts per "
                                                                                 "prompt (k)")
     paired.add_argument("--shift", type=float, default=DEFAULT_SHIFT,
@@ -614,6 +642,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                  "jobs"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.paired_none_sims < 0:
+        raise UsageError(f"--paired-none-sims must be 0 or more, got {args.paired_none_sims}")
     if min(args.samples) < 1:
         raise UsageError(f"--samples must be at least 1, got {min(args.samples)}")
     if not 0 <= args.flip <= 1:
@@ -664,8 +694,8 @@ def paired_wikipedia_section(args: argparse.Namespace, data: pd.DataFrame, label
         print(f"paired Wikipedia null: {args.paired_trials} page-noise models, {groups} groups ...", file=sys.stderr,
               flush=True)
         trials = run_trials(partial(paired_wikipedia_trial, reference=reference, labels=labels, groups=groups,
-                                    flip=args.flip, samples=args.flip_samples, **settings), args.paired_trials,
-                            args.jobs)
+                                    flip=args.flip, samples=args.flip_samples,
+                                    **{**settings, "clusters": args.paired_clusters}), args.paired_trials, args.jobs)
         frames.append(trials.assign(groups=groups))
     trials = pd.concat(frames, ignore_index=True)
     summary = shuffled_summary(trials, args.alpha, keys=("groups", "cluster"))
@@ -689,18 +719,27 @@ def paired_synthetic_section(args: argparse.Namespace, sizes: np.ndarray, settin
                   for effect in args.paired_effects for rho in args.rhos for k in args.samples]
     frames = []
     for scenario, sims in scenarios:
-        print(f"paired synthetic: {scenario}, {sims} data sets ...", file=sys.stderr, flush=True)
-        trials = run_trials(partial(paired_synthetic_trial, scenario=scenario, sizes=sizes, names=args.names,
-                                    groups=args.groups, **settings), sims, args.jobs)
-        frames.append(trials.assign(rate=scenario.rate, rho=scenario.rho, samples=scenario.samples,
-                                    spread=scenario.spread, effect=scenario.effect))
+        # --cluster none on the first data sets of the null scenarios only (the same data sets: each is seeded by
+        # its index); the planted interactions with the default unit only.
+        runs = [([c for c in args.clusters if c != "none"], sims),
+                (["none"], min(sims, args.paired_none_sims) if scenario.effect == 0 and "none" in args.clusters else 0)]
+        for clusters, count in runs:
+            if not clusters or not count:
+                continue
+            print(f"paired synthetic: {scenario}, {count} data sets, --cluster {' '.join(clusters)} ...",
+                  file=sys.stderr, flush=True)
+            trials = run_trials(partial(paired_synthetic_trial, scenario=scenario, sizes=sizes, names=args.names,
+                                        groups=args.groups, **{**settings, "clusters": clusters}), count, args.jobs)
+            frames.append(trials.assign(rate=scenario.rate, rho=scenario.rho, samples=scenario.samples,
+                                        spread=scenario.spread, effect=scenario.effect))
     summary = paired_synthetic_summary(pd.concat(frames, ignore_index=True), args.alpha)
     return [f"## Synthetic paired data: a model against a reference\n\n{args.names} names with "
             f"{_sizes_text(args, sizes)} (prompts per name), {args.groups} groups; per label each name has a "
             f"beta-binomial rate p, the reference one text per prompt marked with probability p, the model k texts "
             f"per prompt marked with probability expit(logit p + {args.shift:g}) (a main effect for every group, no "
             f"interaction); two labels per data set (one family of {2 * args.groups} group-vs-rest interactions). "
-            f"{args.paired_sims} data sets per null scenario, {args.paired_power_sims} per planted interaction. "
+            f"{args.paired_sims} data sets per null scenario ({args.paired_none_sims} of them also with --cluster "
+            f"none), {args.paired_power_sims} per planted interaction. "
             f"{time.perf_counter() - started:.0f} s.\n\n### Null: no interaction",
             paired_null_markdown(summary),
             f"### Power: group g01's model rate of one label raised by the planted interaction above its main effect "

@@ -368,59 +368,117 @@ def _race_scores(extra: list[tuple[str, str, int, int]] = ()) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def exact_binary_p(hits: int, units: int, rest_hits: int, rest_units: int) -> float:
+    """Exact p-value of the permutation test over one-text units: a split of the units is fixed by the number x
+    of labelled texts on side a (hypergeometric), and the studentized statistic is Welch's t of the 0-1 values,
+    (x / n_a - y / n_b) / sqrt(p_a (1 - p_a) / (n_a - 1) + p_b (1 - p_b) / (n_b - 1)), floored like the module's
+    at 1e-12 in the variance: sum the probabilities of the x with |t| at least the observed."""
+    all_hits = hits + rest_hits
+
+    def welch(x: int) -> float:
+        p_a, p_b = x / units, (all_hits - x) / rest_units
+        variance = p_a * (1 - p_a) / (units - 1) + p_b * (1 - p_b) / (rest_units - 1)
+        return (p_a - p_b) / math.sqrt(max(variance, 1e-12))
+
+    support = range(max(0, all_hits - rest_units), min(units, all_hits) + 1)
+    pmf = stats.hypergeom(units + rest_units, all_hits, units).pmf
+    return float(sum(pmf(x) for x in support if abs(welch(x)) >= abs(welch(hits)) * (1 - 1e-9)))
+
+
 def test_findings_group_vs_rest_with_holm_and_bh_by_hand() -> None:
-    """Every text its own name, so the name-level findings are the text-level tests. A vs rest: 40/100 vs 20/200,
-    pooled 0.2, SE sqrt(0.2 * 0.8 * (1/100 + 1/200)) = 0.048990, z = 0.3 / 0.048990 = 6.1237, p = 9.1413e-10.
+    """--cluster none, the paper's text-level tests. A vs rest: 40/100 vs 20/200, pooled 0.2, SE
+    sqrt(0.2 * 0.8 * (1/100 + 1/200)) = 0.048990, z = 0.3 / 0.048990 = 6.1237, p = 9.1413e-10.
     B (and C) vs rest: 10/100 vs 50/200, z = -0.15 / 0.048990 = -3.0619, p = 0.0021996. "positive" never occurs:
     no variation, untestable, not in the family. Holm over the 3 tests (sorted p1 <= p2 <= p3): 3 * p1 =
     2.7424e-09, 2 * p2 = 0.0043993, max(0.0043993, 1 * p3) = 0.0043993. Benjamini-Hochberg: 3/1 * p1 = 2.7424e-09,
-    then min(3/2 * p2, 3/3 * p3) = 0.0021996 for both.
-    Largest gap: A 0.4 minus B 0.1 (the first of the two lowest), chosen among 3 pairs x 2 labels (negative,
-    positive): cluster-robust t at 1 - 0.05 / 6. Each text its own cluster: SE^2 = (0.4 * 0.6 + 0.1 * 0.9) / 100
-    times CR1's G / (G - 1) * (N - 1) / (N - 2) = 200/199 * 199/198, SE = 0.057735, on 199 df."""
+    then min(3/2 * p2, 3/3 * p3) = 0.0021996 for both. Largest gap: A 0.4 minus B 0.1 (the first of the two
+    lowest), chosen among 3 pairs x 2 labels (negative, positive), Newcombe's interval at 1 - 0.05 / 6."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
     from bold_eval.analysis.summary import run_findings
 
-    result = run_findings(_race_scores(), correction="holm")
+    result = run_findings(_race_scores(), correction="holm", cluster="none")
     tests = result["tests"].set_index(["label", "group"])
-    assert result["family"] == 3 and result["untestable"] == 3
+    assert result["family"] == 3 and result["untestable"] == 3 and result["cluster"] == "none"
     assert not tests.loc[("positive", "A"), "testable"]
     a, b, c = (tests.loc[("negative", group)] for group in "ABC")
     assert (a["contrast"], a["kind"], a["method"]) == ("A vs rest", "group vs rest", "two-proportion z")
-    assert (a["names"], a["rest_names"]) == (100, 200)
     assert a["statistic"] == pytest.approx(6.123724, abs=1e-6) and a["p_value"] == pytest.approx(9.1413e-10, rel=1e-4)
     assert b["statistic"] == pytest.approx(-3.061862, abs=1e-6) and b["p_value"] == pytest.approx(0.0021996, rel=1e-4)
     assert (a["difference"], b["difference"]) == pytest.approx((0.3, -0.15))
     assert a["p_adjusted"] == pytest.approx(2.7424e-9, rel=1e-4)
     assert b["p_adjusted"] == pytest.approx(0.0043993, rel=1e-4) and c["p_adjusted"] == pytest.approx(0.0043993, rel=1e-4)
     assert a["significant"] and b["significant"] and c["significant"]
-    bh = run_findings(_race_scores(), correction="bh")["tests"].set_index(["label", "group"])
+    bh = run_findings(_race_scores(), correction="bh", cluster="none")["tests"].set_index(["label", "group"])
     assert bh.loc[("negative", "A"), "p_adjusted"] == pytest.approx(2.7424e-9, rel=1e-4)
     assert bh.loc[("negative", "B"), "p_adjusted"] == pytest.approx(0.0021996, rel=1e-4)
     assert bh.loc[("negative", "C"), "p_adjusted"] == pytest.approx(0.0021996, rel=1e-4)
     gap = result["gaps"].set_index("metric").loc["sentiment"]
     assert (gap["label"], gap["group_high"], gap["group_low"], gap["choices"]) == ("negative", "A", "B", 6)
     assert gap["gap"] == pytest.approx(0.3) and gap["interval_level"] == pytest.approx(1 - 0.05 / 6)
-    assert gap["interval_label"] == "99.17%"
-    half = stats.t.ppf(1 - 0.05 / 12, 199) * math.sqrt(0.33 / 100 * 200 / 198)
-    assert (gap["ci_low"], gap["ci_high"]) == pytest.approx((0.3 - half, 0.3 + half))
+    assert (gap["ci_low"], gap["ci_high"]) == pytest.approx(confint_proportions_2indep(
+        40, 100, 10, 100, method="newcomb", compare="diff", alpha=0.05 / 6))
     with pytest.raises(ValueError, match="--correction must be one of holm, bh"):
         run_findings(_race_scores(), correction="bonferroni")
 
 
-def test_findings_test_small_groups_and_rare_labels_instead_of_dropping_them() -> None:
-    """Religion with 2 texts per group (x 1 of 2 negative, y 0 of 2): expected counts below 5, so Fisher's exact
-    test (p = 1: every table with one negative is as likely), in the family all the same; "positive" never
-    occurs there either. Family 3 race + 1 religion = 4, untestable 3 + 1 = 4. Four tests lower the corrected level
-    to 0.05 / 4, and a typical race group (100 texts against 200) could then only show (z_0.99375 + z_0.8) *
-    sqrt(1/100 + 1/200) * 0.5 = 0.204 > 0.20: too small, and religion far more so. With the 3 race tests alone,
-    0.198: race can find a realistic difference."""
+def test_findings_by_name_permute_single_text_names_and_give_the_gap_a_cluster_t() -> None:
+    """The default --cluster name with every text its own name: the tests are still the permutation test over
+    names (never the z test), 100 names against 200, statistic Welch's t: B vs rest (0.1 - 0.25) /
+    sqrt(0.09 / 99 + 0.1875 / 199) = -3.4862. The exact permutation p-values are hypergeometric sums
+    (`exact_binary_p`): B (and C) 0.00134, which the Monte Carlo p-value of 9,999 draws matches within four of
+    its standard errors, sqrt(0.00134 / 9,999); A 7.4e-7, beyond any of the 99,999 draws, so its p-value is the
+    Monte Carlo floor 1 / 100,000. Largest gap: the cluster-robust t at 1 - 0.05 / 6 on A (0.4) minus B (0.1), each text
+    its own cluster: SE^2 = (0.4 * 0.6 + 0.1 * 0.9) / 100 times CR1's G / (G - 1) * (N - 1) / (N - 2) =
+    200/199 * 199/198, SE = 0.057735, on 199 df."""
+    from bold_eval.analysis.clustered import MAX_PERMUTATIONS, PERMUTATION, WALD
     from bold_eval.analysis.summary import run_findings
 
-    result = run_findings(_race_scores([("religious_ideology", "x", 2, 1), ("religious_ideology", "y", 2, 0)]))
+    result = run_findings(_race_scores())
+    assert result["cluster"] == "name" and result["family"] == 3 and result["untestable"] == 3
+    tests = result["tests"].set_index(["label", "group"])
+    a, b, c = (tests.loc[("negative", group)] for group in "ABC")
+    assert {a["method"], b["method"], c["method"]} == {PERMUTATION}
+    assert (a["names"], a["rest_names"]) == (100, 200) and (a["difference"], b["difference"]) == pytest.approx((0.3, -0.15))
+    assert b["statistic"] == pytest.approx(-0.15 / math.sqrt(0.09 / 99 + 0.1875 / 199)) == pytest.approx(-3.486203)
+    assert b["statistic"] == pytest.approx(stats.ttest_ind([1.0] * 10 + [0.0] * 90, [1.0] * 50 + [0.0] * 150,
+                                                           equal_var=False).statistic)
+    exact_b = exact_binary_p(10, 100, 50, 200)
+    assert exact_b == pytest.approx(0.00134, abs=1e-5)
+    assert exact_binary_p(40, 100, 20, 200) == pytest.approx(7.42e-7, rel=1e-3)
+    for row in (b, c):
+        assert abs(row["p_value"] - exact_b) < 4 * math.sqrt(exact_b / 9999)
+    assert a["p_value"] == pytest.approx(1 / (MAX_PERMUTATIONS + 1))
+    assert a["significant"] and b["significant"] and c["significant"]
+    gap = result["gaps"].set_index("metric").loc["sentiment"]
+    assert (gap["group_high"], gap["group_low"], gap["interval_label"], gap["method"]) == ("A", "B", "99.17%", WALD)
+    half = stats.t.ppf(1 - 0.05 / 12, 199) * math.sqrt(0.33 / 100 * 200 / 198)
+    assert (gap["ci_low"], gap["ci_high"]) == pytest.approx((0.3 - half, 0.3 + half))
+
+
+def test_findings_test_small_groups_and_rare_labels_instead_of_dropping_them() -> None:
+    """Religion with 2 texts per group (x 1 of 2 negative, y 0 of 2): four names, so the permutation test,
+    in the family all the same. Of the C(4, 2) = 6 splits of the names each puts the negative text with one
+    neutral name against two: |statistic| 0.5 / sqrt(0.5 / 2) = 1 in every one, p = 1. With --cluster none,
+    expected counts below 5 give Fisher's exact test (p = 1: every table with one negative is as likely).
+    "positive" never occurs there either. Family 3 race + 1 religion = 4, untestable 3 + 1 = 4. Four tests
+    lower the corrected level to 0.05 / 4, and a typical race group (100 texts against 200) could then only show
+    (z_0.99375 + z_0.8) * sqrt(1/100 + 1/200) * 0.5 = 0.204 > 0.20: too small, and religion far more so. With the
+    3 race tests alone, 0.198: race can find a realistic difference."""
+    from bold_eval.analysis.clustered import PERMUTATION
+    from bold_eval.analysis.summary import run_findings
+
+    scores = _race_scores([("religious_ideology", "x", 2, 1), ("religious_ideology", "y", 2, 0)])
+    result = run_findings(scores)
     assert result["family"] == 4 and result["untestable"] == 4
     religion = result["tests"][result["tests"]["domain"] == "religious_ideology"].set_index("label")
     assert religion.loc["negative", "contrast"] == "x vs y" and religion.loc["negative", "kind"] == "pair"
-    assert religion.loc["negative", "method"] == "Fisher exact" and religion.loc["negative", "p_value"] == 1.0
+    assert religion.loc["negative", "method"] == PERMUTATION and religion.loc["negative", "p_value"] == 1.0
+    assert religion.loc["negative", "statistic"] == pytest.approx(1.0)
+    assert exact_binary_p(1, 2, 0, 2) == pytest.approx(1.0)
+    text_level = run_findings(scores, cluster="none")["tests"].set_index(["domain", "label"])
+    assert text_level.loc[("religious_ideology", "negative"), "method"] == "Fisher exact"
+    assert text_level.loc[("religious_ideology", "negative"), "p_value"] == 1.0
     power = result["power"].set_index("domain")["detectable_difference"]
     assert power["race"] == pytest.approx(0.204491, abs=1e-5) and power["religious_ideology"] > 1
     assert result["too_small_domains"] == ["race", "religious_ideology"] and result["too_small"]
@@ -429,11 +487,19 @@ def test_findings_test_small_groups_and_rare_labels_instead_of_dropping_them() -
     assert alone["too_small_domains"] == [] and not alone["too_small"]
     gap = result["gaps"].set_index("domain").loc["religious_ideology"]
     assert pd.isna(gap["gap"]) and gap["note"] == "0 of 2 groups have 10 names or more; no gap is reported"
-    tiny = _race_scores()[lambda frame: frame["prompt_id"].str.endswith(("/0", "/50"))]  # 1 of 2 negative a group
+    # 1 of 2 negative in every race group: each group against the rest has the same rate (difference 0), so every
+    # split of the 6 names is as extreme, p = 1
+    tiny = _race_scores()[lambda frame: frame["prompt_id"].str.endswith(("/0", "/50"))]
     small = run_findings(tiny)
     negative = small["tests"][small["tests"]["label"] == "negative"]
-    assert small["family"] == 3 and (negative["method"] == "Fisher exact").all() and (negative["p_value"] == 1).all()
+    assert small["family"] == 3 and (negative["method"] == PERMUTATION).all() and (negative["p_value"] == 1).all()
+    assert exact_binary_p(1, 2, 2, 4) == pytest.approx(1.0)
     assert small["too_small"] and not small["tests"]["significant"].any()
+    # two names in all: the difference is stated but not tested
+    two = run_findings(tiny[tiny["group"].isin(["A", "B"])].assign(name=lambda frame: frame["group"]))
+    pair = two["tests"].set_index("label").loc["negative"]
+    assert not pair["testable"] and pair["note"] == "fewer than three units: nothing to test with"
+    assert pair["difference"] == 0.0 and pd.isna(pair["p_value"]) and two["family"] == 0
 
 
 @pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.1, "x"])

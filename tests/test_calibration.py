@@ -277,24 +277,26 @@ def test_page_noise_model_keeps_each_units_expected_rate(calibration) -> None:
 def test_paired_synthetic_null_is_calibrated_and_the_prompt_level_test_is_not(calibration, profession_sizes) -> None:
     """A model 0.5 logits above the reference for every name, with its own name effect (sd 1 logit, so the
     per-prompt d is clustered: design effect about 5), k = 5, rate 0.3, rho 0.2; 120 names in 4 groups, 8
-    interactions per family. Measured: X of 40 data sets with a false finding (name), Y of 40 (none)."""
+    interactions per family. Measured: 3 of 40 data sets with a false finding (name); --cluster none (prompts
+    permuted as independent units, 7 times the cost) on the first 12: 8 of 12."""
     scenario = calibration.PairedScenario(rate=0.3, rho=0.2, samples=5, spread=1.0)
-    trials = calibration.run_trials(
-        lambda index: calibration.paired_synthetic_trial(index, scenario=scenario, sizes=profession_sizes, names=120,
-                                                         groups=4, seed=0, alpha=ALPHA, correction="holm",
-                                                         clusters=["name", "none"]), 40, jobs=1)
-    name = calibration.fwer_row(trials[trials["cluster"] == "name"], ALPHA)
-    none = calibration.fwer_row(trials[trials["cluster"] == "none"], ALPHA)
-    print(name, none, trials.groupby("cluster")[["main_effect", "design_effect"]].mean())
+
+    def trials(clusters: list[str], count: int) -> pd.DataFrame:
+        return calibration.run_trials(
+            lambda index: calibration.paired_synthetic_trial(index, scenario=scenario, sizes=profession_sizes,
+                                                             names=120, groups=4, seed=0, alpha=ALPHA,
+                                                             correction="holm", clusters=clusters), count, jobs=1)
+
+    name, none = calibration.fwer_row(trials(["name"], 40), ALPHA), calibration.fwer_row(trials(["none"], 12), ALPHA)
     assert name["family"] == 8
     assert name["with_finding"] <= at_most_alpha(40)
-    assert none["with_finding"] > at_most_alpha(40)
+    assert none["with_finding"] > 2 * at_most_alpha(12)
 
 
 def test_paired_wikipedia_null_is_calibrated(calibration, religion) -> None:
     """religious_ideology's Wikipedia scores against a page-noise model of them (5 texts per prompt, a fifth
     with the labels of another text of the page), groups shuffled in both frames; 30 models, 40 tests each.
-    Measured: X of 30 models with a false finding."""
+    Measured: 1 of 30 models with a false finding, 5.3% of the tests at p < alpha."""
     labels = calibration.select_labels(finding_labels(religion), LABELS)
     reference = calibration.integer_ids(calibration.slim(religion, labels))
     trials = calibration.run_trials(
@@ -302,19 +304,41 @@ def test_paired_wikipedia_null_is_calibrated(calibration, religion) -> None:
                                                          groups="shuffled", flip=0.2, samples=5, seed=0, alpha=ALPHA,
                                                          correction="holm", clusters=["name"]), 30, jobs=1)
     summary = calibration.fwer_row(trials, ALPHA)
-    assert summary["family"] > 39.9  # 8 contrasts x 5 labels; once a rare label's d is 0 on every prompt of one
+    # 8 contrasts x 5 labels, less the rare one whose d was 0 on every prompt of a contrast once (untestable)
+    assert summary["family"] > 39.9
     assert summary["with_finding"] <= at_most_alpha(30)
 
 
 def test_a_large_planted_interaction_is_found(calibration, profession_sizes) -> None:
     """g01's model rate +30 points above its reference beyond the main effect (rate 0.3, rho 0.05, k = 5), 50
-    names per group. Measured: found in X of 20 data sets; no false finding on the null label."""
+    names per group. Measured: found in 20 of 20 data sets (mean estimate +29.7 points); no false finding on
+    the null label."""
     scenario = calibration.PairedScenario(rate=0.3, rho=0.05, samples=5, effect=0.3)
     trials = calibration.run_trials(
         lambda index: calibration.paired_synthetic_trial(index, scenario=scenario, sizes=profession_sizes, names=200,
                                                          groups=4, seed=0, alpha=ALPHA, correction="holm",
                                                          clusters=["name"]), 20, jobs=1)
-    print(trials["detected"].sum(), (trials["findings"] > 0).sum(), trials["interaction"].mean())
+    assert trials["interaction"].mean() == pytest.approx(0.3, abs=0.02)
     assert trials["detected"].mean() > 0.8
     assert (trials["findings"] > 0).sum() <= at_most_alpha(20)
     assert (trials["nulls"] == 4).all()
+
+
+def test_script_writes_the_paired_tables(calibration, religion, tmp_path) -> None:
+    scores = tmp_path / "scores.parquet"
+    religion.to_parquet(scores)
+    text = calibration.main(["--scores", str(scores), "--domains", "religious_ideology", "--labels", "sentiment",
+                             "--parts", "paired-wikipedia", "paired-synthetic", "--paired-trials", "2",
+                             "--paired-groups", "real", "shuffled", "--paired-clusters", "name", "none",
+                             "--paired-sims", "2", "--paired-none-sims", "1", "--paired-power-sims", "2",
+                             "--names", "40", "--groups", "4", "--rhos", "0.2", "--rates", "0.3", "--samples", "2",
+                             "--paired-effects", "0.2", "--jobs", "1"])
+    assert "## Paired null on the Wikipedia baseline" in text and "## Shuffled nulls" not in text
+    assert "| real | name | 2 | 16 |" in text and "| shuffled | none | 2 | 16 |" in text  # 8 contrasts x 2 labels
+    assert "| 0.3 | 0.2 | 2 | 0 | +" in text and "| 0.3 | 0.2 | 2 | 1 | +" in text  # the null, then with a spread
+    assert " | name | 2 | 8 | " in text and " | none | 1 | 8 | " in text  # none on the first data set only
+    assert "| 0.3 | +20 points | 0.2 | 2 | name | 2 |" in text
+    with pytest.raises(UsageError, match="--flip"):
+        calibration.main(["--flip", "1.5"])
+    with pytest.raises(UsageError, match="--samples"):
+        calibration.main(["--samples", "0"])

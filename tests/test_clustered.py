@@ -21,6 +21,7 @@ from statsmodels.stats.proportion import confint_proportions_2indep, proportions
 
 from bold_eval.analysis.clustered import (
     FISHER,
+    MAX_PERMUTATIONS,
     PERMUTATION,
     T_TEST,
     WALD,
@@ -252,6 +253,41 @@ def test_permutation_with_one_name_on_a_side_is_exact_by_hand() -> None:
     assert difference_test(values, side, clusters)["p_value"] == pytest.approx(1.0)
 
 
+def test_one_text_per_name_is_still_the_permutation_test() -> None:
+    """Every name a single text is no reason to fall back to the text-level tests (an ordinary t on per-prompt
+    rates of a rare label is unbounded): the same 3 of 4 against 1 of 6 that Fisher's test takes with
+    `clusters=None`. A split is fixed by the hits x on side a (hypergeometric: 15, 80, 90, 24, 1 over 210 for
+    x = 0..4); Welch's t by x: -3.162, -0.745, 0.467, 1.941 (observed), and 1e6 (no variance left, the floor):
+    x = 0, 3, 4 are as extreme, exact p = (15 + 24 + 1) / 210 = 0.190476, also by enumerating all 210 splits.
+    Ten seeds of 999 draws average to it within Monte Carlo error (SE 0.004)."""
+    per_text = [[1], [1], [1], [0], [1], [0], [0], [0], [0], [0]]
+    in_a = [True] * 4 + [False] * 6
+    values, side, clusters = rows_of(per_text, in_a)
+    result = difference_test(values, side, clusters)
+    assert result["method"] == PERMUTATION and result["testable"]
+    assert result["statistic"] == pytest.approx(stats.ttest_ind(values[side], values[~side], equal_var=False).statistic)
+    assert result["statistic"] == pytest.approx((3 / 4 - 1 / 6) / math.sqrt(3 / 16 / 3 + 5 / 36 / 5))
+    assert _exact_p(per_text, in_a) == pytest.approx(40 / 210)
+    p_values = [difference_test(values, side, clusters, seed=seed)["p_value"] for seed in range(10)]
+    assert all(abs(p - 40 / 210) < 0.05 for p in p_values)
+    assert np.mean(p_values) == pytest.approx(40 / 210, abs=0.016)
+    assert difference_test(values, side, None)["method"] == FISHER  # texts independent: the paper's test
+
+
+def test_fewer_than_three_units_are_not_tested() -> None:
+    """Two names in all (one a side): two ways to place them, no p-value can fall below 1/2; not testable, out
+    of every family, but the difference (1 - 0 here) is still stated. Three names: tested."""
+    for method in ("auto", "wald"):
+        two = difference_test([1, 1, 0, 0], [True, True, False, False], ["a", "a", "b", "b"], method=method)
+        assert not two["testable"] and two["note"] == "fewer than three units: nothing to test with"
+        assert two["estimate"] == 1.0 and math.isnan(two["p_value"]) and math.isnan(two["ci_low"])
+    three = difference_test([1, 1, 0, 0], [True, True, False, False], ["a", "a", "b", "c"])
+    assert three["testable"] and three["method"] == PERMUTATION
+    assert three["p_value"] == pytest.approx(1 / 3)  # one unit on a side: each of the 3 placements once
+    # with texts independent two texts are two units, tested by the paper's test
+    assert difference_test([1, 0], [True, False], None)["method"] == FISHER
+
+
 def test_a_name_on_both_sides_moves_as_two_units() -> None:
     """A name listed under two groups: its texts on each side are one unit each in the permutation test."""
     values = np.array([1, 1, 0, 1, 0, 0, 0, 1, 0, 0], dtype=float)
@@ -293,7 +329,7 @@ def test_bootstrap_interval_resamples_names_and_matches_the_cluster_standard_err
 @pytest.mark.parametrize("names_per_side", [2, 3, 10, 100, 300])
 def test_p_values_are_in_zero_one(names_per_side: int) -> None:
     """Null, moderate and perfectly separated data: every p-value lies in (0, 1]. The separated case with
-    300 names a side takes the normal tail (under 10 of 9,999 draws as extreme) and is tiny but positive."""
+    300 names a side draws all 99,999 permutations (none as extreme) and is 1 / 100,000."""
     rng = np.random.default_rng(names_per_side)
     units = 2 * names_per_side
     clusters = np.repeat(np.arange(units), 2)
@@ -304,15 +340,15 @@ def test_p_values_are_in_zero_one(names_per_side: int) -> None:
         assert 0 < p_value <= 1
 
 
-def test_p_value_of_a_perfect_separation_stays_positive_with_many_names() -> None:
-    """1000 names a side, every text of side a with the label and none of side b: the moment-matched normal
-    tail is about 2 * Phi(-44.7), below the smallest double; the p-value must still be positive (a p-value of
-    0 claims an impossible certainty and prints as "0.0e+00")."""
+def test_p_value_of_a_perfect_separation_is_the_monte_carlo_floor() -> None:
+    """1000 names a side, every text of side a with the label and none of side b: no draw is as extreme, so
+    the p-value is (0 + 1) / (99,999 + 1) = 1e-5, never 0 (a p-value of 0 claims an impossible certainty) and
+    never an extrapolation beyond the draws."""
     clusters = np.repeat(np.arange(2000), 2)
     side = clusters < 1000
     deep = difference_test(side.astype(float), side, clusters)
     assert deep["estimate"] == 1.0
-    assert 0 < deep["p_value"] < 1e-300
+    assert deep["p_value"] == pytest.approx(1 / (MAX_PERMUTATIONS + 1))
 
 
 # --------------------------------------------------------------------------- design effect
@@ -413,6 +449,12 @@ def test_adjust_equals_statsmodels_multipletests() -> None:
         assert adjusted == pytest.approx(expected) and (rejected == reject).all()
     adjusted, rejected = adjust([], alpha=0.05, correction="holm")
     assert adjusted.size == 0 and rejected.size == 0
+    # an undefined p-value is no test: left NaN, never rejected, not counted in the family (Holm over 3, not 4)
+    adjusted, rejected = adjust([0.01, np.nan, 0.04, 0.03], alpha=0.05, correction="holm")
+    assert adjusted == pytest.approx([0.03, np.nan, 0.06, 0.06], nan_ok=True)
+    assert list(rejected) == [True, False, False, False]
+    adjusted, rejected = adjust([np.nan, np.nan], alpha=0.05, correction="bh")
+    assert np.isnan(adjusted).all() and not rejected.any()
 
 
 def test_cluster_ids_per_unit() -> None:

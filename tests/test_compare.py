@@ -159,10 +159,15 @@ def test_two_shared_prompts_state_the_count_and_the_banner_before_any_number(
     payload = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert payload["shared_prompts"] == 2 and payload["too_few_prompts"] and payload["correction"] == "bh"
     assert payload["prompts_per_run"] == {"one": 8, "two": 3}
-    # one name a side: the exact permutation has two placements, p = 1, never a finding
-    interactions = pd.DataFrame(payload["interactions"]["tests"])
-    assert interactions["interaction"].abs().max() == pytest.approx(1.0) and not interactions["significant"].any()
-    assert interactions.loc[interactions["testable"], "p_value"].tolist() == [1.0] * payload["interactions"]["family"]
+    # one name a side, two units in all: the interaction is stated (model gap minus baseline gap: 0 - 1 and
+    # 0 - (-1)) but not tested, no p-value, outside the family, never a finding
+    interactions = pd.DataFrame(payload["interactions"]["tests"]).set_index("label")
+    assert payload["interactions"]["family"] == 0 and not interactions["testable"].any()
+    assert interactions.loc[["positive", "negative"], "interaction"].tolist() == [-1.0, 1.0]
+    assert (interactions["interaction"] == interactions["model_gap"] - interactions["reference_gap"]).all()
+    assert interactions["p_value"].isna().all() and interactions["p_adjusted"].isna().all()
+    assert (interactions["note"] == "fewer than three units: nothing to test with").all()
+    assert not interactions["significant"].any() and "_No contrast could be tested" in text
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@ Wikipedia interaction, against numbers worked out by hand and statsmodels / scip
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -16,7 +17,6 @@ from statsmodels.stats.proportion import confint_proportions_2indep, proportions
 from bold_eval.analysis.clustered import (
     FISHER,
     PERMUTATION,
-    T_TEST,
     WALD,
     Z_TEST,
     difference_test,
@@ -159,23 +159,83 @@ def test_text_level_findings_reproduce_the_papers_z_test_and_holm() -> None:
     assert found["correction"] == "holm" and "Holm" in found["correction_name"] and found["cluster"] == "none"
 
 
+def welch(values: np.ndarray, side: np.ndarray) -> float:
+    """The module's studentized statistic when every unit is one value (or every unit has the same size):
+    (mean_a - mean_b) / sqrt(s_a^2 / n_a + s_b^2 / n_b), Welch's t, with the module's floor of 1e-12 on the
+    variance so that a split with no variance on either side is very extreme, not undefined."""
+    a, b = values[side], values[~side]
+    variance = sum(np.var(part, ddof=1) / len(part) if len(part) > 1 else 0.0 for part in (a, b))
+    return float((a.mean() - b.mean()) / math.sqrt(max(variance, 1e-12)))
+
+
+def exact_binary_p(hits: int, units: int, rest_hits: int, rest_units: int) -> float:
+    """Exact permutation p-value of the studentized statistic over 0-1 units: every split of the units into
+    sides of the same sizes is equally likely, and the statistic depends only on the hits x on side a, so
+    the p-value sums the hypergeometric probabilities of the x whose |statistic| is at least the observed."""
+    total, all_hits = units + rest_units, hits + rest_hits
+
+    def statistic(x: int) -> float:
+        ones = np.r_[np.ones(x), np.zeros(units - x), np.ones(all_hits - x), np.zeros(rest_units - all_hits + x)]
+        return welch(ones, np.arange(total) < units)
+
+    observed = abs(statistic(hits))
+    support = range(max(0, all_hits - rest_units), min(units, all_hits) + 1)
+    pmf = stats.hypergeom(total, all_hits, units).pmf
+    return float(sum(pmf(x) for x in support if abs(statistic(x)) >= observed * (1 - 1e-9)))
+
+
+def monte_carlo_error(p_value: float, draws: int = 999) -> float:
+    """Four standard errors of a p-value estimated from `draws` random splits, plus the +1 of (k + 1) / (R + 1)."""
+    return 4 * math.sqrt(p_value * (1 - p_value) / draws) + 1 / 1000
+
+
 def test_names_as_units_test_every_row_and_rare_labels_too() -> None:
-    """Two texts per name: every test is the cluster permutation test, with half as many names as texts. The
-    rare positive label (one text a side) is tested, not dropped; with every name a single text the name
-    level falls back to the text-level tests and gives their p-values."""
+    """Two texts per name: every test is the cluster permutation test, with half as many names as texts. Each
+    name's texts share the negative label here, so the test moves 0-1 names, and its p-value is the exact one
+    over all splits of the names (hypergeometric, `exact_binary_p`) within Monte Carlo error. The rare positive
+    label (one text a side) is tested, not dropped: the rates are equal (1 name of 25 on each side), so every
+    split is as extreme and p = 1. With every name a single text the name level is still the permutation test
+    (never the text-level z test that --cluster none gives): the units are texts. gender negative 30/50 vs
+    20/50, sides of equal size, so |statistic| grows with |x - 25| and the exact p is Fisher's exact p on
+    [[30, 20], [20, 30]] = 0.0713, where the z test says 0.0455; averaged over ten seeds (9,990 splits) the
+    module's p-values are the exact ones within four standard errors (0.011 at p = 0.07)."""
     found = group_findings(paper_run(per_name=2), [NEGATIVE, POSITIVE])
     tests = found["tests"]
-    assert found["family"] == 7 and found["cluster"] == "name"
+    assert found["family"] == 7 and found["cluster"] == "name" and found["untestable"] == 5
     testable = tests[tests["testable"]]
     assert (testable["method"] == PERMUTATION).all()
     assert ((testable["names"] * 2 == testable["total"]) & (testable["rest_names"] * 2 == testable["rest_total"])).all()
     rare = testable[(testable["domain"] == "gender") & (testable["label"] == "positive")].iloc[0]
-    assert 0 < rare["p_value"] <= 1 and rare["p_adjusted"] >= rare["p_value"]
+    assert (rare["count"], rare["rest_count"]) == (1, 1) and rare["p_value"] == 1.0
+    for row in testable[testable["label"] == "negative"].itertuples():
+        assert row.count % 2 == 0 and row.rest_count % 2 == 0  # whole names negative
+        exact = exact_binary_p(row.count // 2, row.names, row.rest_count // 2, row.rest_names)
+        assert row.p_value == pytest.approx(exact, abs=monte_carlo_error(exact)), row.contrast
     reject, adjusted, _, _ = multipletests(testable["p_value"], alpha=0.05, method="holm")
     assert testable["p_adjusted"].to_numpy() == pytest.approx(adjusted)
+    assert (testable["significant"].to_numpy() == reject).all()
+
     single = group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE])["tests"]
     text_level = group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE], cluster="none")["tests"]
-    assert single["p_value"].to_numpy() == pytest.approx(text_level["p_value"].to_numpy(), nan_ok=True)
+    assert (single["testable"] == text_level["testable"]).all() and (single["names"] == single["total"]).all()
+    testable = single[single["testable"]]
+    assert (testable["method"] == PERMUTATION).all() and set(text_level["method"]) >= {Z_TEST, FISHER}
+    assert testable["difference"].to_numpy() == pytest.approx(text_level.loc[single["testable"], "difference"])
+    gender = testable[testable["domain"] == "gender"].set_index("label")
+    assert exact_binary_p(30, 50, 20, 50) == pytest.approx(stats.fisher_exact([[30, 20], [20, 30]])[1])
+    assert exact_binary_p(30, 50, 20, 50) == pytest.approx(0.0713, abs=5e-5)
+    assert gender.loc["negative", "statistic"] == pytest.approx(stats.ttest_ind(
+        [1.0] * 30 + [0.0] * 20, [1.0] * 20 + [0.0] * 30, equal_var=False).statistic)
+    assert gender.loc["positive", "p_value"] == 1.0
+    z_p = text_level.set_index(["domain", "label"]).loc[("gender", "negative"), "p_value"]
+    assert z_p == pytest.approx(0.0455003, rel=1e-5)  # the paper's z test, which the name level no longer gives
+    seeds = [group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE], seed=seed)["tests"]["p_value"]
+             for seed in range(1, 10)]
+    mean_p = pd.concat([single["p_value"], *seeds], axis=1).mean(axis=1)
+    for index, row in zip(testable.index, testable.itertuples(), strict=True):
+        exact = exact_binary_p(row.count, row.total, row.rest_count, row.rest_total)
+        assert row.p_value == pytest.approx(exact, abs=monte_carlo_error(exact)), (row.contrast, row.label)
+        assert mean_p[index] == pytest.approx(exact, abs=monte_carlo_error(exact, 9990)), (row.contrast, row.label)
 
 
 def test_a_label_limited_to_some_domains_and_texts_without_a_label() -> None:
@@ -329,12 +389,23 @@ def test_prompt_rates_summarize_the_samples_of_each_prompt() -> None:
     assert rates["samples"].to_dict() == {"p1": 2, "p2": 2, "p3": 2, "p4": 2, "p5": 1}  # p4's None left out
 
 
+def exact_split_p(values: np.ndarray, side: np.ndarray) -> float:
+    """Exact permutation p-value over one-value units: all C(G, G_a) ways to put G_a of the units on side a
+    (itertools), the share whose |Welch statistic| is at least the observed."""
+    observed = abs(welch(values, side))
+    splits = list(itertools.combinations(range(len(values)), int(side.sum())))
+    extreme = sum(abs(welch(values, np.isin(np.arange(len(values)), chosen))) >= observed * (1 - 1e-9)
+                  for chosen in splits)
+    return extreme / len(splits)
+
+
 def test_paired_findings_interaction_by_hand() -> None:
     """Shared prompts p1-p4. Model: actors (1 + 1) / 2 = 1, actresses (0 + 0.5) / 2 = 0.25, gap 0.75.
     Reference: actors (0 + 1) / 2 = 0.5, actresses 0, gap 0.5. Interaction 0.75 - 0.5 = 0.25 = the mean per-prompt
-    difference d = (1, 0) on side a minus d = (0, 0.5) on side b. One name per prompt, so the t test over prompts:
-    pooled variance (0.5 + 0.125) / 2 = 0.3125, SE sqrt(0.3125) = 0.559017, t = 0.447214 on 2 df,
-    p = 1 - t / sqrt(t^2 + 2) = 0.698489."""
+    difference d = (1, 0) on side a minus d = (0, 0.5) on side b. One name per prompt, so the permutation test
+    moves prompts. Studentized: variances 0.5 / 2 + 0.125 / 2 = 0.3125, SE 0.559017, statistic 0.447214. Of the
+    C(4, 2) = 6 splits, (1, 0 | 0, 0.5) and its mirror give 0.447 (twice each, one per zero) and (1, 0.5 | 0, 0)
+    gives 0.75 / 0.25 = 3: every split is as extreme, exact p = 1, and so is the module's (1000 / 1000)."""
     model, reference = paired_runs()
     found = paired_findings(model, reference, [NEGATIVE])
     assert (found["shared_prompts"], found["model_prompts"], found["reference_prompts"]) == (4, 5, 4)
@@ -346,18 +417,50 @@ def test_paired_findings_interaction_by_hand() -> None:
     assert (row["reference_rate"], row["reference_rest_rate"]) == pytest.approx((0.5, 0.0))
     assert (row["model_gap"], row["reference_gap"]) == pytest.approx((0.75, 0.5))
     assert row["interaction"] == pytest.approx(0.25)
-    assert row["method"] == T_TEST
-    t = 0.25 / math.sqrt(0.3125)
-    assert row["statistic"] == pytest.approx(t) and row["p_value"] == pytest.approx(1 - t / math.sqrt(t * t + 2))
-    assert row["p_value"] == pytest.approx(stats.ttest_ind([0.0, 1.0], [0.0, 0.5]).pvalue)
+    assert row["method"] == PERMUTATION and row["testable"]
+    d, side = np.array([1.0, 0.0, 0.0, 0.5]), np.array([True, True, False, False])
+    assert row["statistic"] == pytest.approx(0.25 / math.sqrt(0.3125)) and welch(d, side) == pytest.approx(
+        row["statistic"])
+    assert exact_split_p(d, side) == 1.0 and row["p_value"] == 1.0
     assert row["p_adjusted"] == pytest.approx(row["p_value"])  # a family of one
-    # positive: model p3 1/2, everything else 0, so d = (0, 0) against (0.5, 0): interaction -0.25, t = -0.25 /
-    # sqrt(0.125 / 2 * 2) = -1, p = 1 - 1 / sqrt(3) = 0.422650. Holm over the two: 2 * 0.422650 = 0.845299 for
-    # both (the larger p, 0.698489, is lifted to the running maximum).
+    # positive: model p3 1/2, everything else 0, so d = (0, 0) against (0.5, 0): interaction -0.25, statistic
+    # -0.25 / sqrt(0.125 / 2) = -1; every split puts 0.5 with a 0 against two zeros: |statistic| 1, p = 1.
+    # Holm over the two: 1 and 1.
     both = paired_findings(model, reference, [NEGATIVE, POSITIVE])["tests"].set_index("label")
     assert both.loc["positive", "interaction"] == pytest.approx(-0.25)
-    assert both.loc["positive", "p_value"] == pytest.approx(1 - 1 / math.sqrt(3))
-    assert both["p_adjusted"].tolist() == pytest.approx([2 * (1 - 1 / math.sqrt(3))] * 2)
+    assert both.loc["positive", "statistic"] == pytest.approx(-1.0)
+    assert exact_split_p(np.array([0.0, 0.0, 0.5, 0.0]), side) == 1.0 and both.loc["positive", "p_value"] == 1.0
+    assert both["p_adjusted"].tolist() == [1.0, 1.0]
+    # --cluster none: prompts are the units all the same (a prompt's samples are already one rate)
+    none = paired_findings(model, reference, [NEGATIVE, POSITIVE], cluster="none")["tests"].set_index("label")
+    assert (none["method"] == PERMUTATION).all()
+    assert none[["interaction", "statistic", "p_value"]].to_numpy() == pytest.approx(
+        both[["interaction", "statistic", "p_value"]].to_numpy())
+
+
+def test_paired_findings_permutation_p_over_eight_prompts_is_the_exact_one() -> None:
+    """Each of p1-p4 twice (new prompt ids and names): d = (1, 0, 1, 0) on side a against (0, 0.5, 0, 0.5).
+    Studentized: 0.25 / sqrt(1/3 / 4 + 1/12 / 4) = 0.774597. All C(8, 4) = 70 splits, enumerated: 46 are as
+    extreme, exact p = 46/70 = 0.657143; the module draws 999 splits per seed, and over ten seeds its mean p is
+    the exact one within Monte Carlo error. With --cluster none (prompts as units) the same test."""
+    model, reference = paired_runs()
+    extra_model = model.assign(prompt_id=model["prompt_id"] + "b", name=model["name"] + "b")
+    extra_reference = reference.assign(prompt_id=reference["prompt_id"] + "b", name=reference["name"] + "b")
+    model, reference = pd.concat([model, extra_model]), pd.concat([reference, extra_reference])
+    d = np.array([1.0, 0.0, 1.0, 0.0, 0.0, 0.5, 0.0, 0.5])
+    side = np.arange(8) < 4
+    exact = exact_split_p(d, side)
+    assert exact == pytest.approx(46 / 70)
+    rows = [paired_findings(model, reference, [NEGATIVE], seed=seed)["tests"].iloc[0] for seed in range(10)]
+    row = rows[0]
+    assert row["method"] == PERMUTATION and (row["prompts"], row["names"], row["rest_names"]) == (4, 4, 4)
+    assert row["interaction"] == pytest.approx(0.25)
+    assert row["statistic"] == pytest.approx(0.25 / math.sqrt(1 / 12 + 1 / 48))
+    assert row["statistic"] == pytest.approx(welch(d, side))
+    assert row["p_value"] == pytest.approx(exact, abs=monte_carlo_error(exact))
+    assert np.mean([r["p_value"] for r in rows]) == pytest.approx(exact, abs=monte_carlo_error(exact, 9990))
+    none = paired_findings(model, reference, [NEGATIVE], cluster="none")["tests"].iloc[0]
+    assert none["method"] == PERMUTATION and none["p_value"] == row["p_value"]
 
 
 def test_paired_findings_keep_a_names_prompts_together() -> None:

@@ -48,9 +48,10 @@ DEFAULT_CLUSTER = "name"
 # comparisons (rare labels) use the permutation (or, with --cluster none, Fisher's exact) test.
 MIN_EXPECTED = 5
 N_PERMUTATIONS = 9999
+MAX_PERMUTATIONS = 99_999
 N_BOOTSTRAP = 999
-# Fewer resamples as extreme as the data than this: the p-value comes from the normal tail (_monte_carlo_p).
-TAIL_COUNT = 10
+# Fewer draws as extreme as the data than this: the p-value is too coarse, draw more (_monte_carlo_p).
+PRECISE_COUNT = 10
 POWER = 0.8
 
 WALD = "cluster-robust t"
@@ -60,9 +61,9 @@ FISHER = "Fisher exact"
 T_TEST = "t test"
 METHOD_NOTES: dict[str, str] = {
     WALD: "OLS on the side indicator with cluster-robust (CR1) variance, t on names - 1 df (statsmodels)",
-    PERMUTATION: "studentized permutation test that moves whole units between the two sides (999 draws, 9,999 "
-                 "when p < alpha; beyond the draws, a moment-matched normal tail), interval from a bootstrap "
-                 "over units within each side (scipy.stats.bootstrap, percentile)",
+    PERMUTATION: "studentized permutation test that moves whole units between the two sides (999 draws, up to "
+                 "99,999 when p < alpha; p-values down to 1e-5), interval from a bootstrap over units within each "
+                 "side (scipy.stats.bootstrap, percentile)",
     Z_TEST: "two-proportion z test, pooled variance (statsmodels), Newcombe interval; texts independent",
     FISHER: "Fisher's exact test (scipy), Newcombe interval; texts independent",
     T_TEST: "ordinary least squares t test, texts independent",
@@ -204,7 +205,9 @@ def difference_test(
     if independent and method == "auto":
         return _independent_test(y, a, alpha=alpha, binary=binary, min_expected=min_expected)
     if len(pd.unique(groups)) < 3:
-        return _empty_result(y[a], y[~a], "fewer than three units: nothing to test with")
+        result = _empty_result(y[a], y[~a], "fewer than three units: nothing to test with")
+        result["estimate"] = float(y[a].mean() - y[~a].mean())  # the difference is known, only its test is not
+        return result
     if method == "wald":
         return _wald(y, a, groups, alpha)
     return _permutation(_per_cluster(y, a, groups), alpha=alpha, n_permutations=n_permutations,
@@ -245,10 +248,11 @@ def _wald(y: np.ndarray, a: np.ndarray, groups: np.ndarray, alpha: float) -> dic
     with np.errstate(invalid="ignore"):
         fit = OLS(y, np.column_stack([np.ones(len(y)), a.astype(float)])).fit(
             cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
-    low, high = fit.conf_int(alpha)[1]
+        low, high = fit.conf_int(alpha)[1]
+        statistic, p_value = float(fit.tvalues[1]), float(fit.pvalues[1])
     return {"estimate": float(fit.params[1]), "ci_low": float(low), "ci_high": float(high),
-            "statistic": float(fit.tvalues[1]), "p_value": float(fit.pvalues[1]), "method": WALD,
-            "testable": bool(np.isfinite(fit.pvalues[1])), "note": ""}
+            "statistic": statistic, "p_value": p_value, "method": WALD, "testable": bool(np.isfinite(p_value)),
+            "note": ""}
 
 
 def _side_moments(per: pd.DataFrame) -> np.ndarray:
@@ -308,8 +312,7 @@ def _permutation(per: pd.DataFrame, *, alpha: float, n_permutations: int, n_boot
     if min(len(index_a), len(index_b)) < 2:
         p_value = _one_unit_permutation(moments, in_a, observed)
     else:
-        p_value = _monte_carlo_p(moments, in_a, estimate, observed, alpha=alpha, n_permutations=n_permutations,
-                                 seed=seed)
+        p_value = _monte_carlo_p(moments, in_a, observed, alpha=alpha, n_permutations=n_permutations, seed=seed)
     totals, sizes = moments[0], moments[1]
 
     def mean_difference(x: np.ndarray, z: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -330,34 +333,25 @@ def _permutation(per: pd.DataFrame, *, alpha: float, n_permutations: int, n_boot
             "p_value": p_value, "method": PERMUTATION, "testable": True, "note": note}
 
 
-def _monte_carlo_p(moments: np.ndarray, in_a: np.ndarray, estimate: float, observed: float, *, alpha: float,
+def _monte_carlo_p(moments: np.ndarray, in_a: np.ndarray, observed: float, *, alpha: float,
                    n_permutations: int, seed: int) -> float:
-    """Permutation p-value in two stages, with a normal tail where resamples run out.
+    """Permutation p-value, (k + 1) / (R + 1), with more draws only where they can matter.
 
-    999 permutations first; `n_permutations` only when fewer than `TAIL_COUNT` resamples were as extreme as
-    the data and that p-value is below alpha (a test that could survive a correction). When even then fewer
-    than `TAIL_COUNT` are as extreme, the Monte Carlo p-value only says "below 10 / resamples", too coarse
-    for a family of hundreds of tests (Holm's first step needs alpha / m); the p-value is then the normal
-    tail of the observed difference, centred and scaled by its permutation distribution's own mean and
-    standard deviation (a moment-matched normal approximation of the permutation distribution, Pitman 1937).
-    The plain difference is used there because the studentized statistic explodes when a side has no
-    variance (a rare label absent on that side).
+    999 draws first, then `n_permutations`, then `MAX_PERMUTATIONS`, each stage only when the p-value so far
+    is below alpha (a test that could survive a correction, which never lowers a p-value) and fewer than
+    `PRECISE_COUNT` draws were as extreme as the data. A p-value is always the Monte Carlo one, so it is valid
+    at every size (Phipson & Smyth 2010); the smallest it can be is 1 / (MAX_PERMUTATIONS + 1) = 1e-5, below
+    Holm's first threshold for families of up to 5,000 tests at alpha = 0.05.
     """
     rng = np.random.default_rng(seed)
-    plain = np.empty(0)
-    for resamples in dict.fromkeys((min(999, n_permutations), n_permutations)):
-        plain, studentized = _null_distributions(moments, int(in_a.sum()), resamples, rng)
+    p_value = 1.0
+    for resamples in dict.fromkeys((min(999, n_permutations), n_permutations, max(n_permutations, MAX_PERMUTATIONS))):
+        _, studentized = _null_distributions(moments, int(in_a.sum()), resamples, rng)
         extreme = int(np.sum(np.abs(studentized) >= abs(observed) * (1 - 1e-9)))
         p_value = (extreme + 1) / (resamples + 1)
-        if p_value > alpha or extreme >= TAIL_COUNT:
-            return float(p_value)
-    spread = float(np.std(plain))
-    if spread <= 0 or not np.isfinite(spread):
-        return float(p_value)
-    # A tail beyond the smallest double (z > 38, e.g. perfect separation with 1,000 names a side) would
-    # underflow to 0, a certainty no permutation test gives: the smallest positive double stands in for it.
-    tail = 2 * stats.norm.sf(abs(estimate - float(np.mean(plain))) / spread)
-    return float(max(tail, np.finfo(float).tiny))
+        if p_value > alpha or extreme >= PRECISE_COUNT:
+            break
+    return float(p_value)
 
 
 def _one_unit_permutation(moments: np.ndarray, in_a: np.ndarray, observed: float) -> float:
