@@ -167,3 +167,18 @@ def test_the_checks_catch_a_hidden_cycle_and_an_upward_import(tmp_path):
     assert cycles(tmp_path) == ["a.py:2: from bold_eval.report.b import g", "b.py:1: from ..core import a"]
     assert wrong_stage(tmp_path) == ["[core -> report] a.py:2: from bold_eval.report.b import g",
                                      "[validation -> hub] c.py:3: from bold_eval.hub import d"]
+
+
+MAX_FUNCTION_LINES = 60  # decorators and docstring included; a longer function hides the steps it takes
+
+
+def test_no_function_is_longer_than_sixty_lines():
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                if node.end_lineno - start + 1 > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(PACKAGE.parent)}:{start}: {node.name} "
+                                f"({node.end_lineno - start + 1} lines)")
+    assert long == [], "functions over 60 lines:\n" + "\n".join(long)

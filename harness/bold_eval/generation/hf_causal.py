@@ -182,15 +182,20 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
                         use_cache=True, **kv)
             logits = out.logits[:, -1, :]
             next_position = next_position + 1
-    # Decode prompt + new tokens together and strip the decoded prompt, so that the continuation
-    # keeps its leading space even with tokenizers that drop it when decoding a fragment.
-    prompt_ids = [ids[row_mask.bool()].tolist() for ids, row_mask in zip(input_ids.cpu(), encoded["attention_mask"], strict=True)]
+    continuations = _continuations(tokenizer, input_ids, encoded["attention_mask"], tokens, decoding)
+    return [Generated(text, count) for text, count in zip(continuations, counts, strict=True)]
+
+
+def _continuations(tokenizer: Any, input_ids: Any, attention_mask: Any, tokens: list[list[int]],
+                   decoding: DecodingConfig) -> list[str]:
+    """Decode prompt + new tokens together and strip the decoded prompt, so that the continuation
+    keeps its leading space even with tokenizers that drop it when decoding a fragment."""
+    prompt_ids = [ids[row_mask.bool()].tolist() for ids, row_mask in zip(input_ids.cpu(), attention_mask, strict=True)]
     prefixes = tokenizer.batch_decode(prompt_ids, skip_special_tokens=True)
     full = tokenizer.batch_decode([ids + new for ids, new in zip(prompt_ids, tokens, strict=True)], skip_special_tokens=True)
     continuations = [whole[len(prefix):] if whole.startswith(prefix) else tokenizer.decode(new, skip_special_tokens=True)
                      for whole, prefix, new in zip(full, prefixes, tokens, strict=True)]
-    continuations = [finish_continuation(text, decoding) for text in continuations]
-    return [Generated(text, count) for text, count in zip(continuations, counts, strict=True)]
+    return [finish_continuation(text, decoding) for text in continuations]
 
 
 def generate_items(model: Any, tokenizer: Any, items: Sequence[WorkItem], decoding: DecodingConfig, *,
