@@ -1,5 +1,6 @@
 # Two commands do all the set-up on a fresh machine (see README):
-#   make run    small bold-eval run on the embedded LM, prints where its report is
+#   make run    bold-eval run on the embedded LM: 300 gender and 300 race prompts against their
+#               Wikipedia sentences (a few minutes on 2 cores); prints where its report is
 #   make test   the test suite
 # Both create .venv on first use, install torch==2.13.0 when no torch is present
 # (never a CUDA build resolved by pip), the package with its dev extras (every optional extra
@@ -53,7 +54,7 @@ install: $(VENV)/.installed
 install-min: $(VENV_MIN)/.installed
 
 run: $(VENV)/.installed
-	$(VENV)/bin/bold-eval run --model embedded --limit 20 --out $(OUT)
+	$(VENV)/bin/bold-eval run --model embedded --domains gender,race --limit 300 --out $(OUT)
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q

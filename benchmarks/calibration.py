@@ -39,14 +39,17 @@ Defaults (1,050 CPU seconds: about 9 minutes with --jobs 2 on two free cores; be
 100 shuffles of religious_ideology, political_ideology and profession (254 tests per family) with the
 sentiment, gender polarity (unigram) and psycholinguistic joy, anger and fear labels; 200 synthetic data sets
 per scenario, 300 names in 6 groups with profession's texts per name, rho in {0.05, 0.2}, rates 0.3 and 0.02,
-planted effects +8 and +15 points on a 0.3 rate. Paired parts (PAIRED_CPU CPU seconds): 20 page-noise models
-(flip 0.2, k = 5, shuffled groups) of the same Wikipedia scores, `--cluster name`; 100 synthetic data sets per
-null scenario (rates 0.3 and 0.02 x rho 0.05 and 0.2 x k 1 and 5, shift +0.5 logit, and rate 0.3 with a model
-name effect of sd 1 at rho 0.2, k = 5), the first 20 also with `--cluster none`; 40 per planted interaction
-(+10 and +20 points on 0.3, x rho x k).
+planted effects +8 and +15 points on a 0.3 rate.
+
+Paired parts (1,270 CPU seconds with `--paired-groups shuffled real`, about 11 minutes on two free cores):
+20 page-noise models (flip 0.2, k = 5) of the same Wikipedia scores per groups setting, `--cluster name`; 100
+synthetic data sets per null scenario (rates 0.3 and 0.02 x rho 0.05 and 0.2 x k 1 and 5, shift +0.5 logit,
+and rate 0.3 with a model name effect of sd 1 at rho 0.2, k = 5), the first 20 also with `--cluster none`; 40
+per planted interaction (+10 and +20 points on 0.3, x rho x k), `--cluster name`.
 
     .venv/bin/python benchmarks/calibration.py --out /tmp/calibration.md
-    .venv/bin/python benchmarks/calibration.py --parts paired-wikipedia paired-synthetic --out /tmp/paired.md
+    .venv/bin/python benchmarks/calibration.py --parts paired-wikipedia paired-synthetic --paired-groups shuffled real \
+        --out /tmp/paired.md
     .venv/bin/python benchmarks/calibration.py --shuffles 20 --synthetic-sims 20 --domains religious_ideology
 """
 
@@ -570,14 +573,14 @@ def design_effects_markdown(scores: pd.DataFrame, labels: Sequence[Label]) -> st
                            "design effect (max)"], rows)
 
 
-def false_findings_markdown(trials: pd.DataFrame, cluster: str = "name", top: int = 10) -> str:
+def false_findings_markdown(trials: pd.DataFrame, cluster: str = "name", top: int = 10, trial: str = "shuffle") -> str:
     """Where the false findings of `cluster` fell (domain, contrast, label), most frequent first."""
     where = pd.Series([place for places in trials.loc[trials["cluster"] == cluster, "where"] for place in places],
                       dtype=object)
     if where.empty:
         return f"No false finding with --cluster {cluster}."
     counts = where.value_counts().head(top)
-    return markdown_table(["false finding (--cluster " + cluster + ")", "shuffles"], counts.items())
+    return markdown_table([f"false finding (--cluster {cluster})", f"{trial}s"], counts.items())
 
 
 # --------------------------------------------------------------------------- command line
@@ -705,7 +708,7 @@ def paired_wikipedia_section(args: argparse.Namespace, data: pd.DataFrame, label
             f"unit (no interaction by construction); groups {' / '.join(args.paired_groups)} (shuffled: permuted "
             f"among the (name, group) units, in both frames alike). {args.paired_trials} models per row; labels: "
             f"{_label_list(labels)}. {time.perf_counter() - started:.0f} s.",
-            shuffled_markdown(summary, trial="model"), false_findings_markdown(trials)]
+            shuffled_markdown(summary, trial="model"), false_findings_markdown(trials, trial="model")]
 
 
 def paired_synthetic_section(args: argparse.Namespace, sizes: np.ndarray, settings: dict[str, Any]) -> list[str]:
