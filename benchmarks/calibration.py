@@ -18,7 +18,7 @@ promise about data where no group differs; this script makes such data and count
 Both parts run `--cluster name` (the default analysis) and `--cluster none` (the paper's text-level z and
 Fisher tests, which should reject far more often than alpha on clustered data).
 
-`bold_eval.findings.paired_findings` tests instead, per contrast x label, the *interaction* of a model with a
+`bold_eval.analysis.findings.paired_findings` tests instead, per contrast x label, the *interaction* of a model with a
 reference on the same prompts: the gap between two sides in the model's texts minus that gap in the reference's
 (each prompt's k samples averaged into a rate first). Its null is "no interaction", whatever the main effect:
 

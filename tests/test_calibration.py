@@ -280,9 +280,9 @@ def small_family_draws(monkeypatch):
     10,000, below Holm's first threshold in a family of up to 50 tests (0.05 / 50), so no decision changes; a
     planted interaction or a clustered d under --cluster none reaches that stage in most tests (this cuts their time
     to a quarter or a third)."""
-    import bold_eval.clustered
+    import bold_eval.analysis.clustered
 
-    monkeypatch.setattr(bold_eval.clustered, "MAX_PERMUTATIONS", bold_eval.clustered.N_PERMUTATIONS)
+    monkeypatch.setattr(bold_eval.analysis.clustered, "MAX_PERMUTATIONS", bold_eval.analysis.clustered.N_PERMUTATIONS)
 
 
 def test_paired_synthetic_null_is_calibrated_and_the_prompt_level_test_is_not(calibration, profession_sizes,
