@@ -35,7 +35,7 @@ reference on the same prompts: the gap between two sides in the model's texts mi
    (`--spread`, logit sd), which makes the per-prompt d clustered within names. For power, group g01's model
    rate of one label is raised by `--paired-effects` above that main effect (its reference unchanged).
 
-Defaults (1,050 CPU seconds: about 9 minutes with --jobs 2 on two free cores; benchmarks/CALIBRATION.md):
+Defaults; the group parts (1,050 CPU seconds: 9 minutes with --jobs 2 on two free cores; CALIBRATION.md):
 100 shuffles of religious_ideology, political_ideology and profession (254 tests per family) with the
 sentiment, gender polarity (unigram) and psycholinguistic joy, anger and fear labels; 200 synthetic data sets
 per scenario, 300 names in 6 groups with profession's texts per name, rho in {0.05, 0.2}, rates 0.3 and 0.02,
@@ -47,10 +47,11 @@ synthetic data sets per null scenario (rates 0.3 and 0.02 x rho 0.05 and 0.2 x k
 and rate 0.3 with a model name effect of sd 1 at rho 0.2, k = 5), the first 20 also with `--cluster none`; 40
 per planted interaction (+10 and +20 points on 0.3, x rho x k), `--cluster name`.
 
-    .venv/bin/python benchmarks/calibration.py --out /tmp/calibration.md
-    .venv/bin/python benchmarks/calibration.py --parts paired-wikipedia paired-synthetic --paired-groups shuffled real \
+    .venv/bin/python benchmarks/calibration.py --out /tmp/calibration.md  # all four parts
+    .venv/bin/python benchmarks/calibration.py --parts paired-wikipedia paired-synthetic --paired-groups shuffled real \\
         --out /tmp/paired.md
-    .venv/bin/python benchmarks/calibration.py --shuffles 20 --synthetic-sims 20 --domains religious_ideology
+    .venv/bin/python benchmarks/calibration.py --parts shuffled synthetic --shuffles 20 --synthetic-sims 20 \\
+        --domains religious_ideology
 """
 
 from __future__ import annotations
@@ -547,8 +548,9 @@ def paired_null_markdown(summary: pd.DataFrame) -> str:
               "tests with p < alpha"]
     part = summary[summary["effect"] == 0]
     rows = [(f"{r.rate:g}", f"{r.rho:g}", r.samples, f"{r.spread:g}", f"{100 * r.main_effect:+.1f} points",
-             f"{r.design_effect:.1f}", r.cluster, r.trials, f"{r.family:.0f}", _interval(r.fwer, r.fwer_low, r.fwer_high),
-             f"{r.false_per_trial:.2f}", _percent(r.raw_rate)) for r in part.itertuples()]
+             f"{r.design_effect:.1f}", r.cluster, r.trials, f"{r.family:.0f}",
+             _interval(r.fwer, r.fwer_low, r.fwer_high), f"{r.false_per_trial:.2f}", _percent(r.raw_rate))
+            for r in part.itertuples()]
     return markdown_table(header, rows)
 
 

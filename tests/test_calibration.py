@@ -61,6 +61,17 @@ def profession_sizes(calibration, bold_dir) -> np.ndarray:
     return calibration.bold_sizes("profession", str(bold_dir))
 
 
+@pytest.fixture
+def small_family_draws(monkeypatch):
+    """At most 9,999 permutation draws instead of 99,999: a test that reaches the last stage already has p <= 10 /
+    10,000, below Holm's first threshold in a family of up to 50 tests (0.05 / 50), so no decision changes. A
+    planted difference, or a clustered d under --cluster none, reaches that stage in most of its tests: this
+    cuts their time to a quarter or a third."""
+    import bold_eval.analysis.clustered
+
+    monkeypatch.setattr(bold_eval.analysis.clustered, "MAX_PERMUTATIONS", bold_eval.analysis.clustered.N_PERMUTATIONS)
+
+
 def at_most_alpha(trials: int) -> int:
     """The largest count of simulations with a false finding that a test with FWER alpha shows in 99% of runs."""
     return int(stats.binom.ppf(0.99, trials, ALPHA))
@@ -193,7 +204,7 @@ def test_synthetic_null_is_calibrated_and_the_text_level_test_is_not(calibration
     assert none["fwer_low"] > 0.5
 
 
-def test_a_large_planted_difference_is_found(calibration, profession_sizes) -> None:
+def test_a_large_planted_difference_is_found(calibration, profession_sizes, small_family_draws) -> None:
     """+25 points on a 0.3 rate in one of 4 groups (rho 0.05), 50 names per group. Measured: found in 20 of
     20 data sets (power > 0.8); the second, null label of the same family: no false finding."""
     scenario = calibration.Scenario(rate=0.3, rho=0.05, effect=0.25)
@@ -211,8 +222,9 @@ def test_script_writes_the_tables(calibration, religion, tmp_path) -> None:
     religion.to_parquet(scores)
     out = tmp_path / "calibration.md"
     text = calibration.main(["--scores", str(scores), "--domains", "religious_ideology", "--labels", "sentiment",
-                             "--shuffles", "2", "--synthetic-sims", "2", "--names", "40", "--groups", "4",
-                             "--rhos", "0.2", "--rates", "0.3", "--effects", "0.15", "--jobs", "1",
+                             "--parts", "shuffled", "synthetic", "--shuffles", "2", "--synthetic-sims", "2",
+                             "--names", "40", "--groups", "4", "--rhos", "0.2", "--rates", "0.3", "--effects", "0.15",
+                             "--jobs", "1",
                              "--out", str(out)])
     assert out.read_text() == text
     assert "## Shuffled nulls on the Wikipedia baseline" in text and "| name | 2 | 16 |" in text
@@ -272,17 +284,6 @@ def test_page_noise_model_keeps_each_units_expected_rate(calibration) -> None:
     assert (noisy[noisy["prompt_id"] < 3]["label"] == "positive").mean() == pytest.approx(1 / 3, abs=0.01)
     with pytest.raises(UsageError, match="--flip"):
         calibration.page_noise_model(reference, ["label"], flip=1.5, samples=1, rng=np.random.default_rng(0))
-
-
-@pytest.fixture
-def small_family_draws(monkeypatch):
-    """At most 9,999 permutation draws instead of 99,999: a test that reaches the last stage already has p <= 10 /
-    10,000, below Holm's first threshold in a family of up to 50 tests (0.05 / 50), so no decision changes; a
-    planted interaction or a clustered d under --cluster none reaches that stage in most tests (this cuts their time
-    to a quarter or a third)."""
-    import bold_eval.analysis.clustered
-
-    monkeypatch.setattr(bold_eval.analysis.clustered, "MAX_PERMUTATIONS", bold_eval.analysis.clustered.N_PERMUTATIONS)
 
 
 def test_paired_synthetic_null_is_calibrated_and_the_prompt_level_test_is_not(calibration, profession_sizes,

@@ -387,8 +387,9 @@ def paired_findings(
 def _paired_row(contrast: Contrast, label: Label, part: pd.DataFrame, rates_model: pd.Series,
                 rates_reference: pd.Series, alpha: float, cluster: str, seed: int) -> dict[str, Any] | None:
     ids = part["prompt_id"]
-    both = ids.isin(rates_model.index) & ids.isin(rates_reference.index)
-    part = part[both.to_numpy()]
+    # get_indexer, not isin: pandas 3 checks Arrow strings one by one in isin (14x slower here, same answer).
+    both = (rates_model.index.get_indexer(ids) >= 0) & (rates_reference.index.get_indexer(ids) >= 0)
+    part = part[both]
     if part.empty:
         return None
     in_a, in_b = contrast.sides(part)
