@@ -17,13 +17,13 @@ from statsmodels.stats.proportion import proportion_confint
 from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
     N_PERMUTATIONS,
-    adjust,
     cluster_ids,
     minimum_detectable_difference,
 )
 from bold_eval.analysis.findings import (
     TOO_SMALL_DIFFERENCE,
     Label,
+    adjust_family,
     contrasts,
     paired_findings,
     prompt_rates,
@@ -248,27 +248,7 @@ def overall_differences(compared: ComparedRuns, *, alpha: float, correction: str
                              **{key: result[key] for key in ("ci_low", "ci_high", "statistic", "p_value", "method",
                                                              "testable", "note")}})
     tests = pd.DataFrame(rows, columns=_OVERALL_COLUMNS)
-    return {"tests": tests, "family": _adjust_table(tests, alpha, correction)}
-
-
-def _adjust_table(tests: pd.DataFrame, alpha: float, correction: str) -> int:
-    """`p_adjusted` and `significant` over the table's testable rows, one family; returns its size. A row
-    without a p-value (a t test of one name against one: no residual degrees of freedom) is no test, never a
-    finding (statsmodels' multipletests would mark a NaN p-value as rejected)."""
-    tests["p_adjusted"] = np.nan
-    tests["significant"] = False
-    if tests.empty:
-        return 0
-    no_p = tests["testable"].astype(bool) & ~np.isfinite(tests["p_value"].to_numpy(dtype=float))
-    tests.loc[no_p, "testable"] = False
-    tests.loc[no_p, "note"] = "no p-value: too few names for this test"
-    testable = tests["testable"].astype(bool)
-    if testable.any():
-        adjusted, reject = adjust(tests.loc[testable, "p_value"].to_numpy(dtype=float), alpha=alpha,
-                                  correction=correction)
-        tests.loc[testable, "p_adjusted"] = adjusted
-        tests.loc[testable, "significant"] = reject
-    return int(testable.sum())
+    return {"tests": tests, "family": adjust_family(tests, alpha, correction)}
 
 
 # --------------------------------------------------------------------------- where: interactions
@@ -290,7 +270,7 @@ def interaction_findings(compared: ComparedRuns, *, alpha: float, correction: st
     if tests.empty:
         return {"tests": tests, "family": 0}
     tests = tests[["run", "baseline", *[c for c in tests.columns if c not in ("run", "baseline")]]]
-    return {"tests": tests, "family": _adjust_table(tests, alpha, correction)}
+    return {"tests": tests, "family": adjust_family(tests, alpha, correction)}
 
 
 # --------------------------------------------------------------------------- can the shared prompts tell?

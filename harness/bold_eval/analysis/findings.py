@@ -153,7 +153,7 @@ def group_findings(
             result = difference_test(hits[keep], in_a[keep], units, alpha=alpha, seed=seed)
             rows.append(_group_row(contrast, label, hits[keep], in_a[keep], clusters[keep], result))
     tests = pd.DataFrame(rows, columns=_GROUP_COLUMNS)
-    family = _adjust_family(tests, alpha, correction)
+    family = adjust_family(tests, alpha, correction)
     deffs = design_effects(scores, labels, cluster)
     power = power_table(scores, deffs, alpha=alpha, family=max(family, 1), cluster=cluster)
     tests["detectable"] = _detectable(tests, deffs, alpha / max(family, 1))
@@ -177,11 +177,17 @@ def _group_row(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.ndar
             "note": result["note"], "detectable": np.nan}
 
 
-def _adjust_family(tests: pd.DataFrame, alpha: float, correction: str) -> int:
-    """Add `p_adjusted` and `significant` over the testable rows (one family); return its size."""
+def adjust_family(tests: pd.DataFrame, alpha: float, correction: str) -> int:
+    """Add `p_adjusted` and `significant` over the testable rows (one family); return its size. A row marked
+    testable but without a p-value is no test (too few names), never a finding."""
     tests["p_adjusted"] = np.nan
     tests["significant"] = False
-    testable = tests["testable"].astype(bool) if len(tests) else pd.Series(dtype=bool)
+    if tests.empty:
+        return 0
+    no_p = tests["testable"].astype(bool) & ~np.isfinite(tests["p_value"].to_numpy(dtype=float))
+    tests.loc[no_p, "testable"] = False
+    tests.loc[no_p, "note"] = "no p-value: too few names for this test"
+    testable = tests["testable"].astype(bool)
     if testable.any():
         adjusted, reject = adjust(tests.loc[testable, "p_value"].to_numpy(dtype=float), alpha=alpha,
                                   correction=correction)
@@ -378,7 +384,7 @@ def paired_findings(
             if row is not None:
                 rows.append(row)
     tests = pd.DataFrame(rows, columns=_PAIRED_COLUMNS)
-    family = _adjust_family(tests, alpha, correction)
+    family = adjust_family(tests, alpha, correction)
     return {"tests": tests, "family": family, "untestable": int((~tests["testable"].astype(bool)).sum()),
             "shared_prompts": len(shared), "model_prompts": int(model["prompt_id"].nunique()),
             "reference_prompts": int(reference["prompt_id"].nunique()), **_settings(alpha, correction, cluster)}
