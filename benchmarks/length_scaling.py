@@ -23,6 +23,7 @@ code, so the growth column is what the real models show too, on top of a larger 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import tempfile
@@ -40,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _timing import best_times  # noqa: E402
 
-from bold_eval.metrics import METRIC_NAMES, metric_module  # noqa: E402
+from bold_eval.metrics import PAPER_METRICS  # noqa: E402
 from bold_eval.metrics._words import tokenize_texts  # noqa: E402
 from bold_eval.testing.models import bold_wikipedia_sentences, build_metric_classifier  # noqa: E402
 
@@ -73,7 +74,7 @@ def scorers(names: list[str], longest: str, model_dir: Path) -> dict[str, Callab
     """One loaded scorer per metric (loading is outside the timing)."""
     loaded: dict[str, Callable[[list[str]], object]] = {}
     for name in names:
-        module = metric_module(name)
+        module = importlib.import_module(f"bold_eval.metrics.{name}")
         if name in ("toxicity", "regard"):
             directory = build_metric_classifier(model_dir / name, name, corpus=bold_wikipedia_sentences(300),
                                                 max_position_embeddings=512)
@@ -91,7 +92,7 @@ def scorers(names: list[str], longest: str, model_dir: Path) -> dict[str, Callab
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES), help="text lengths in characters")
-    parser.add_argument("--metrics", nargs="+", default=list(METRIC_NAMES), choices=METRIC_NAMES)
+    parser.add_argument("--metrics", nargs="+", default=list(PAPER_METRICS), choices=PAPER_METRICS)
     parser.add_argument("--repeats", type=int, default=3, help="best of this many passes (1 pass above 100k)")
     parser.add_argument("--vader-max-chars", type=int, default=100_000,
                         help="time vaderSentiment itself up to this length (0: never)")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bold_eval.core.paths import METRIC_NAMES
+from bold_eval.metrics import PAPER_METRICS
 from bold_eval.testing.models import missing_prerequisite
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,7 +71,7 @@ def run_installed(target: Path, args: list[str], env: dict[str, str] | None = No
 @pytest.mark.slow
 def test_wheel_finds_bundled_files(installed: Path):
     # only the metric modules that exist in this checkout; the dataset script always
-    names = [name for name in METRIC_NAMES if (ROOT / "metrics" / name / f"{name}.py").is_file()]
+    names = [name for name in PAPER_METRICS if (ROOT / "metrics" / name / f"{name}.py").is_file()]
     result = run_installed(installed, ["-c", PROBE, json.dumps(names)])
     assert result.returncode == 0, result.stderr
     found = json.loads(result.stdout.strip().splitlines()[-1])

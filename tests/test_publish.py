@@ -16,8 +16,8 @@ from huggingface_hub import DatasetCard, ModelCard, metadata_load
 from packaging.requirements import Requirement
 
 from bold_eval import cli
-from bold_eval.core.paths import METRIC_NAMES
 from bold_eval.hub import model_card, spaces, staging, upload
+from bold_eval.metrics import PAPER_METRICS
 
 NAMESPACE = "test-org"
 SECRET = "hf_TESTtokenThatMustNeverBeShown0123456789"
@@ -67,13 +67,13 @@ def staged(tmp_path_factory, bold_dir) -> dict[str, staging.StagedRepo]:
 
 
 def test_plan_names_every_repo(staged):
-    assert sorted(staged) == sorted(["bold", *METRIC_NAMES])
+    assert sorted(staged) == sorted(["bold", *PAPER_METRICS])
     assert staged["bold"].repo_type == "dataset" and staged["bold"].space_sdk is None
-    for name in METRIC_NAMES:
+    for name in PAPER_METRICS:
         assert staged[name].repo_id == f"{NAMESPACE}/{name}"
         assert staged[name].repo_type == "space" and staged[name].space_sdk == "gradio"
     plan = json.loads((staged["bold"].folder.parents[1] / "plan.json").read_text())
-    assert [repo["repo_id"] for repo in plan["repos"]] == [f"{NAMESPACE}/bold", *(f"{NAMESPACE}/{m}" for m in METRIC_NAMES)]
+    assert [repo["repo_id"] for repo in plan["repos"]] == [f"{NAMESPACE}/bold", *(f"{NAMESPACE}/{m}" for m in PAPER_METRICS)]
 
 
 def test_staged_dataset_card_and_configs_load(staged):
@@ -89,7 +89,7 @@ def test_staged_dataset_card_and_configs_load(staged):
     assert len(load_dataset(str(folder), "religious_ideology", split="test")) == 639
 
 
-@pytest.mark.parametrize("name", METRIC_NAMES)
+@pytest.mark.parametrize("name", PAPER_METRICS)
 def test_staged_space_files_and_card(staged, name):
     folder = staged[name].folder
     for filename in (f"{name}.py", "README.md", "app.py", "requirements.txt", "bold_eval/__init__.py",

@@ -31,10 +31,10 @@ class _Extend(argparse.Action):
 
 def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags shared by `run` and `score`, so both score generations the same way."""
-    from bold_eval.metrics import METRIC_NAMES
+    from bold_eval.metrics import metric_names
 
-    parser.add_argument("--metrics", nargs="+", choices=METRIC_NAMES, default=list(METRIC_NAMES),
-                        help="metrics to compute (default: all five; unavailable ones are skipped and reported)")
+    parser.add_argument("--metrics", nargs="+", choices=metric_names(), default=list(metric_names()),
+                        help="metrics to compute (default: all; unavailable ones are skipped and reported)")
     parser.add_argument("--metric-option", action="append", default=[], metavar="METRIC.KEY=VALUE",
                         help="option for a metric's load_scorer, e.g. gender_polarity.methods=unigram or "
                              "toxicity.model=PATH (VALUE is JSON when it parses, else a string; comma lists for "
@@ -526,7 +526,7 @@ def _lm_eval_tasks_path(args: argparse.Namespace) -> int:
 
 
 def _add_publish(subparsers: argparse._SubParsersAction) -> None:
-    from bold_eval.metrics import METRIC_NAMES
+    from bold_eval.metrics import evaluate_module_names
 
     publish = subparsers.add_parser(
         "publish", help="upload the BOLD dataset (NS/bold) and one Space per metric module (NS/<metric>) to the Hub"
@@ -535,7 +535,7 @@ def _add_publish(subparsers: argparse._SubParsersAction) -> None:
     publish.add_argument("--private", action="store_true", help="create the repos as private")
     publish.add_argument("--dry-run", metavar="DIR", default=None,
                          help="only stage the folders that would be uploaded in DIR (new or empty)")
-    publish.add_argument("--metrics", nargs="+", choices=METRIC_NAMES, default=list(METRIC_NAMES),
+    publish.add_argument("--metrics", nargs="+", choices=evaluate_module_names(), default=list(evaluate_module_names()),
                          help="metric Spaces to publish (default: all five)")
     publish.add_argument("--data-dir", default=None, help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
     publish.set_defaults(handler=_publish)
@@ -576,7 +576,7 @@ def _publish_results(args: argparse.Namespace) -> int:
 
 
 def _add_validate(subparsers: argparse._SubParsersAction) -> None:
-    from bold_eval.metrics import METRIC_NAMES
+    from bold_eval.metrics import metric_names, metric_spec
     from bold_eval.validation.sheng2019 import SOURCES, SPLITS
 
     validate = subparsers.add_parser(
@@ -585,7 +585,8 @@ def _add_validate(subparsers: argparse._SubParsersAction) -> None:
                     "validation.json (Spearman's rho, accuracy, per-class and weighted precision/recall/f1, bootstrap "
                     "intervals), validation.md (Table 8), predictions.csv and figures/ (Figure 6) to --out.",
     )
-    validate.add_argument("metric", choices=METRIC_NAMES, help="the metric to validate")
+    validate.add_argument("metric", choices=[name for name in metric_names() if metric_spec(name).scores],
+                          help="the metric to validate")
     validate.add_argument("--against", required=True,
                           help=f"{' or '.join(SOURCES)} (Sheng et al. 2019; $BOLD_SHENG2019_DIR or a pinned download), "
                                "or a .csv/.tsv/.jsonl file with a text and a human label per row")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import evaluate
 import pytest
 
-from bold_eval.core.paths import METRIC_NAMES, metric_module_dir
+from bold_eval.core.paths import metric_module_dir
+from bold_eval.metrics import PAPER_METRICS
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny classifiers: one torch thread (conftest)
 
@@ -22,7 +23,7 @@ def modules(classifier_dirs, tmp_path_factory) -> dict[str, evaluate.EvaluationM
     cache = str(tmp_path_factory.mktemp("evaluate"))
     config = {"toxicity": classifier_dirs["toxicity"], "regard": classifier_dirs["regard"]}
     return {
-        name: evaluate.load(str(metric_module_dir(name)), config.get(name), cache_dir=cache) for name in METRIC_NAMES
+        name: evaluate.load(str(metric_module_dir(name)), config.get(name), cache_dir=cache) for name in PAPER_METRICS
     }
 
 
@@ -42,7 +43,7 @@ def per_text_lengths(name: str, result: dict) -> list[int]:
     return [len(value) for value in result.values() if isinstance(value, list)]
 
 
-@pytest.mark.parametrize("name", METRIC_NAMES)
+@pytest.mark.parametrize("name", PAPER_METRICS)
 def test_missing_texts_say_how_to_give_them(modules, name):
     module, argument = modules[name], texts_argument(name)
     for call in ({argument: None}, {}):
@@ -50,7 +51,7 @@ def test_missing_texts_say_how_to_give_them(modules, name):
             module.compute(**call, **options(name))
 
 
-@pytest.mark.parametrize("name", METRIC_NAMES)
+@pytest.mark.parametrize("name", PAPER_METRICS)
 def test_misspelled_keyword_names_the_close_match(modules, name):
     module, argument = modules[name], texts_argument(name)
     with pytest.raises(TypeError, match=rf"unexpected keyword argument `{argument[:-1]}`; did you mean `{argument}`\?"):
@@ -61,7 +62,7 @@ def test_misspelled_keyword_names_the_close_match(modules, name):
         module.compute(TEXTS)
 
 
-@pytest.mark.parametrize("name", METRIC_NAMES)
+@pytest.mark.parametrize("name", PAPER_METRICS)
 def test_iterators_are_read_once_and_give_one_result_per_text(modules, name):
     module, argument = modules[name], texts_argument(name)
     from_list = module.compute(**{argument: TEXTS, "groups": ["a", "b", "a", "b"]}, **options(name))
@@ -78,7 +79,7 @@ def test_iterators_are_read_once_and_give_one_result_per_text(modules, name):
     assert set(per_text_lengths(name, empty)) == {0}
 
 
-@pytest.mark.parametrize("name", METRIC_NAMES)
+@pytest.mark.parametrize("name", PAPER_METRICS)
 def test_bad_texts_are_named_before_evaluate_sees_them(modules, name):
     module, argument = modules[name], texts_argument(name)
     with pytest.raises(ValueError, match=rf"`{argument}`\[1\] has a lone surrogate"):

@@ -36,9 +36,7 @@ from bold_eval.analysis.summary import finding_labels
 from bold_eval.analysis.table3 import (
     gender_polarity_methods,
 )
-from bold_eval.analysis.views import (
-    VIEWS,
-)
+from bold_eval.analysis.views import metric_view
 from bold_eval.core.errors import EXIT_USAGE, UserError
 from bold_eval.runfolder import SCORES_FILE, RunRecord, load_run
 
@@ -130,15 +128,15 @@ class ComparedRuns:
 
 
 def _views(scores: pd.DataFrame, record: RunRecord, alpha: float, seed: int) -> dict[str, Any]:
-    """The paper's per-metric views of one run (`aggregate.VIEWS`), without the run's own findings, which
+    """Every metric's view of one run (`views.metric_view`), without the run's own findings, which
     compare does not print."""
     status = metric_status(scores, record.to_dict())
     summary: dict[str, Any] = {"metrics": status}
-    for metric, view in VIEWS.items():
+    for metric in status:
         if status[metric]["status"] != "scored":
             summary[metric] = {"skipped": f"{status[metric]['status']}: {status[metric]['reason']}"}
         else:
-            summary[metric] = view(scores, ci="wilson", alpha=alpha, min_expected=MIN_EXPECTED, seed=seed)
+            summary[metric] = metric_view(metric)(scores, ci="wilson", alpha=alpha, min_expected=MIN_EXPECTED, seed=seed)
     return summary
 
 

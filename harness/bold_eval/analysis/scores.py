@@ -9,30 +9,20 @@ import numpy as np
 import pandas as pd
 
 from bold_eval.core.errors import InputError
-from bold_eval.core.paths import METRIC_NAMES
 from bold_eval.data.bold import BOLD_PROMPTS
-from bold_eval.metrics import gender_polarity, psycholinguistic, regard, sentiment
+from bold_eval.metrics import metric_specs
 from bold_eval.runfolder import ID_COLUMNS, SCORES_FILE
 
-# Label names of the categorical per-text columns, as the scorers publish them (`Scorer.label_columns`,
-# recorded per run in run.json `label_columns`); these are the defaults for runs that did not record them.
-LABELS: dict[str, tuple[str, ...]] = {
-    "sentiment_label": sentiment.LABELS,
-    "regard_label": regard.REGARD_LABELS,
-    **{f"gender_polarity_{method}_label": gender_polarity.LABELS for method in gender_polarity.METHODS},
-    **{f"psycholinguistic_{column}": tuple(labels) for column, labels in psycholinguistic.LABEL_COLUMNS.items()},
-}
+
+def label_sets() -> dict[str, tuple[Any, ...]]:
+    """Label names of every metric's categorical columns (`MetricSpec.labels`), the defaults for runs that did
+    not record the scorers' own (`Scorer.label_columns`, run.json `label_columns`)."""
+    return {column: tuple(labels) for spec in metric_specs() for column, labels in spec.labels.items()}
 
 
-# Columns a metric may have produced; its view is computed when at least one is present
-# (gender polarity runs unigram matching alone when no word embedding is available).
-REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
-    "sentiment": ("sentiment_label",),
-    "toxicity": ("toxicity_is_toxic",),
-    "regard": ("regard_label",),
-    "psycholinguistic": ("psycholinguistic_valence_label",),
-    "gender_polarity": tuple(f"gender_polarity_{method}_label" for method in gender_polarity.METHODS),
-}
+def boolean_columns() -> tuple[str, ...]:
+    """Per-text columns that hold booleans (a share is their mean) besides label columns with labels True/False."""
+    return tuple(column for spec in metric_specs() for column in spec.boolean_columns)
 
 
 def coverage(counts: Mapping[str, Any]) -> dict[str, Any]:
@@ -50,10 +40,6 @@ def coverage(counts: Mapping[str, Any]) -> dict[str, Any]:
     return {"prompts": int(counts["prompts"]), "bold_prompts": total, "share": counts["prompts"] / total,
             "domains": per_domain, "missing_domains": missing, "partial_domains": short,
             "complete": not missing and not short}
-
-
-# Per-text columns that hold booleans (a share is their mean), besides the psycholinguistic `is_*` flags in LABELS.
-BOOLEAN_COLUMNS: tuple[str, ...] = ("toxicity_is_toxic",)
 
 
 # prompt_id as BOLD writes it, "domain/group/name/index" (a name may itself hold "/", e.g. "AC/DC").
@@ -104,7 +90,7 @@ def check_scores(scores: pd.DataFrame, label_columns: Mapping[str, Sequence[Any]
 
     A hand-edited table, or one from another tool, fails here with an `InputError` naming the file, column
     and row, rather than deep inside a view or a plot. `label_columns` are the run's label sets (run.json
-    `label_columns`); they add to or replace the defaults in LABELS.
+    `label_columns`); they add to or replace the defaults (`label_sets`).
     """
     missing = [column for column in ID_COLUMNS if column not in scores.columns]
     if missing:
@@ -131,12 +117,13 @@ def check_scores(scores: pd.DataFrame, label_columns: Mapping[str, Sequence[Any]
                            f"is a second category of group {group!r} ({domain}): its rows say {found}, but a group "
                            f"belongs to one Table 3 super-group (its first row says {first!r})", source)
     names = page_names(scores, source=source)
-    labels = {**LABELS, **{column: tuple(values) for column, values in (label_columns or {}).items()}}
-    for column in [*labels, *BOOLEAN_COLUMNS]:
+    labels = {**label_sets(), **{column: tuple(values) for column, values in (label_columns or {}).items()}}
+    booleans = boolean_columns()
+    for column in [*labels, *booleans]:
         if column not in scores.columns:
             continue
         values = scores[column]
-        if column in BOOLEAN_COLUMNS or set(labels[column]) == {True, False}:
+        if column in booleans or set(labels[column]) == {True, False}:
             if pd.api.types.is_bool_dtype(values):
                 continue
             bad = _not_instance(values, (bool, np.bool_))
@@ -151,17 +138,20 @@ def check_scores(scores: pd.DataFrame, label_columns: Mapping[str, Sequence[Any]
 
 
 def metric_status(scores: pd.DataFrame, run_info: Mapping[str, Any] | None = None) -> dict[str, dict[str, str]]:
-    """For each metric: scored / skipped (with the module's message) / not requested / missing."""
+    """For each metric: scored / skipped (with the module's message) / not requested / missing. A metric is scored
+    when at least one of its `MetricSpec.scored_columns` is there (gender polarity runs unigram matching alone
+    when no word embedding is available)."""
     run_info = run_info or {}
     skipped = run_info.get("skipped_metrics") or {}
     partial = run_info.get("partial_metrics") or {}
     requested = run_info.get("metrics")
     status: dict[str, dict[str, str]] = {}
-    for metric in METRIC_NAMES:
-        missing = [column for column in REQUIRED_COLUMNS[metric] if column not in scores.columns]
+    for spec in metric_specs():
+        metric, required = spec.name, spec.scored_columns
+        missing = [column for column in required if column not in scores.columns]
         if metric in skipped:
             status[metric] = {"status": "skipped", "reason": str(skipped[metric])}
-        elif len(missing) < len(REQUIRED_COLUMNS[metric]):
+        elif len(missing) < len(required):
             status[metric] = {"status": "scored", "reason": str(partial.get(metric, ""))}
         elif requested is not None and metric not in requested:
             status[metric] = {"status": "not requested", "reason": "not in the run's --metrics"}

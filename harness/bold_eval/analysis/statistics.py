@@ -11,7 +11,7 @@ from scipy.stats import bootstrap, chi2_contingency
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint, proportions_ztest
 
 from bold_eval.analysis.scores import (
-    LABELS,
+    label_sets,
 )
 
 # Cochran's rule for the chi-square approximation: every expected count at least 5.
@@ -210,6 +210,13 @@ def two_proportion_test(
     return result
 
 
+def _default_labels(column: str) -> tuple[Any, ...]:
+    defaults = label_sets()
+    if column not in defaults:
+        raise ValueError(f"no default labels for column {column!r}; pass `labels`")
+    return defaults[column]
+
+
 def proportion_table(
     frame: pd.DataFrame,
     column: str,
@@ -224,7 +231,7 @@ def proportion_table(
     """One row per (`by`..., label): count, total, proportion and its interval.
 
     `labels` maps a label name to the value that marks it (e.g. {"toxic": True}); a plain
-    sequence uses each value as its own name; None uses `LABELS[column]`. Texts where `column`
+    sequence uses each value as its own name; None uses the metric's (`label_sets()[column]`). Texts where `column`
     is null (e.g. regard outside gender and race) are not counted in `total`. `prompts` is the
     number of distinct prompts behind the texts.
     """
@@ -234,9 +241,7 @@ def proportion_table(
     if not keys:
         raise ValueError("`by` needs at least one column to group on")
     if labels is None:
-        if column not in LABELS:
-            raise ValueError(f"no default labels for column {column!r}; pass `labels`")
-        labels = LABELS[column]
+        labels = _default_labels(column)
     label_values = dict(labels) if isinstance(labels, Mapping) else {str(value): value for value in labels}
     data = frame[frame[column].notna()]
     hits = pd.DataFrame({name: data[column].eq(value) for name, value in label_values.items()}, index=data.index)

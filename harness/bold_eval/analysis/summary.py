@@ -53,15 +53,8 @@ from bold_eval.analysis.scores import (
 from bold_eval.analysis.statistics import (
     SMALL_GROUP_RULE,
 )
-from bold_eval.analysis.table3 import (
-    gender_polarity_methods,
-)
-from bold_eval.analysis.views import (
-    PSYCHOLINGUISTIC_CATEGORIES,
-    PSYCHOLINGUISTIC_HEADERS,
-    TESTED_LABELS,
-    VIEWS,
-)
+from bold_eval.analysis.views import metric_view
+from bold_eval.metrics import metric_specs
 
 # --------------------------------------------------------------------------- intervals and tests
 
@@ -101,11 +94,11 @@ def summarize(
     counts["coverage"] = coverage(counts)
     summary: dict[str, Any] = {"counts": counts, "metrics": status,
                                "statistics": _statistics(counts, ci, alpha, correction, cluster, min_expected)}
-    for metric, view in VIEWS.items():
+    for metric in status:
         if status[metric]["status"] != "scored":
             summary[metric] = {"skipped": f"{status[metric]['status']}: {status[metric]['reason']}"}
             continue
-        summary[metric] = _holm_within_tables(view(scores, ci=ci, alpha=alpha, min_expected=min_expected, seed=seed),
+        summary[metric] = _holm_within_tables(metric_view(metric)(scores, ci=ci, alpha=alpha, min_expected=min_expected, seed=seed),
                                               alpha)
     summary["findings"] = run_findings(scores, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
     if reference is not None and len(reference):
@@ -169,25 +162,13 @@ def _statistics(counts: Mapping[str, Any], ci: str, alpha: float, correction: st
 
 def finding_labels(scores: pd.DataFrame) -> list[tuple[str, str, str, Any, tuple[str, ...] | None]]:
     """The labels whose rates are compared across groups: (metric, label name, per-text column, value
-    that marks a text, domains or None for all). Sentiment, toxicity and regard use their tested
-    labels (regard in gender and race only, Section 4.3), psycholinguistic norms the eleven categories of
-    Tables 4, 6, 9-11, gender polarity the male and female shares of the profession domain (Table 3)
-    for the first method scored in the paper's order (Gender-Max, else Gender-Wavg, else unigram)."""
-    labels: list[tuple[str, str, str, Any, tuple[str, ...] | None]] = []
-    for metric in ("sentiment", "toxicity", "regard"):
-        column, targets = TESTED_LABELS[metric]
-        if column in scores.columns:
-            domains = ("gender", "race") if metric == "regard" else None
-            labels += [(metric, name, column, value, domains) for name, value in targets.items()]
-    methods = gender_polarity_methods(scores)
-    if methods:
-        method, display = next(iter(methods.items()))
-        column = f"gender_polarity_{method}_label"
-        labels += [("gender_polarity", f"{display} {gender}", column, gender, ("profession",))
-                   for gender in ("male", "female")]
-    labels += [("psycholinguistic", PSYCHOLINGUISTIC_HEADERS[name], column, value, None)
-               for name, (column, value) in PSYCHOLINGUISTIC_CATEGORIES.items() if column in scores.columns]
-    return labels
+    that marks a text, domains or None for all), from each metric's spec (`MetricSpec.tested` and
+    `finding_domains`). Sentiment, toxicity and regard use their tested labels (regard in gender and race only,
+    Section 4.3), psycholinguistic norms the eleven categories of Tables 4, 6, 9-11, gender polarity the male
+    and female shares of the profession domain (Table 3) for the first method scored in the paper's order
+    (Gender-Max, else Gender-Wavg, else unigram)."""
+    return [(spec.name, label, column, value, spec.finding_domains)
+            for spec in metric_specs() for label, (column, value) in spec.tested(scores.columns).items()]
 
 
 def run_findings(

@@ -13,7 +13,7 @@ from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
 )
 from bold_eval.analysis.scores import (
-    LABELS,
+    label_sets,
     page_names,
 )
 from bold_eval.analysis.statistics import (
@@ -22,13 +22,9 @@ from bold_eval.analysis.statistics import (
     wilson_interval,
 )
 from bold_eval.data.bold import profession_categories
+from bold_eval.metrics import gender_polarity
 
-# Gender-polarity methods (Section 4.5) as Table 3 names them, in the paper's column order.
-GENDER_POLARITY_METHODS: dict[str, str] = {
-    "max": "Gender-Max",
-    "wavg": "Gender-Wavg",
-    "unigram": "Unigram matching",
-}
+GENDER_POLARITY_METHODS = gender_polarity.METHOD_NAMES
 
 
 def gender_polarity_methods(scores: pd.DataFrame) -> dict[str, str]:
@@ -246,7 +242,7 @@ def gender_polarity_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: flo
             table, categorized, alpha, seed)
         for method, display in gender_polarity_methods(categorized).items():
             column = f"gender_polarity_{method}_label"
-            result = chi_square_across_groups(categorized, column, LABELS[column],
+            result = chi_square_across_groups(categorized, column, label_sets()[column],
                                               label=f"{display}: male/female/neutral",
                                               group_column="category", min_expected=min_expected)
             tests.append({"domain": "profession", **result})

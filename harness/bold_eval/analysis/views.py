@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -20,54 +21,27 @@ from bold_eval.analysis.table3 import (
     gender_polarity_view,
 )
 from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR, RELIGION_PAIR
-from bold_eval.metrics import psycholinguistic
-from bold_eval.metrics.lexicon import VAD
-
-# Labels tested per metric, across a domain's groups (chi-square) and between the paper's pairs:
-# metric -> (per-text column, {label name: value that marks a text}).
-TESTED_LABELS: dict[str, tuple[str, dict[str, Any]]] = {
-    "sentiment": ("sentiment_label", {"positive": "positive", "negative": "negative"}),
-    "toxicity": ("toxicity_is_toxic", {"toxic": True}),
-    "regard": ("regard_label", {"positive": "positive", "negative": "negative"}),
-}
+from bold_eval.metrics import metric_spec
+from bold_eval.metrics.psycholinguistic import CATEGORY_COLUMNS, HEADERS
+from bold_eval.metrics.spec import MetricSpec
 
 
-def _psycholinguistic_category(name: str) -> tuple[str, Any]:
-    """(per-text column, value) of one category, as `psycholinguistic.categories` defines it:
-    "<variable>_negative/_positive" is that VAD label, an emotion is its `is_<emotion>` flag."""
-    variable, _, side = name.rpartition("_")
-    if variable in VAD and side in ("negative", "positive"):
-        return f"psycholinguistic_{variable}_label", side
-    return f"psycholinguistic_is_{name}", True
-
-
-# Tables 4, 6, 9-11 columns, in the paper's order: name -> (per-text column, value that puts a
-# text in the category). Derived from the metric module so the two cannot drift apart.
-PSYCHOLINGUISTIC_CATEGORIES: dict[str, tuple[str, Any]] = {
-    name: _psycholinguistic_category(name) for name in psycholinguistic.CATEGORIES
-}
-
-
-# The paper's column headers for the same categories.
-PSYCHOLINGUISTIC_HEADERS: dict[str, str] = {
-    "valence_negative": "valence (-ve)",
-    "arousal_negative": "arousal (-ve)",
-    "dominance_negative": "dominance (-ve)",
-    "valence_positive": "valence (+ve)",
-    "arousal_positive": "arousal (+ve)",
-    "dominance_positive": "dominance (+ve)",
-    "joy": "joy",
-    "anger": "anger",
-    "sadness": "sad",
-    "fear": "fear",
-    "disgust": "disgust",
-}
+def tested_targets(metric: str) -> tuple[str, dict[str, Any]]:
+    """(scores-table column, {label name: value that marks a text}) of a metric whose tested labels
+    (`MetricSpec.tested_labels`) share one column: the chi-square and pair tests of its view."""
+    tested = metric_spec(metric).tested_labels
+    if not isinstance(tested, Mapping):
+        raise ValueError(f"{metric}'s tested labels depend on the run's columns; use MetricSpec.tested(columns)")
+    columns = {column for column, _ in tested.values()}
+    if len(columns) != 1:
+        raise ValueError(f"{metric}'s tested labels span several columns: {sorted(columns)}")
+    return next(iter(columns)), {label: value for label, (_, value) in tested.items()}
 
 
 def _label_tests(scores: pd.DataFrame, metric: str, pairs: Sequence[tuple[str, str, str]], *,
                  alpha: float, min_expected: int) -> list[dict[str, Any]]:
     """A metric's tested labels: chi-square across each domain's groups, then the paper's pairs."""
-    column, targets = TESTED_LABELS[metric]
+    column, targets = tested_targets(metric)
     return [*domain_chi_squares(scores, column, targets, min_expected),
             *pair_tests(scores, pairs, column, targets, alpha=alpha, min_expected=min_expected)]
 
@@ -79,7 +53,7 @@ def sentiment_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0
     Tests: chi-square across each domain's groups for positive and for negative (Section 6.1.3),
     and male vs female two-proportion tests (Section 6.1.2).
     """
-    table = proportion_table(scores, TESTED_LABELS["sentiment"][0], ci=ci, alpha=alpha, seed=seed)
+    table = proportion_table(scores, tested_targets("sentiment")[0], ci=ci, alpha=alpha, seed=seed)
     tests = _label_tests(scores, "sentiment", [GENDER_PAIR], alpha=alpha, min_expected=min_expected)
     return {"tables": {"sentiment": table}, "tests": tests}
 
@@ -87,7 +61,7 @@ def sentiment_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0
 def toxicity_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
                   min_expected: int = MIN_EXPECTED, seed: int = 0) -> dict[str, Any]:
     """Figure 3 / Section 6.1.3: toxic_ratio (share of texts with any toxic label) per group."""
-    column, targets = TESTED_LABELS["toxicity"]
+    column, targets = tested_targets("toxicity")
     table = proportion_table(scores, column, targets, ci=ci, alpha=alpha, seed=seed)
     table = table.drop(columns="label").rename(columns={"count": "toxic", "proportion": "toxic_ratio"})
     tests = _label_tests(scores, "toxicity", [GENDER_PAIR], alpha=alpha, min_expected=min_expected)
@@ -101,8 +75,8 @@ def regard_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05
     Tests: chi-square across groups for positive and negative regard, and the Table 5 pairs
     (male vs female; African vs European Americans).
     """
-    column = TESTED_LABELS["regard"][0]
-    data = scores[scores["domain"].isin(["gender", "race"]) & scores[column].notna()]
+    column = tested_targets("regard")[0]
+    data = scores[scores["domain"].isin(metric_spec("regard").domains or ()) & scores[column].notna()]
     if data.empty:
         return {"skipped": "no regard labels in the gender or race domains (regard is only defined there, Section 4.3)"}
     table = proportion_table(data, column, ci=ci, alpha=alpha, seed=seed)
@@ -118,8 +92,8 @@ def psycholinguistic_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: fl
     (Section 4.4). The differences are male minus female (Table 4: American_actors minus
     American_actresses) and Christianity minus Islam (Table 6), each with a two-proportion test.
     """
-    categories = {name: spec for name, spec in PSYCHOLINGUISTIC_CATEGORIES.items() if spec[0] in scores.columns}
-    missing = sorted(set(PSYCHOLINGUISTIC_CATEGORIES) - set(categories))
+    categories = {name: spec for name, spec in CATEGORY_COLUMNS.items() if spec[0] in scores.columns}
+    missing = sorted(set(CATEGORY_COLUMNS) - set(categories))
     tables = []
     for name, (column, value) in categories.items():
         table = proportion_table(scores, column, {name: value}, ci=ci, alpha=alpha, seed=seed)
@@ -133,7 +107,7 @@ def psycholinguistic_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: fl
         for name, (column, value) in categories.items():
             result = pair_test(scores, pair, column, value, label=name, alpha=alpha, min_expected=min_expected)
             if result:
-                rows.append({"category": name, "header": PSYCHOLINGUISTIC_HEADERS[name], **result})
+                rows.append({"category": name, "header": HEADERS[name], **result})
         if rows:
             view["tables"][table_name] = pd.DataFrame(rows)
     if missing:
@@ -141,10 +115,46 @@ def psycholinguistic_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: fl
     return view
 
 
-VIEWS = {
+def label_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
+               min_expected: int = MIN_EXPECTED, seed: int = 0) -> dict[str, Any]:
+    """The view of a metric the paper does not have: each label column's shares per group with intervals
+    (one table per column), chi-square across each domain's groups for every tested label, and the paper's
+    pairs (male vs female, African vs European Americans, Christianity vs Islam) where the run has them."""
+    data = scores if spec.domains is None else scores[scores["domain"].isin(spec.domains)]
+    columns = [column for column in (*spec.labels, *spec.boolean_columns) if column in data.columns]
+    if data.empty or not columns:
+        return {"skipped": f"no {spec.name} scores in this run's domains"}
+    tables = {}
+    for column in dict.fromkeys(columns):
+        labels = spec.labels.get(column)
+        if labels is None or set(labels) == {True, False}:
+            labels = {column.removeprefix(f"{spec.name}_"): True}
+        name = spec.name if len(columns) == 1 else column
+        tables[name] = proportion_table(data[data[column].notna()], column, labels, ci=ci, alpha=alpha, seed=seed)
+    tests = []
+    by_column: dict[str, dict[str, Any]] = {}
+    for label, (column, value) in spec.tested(data.columns).items():
+        by_column.setdefault(column, {})[label] = value
+    for column, targets in by_column.items():
+        tested = data[data[column].notna()]
+        tests += [*domain_chi_squares(tested, column, targets, min_expected),
+                  *pair_tests(tested, [GENDER_PAIR, RACE_PAIR, RELIGION_PAIR], column, targets, alpha=alpha,
+                              min_expected=min_expected)]
+    return {"tables": tables, "tests": tests}
+
+
+# The paper's own views; any other metric gets `label_view` from its spec (`metric_view`).
+PAPER_VIEWS: dict[str, Callable[..., dict[str, Any]]] = {
     "sentiment": sentiment_view,
     "toxicity": toxicity_view,
     "regard": regard_view,
     "psycholinguistic": psycholinguistic_view,
     "gender_polarity": gender_polarity_view,
 }
+
+
+def metric_view(metric: str) -> Callable[..., dict[str, Any]]:
+    """The function computing metric's tables and tests: (scores, ci=, alpha=, min_expected=, seed=) -> view."""
+    if metric in PAPER_VIEWS:
+        return PAPER_VIEWS[metric]
+    return functools.partial(label_view, metric_spec(metric))

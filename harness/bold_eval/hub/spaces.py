@@ -17,9 +17,10 @@ from huggingface_hub import (
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from bold_eval.core.paths import METRIC_NAMES, PACKAGE_DIR, metric_module_dir
+from bold_eval.core.paths import PACKAGE_DIR, metric_module_dir
 from bold_eval.core.version import __version__
 from bold_eval.hub.staging import PublishError, StagedRepo, _fresh_folder, repo_id_in
+from bold_eval.metrics import evaluate_module_names
 
 # The files of an evaluate module folder (metrics/<name>/), all uploaded to its Space.
 MODULE_FILES = ("{name}.py", "README.md", "app.py", "requirements.txt")
@@ -165,8 +166,8 @@ def stage_metric_space(name: str, namespace: str, folder: str | Path) -> StagedR
     `folder` is named after the module (evaluate loads a local folder `X` through `X/X.py`), so
     `evaluate.load(str(folder))` works on the staged copy as it will on `NS/<name>`.
     """
-    if name not in METRIC_NAMES:
-        raise PublishError(f"unknown metric {name!r}; valid: {', '.join(METRIC_NAMES)}")
+    if name not in evaluate_module_names():
+        raise PublishError(f"unknown metric module {name!r}; valid: {', '.join(evaluate_module_names())}")
     repo_id = repo_id_in(namespace, name)
     folder = Path(folder)
     if folder.name != name:

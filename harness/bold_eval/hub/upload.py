@@ -28,13 +28,13 @@ from huggingface_hub import (
     get_token,
 )
 
-from bold_eval.core.paths import METRIC_NAMES
 from bold_eval.core.version import __version__
 from bold_eval.hub.dataset_repo import DATASET_REPO_NAME, stage_dataset
 from bold_eval.hub.spaces import (
     stage_metric_space,
 )
 from bold_eval.hub.staging import PublishError, StagedRepo, _fresh_folder
+from bold_eval.metrics import evaluate_module_names
 
 # ---------------------------------------------------------------- names and folders
 
@@ -50,7 +50,7 @@ def stage_all(
     out: str | Path,
     *,
     data_dir: str | Path | None = None,
-    metrics: Sequence[str] = METRIC_NAMES,
+    metrics: Sequence[str] | None = None,
     dataset: bool = True,
 ) -> list[StagedRepo]:
     """Stage the dataset repo (`out/dataset/bold`) and the Spaces (`out/spaces/<name>`), and
@@ -59,7 +59,7 @@ def stage_all(
     staged: list[StagedRepo] = []
     if dataset:
         staged.append(stage_dataset(namespace, out / "dataset" / DATASET_REPO_NAME, data_dir=data_dir))
-    for name in metrics:
+    for name in evaluate_module_names() if metrics is None else metrics:
         staged.append(stage_metric_space(name, namespace, out / "spaces" / name))
     plan = {"bold_eval_version": __version__, "repos": [repo.as_dict() for repo in staged]}
     (out / "plan.json").write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
@@ -113,7 +113,7 @@ def publish(
     private: bool = False,
     dry_run: str | Path | None = None,
     data_dir: str | Path | None = None,
-    metrics: Sequence[str] = METRIC_NAMES,
+    metrics: Sequence[str] | None = None,
     client: Any | None = None,
     log: Callable[[str], None] = print,
 ) -> list[StagedRepo]:

@@ -1,4 +1,4 @@
-"""The paper's five bias metrics (Section 4), one module each.
+"""The paper's five bias metrics (Section 4), one module each, and the registry of every metric.
 
 Every metric module exposes the same small contract, used by the evaluate wrappers in
 `metrics/<name>/` and by the harness:
@@ -10,38 +10,42 @@ Every metric module exposes the same small contract, used by the evaluate wrappe
 - `Scorer.label_columns`: {column: label names} for the categorical columns, which the
   aggregation step turns into proportions per domain and group.
 - `compute(predictions, groups=None, **options) -> dict`: what the evaluate module returns.
+- `SPEC`: its `bold_eval.metrics.spec.MetricSpec`, what the pipeline's stages read about it
+  (`bold_eval.metrics.registry` collects them; a new metric registers its own).
 
 Both take any ordered iterable of texts (read once) and return exactly one result per text, or
-raise ValueError naming the first bad text by index (`_common.check_texts`); group labels
-are all strings or all integers and are never converted (`_common.check_groups`). Time per
+raise ValueError naming the first bad text by index (`common.check_texts`); group labels
+are all strings or all integers and are never converted (`common.check_groups`). Time per
 text grows linearly with its length (benchmarks/length_scaling.py, tests/test_fuzz.py).
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Mapping
-from types import ModuleType
 from typing import Any
 
 from bold_eval.core.errors import UsageError
-from bold_eval.core.paths import METRIC_NAMES
+from bold_eval.metrics.registry import (
+    PAPER_METRICS,
+    evaluate_module_names,
+    metric_names,
+    metric_spec,
+    metric_specs,
+    register_metric,
+    unregister_metric,
+)
 
-__all__ = ["METRIC_NAMES", "check_scorer_options", "metric_module"]
-
-
-def metric_module(name: str) -> ModuleType:
-    """Import `bold_eval.metrics.<name>`, with a clear error for unknown names."""
-    if name not in METRIC_NAMES:
-        raise UsageError(f"unknown metric {name!r}; valid metrics: {', '.join(METRIC_NAMES)}")
-    return importlib.import_module(f"bold_eval.metrics.{name}")
+__all__ = ["PAPER_METRICS", "check_scorer_options", "evaluate_module_names", "metric_names", "metric_spec", "metric_specs",
+           "register_metric", "unregister_metric"]
 
 
 def check_scorer_options(name: str, options: Mapping[str, Any]) -> None:
     """Refuse option names that metric `name`'s `load_scorer` does not take, listing the valid ones,
     so a misspelled --metric-option is a usage error instead of a TypeError deep in the call."""
-    parameters = inspect.signature(metric_module(name).load_scorer).parameters.values()
+    parameters = inspect.signature(metric_spec(name).load_scorer).parameters.values()
+    if any(p.kind == p.VAR_KEYWORD for p in parameters):
+        return
     valid = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     unknown = [key for key in options if key not in valid]
     if unknown:

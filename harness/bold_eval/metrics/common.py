@@ -168,3 +168,7 @@ def summarize_labels(
             summary["group_proportions"][group] = label_proportions(values[mask], label_names)
             summary["group_sizes"][group] = int(mask.sum())
     return summary
+
+
+# Figure 6's colours for polarity labels: "red: negative/male/toxic, blue: neutral and green: positive/non-toxic/female".
+POLARITY_COLORS = {"negative": "tab:red", "neutral": "tab:blue", "positive": "tab:green", "other": "tab:gray"}

@@ -37,6 +37,7 @@ from bold_eval.core.errors import UsageError
 from bold_eval.core.resources import lookup_stamp, path_stamp
 from bold_eval.metrics._words import tokenize_texts
 from bold_eval.metrics.common import (
+    POLARITY_COLORS,
     check_groups,
     check_texts,
     group_masks,
@@ -54,6 +55,7 @@ from bold_eval.metrics.lexicon import (
     LexiconSource,
     load_lexicon,
 )
+from bold_eval.metrics.spec import MetricSpec, Scored, ScoreView
 
 VAD_LABELS = ("negative", "neutral", "positive")
 LABEL_COLUMNS: dict[str, tuple[Any, ...]] = {
@@ -404,3 +406,58 @@ def compute(predictions: Sequence[str], groups: Sequence[str] | None = None, **o
             result["group_proportions"][group] = category_proportions(member, mask)
             result["group_sizes"][group] = int(mask.sum())
     return result
+
+
+# The paper's column headers for the eleven categories (Tables 4, 6, 9-11).
+HEADERS: dict[str, str] = {
+    "valence_negative": "valence (-ve)",
+    "arousal_negative": "arousal (-ve)",
+    "dominance_negative": "dominance (-ve)",
+    "valence_positive": "valence (+ve)",
+    "arousal_positive": "arousal (+ve)",
+    "dominance_positive": "dominance (+ve)",
+    "joy": "joy",
+    "anger": "anger",
+    "sadness": "sad",
+    "fear": "fear",
+    "disgust": "disgust",
+}
+
+
+def _category_column(name: str) -> tuple[str, Any]:
+    """(scores-table column, value) of one category, as `categories` defines it: "<variable>_negative/_positive"
+    is that VAD label, an emotion is its `is_<emotion>` flag."""
+    variable, _, side = name.rpartition("_")
+    if variable in VAD and side in ("negative", "positive"):
+        return f"psycholinguistic_{variable}_label", side
+    return f"psycholinguistic_is_{name}", True
+
+
+# Tables 4, 6, 9-11 columns, in the paper's order: name -> (scores-table column, value that puts a text in it).
+CATEGORY_COLUMNS: dict[str, tuple[str, Any]] = {name: _category_column(name) for name in CATEGORIES}
+
+
+def _read_norm(view: ScoreView, scorer: Any, columns: Mapping[str, np.ndarray], options: dict[str, Any]) -> Scored:
+    variable = view.score
+    thresholds = {"negative": scorer.thresholds[f"{variable}_negative"],
+                  "positive": scorer.thresholds[f"{variable}_positive"]}
+    return Scored(view, columns[variable], columns[f"{variable}_label"], tuple(view.codes), thresholds, options)
+
+
+SPEC = MetricSpec(
+    name="psycholinguistic",
+    load_scorer=load_scorer,
+    labels={f"psycholinguistic_{column}": tuple(labels) for column, labels in LABEL_COLUMNS.items()},
+    title="Psycholinguistic norms (Section 4.4; paper Tables 4, 6, 9-11)",
+    required_columns=("psycholinguistic_valence_label",),
+    tested_labels={HEADERS[name]: column for name, column in CATEGORY_COLUMNS.items()},
+    resource_options=("lexicon", "lexicon_dir"),
+    headers=HEADERS,
+    scores={variable: ScoreView(
+        "psycholinguistic", variable, variable,
+        f"text {variable}: mean scaled {variable} norm of its rated words, in [-1, 1] (Section 4.4)",
+        {"negative": -1, "neutral": 0, "positive": 1}, (-1.0, 1.0), colors=POLARITY_COLORS,
+    ) for variable in ("valence", "arousal", "dominance")},
+    read_score=_read_norm,
+    evaluate_module=True,
+)

@@ -18,7 +18,7 @@ shift the negation and booster windows, and make "VERY GOOD" an all-caps emphasi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any
@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 from bold_eval.core.errors import UsageError
 from bold_eval.metrics._vader import LinearVader
 from bold_eval.metrics.common import (
+    POLARITY_COLORS,
     check_groups,
     check_texts,
     option_number,
@@ -36,6 +37,7 @@ from bold_eval.metrics.common import (
     summarize_labels,
     unique_with_inverse,
 )
+from bold_eval.metrics.spec import MetricSpec, Scored, ScoreView
 
 LABELS = ("positive", "neutral", "negative")
 
@@ -167,3 +169,24 @@ def compute(
     }
     result.update(summarize_labels(columns["label"], LABELS, group_labels))
     return result
+
+
+def _read_compound(view: ScoreView, scorer: Any, columns: Mapping[str, np.ndarray], options: dict[str, Any]) -> Scored:
+    thresholds = {"negative": scorer.negative_threshold, "positive": scorer.positive_threshold}
+    return Scored(view, columns["compound"], columns["label"], tuple(view.codes), thresholds, options)
+
+
+SPEC = MetricSpec(
+    name="sentiment",
+    load_scorer=load_scorer,
+    labels={"sentiment_label": LABELS},
+    title="Sentiment (Section 4.1; paper Figures 3-5)",
+    tested_labels={"positive": ("sentiment_label", "positive"), "negative": ("sentiment_label", "negative")},
+    colors={"negative": "#d7301f", "neutral": "#bdbdbd", "positive": "#1a9850"},
+    scores={"compound": ScoreView(
+        "sentiment", "compound", "sentiment", "VADER compound score in [-1, 1] (Section 4.1)",
+        {"negative": -1, "neutral": 0, "positive": 1}, (-1.0, 1.0), colors=POLARITY_COLORS,
+    )},
+    read_score=_read_compound,
+    evaluate_module=True,
+)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,7 @@ from bold_eval.metrics.classifier import (
     load_metric_classifier,
 )
 from bold_eval.metrics.common import check_groups, check_texts, group_masks
+from bold_eval.metrics.spec import MetricSpec, Scored, ScoreView
 
 DEFAULTS: dict[str, Any] = {
     # Section 4.2 and footnote 5; appendix A.2.5 describes the same Jigsaw multi-label classifier.
@@ -182,3 +183,28 @@ def compute(
         "toxic_labels": list(scorer.toxic_labels),
         "threshold": scorer.threshold,
     }
+
+
+def _read_toxicity(view: ScoreView, scorer: Any, columns: Mapping[str, np.ndarray], options: dict[str, Any]) -> Scored:
+    labels = np.where(columns["is_toxic"], "toxic", "non-toxic").astype(object)
+    return Scored(view, columns["score"], labels, tuple(view.codes), {"toxic": scorer.threshold}, options)
+
+
+SPEC = MetricSpec(
+    name="toxicity",
+    load_scorer=load_scorer,
+    labels={},
+    title="Toxicity (Section 4.2; toxic_ratio, Section 6.1.3)",
+    required_columns=("toxicity_is_toxic",),
+    boolean_columns=("toxicity_is_toxic",),
+    tested_labels={"toxic": ("toxicity_is_toxic", True)},
+    resource_options=("model",),
+    scores={"toxicity": ScoreView(
+        "toxicity", "toxicity", "toxicity",
+        "highest probability over the classifier's toxic labels, in [0, 1] (Section 4.2)",
+        {"non-toxic": 0, "toxic": 1}, (0.0, 1.0), colors={"toxic": "tab:red", "non-toxic": "tab:green"},
+    )},
+    read_score=_read_toxicity,
+    cached=True,
+    evaluate_module=True,
+)

@@ -47,8 +47,8 @@ from bold_eval.analysis.compare import (
     overall_differences,
 )
 from bold_eval.analysis.findings import TOO_SMALL_DIFFERENCE
-from bold_eval.analysis.scores import LABELS
 from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR
+from bold_eval.metrics import metric_spec
 from bold_eval.report.first_screen import (
     FINDINGS_SHOWN,
     METRIC_TITLES,
@@ -192,7 +192,7 @@ def _sentiment_and_toxicity_tables(compared: ComparedRuns) -> dict[str, pd.DataF
     if sentiment:
         tables["sentiment_per_group"] = _stack_models(
             {label: interval_cells(view["tables"]["sentiment"], ["domain", "group", "total"],
-                                    LABELS["sentiment_label"]) for label, view in sentiment.items()},
+                                    metric_spec("sentiment").labels["sentiment_label"]) for label, view in sentiment.items()},
             ["domain", "group"])
     toxicity = compared.views("toxicity")
     if toxicity:

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from bold_eval.analysis.table3 import GENDER_POLARITY_METHODS
-from bold_eval.analysis.views import PSYCHOLINGUISTIC_HEADERS
 from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR, RELIGION_PAIR
+from bold_eval.metrics.psycholinguistic import HEADERS as PSYCHOLINGUISTIC_HEADERS
 from bold_eval.report.markdown import (
     format_interval,
     format_p,

@@ -17,7 +17,6 @@ import pandas as pd
 from bold_eval.analysis.clustered import DEFAULT_CLUSTER, DEFAULT_CORRECTION, check_alpha, confidence_label
 from bold_eval.analysis.statistics import MIN_EXPECTED
 from bold_eval.analysis.summary import summarize
-from bold_eval.analysis.views import VIEWS
 from bold_eval.report.first_screen import (
     findings_section,
     how_to_read,
@@ -69,7 +68,7 @@ CAVEATS = (
 def small_groups(summary: Mapping[str, Any]) -> list[str]:
     """Groups named as too small by any test of the summary, in first-seen order."""
     names: dict[str, None] = {}
-    for metric in VIEWS:
+    for metric in summary["metrics"]:
         for test in summary[metric].get("tests", []):
             names.update(dict.fromkeys(test.get("small_groups", [])))
         for table in summary[metric].get("tables", {}).values():

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 
 from bold_eval.analysis.clustered import confidence_label
-from bold_eval.analysis.scores import LABELS
 from bold_eval.analysis.statistics import wide_proportions, wilson_interval
 from bold_eval.analysis.table3 import GENDER_POLARITY_METHODS
-from bold_eval.analysis.views import VIEWS
+from bold_eval.metrics import metric_spec
+from bold_eval.metrics.spec import MetricSpec
 from bold_eval.report.figures import (
     plot_gender_polarity,
     plot_stacked_proportions,
@@ -36,18 +36,17 @@ from bold_eval.report.paper_tables import (
     toxic_ratio_cells,
 )
 
-SENTIMENT_COLORS = {"negative": "#d7301f", "neutral": "#bdbdbd", "positive": "#1a9850"}
-
-
-REGARD_COLORS = {"negative": "#d7301f", "neutral": "#bdbdbd", "other": "#9ecae1", "positive": "#1a9850"}
+# Figure colours for a metric whose spec names none, in label order.
+DEFAULT_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
 def _sentiment_section(view: Mapping[str, Any], figures: Path, tables: Path, out: list[str],
                        alpha: float = 0.05) -> None:
     table = view["tables"]["sentiment"]
+    spec = metric_spec("sentiment")
     for domain, part in table.groupby("domain", sort=True):
-        wide = interval_cells(part, ["group", "total"], LABELS["sentiment_label"])
-        figure = plot_stacked_proportions(part, SENTIMENT_COLORS, f"Sentiment, {domain} domain (VADER)",
+        wide = interval_cells(part, ["group", "total"], spec.labels["sentiment_label"])
+        figure = plot_stacked_proportions(part, spec.colors, f"Sentiment, {domain} domain (VADER)",
                                           figures / f"sentiment_{domain}.png", alpha=alpha)
         out += [f"### {domain}", "", markdown(wide), "", f"![sentiment {domain}](figures/{figure.name})", ""]
     write_table(wide_proportions(table), tables, "sentiment_wide")
@@ -62,8 +61,9 @@ def _toxicity_section(view: Mapping[str, Any], figures: Path, out: list[str], al
 
 def _regard_section(view: Mapping[str, Any], figures: Path, out: list[str], alpha: float = 0.05) -> None:
     table = view["tables"]["regard"]
-    wide = interval_cells(table, ["domain", "group", "total"], LABELS["regard_label"])
-    figure = plot_stacked_proportions(table, REGARD_COLORS, "Regard, gender and race domains",
+    spec = metric_spec("regard")
+    wide = interval_cells(table, ["domain", "group", "total"], spec.labels["regard_label"])
+    figure = plot_stacked_proportions(table, spec.colors, "Regard, gender and race domains",
                                       figures / "regard.png", alpha=alpha)
     out += [markdown(wide), "", f"![regard](figures/{figure.name})", ""]
 
@@ -152,8 +152,25 @@ def _psycholinguistic_section(view: Mapping[str, Any], out: list[str], alpha: fl
         out += [f"_Note: {note}_", ""]
 
 
+def _label_section(spec: MetricSpec, view: Mapping[str, Any], figures: Path, out: list[str],
+                   alpha: float = 0.05) -> None:
+    """A metric the paper does not have (`views.label_view`): each label column's shares per group, with intervals,
+    and a stacked figure per domain when the column has several labels."""
+    for name, table in view["tables"].items():
+        labels = list(dict.fromkeys(table["label"]))
+        out += [f"### {name}", "", markdown(interval_cells(table, ["domain", "group", "total"], labels)), ""]
+        if len(labels) < 2:
+            continue
+        colors = {label: spec.colors.get(label, DEFAULT_COLORS[i % len(DEFAULT_COLORS)])
+                  for i, label in enumerate(labels)}
+        for domain, part in table.groupby("domain", sort=True):
+            figure = plot_stacked_proportions(part, colors, f"{spec.title or spec.name}, {domain} domain",
+                                              figures / f"{name}_{domain}.png", alpha=alpha)
+            out += [f"![{name} {domain}](figures/{figure.name})", ""]
+
+
 def _write_view_tables(summary: Mapping[str, Any], tables: Path) -> None:
-    for metric in VIEWS:
+    for metric in summary["metrics"]:
         for name, table in summary[metric].get("tables", {}).items():
             write_table(table, tables, name)
         if summary[metric].get("tests"):
@@ -161,27 +178,26 @@ def _write_view_tables(summary: Mapping[str, Any], tables: Path) -> None:
 
 
 def _metric_sections(summary: Mapping[str, Any], figures: Path, tables: Path) -> list[str]:
-    """One section per metric, in the paper's order; a skipped metric says why."""
+    """One section per metric, in the registry's (the paper's) order; a skipped metric says why."""
     out: list[str] = []
     alpha = summary["statistics"]["alpha"]
-    renderers: list[tuple[str, str, Callable[[Mapping[str, Any]], None]]] = [
-        ("sentiment", "Sentiment (Section 4.1; paper Figures 3-5)",
-         lambda view: _sentiment_section(view, figures, tables, out, alpha)),
-        ("toxicity", "Toxicity (Section 4.2; toxic_ratio, Section 6.1.3)",
-         lambda view: _toxicity_section(view, figures, out, alpha)),
-        ("regard", "Regard (Section 4.3; paper Table 5)", lambda view: _regard_section(view, figures, out, alpha)),
-        ("gender_polarity", "Gender polarity (Section 4.5; paper Table 3 and Figure 2)",
-         lambda view: _gender_polarity_section(view, figures, out, alpha)),
-        ("psycholinguistic", "Psycholinguistic norms (Section 4.4; paper Tables 4, 6, 9-11)",
-         lambda view: _psycholinguistic_section(view, out, alpha)),
-    ]
-    for metric, title, render in renderers:
-        view = summary[metric]
-        out += [f"## {title}", ""]
+    renderers: dict[str, Callable[[Mapping[str, Any]], None]] = {
+        "sentiment": lambda view: _sentiment_section(view, figures, tables, out, alpha),
+        "toxicity": lambda view: _toxicity_section(view, figures, out, alpha),
+        "regard": lambda view: _regard_section(view, figures, out, alpha),
+        "gender_polarity": lambda view: _gender_polarity_section(view, figures, out, alpha),
+        "psycholinguistic": lambda view: _psycholinguistic_section(view, out, alpha),
+    }
+    for metric in summary["metrics"]:
+        spec, view = metric_spec(metric), summary[metric]
+        out += [f"## {spec.title or metric}", ""]
         if "skipped" in view:
             out += [f"**Skipped** — {view['skipped']}", ""]
             continue
-        render(view)
+        if metric in renderers:
+            renderers[metric](view)
+        else:
+            _label_section(spec, view, figures, out, alpha)
         if view.get("tests"):
             out += ["Tests (the paper's, texts as units; p-values Holm-adjusted within this table, the name-level "
                     "tests are in the findings):", "", tests_markdown(view["tests"]), ""]

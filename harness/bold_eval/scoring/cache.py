@@ -20,11 +20,6 @@ from bold_eval.core.version import versions
 REFERENCE_CACHE_ENV = "BOLD_EVAL_CACHE_DIR"
 
 
-# Metrics whose reference scores are cached: a classifier's forward pass per text is slow, while the
-# lexicon metrics score a text in microseconds and are always recomputed.
-CACHED_METRICS = ("toxicity", "regard")
-
-
 # Packages whose versions can change a classifier's scores.
 _CLASSIFIER_PACKAGES = ("bold-eval", "torch", "transformers", "tokenizers")
 

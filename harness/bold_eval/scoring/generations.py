@@ -39,12 +39,11 @@ from bold_eval.runfolder import (
 from bold_eval.scoring.reference import _reference_skipped, _score_reference
 from bold_eval.scoring.scorers import (
     ScoringResult,
-    _load_scorers,
-    _regard_rows,
-    _score_with,
     _scores_frame,
     check_metric_options,
+    load_scorers,
     parse_metrics,
+    score_with,
 )
 from bold_eval.scoring.texts import build_texts, check_generations
 
@@ -102,8 +101,8 @@ def score_generations(
     started = time.perf_counter()
     texts = build_texts(frame, anonymize=anonymize, score_on=score_on)
     result = ScoringResult(columns=pd.DataFrame(index=range(len(frame))))
-    scorers = _load_scorers(requested, metric_options, len(_regard_rows(frame["domain"].tolist())) > 0, result)
-    _score_with(scorers, texts.tolist(), frame["domain"].tolist(), result)
+    scorers = load_scorers(requested, metric_options, frame["domain"].tolist(), result)
+    score_with(scorers, texts.tolist(), frame["domain"].tolist(), result)
     record.timings["score_s"] = round(time.perf_counter() - started, 3)
     skipped = _reference_skipped(reference, record)
     reference_scores = None

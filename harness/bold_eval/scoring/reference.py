@@ -21,8 +21,8 @@ from bold_eval.scoring.cache import (
 )
 from bold_eval.scoring.scorers import (
     ScoringResult,
-    _score_with,
     _scores_frame,
+    score_with,
 )
 from bold_eval.scoring.texts import build_texts
 
@@ -81,7 +81,7 @@ def _score_reference(frame: pd.DataFrame, scorers: Mapping[str, Any], result: Sc
     scored = ScoringResult(columns=pd.DataFrame(index=range(len(generations))), skipped=dict(result.skipped),
                            partial=dict(result.partial))
     cache = ReferenceCache(metric_options)
-    from_cache = _score_with(scorers, texts.tolist(), generations["domain"].tolist(), scored, cache)
+    from_cache = score_with(scorers, texts.tolist(), generations["domain"].tolist(), scored, cache)
     cached = int(from_cache.sum())
     record = {"source": "wikipedia", "file": REFERENCE_FILE, "texts": len(generations), "cached_texts": cached,
               "scored_texts": len(generations) - cached, "cached_metrics": cache.used,

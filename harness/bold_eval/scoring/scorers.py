@@ -13,21 +13,13 @@ import pandas as pd
 
 from bold_eval.core.errors import MissingFileError, UsageError
 from bold_eval.core.resources import ResourceNotFoundError
-from bold_eval.metrics import METRIC_NAMES, check_scorer_options, metric_module
+from bold_eval.metrics import check_scorer_options, metric_names, metric_spec
 from bold_eval.runfolder import (
     GENERATION_COLUMNS,
 )
 from bold_eval.scoring.cache import (
-    CACHED_METRICS,
     ReferenceCache,
 )
-
-# Section 4.3: "Since the regard classifier was only trained on a few groups, we limit calculation
-# of this metrics to gender (female, male) and race (European American, African American) groups."
-# BOLD's race domain has four groups; the paper's Table 5 reports regard for the two the classifier
-# saw, but the classifier input does not depend on the group, so every gender and race row is
-# scored and the report picks the groups it shows.
-REGARD_DOMAINS = ("gender", "race")
 
 
 @dataclass
@@ -43,16 +35,17 @@ class ScoringResult:
 
 
 def parse_metrics(metrics: str | Sequence[str] | None) -> list[str]:
-    """`None`/"all" -> the five metrics; otherwise validated names in the paper's order."""
+    """`None`/"all" -> every registered metric; otherwise validated names in the registry's (the paper's) order."""
+    known = metric_names()
     if metrics is None or metrics == "all":
-        return list(METRIC_NAMES)
+        return list(known)
     names = [name.strip() for name in (metrics.split(",") if isinstance(metrics, str) else metrics) if name.strip()]
-    unknown = [name for name in names if name not in METRIC_NAMES]
+    unknown = [name for name in names if name not in known]
     if unknown:
-        raise UsageError(f"unknown metric(s) {', '.join(unknown)}; valid metrics: {', '.join(METRIC_NAMES)}")
+        raise UsageError(f"unknown metric(s) {', '.join(unknown)}; valid metrics: {', '.join(known)}")
     if not names:
         raise UsageError("no metric requested")
-    return [name for name in METRIC_NAMES if name in names]
+    return [name for name in known if name in names]
 
 
 def _null_column(values: np.ndarray, size: int) -> np.ndarray | pd.Series:
@@ -84,24 +77,17 @@ def check_metric_options(metric_options: Mapping[str, Mapping[str, Any]] | None)
     """Refuse options for unknown metrics and option names their `load_scorer` does not take, before
     any work (`run` calls this before generating)."""
     metric_options = dict(metric_options or {})
-    unknown = [name for name in metric_options if name not in METRIC_NAMES]
+    unknown = [name for name in metric_options if name not in metric_names()]
     if unknown:
-        raise UsageError(f"metric_options for unknown metric(s) {unknown}; valid: {', '.join(METRIC_NAMES)}")
+        raise UsageError(f"metric_options for unknown metric(s) {unknown}; valid: {', '.join(metric_names())}")
     for name, options in metric_options.items():
         check_scorer_options(name, options)
 
 
-# The options that name a metric's resource: when one is given, a missing resource is an error.
-RESOURCE_OPTIONS = {
-    "toxicity": ("model",),
-    "regard": ("model",),
-    "gender_polarity": ("embedding", "debiaswe_dir"),
-    "psycholinguistic": ("lexicon", "lexicon_dir"),
-}
-
-
 def _named_resources(name: str, options: Mapping[str, Any]) -> list[str]:
-    return [f"{name}.{key}={options[key]}" for key in RESOURCE_OPTIONS.get(name, ()) if options.get(key) is not None]
+    """The options the user gave that name one of the metric's resources (`MetricSpec.resource_options`)."""
+    keys = metric_spec(name).resource_options
+    return [f"{name}.{key}={options[key]}" for key in keys if options.get(key) is not None]
 
 
 def _load_scorer(name: str, options: Mapping[str, Any], result: ScoringResult) -> Any:
@@ -111,26 +97,30 @@ def _load_scorer(name: str, options: Mapping[str, Any], result: ScoringResult) -
     and the embedding for Gender-Max / Gender-Wavg is unavailable, the run keeps the unigram
     counts and records why the other two are missing instead of dropping the whole metric.
     """
-    module = metric_module(name)
+    load_scorer = metric_spec(name).load_scorer
     try:
-        return module.load_scorer(**dict(options))
+        return load_scorer(**dict(options))
     except ResourceNotFoundError as error:
         if name != "gender_polarity" or "methods" in options or _named_resources(name, options):
             raise
-        scorer = module.load_scorer(**{**options, "methods": ["unigram"]})
+        scorer = load_scorer(**{**options, "methods": ["unigram"]})
         result.partial[name] = f"Gender-Max and Gender-Wavg skipped, unigram matching only: {error}"
         return scorer
 
 
-def _load_scorers(metrics: Sequence[str], metric_options: Mapping[str, Mapping[str, Any]], has_regard_rows: bool,
-                  result: ScoringResult) -> dict[str, Any]:
+def load_scorers(metrics: Sequence[str], metric_options: Mapping[str, Mapping[str, Any]], domains: Sequence[str],
+                 result: ScoringResult) -> dict[str, Any]:
     """Every metric's scorer, loaded before any is run, so a resource the user named that is missing
-    stops the run before minutes of scoring; unavailable defaults go to `result.skipped`."""
+    stops the run before minutes of scoring; unavailable defaults go to `result.skipped`, and so does a
+    metric none of whose domains (`MetricSpec.domains`) the texts are from."""
     scorers: dict[str, Any] = {}
     for name in metrics:
         options = metric_options.get(name, {})
-        if name == "regard" and not has_regard_rows:
-            result.skipped[name] = "no gender or race rows in this run (regard is computed only on them, Section 4.3)"
+        spec = metric_spec(name)
+        if spec.domains is not None and not len(metric_rows(name, domains)):
+            where = f", {spec.domains_source}" if spec.domains_source else ""
+            result.skipped[name] = (f"no {' or '.join(spec.domains)} rows in this run ({name} is computed only on "
+                                    f"them{where})")
             continue
         try:
             scorers[name] = _load_scorer(name, options, result)
@@ -143,8 +133,12 @@ def _load_scorers(metrics: Sequence[str], metric_options: Mapping[str, Mapping[s
     return scorers
 
 
-def _regard_rows(domains: Sequence[str]) -> np.ndarray:
-    return np.flatnonzero(np.isin(np.asarray(domains, dtype=object), REGARD_DOMAINS))
+def metric_rows(name: str, domains: Sequence[str]) -> np.ndarray:
+    """Positions of the texts metric `name` scores: those of its domains (regard: gender and race, Section 4.3)."""
+    spec_domains = metric_spec(name).domains
+    if spec_domains is None:
+        return np.arange(len(domains))
+    return np.flatnonzero(np.isin(np.asarray(domains, dtype=object), spec_domains))
 
 
 def score_texts(
@@ -153,29 +147,28 @@ def score_texts(
     metrics: Sequence[str],
     metric_options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ScoringResult:
-    """Run each metric's scorer over `texts`; regard only on the gender and race rows."""
+    """Run each metric's scorer over `texts`, each on the rows of its domains (regard: gender and race)."""
     if len(texts) != len(domains):
         raise ValueError(f"texts and domains must have the same length, got {len(texts)} and {len(domains)}")
     metric_options = dict(metric_options or {})
     check_metric_options(metric_options)
     result = ScoringResult(columns=pd.DataFrame(index=range(len(texts))))
-    scorers = _load_scorers(parse_metrics(list(metrics)), metric_options, len(_regard_rows(domains)) > 0, result)
-    _score_with(scorers, list(texts), domains, result)
+    scorers = load_scorers(parse_metrics(list(metrics)), metric_options, domains, result)
+    score_with(scorers, list(texts), domains, result)
     return result
 
 
-def _score_with(scorers: Mapping[str, Any], texts: list[str], domains: Sequence[str], result: ScoringResult,
+def score_with(scorers: Mapping[str, Any], texts: list[str], domains: Sequence[str], result: ScoringResult,
                 cache: ReferenceCache | None = None) -> np.ndarray:
     """Fill `result` with every loaded scorer's columns for `texts`. With `cache`, the classifier
-    metrics (CACHED_METRICS) read and extend it; returns, per text, whether a cached metric applied
+    metrics (`MetricSpec.cached`) read and extend it; returns, per text, whether a cached metric applied
     to it and every such metric found it in the cache."""
-    regard_rows = _regard_rows(domains)
     columns: dict[str, Any] = {}
     applied, hit = np.zeros(len(texts), dtype=bool), np.ones(len(texts), dtype=bool)
     for name, scorer in scorers.items():
         started = time.perf_counter()
-        rows = regard_rows if name == "regard" else np.arange(len(texts))
-        if cache is not None and name in CACHED_METRICS:
+        rows = metric_rows(name, domains)
+        if cache is not None and metric_spec(name).cached:
             scored, cached = cache.score(name, scorer, [texts[i] for i in rows])
             applied[rows] = True
             hit[rows] &= cached
@@ -203,8 +196,9 @@ def parse_metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
     for pair in pairs:
         name, equals, value = pair.partition("=")
         metric, dot, key = name.partition(".")
-        if not equals or not dot or not key or metric not in METRIC_NAMES:
-            raise UsageError(f"--metric-option {pair!r}: expected METRIC.KEY=VALUE with METRIC in {', '.join(METRIC_NAMES)}")
+        if not equals or not dot or not key or metric not in metric_names():
+            raise UsageError(f"--metric-option {pair!r}: expected METRIC.KEY=VALUE with METRIC in "
+                             f"{', '.join(metric_names())}")
         try:
             parsed: Any = json.loads(value)
         except json.JSONDecodeError:

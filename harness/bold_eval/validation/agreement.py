@@ -32,7 +32,7 @@ import numpy as np
 
 from bold_eval.core.errors import InputError, UsageError
 from bold_eval.core.version import __version__
-from bold_eval.metrics import METRIC_NAMES
+from bold_eval.metrics import metric_spec
 from bold_eval.metrics.common import check_texts
 from bold_eval.validation.labels import (
     Label,
@@ -275,8 +275,7 @@ def _check_inputs(
     metric: str, texts: Sequence[str], human_labels: Sequence[Any], confidence_level: float, n_resamples: int
 ) -> tuple[list[str], list[Label]]:
     """The texts and canonical human labels, after refusing what cannot be validated."""
-    if metric not in METRIC_NAMES:
-        raise UsageError(f"unknown metric {metric!r}; valid metrics: {', '.join(METRIC_NAMES)}")
+    metric_spec(metric)  # a UsageError naming the valid metrics when unknown
     texts = check_texts(texts, "texts")
     if isinstance(human_labels, str):
         raise InputError("`human_labels` must be a list with one label per text, got a single string")

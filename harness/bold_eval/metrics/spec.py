@@ -1,0 +1,131 @@
+"""One spec per metric: what scoring, analysis, report and validation need to know about it.
+
+Each metric module ends with a `SPEC = MetricSpec(...)`; `bold_eval.metrics.registry` collects them (and any
+registered at run time or through the `bold_eval.metrics` entry-point group), so adding a metric touches its
+own module and its evaluate folder only. Every column name here is a scores-table column: the metric's
+per-text column prefixed with `<name>_`, as scoring writes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ScoreView:
+    """What of a metric's output is compared with human labels (Section 6.3): one continuous score and its labels."""
+
+    metric: str
+    score: str
+    row_name: str  # the metric's row name in Table 8 ("sentiment", "Gender-Max", ...)
+    description: str
+    # Metric labels along the score axis, low to high, with Section 6.3's numeric codes; labels
+    # without a code (regard's "other") have no place on the axis.
+    codes: Mapping[str, int]
+    score_range: tuple[float, float]
+    # Metric labels that may stay without a human counterpart: predicting one counts as a miss.
+    optional: tuple[str, ...] = ()
+    # Figure 6 colours: "red: negative/male/toxic, blue: neutral and green: positive/non-toxic/female".
+    colors: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Scored:
+    """A metric's continuous score and labels for each text, and the cut points between labels."""
+
+    view: ScoreView
+    scores: np.ndarray
+    labels: np.ndarray
+    metric_labels: tuple[str, ...]
+    thresholds: dict[str, float]
+    options: dict[str, Any]
+
+
+# (view, scorer, the scorer's per-text columns, the options it was loaded with) -> Scored
+ScoreReader = Callable[[ScoreView, Any, Mapping[str, np.ndarray], dict[str, Any]], Scored]
+# (requested score or None, scorer options) -> (score, options): a metric that computes only what is validated
+ValidationOptions = Callable[[str | None, dict[str, Any]], tuple[str | None, dict[str, Any]]]
+# label name -> (scores-table column, value that marks a text)
+TestedLabels = Mapping[str, tuple[str, Any]]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A metric as the pipeline sees it. Only `name`, `load_scorer` and `labels` are required: a metric with
+    just those is scored by `bold-eval run`/`score`, checked, tabulated per group with intervals, tested
+    across groups (its `tested_labels`, default: every label of every label column), and compared."""
+
+    name: str
+    # load_scorer(**options) -> Scorer: a callable texts -> {column: per-text array}, with `label_columns`.
+    load_scorer: Callable[..., Any]
+    # Categorical scores-table columns and their labels (defaults for runs that did not record them).
+    labels: Mapping[str, tuple[Any, ...]]
+    # Section heading in the report, with the paper's section.
+    title: str = ""
+    # Columns of which at least one marks the metric as scored (default: the label columns).
+    required_columns: tuple[str, ...] = ()
+    # Columns holding booleans (a share is their mean) that are not label columns.
+    boolean_columns: tuple[str, ...] = ()
+    # The labels whose rates the findings compare across groups: a mapping, or a function of the scores
+    # table's columns that returns one (gender polarity tests the first method scored). None: every label.
+    tested_labels: TestedLabels | Callable[[Collection[str]], TestedLabels] | None = None
+    # Domains the metric is scored in; None: every domain.
+    domains: tuple[str, ...] | None = None
+    # Where `domains` comes from, quoted in the message when a run has none of them ("Section 4.3").
+    domains_source: str = ""
+    # Domains whose groups the findings compare on it (default: `domains`).
+    tested_domains: tuple[str, ...] | None = None
+    # Options that name a resource: when the user gives one, a missing resource is an error, not a skip.
+    resource_options: tuple[str, ...] = ()
+    # Report figure colours per label.
+    colors: Mapping[str, str] = field(default_factory=dict)
+    # Report headers per tested label, where they differ from the label's name (Tables 4, 6, 9-11).
+    headers: Mapping[str, str] = field(default_factory=dict)
+    # Continuous scores `bold-eval validate` can compare with human labels, the default first.
+    scores: Mapping[str, ScoreView] = field(default_factory=dict)
+    read_score: ScoreReader | None = None
+    validation_options: ValidationOptions | None = None
+    # Classifier metrics whose scores of the Wikipedia sentences are cached across runs (scoring/cache.py).
+    cached: bool = False
+    # Whether the metric has an evaluate module folder `metrics/<name>/` (published as a Space).
+    evaluate_module: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ValueError(f"metric name {self.name!r} must be an identifier (it prefixes its columns)")
+        prefix = f"{self.name}_"
+        columns = [*self.labels, *self.required_columns, *self.boolean_columns]
+        wrong = [column for column in columns if not column.startswith(prefix)]
+        if wrong:
+            raise ValueError(f"metric {self.name}: columns {wrong} must start with {prefix!r} (scoring prefixes them)")
+        if self.scores and self.read_score is None:
+            raise ValueError(f"metric {self.name}: `scores` to validate need `read_score`")
+
+    @property
+    def scored_columns(self) -> tuple[str, ...]:
+        """Columns of which at least one means the metric was scored."""
+        return self.required_columns or tuple(self.labels) or self.boolean_columns
+
+    @property
+    def default_score(self) -> str | None:
+        return next(iter(self.scores), None)
+
+    def tested(self, columns: Collection[str]) -> dict[str, tuple[str, Any]]:
+        """The tested labels whose column the scores table has: {label name: (column, value)}."""
+        if callable(self.tested_labels):
+            found = self.tested_labels(columns)
+        elif self.tested_labels is not None:
+            found = self.tested_labels
+        else:
+            found = {(label if len(self.labels) == 1 else f"{column.removeprefix(self.name + '_')} {label}"):
+                     (column, label) for column, labels in self.labels.items()
+                     for label in ((True,) if set(labels) == {True, False} else labels)}
+        return {label: (column, value) for label, (column, value) in found.items() if column in columns}
+
+    @property
+    def finding_domains(self) -> tuple[str, ...] | None:
+        return self.tested_domains if self.tested_domains is not None else self.domains
