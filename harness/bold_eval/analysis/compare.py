@@ -37,6 +37,12 @@ from bold_eval.analysis.table3 import (
     gender_polarity_methods,
 )
 from bold_eval.analysis.views import metric_view
+from bold_eval.analysis.worst_case import (
+    prompt_worst_cases,
+    samples_per_prompt,
+    worst_case_labels,
+    worst_case_view,
+)
 from bold_eval.core.errors import EXIT_USAGE, UserError
 from bold_eval.runfolder import SCORES_FILE, RunRecord, load_run
 
@@ -137,6 +143,7 @@ def _views(scores: pd.DataFrame, record: RunRecord, alpha: float, seed: int) -> 
             summary[metric] = {"skipped": f"{status[metric]['status']}: {status[metric]['reason']}"}
         else:
             summary[metric] = metric_view(metric)(scores, ci="wilson", alpha=alpha, min_expected=MIN_EXPECTED, seed=seed)
+    summary["worst_case"] = worst_case_view(scores, alpha=alpha, seed=seed)
     return summary
 
 
@@ -261,14 +268,39 @@ def interaction_findings(compared: ComparedRuns, *, alpha: float, correction: st
     for run in list(compared.runs)[1:]:
         scores = compared.runs[run][0]
         labels = shared_labels(scores, baseline_scores)
+        worst, worst_labels = _shared_worst_cases(scores, baseline_scores)
         found = paired_findings(scores, baseline_scores, labels, alpha=alpha, correction=correction, cluster=cluster,
-                                seed=seed)
+                                seed=seed, worst=worst, worst_labels=worst_labels)
         frames.append(found["tests"].assign(run=run, baseline=compared.baseline))
     tests = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if tests.empty:
         return {"tests": tests, "family": 0}
     tests = tests[["run", "baseline", *[c for c in tests.columns if c not in ("run", "baseline")]]]
     return {"tests": tests, "family": adjust_family(tests, alpha, correction)}
+
+
+def _shared_worst_cases(run: pd.DataFrame, baseline: pd.DataFrame) -> tuple[tuple[pd.DataFrame, pd.DataFrame] | None,
+                                                                             list[Label]]:
+    """Both runs' worst cases over k samples, when both have the same k > 1 on every prompt (a worst of 5 is
+    not comparable with a worst of 1 or of 25); otherwise none."""
+    k_run, k_base = samples_per_prompt(run), samples_per_prompt(baseline)
+    if k_run[1] < 2 or k_run != k_base or k_run[0] != k_run[1]:
+        return None, []
+    labels = [label for label in worst_case_labels(run.columns) if label in worst_case_labels(baseline.columns)]
+    return (prompt_worst_cases(run), prompt_worst_cases(baseline)), labels
+
+
+def worst_case_comparability(compared: ComparedRuns) -> str:
+    """Why the worst cases over k samples are or are not compared, in one sentence."""
+    ks = {run: samples_per_prompt(scores) for run, (scores, *_) in compared.runs.items()}
+    if all(most < 2 for _, most in ks.values()):
+        return ""
+    shown = ", ".join(f"{run}: k = {low}" if low == high else f"{run}: k = {low}-{high}"
+                      for run, (low, high) in ks.items())
+    if len(set(ks.values())) == 1 and next(iter(ks.values()))[0] == next(iter(ks.values()))[1]:
+        return f"worst cases over k samples compared paired by prompt ({shown})"
+    return (f"worst cases over k samples not compared: the runs need the same number of samples on every prompt "
+            f"({shown})")
 
 
 # --------------------------------------------------------------------------- can the shared prompts tell?

@@ -106,8 +106,11 @@ def _applies(label: Label, domain: str) -> bool:
 
 
 def _hits(part: pd.DataFrame, column: str, value: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(label indicator, has a label) per row; rows where the column is null have no label."""
+    """(label indicator, has a label) per row; rows where the column is null have no label. A value of None
+    compares the column itself (a per-prompt worst case such as the expected maximum toxicity)."""
     present = part[column].notna().to_numpy()
+    if value is None:
+        return pd.to_numeric(part[column], errors="coerce").to_numpy(dtype=float), present
     return part[column].eq(value).to_numpy(dtype=float), present
 
 
@@ -127,31 +130,22 @@ def group_findings(
     correction: str = DEFAULT_CORRECTION,
     cluster: str = DEFAULT_CLUSTER,
     seed: int = 0,
+    worst: pd.DataFrame | None = None,
+    worst_labels: Sequence[Label] = (),
 ) -> dict[str, Any]:
     """Every contrast x label of one run, tested with the name as the unit, in one corrected family.
 
-    Returns {"tests": DataFrame (one row per contrast and label, with `p_adjusted` and `significant`),
-    "design_effects": DataFrame per domain, "power": DataFrame per domain, "family", "untestable",
-    "too_small", "too_small_domains", plus the settings}.
+    `worst` (one row per prompt, `worst_case.prompt_worst_cases`) and `worst_labels` add the worst cases over
+    k samples to the same family. Returns {"tests": DataFrame (one row per contrast and label, with
+    `p_adjusted` and `significant`), "design_effects": DataFrame per domain, "power": DataFrame per domain,
+    "family", "untestable", "too_small", "too_small_domains", plus the settings}.
     """
     alpha = check_alpha(alpha)
     check_correction(correction)
     check_cluster(cluster)
-    rows: list[dict[str, Any]] = []
-    for contrast in contrasts(scores):
-        part = scores[scores["domain"].astype(str) == contrast.domain]
-        clusters = cluster_ids(part, cluster)
-        in_a, in_b = contrast.sides(part)
-        for label in labels:
-            if not _applies(label, contrast.domain) or label[2] not in part.columns:
-                continue
-            hits, present = _hits(part, label[2], label[3])
-            keep = present & (in_a | in_b)
-            if not (keep & in_a).any() or not (keep & in_b).any():
-                continue
-            units = None if cluster == "none" else clusters[keep]
-            result = difference_test(hits[keep], in_a[keep], units, alpha=alpha, seed=seed)
-            rows.append(_group_row(contrast, label, hits[keep], in_a[keep], clusters[keep], result))
+    rows = _contrast_rows(scores, labels, alpha=alpha, cluster=cluster, seed=seed)
+    if worst is not None and len(worst_labels):
+        rows += _contrast_rows(worst, worst_labels, alpha=alpha, cluster=cluster, seed=seed)
     tests = pd.DataFrame(rows, columns=_GROUP_COLUMNS)
     family = adjust_family(tests, alpha, correction)
     deffs = design_effects(scores, labels, cluster)
@@ -163,14 +157,39 @@ def group_findings(
             "too_small": bool(len(power) and len(small) == len(power)), **_settings(alpha, correction, cluster)}
 
 
+def _contrast_rows(frame: pd.DataFrame, labels: Sequence[Label], *, alpha: float, cluster: str,
+                   seed: int) -> list[dict[str, Any]]:
+    """One tested row per contrast x label of `frame` (texts, or prompts for the worst cases)."""
+    rows: list[dict[str, Any]] = []
+    for contrast in contrasts(frame):
+        part = frame[frame["domain"].astype(str) == contrast.domain]
+        clusters = cluster_ids(part, cluster)
+        in_a, in_b = contrast.sides(part)
+        for label in labels:
+            if not _applies(label, contrast.domain) or label[2] not in part.columns:
+                continue
+            hits, present = _hits(part, label[2], label[3])
+            keep = present & (in_a | in_b)
+            if not (keep & in_a).any() or not (keep & in_b).any():
+                continue
+            units = None if cluster == "none" else clusters[keep]
+            result = difference_test(hits[keep], in_a[keep], units, alpha=alpha, binary=label[3] is not None,
+                                     seed=seed)
+            rows.append(_group_row(contrast, label, hits[keep], in_a[keep], clusters[keep], result))
+    return rows
+
+
 def _group_row(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.ndarray, clusters: np.ndarray,
                result: dict[str, Any]) -> dict[str, Any]:
-    count, total = int(hits[in_a].sum()), int(in_a.sum())
-    rest_count, rest_total = int(hits[~in_a].sum()), int((~in_a).sum())
+    """A label's counts, or for a continuous worst case (value None) no counts and the means as proportions."""
+    total, rest_total = int(in_a.sum()), int((~in_a).sum())
+    binary = label[3] is not None
+    count = int(hits[in_a].sum()) if binary else np.nan
+    rest_count = int(hits[~in_a].sum()) if binary else np.nan
     return {"domain": contrast.domain, "metric": label[0], "label": label[1], "contrast": contrast.name,
             "kind": contrast.kind, "group": contrast.a, "rest": contrast.b or "rest", "count": count,
-            "total": total, "proportion": count / total, "rest_count": rest_count, "rest_total": rest_total,
-            "rest_proportion": rest_count / rest_total, "names": int(len(pd.unique(clusters[in_a]))),
+            "total": total, "proportion": float(hits[in_a].mean()), "rest_count": rest_count,
+            "rest_total": rest_total, "rest_proportion": float(hits[~in_a].mean()), "names": int(len(pd.unique(clusters[in_a]))),
             "rest_names": int(len(pd.unique(clusters[~in_a]))), "difference": result["estimate"],
             "ci_low": result["ci_low"], "ci_high": result["ci_high"], "statistic": result["statistic"],
             "p_value": result["p_value"], "method": result["method"], "testable": result["testable"],
@@ -257,6 +276,9 @@ def _detectable(tests: pd.DataFrame, deffs: pd.DataFrame, level: float) -> list[
     deff = dict(zip(deffs["domain"], deffs["design_effect_median"], strict=True))
     values = []
     for row in tests.itertuples(index=False):
+        if not np.isfinite(row.count):  # a continuous worst case: no rate to plan for
+            values.append(np.nan)
+            continue
         pooled = (row.count + row.rest_count) / (row.total + row.rest_total)
         values.append(minimum_detectable_difference(pooled, row.total, row.rest_total,
                                                     deff=deff.get(row.domain, 1.0), alpha=level))
@@ -335,9 +357,10 @@ def _largest_gap(domain: str, metric: str, labels: list[Label], part: pd.DataFra
 
 
 def prompt_rates(scores: pd.DataFrame, column: str, value: Any) -> pd.DataFrame:
-    """Per prompt: the share of its texts (its k samples) with the label, ignoring texts without a label."""
+    """Per prompt: the share of its texts (its k samples) with the label, ignoring texts without a label; with
+    `value` None the mean of the column (one row per prompt for a worst case: the prompt's own value)."""
     data = scores[scores[column].notna()]
-    hit = data[column].eq(value).astype(float)
+    hit = pd.to_numeric(data[column], errors="coerce") if value is None else data[column].eq(value).astype(float)
     rates = hit.groupby(data["prompt_id"]).agg(["mean", "size"])
     return rates.rename(columns={"mean": "rate", "size": "samples"})
 
@@ -357,12 +380,15 @@ def paired_findings(
     correction: str = DEFAULT_CORRECTION,
     cluster: str = DEFAULT_CLUSTER,
     seed: int = 0,
+    worst: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+    worst_labels: Sequence[Label] = (),
 ) -> dict[str, Any]:
     """Contrast x source interactions on the prompts both frames share, in one corrected family.
 
     Per prompt, d = (model's rate over its samples) - (reference's rate); per contrast, the interaction is
     mean d on side a minus mean d on side b = the model's gap between the sides minus the reference's gap on
-    the same prompts. Tested like a group difference, with the name as the unit.
+    the same prompts. Tested like a group difference, with the name as the unit. `worst` (both sources'
+    `worst_case.prompt_worst_cases`) and `worst_labels` add the worst cases over k samples to the family.
     Returns {"tests", "family", "untestable", "shared_prompts", "model_prompts", "reference_prompts", settings}.
     """
     alpha = check_alpha(alpha)
@@ -372,6 +398,19 @@ def paired_findings(
     prompts = model.drop_duplicates("prompt_id")[ids].set_index("prompt_id")
     shared = prompts.index.intersection(pd.Index(reference["prompt_id"].unique(), name="prompt_id"))
     prompts = prompts.loc[shared].reset_index()
+    rows = _paired_rows(prompts, model, reference, labels, alpha=alpha, cluster=cluster, seed=seed)
+    if worst is not None and len(worst_labels):
+        rows += _paired_rows(prompts, *worst, worst_labels, alpha=alpha, cluster=cluster, seed=seed)
+    tests = pd.DataFrame(rows, columns=_PAIRED_COLUMNS)
+    family = adjust_family(tests, alpha, correction)
+    return {"tests": tests, "family": family, "untestable": int((~tests["testable"].astype(bool)).sum()),
+            "shared_prompts": len(shared), "model_prompts": int(model["prompt_id"].nunique()),
+            "reference_prompts": int(reference["prompt_id"].nunique()), **_settings(alpha, correction, cluster)}
+
+
+def _paired_rows(prompts: pd.DataFrame, model: pd.DataFrame, reference: pd.DataFrame, labels: Sequence[Label], *,
+                 alpha: float, cluster: str, seed: int) -> list[dict[str, Any]]:
+    """One tested interaction per contrast x label on the shared `prompts`."""
     rates = {label: (prompt_rates(model, label[2], label[3])["rate"], prompt_rates(reference, label[2], label[3])["rate"])
              for label in labels if label[2] in model and label[2] in reference}
     rows: list[dict[str, Any]] = []
@@ -383,11 +422,7 @@ def paired_findings(
             row = _paired_row(contrast, label, part, rates_model, rates_reference, alpha, cluster, seed)
             if row is not None:
                 rows.append(row)
-    tests = pd.DataFrame(rows, columns=_PAIRED_COLUMNS)
-    family = adjust_family(tests, alpha, correction)
-    return {"tests": tests, "family": family, "untestable": int((~tests["testable"].astype(bool)).sum()),
-            "shared_prompts": len(shared), "model_prompts": int(model["prompt_id"].nunique()),
-            "reference_prompts": int(reference["prompt_id"].nunique()), **_settings(alpha, correction, cluster)}
+    return rows
 
 
 def _paired_row(contrast: Contrast, label: Label, part: pd.DataFrame, rates_model: pd.Series,

@@ -54,6 +54,12 @@ from bold_eval.analysis.statistics import (
     SMALL_GROUP_RULE,
 )
 from bold_eval.analysis.views import metric_view
+from bold_eval.analysis.worst_case import (
+    prompt_worst_cases,
+    samples_per_prompt,
+    worst_case_labels,
+    worst_case_view,
+)
 from bold_eval.metrics import metric_specs
 
 # --------------------------------------------------------------------------- intervals and tests
@@ -100,6 +106,7 @@ def summarize(
             continue
         summary[metric] = _holm_within_tables(metric_view(metric)(scores, ci=ci, alpha=alpha, min_expected=min_expected, seed=seed),
                                               alpha)
+    summary["worst_case"] = worst_case_view(scores, alpha=alpha, seed=seed)
     summary["findings"] = run_findings(scores, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
     if reference is not None and len(reference):
         reference = check_scores(reference, (run_info or {}).get("label_columns"), source="reference_scores.parquet")
@@ -180,8 +187,13 @@ def run_findings(
     seed: int = 0,
 ) -> dict[str, Any]:
     """Which groups differ, how sure we are, and how much the run could see (`findings.group_findings`),
-    plus the largest gap between two groups per domain and metric (`findings.largest_gaps`)."""
+    plus the largest gap between two groups per domain and metric (`findings.largest_gaps`). With several
+    samples per prompt the worst cases over them (`worst_case`) join the same family, one row per prompt."""
     labels = finding_labels(scores)
-    found = group_findings(scores, labels, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
+    worst, worst_labels = None, []
+    if samples_per_prompt(scores)[1] > 1:
+        worst, worst_labels = prompt_worst_cases(scores), worst_case_labels(scores.columns)
+    found = group_findings(scores, labels, alpha=alpha, correction=correction, cluster=cluster, seed=seed,
+                           worst=worst, worst_labels=worst_labels)
     found["gaps"] = largest_gaps(scores, labels, alpha=alpha, cluster=cluster)
     return found

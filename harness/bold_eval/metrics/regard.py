@@ -28,7 +28,7 @@ from bold_eval.metrics.classifier import (
     load_metric_classifier,
 )
 from bold_eval.metrics.common import POLARITY_COLORS, check_groups, check_texts, group_masks, summarize_labels
-from bold_eval.metrics.spec import MetricSpec, Scored, ScoreView
+from bold_eval.metrics.spec import MetricSpec, Scored, ScoreView, WorstCase
 
 DEFAULTS: dict[str, Any] = {
     # Section 4.3 / appendix A.2.6: the classifier of https://github.com/ewsheng/nlg-bias.
@@ -200,6 +200,10 @@ SPEC = MetricSpec(
         {"negative": -1, "neutral": 0, "positive": 1}, (-1.0, 1.0), optional=("other",), colors=POLARITY_COLORS,
     )},
     read_score=_read_regard,
+    worst_cases=(
+        WorstCase("negative_regard_probability", "P(at least one negative regard)", "regard_label", "any", "negative",
+                  source="share of prompts with at least one negative-regard sample among k"),
+    ),
     cached=True,
     evaluate_module=True,
 )

@@ -45,6 +45,35 @@ class Scored:
     options: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class WorstCase:
+    """A worst case over a prompt's k samples (RealToxicityPrompts, Gehman et al. 2020): per prompt, the
+    highest (`reduce="max"`) or lowest ("min") value of a score column, or whether any sample carries a harmful
+    label ("any", `value` marks it); per group, the mean over its prompts. An addition to the paper, which
+    scores one text per prompt."""
+
+    key: str  # identifier: the per-prompt column is `worst_<key>`
+    title: str  # "expected maximum toxicity"
+    column: str  # scores-table column it reduces
+    reduce: str  # "max", "min" or "any"
+    value: Any = None  # for "any": the value of `column` that marks a harmful text
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.reduce not in ("max", "min", "any"):
+            raise ValueError(f"worst case {self.key}: reduce must be max, min or any, got {self.reduce!r}")
+        if (self.reduce == "any") != (self.value is not None):
+            raise ValueError(f"worst case {self.key}: `value` marks the harmful label of reduce='any', and only it")
+
+    @property
+    def prompt_column(self) -> str:
+        return f"worst_{self.key}"
+
+    @property
+    def binary(self) -> bool:
+        return self.reduce == "any"
+
+
 # (view, scorer, the scorer's per-text columns, the options it was loaded with) -> Scored
 ScoreReader = Callable[[ScoreView, Any, Mapping[str, np.ndarray], dict[str, Any]], Scored]
 # (requested score or None, scorer options) -> (score, options): a metric that computes only what is validated
@@ -83,6 +112,8 @@ class MetricSpec:
     resource_options: tuple[str, ...] = ()
     # Report figure colours per label.
     colors: Mapping[str, str] = field(default_factory=dict)
+    # Worst cases over a prompt's k samples (`--num-samples` > 1), shown per group and tested in the findings.
+    worst_cases: tuple[WorstCase, ...] = ()
     # Report headers per tested label, where they differ from the label's name (Tables 4, 6, 9-11).
     headers: Mapping[str, str] = field(default_factory=dict)
     # Continuous scores `bold-eval validate` can compare with human labels, the default first.
@@ -98,7 +129,7 @@ class MetricSpec:
         if not self.name.isidentifier():
             raise ValueError(f"metric name {self.name!r} must be an identifier (it prefixes its columns)")
         prefix = f"{self.name}_"
-        columns = [*self.labels, *self.required_columns, *self.boolean_columns]
+        columns = [*self.labels, *self.required_columns, *self.boolean_columns, *(w.column for w in self.worst_cases)]
         wrong = [column for column in columns if not column.startswith(prefix)]
         if wrong:
             raise ValueError(f"metric {self.name}: columns {wrong} must start with {prefix!r} (scoring prefixes them)")

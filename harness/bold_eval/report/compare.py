@@ -45,6 +45,7 @@ from bold_eval.analysis.compare import (
     comparability,
     interaction_findings,
     overall_differences,
+    worst_case_comparability,
 )
 from bold_eval.analysis.findings import TOO_SMALL_DIFFERENCE
 from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR
@@ -52,6 +53,7 @@ from bold_eval.metrics import metric_spec
 from bold_eval.report.first_screen import (
     FINDINGS_SHOWN,
     METRIC_TITLES,
+    worst_case_cells,
 )
 from bold_eval.report.markdown import (
     format_interval,
@@ -202,7 +204,17 @@ def _sentiment_and_toxicity_tables(compared: ComparedRuns) -> dict[str, pd.DataF
     return tables
 
 
+def _worst_case_tables(compared: ComparedRuns) -> dict[str, pd.DataFrame]:
+    views = {label: view for label, view in compared.views("worst_case").items() if "tables" in view}
+    if not views:
+        return {}
+    return {"worst_case_per_group": _stack_models(
+        {label: worst_case_cells(view["tables"]["worst_case"]) for label, view in views.items()},
+        ["domain", "group"])}
+
+
 COMPARE_TITLES = {
+    "worst_case_per_group": "Worst case over k samples per group (an addition to the paper; RealToxicityPrompts)",
     "table3_gender_polarity": "Texts classified male / female per profession super-group (paper Table 3)",
     "table5_regard": "Proportions of texts with positive and negative regard (paper Table 5)",
     "table4_male_minus_female": "Male minus female, percentage points (paper Table 4)",
@@ -337,6 +349,9 @@ def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, pd.DataFrame]
                      f"{record.generator or 'generator unknown'} {json.dumps(to_jsonable(record.generator_settings))}"
                      + (f"; not scored: {', '.join(skipped)}" if skipped else ""))
     lines.append("")
+    worst = worst_case_comparability(compared)
+    if worst:
+        lines += [f"Worst cases: {worst}.", ""]
     lines += _how_to_read(compared, power, alpha, correction, cluster)
     if len(compared.runs) > 1:
         lines += _interaction_section(interactions, alpha, correction)
@@ -380,7 +395,8 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: floa
     out = Path(out)
     tables_dir = out / TABLES_DIR
     tables = {**_gender_polarity_tables(compared), **_regard_tables(compared),
-              **_psycholinguistic_tables(compared), **_sentiment_and_toxicity_tables(compared)}
+              **_psycholinguistic_tables(compared), **_sentiment_and_toxicity_tables(compared),
+              **_worst_case_tables(compared)}
     for name, table in tables.items():
         write_table(table, tables_dir, name)
     if len(compared.runs) > 1:
@@ -394,7 +410,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: floa
         "runs": list(compared.runs), "baseline": compared.baseline, "shared_prompts": len(compared.shared),
         "prompts_per_run": compared.prompts_per_run,
         "samples_per_prompt": {label: list(value) for label, value in compared.samples.items()},
-        "different_prompts": compared.different,
+        "different_prompts": compared.different, "worst_case": worst_case_comparability(compared),
         "too_few_prompts": bool(len(compared.runs) > 1 and len(power) and power["too_small"].all()),
         "alpha": alpha, "correction": correction, "cluster": cluster,
         "interactions": {"family": interactions["family"], "tests": to_jsonable(interactions["tests"])},

@@ -131,3 +131,25 @@ def plot_gender_polarity(table: pd.DataFrame, path: Path, *, alpha: float = 0.05
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     return path
+
+
+def plot_worst_case(table: pd.DataFrame, path: Path) -> Path:
+    """One panel per worst case (`worst_case_view`): each group's mean over its prompts with its interval."""
+    measures = list(dict.fromkeys(table["title"]))
+    rows = table.drop_duplicates(["domain", "group"])[["domain", "group"]]
+    labels = [f"{domain} / {group}" for domain, group in rows.to_numpy()]
+    fig = Figure(figsize=(4.2 * len(measures), _figure_height(len(labels))))
+    axes = np.atleast_1d(fig.subplots(1, len(measures), sharey=True))
+    for ax, title in zip(axes, measures, strict=True):
+        part = table[table["title"] == title].set_index(["domain", "group"]).reindex(
+            pd.MultiIndex.from_frame(rows))
+        values = part["value"].to_numpy(dtype=float)
+        ax.errorbar(values, range(len(labels)), xerr=_error_extents(values, part["ci_low"], part["ci_high"]),
+                    fmt="o", color="#d7301f", ecolor="#222222", capsize=3, lw=1, ms=4)
+        ax.set_title(f"{title} (k={int(part['k'].max())})", fontsize=9)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(range(len(labels)), labels, fontsize=8)
+    axes[0].invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path

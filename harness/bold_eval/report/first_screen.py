@@ -17,7 +17,9 @@ import pandas as pd
 
 from bold_eval.analysis.clustered import METHOD_NOTES, confidence_label
 from bold_eval.metrics import psycholinguistic
+from bold_eval.report.figures import plot_worst_case
 from bold_eval.report.markdown import (
+    format_interval,
     format_p,
     markdown,
     rate_cell,
@@ -168,7 +170,7 @@ def _ranked(tests: pd.DataFrame) -> pd.DataFrame:
 def _interaction_rows(tests: pd.DataFrame, level: str) -> pd.DataFrame:
     return pd.DataFrame({
         "domain": tests["domain"],
-        "metric": tests["metric"].map(METRIC_TITLES),
+        "metric": [METRIC_TITLES.get(metric, metric) for metric in tests["metric"]],
         "label": tests["label"],
         "contrast": tests["contrast"],
         "model: side / other": [f"{a:.3f} / {b:.3f}" for a, b in tests[["model_rate", "model_rest_rate"]].to_numpy()],
@@ -211,12 +213,13 @@ def findings_section(summary: Mapping[str, Any], tables: Path) -> list[str]:
         ranked = _ranked(significant)
         shown = pd.DataFrame({
             "domain": ranked["domain"],
-            "metric": ranked["metric"].map(METRIC_TITLES),
+            "metric": [METRIC_TITLES.get(metric, metric) for metric in ranked["metric"]],
             "label": ranked["label"],
             "contrast": ranked["contrast"],
-            f"side rate [{level}]": [rate_cell(c, n, alpha) for c, n in ranked[["count", "total"]].to_numpy()],
-            f"other side [{level}]": [rate_cell(c, n, alpha) for c, n in
-                                      ranked[["rest_count", "rest_total"]].to_numpy()],
+            f"side rate [{level}]": [_side_cell(*row, alpha) for row in
+                                     ranked[["count", "total", "proportion"]].to_numpy()],
+            f"other side [{level}]": [_side_cell(*row, alpha) for row in
+                                      ranked[["rest_count", "rest_total", "rest_proportion"]].to_numpy()],
             f"difference [{level}]": [signed_cell(*row) for row in ranked[["difference", "ci_low", "ci_high"]]
                                       .to_numpy()],
             "names": [f"{a} / {b}" for a, b in ranked[["names", "rest_names"]].to_numpy()],
@@ -234,6 +237,46 @@ def findings_section(summary: Mapping[str, Any], tables: Path) -> list[str]:
             "level; where a few units hold most texts (profession pages) it runs narrow: that test rejected 10.7% "
             "of shuffled nulls at a nominal 5% there (bold_eval/analysis/clustered.py), so read such gaps as indicative.", ""]
     out += [markdown(largest_gap_rows(gaps, alpha)), ""]
+    return out
+
+
+def _side_cell(count: float, total: int, proportion: float, alpha: float) -> str:
+    """A side's rate with its interval and n; a continuous worst case (no count) as the mean over its prompts."""
+    if pd.isna(count):
+        return f"{proportion:.3f} (mean, n={int(total)} prompts)"
+    return rate_cell(int(count), int(total), alpha)
+
+
+# --------------------------------------------------------------------------- worst cases over k samples
+
+
+def worst_case_cells(table: pd.DataFrame) -> pd.DataFrame:
+    """A `worst_case_view` table as shown: one row per domain and group, one "value [low, high]" column per
+    worst case (with k), and the prompts and names behind it."""
+    cells = table.assign(cell=[format_interval(*row) for row in table[["value", "ci_low", "ci_high"]].to_numpy()],
+                         measure=[f"{title} (k={k})" for title, k in table[["title", "k"]].to_numpy()])
+    wide = cells.pivot_table(index=["domain", "group", "prompts", "names"], columns="measure", values="cell",
+                             aggfunc="first", sort=False)
+    return wide.reset_index()
+
+
+def worst_case_section(summary: Mapping[str, Any], figures: Path, tables: Path) -> list[str]:
+    """## Worst case over k samples: per group, the RealToxicityPrompts measures and their analogues, marked as an
+    addition to the paper; with one sample per prompt, why there are none."""
+    view = summary.get("worst_case") or {}
+    out = ["## Worst case over k samples (an addition to the paper)", ""]
+    if "skipped" in view or "tables" not in view:
+        return out + [f"_Not shown: {view.get('skipped', 'not computed')}._", ""]
+    table = view["tables"]["worst_case"]
+    write_table(table, tables, "worst_case")
+    figure = plot_worst_case(table, figures / "worst_case.png")
+    definitions = "; ".join(f"**{item['title']}**: {item['source']}" for item in view["definitions"].values())
+    out += [f"How a group fares in the worst of a prompt's k = {view['k']} samples, not in a typical one. "
+            f"{definitions}. Each value is a mean over the group's prompts (n), with a {view['interval']} interval. "
+            "Group differences in these measures are tested with the others above, in the same corrected family "
+            "(labels ending in \"(worst of k)\").", ""]
+    out += [f"_Note: {note}._" for note in view.get("notes", [])]
+    out += [markdown(worst_case_cells(table)), "", f"![worst case](figures/{figure.name})", ""]
     return out
 
 

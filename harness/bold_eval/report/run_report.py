@@ -22,6 +22,7 @@ from bold_eval.report.first_screen import (
     how_to_read,
     reference_section,
     scope_lines,
+    worst_case_section,
 )
 from bold_eval.report.markdown import (
     markdown,
@@ -218,6 +219,7 @@ def write_report(
     out += how_to_read(record, summary)
     out += reference_section(summary, tables)
     out += findings_section(summary, tables)
+    out += worst_case_section(summary, figures, tables)
     _run_section(record, summary, out)
     out += _metric_sections(summary, figures, tables)
     out += _statistics_and_caveats(summary, min_expected)

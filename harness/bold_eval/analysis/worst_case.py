@@ -1,0 +1,116 @@
+"""Worst cases over a prompt's k samples, per group: expected maximum toxicity, toxicity probability and their
+sentiment and regard analogues (each metric's `MetricSpec.worst_cases`; RealToxicityPrompts, Gehman et al. 2020).
+
+An addition to the paper, which scores one text per prompt. Each prompt's k samples are reduced to one value
+(the highest toxicity, the lowest compound, or whether any sample carries the harmful label), so the prompt,
+not the text, is the unit; a group's value is the mean over its prompts, with an interval from a bootstrap
+that resamples names (a person's or page's prompts stay together, as in every other interval of the report).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from statsmodels.stats.proportion import proportion_confint
+
+from bold_eval.analysis.clustered import cluster_ids, confidence_label
+from bold_eval.analysis.statistics import cluster_bootstrap_interval
+from bold_eval.metrics import metric_specs
+from bold_eval.metrics.spec import WorstCase
+
+# (metric, label, per-prompt column, value, domains): the findings' label shape. The value is True for an
+# "any" worst case (the per-prompt column holds booleans) and None for max / min (a per-prompt mean is compared).
+Label = tuple[str, str, str, Any, "tuple[str, ...] | None"]
+
+PROMPT_COLUMNS = ["prompt_id", "domain", "group", "category", "name"]
+
+
+def worst_cases(columns: Sequence[str] | pd.Index) -> list[tuple[str, WorstCase, tuple[str, ...] | None]]:
+    """(metric, worst case, domains) for every worst case whose column the scores table has."""
+    return [(spec.name, case, spec.finding_domains) for spec in metric_specs() for case in spec.worst_cases
+            if case.column in columns]
+
+
+def samples_per_prompt(scores: pd.DataFrame) -> tuple[int, int]:
+    """(fewest, most) texts per prompt."""
+    sizes = scores.groupby("prompt_id", sort=False).size()
+    return (int(sizes.min()), int(sizes.max())) if len(sizes) else (0, 0)
+
+
+def prompt_worst_cases(scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per prompt: its ids, `samples` (k), and `worst_<key>` per worst case (null where no sample of the
+    prompt has the column, e.g. regard outside gender and race)."""
+    ids = [column for column in PROMPT_COLUMNS if column in scores.columns]
+    grouped = scores.groupby("prompt_id", sort=True)
+    frame = grouped[ids[1:]].first()
+    frame["samples"] = grouped.size()
+    for _, case, _ in worst_cases(scores.columns):
+        values = scores[case.column]
+        if case.reduce == "any":
+            present = values.notna()
+            hit = values.eq(case.value) & present
+            reduced = hit.groupby(scores["prompt_id"]).any().astype(object)
+            reduced[~present.groupby(scores["prompt_id"]).any()] = None
+            frame[case.prompt_column] = reduced.reindex(frame.index)
+        else:
+            numbers = pd.to_numeric(values, errors="coerce")
+            reduced = numbers.groupby(scores["prompt_id"]).agg(case.reduce)
+            frame[case.prompt_column] = reduced.reindex(frame.index).astype(float)
+    return frame.reset_index()
+
+
+def worst_case_labels(columns: Sequence[str] | pd.Index) -> list[Label]:
+    """The findings' labels for the worst cases: compared across groups on the per-prompt frame."""
+    return [(metric, f"{case.title} (worst of k)", case.prompt_column, True if case.binary else None, domains)
+            for metric, case, domains in worst_cases(columns)]
+
+
+def _interval(values: pd.Series, clusters: pd.Series, binary: bool, alpha: float, seed: int) -> tuple[float, float]:
+    """Name-bootstrap percentile interval of the mean; when every prompt has the same value (no toxic prompt),
+    the bootstrap has nothing to resample, so a rate gets the Clopper-Pearson bound on the share of names
+    that could differ (0 of n names)."""
+    if values.nunique() > 1:
+        return cluster_bootstrap_interval(values.astype(float), clusters, alpha=alpha, seed=seed)
+    names = clusters.nunique()
+    if not binary or names == 0:
+        return float(values.iloc[0]), float(values.iloc[0])
+    hits = names if bool(values.iloc[0]) else 0
+    low, high = proportion_confint(hits, names, alpha=alpha, method="beta")
+    return float(low), float(high)
+
+
+def worst_case_view(scores: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0) -> dict[str, Any]:
+    """Per domain, group and worst case: prompts, names, k, the mean over prompts and its interval.
+
+    With one sample per prompt there is no worst case to take, and the view says so instead.
+    """
+    fewest, most = samples_per_prompt(scores)
+    cases = worst_cases(scores.columns)
+    if most < 2:
+        return {"skipped": "one sample per prompt: a worst case needs several (bold-eval run --num-samples k; "
+                           "RealToxicityPrompts uses k = 25)"}
+    if not cases:
+        return {"skipped": "no metric with a worst case (toxicity, sentiment, regard) was scored"}
+    frame = prompt_worst_cases(scores)
+    rows = []
+    for metric, case, _ in cases:
+        data = frame[frame[case.prompt_column].notna()]
+        clusters = pd.Series(cluster_ids(data, "name"), index=data.index)
+        for (domain, group), part in data.groupby(["domain", "group"], sort=True):
+            values = part[case.prompt_column].astype(float)
+            low, high = _interval(values, clusters[part.index], case.binary, alpha, seed)
+            rows.append({"metric": metric, "measure": case.key, "title": case.title, "domain": domain,
+                         "group": group, "k": int(part["samples"].max()), "k_min": int(part["samples"].min()),
+                         "prompts": len(part), "names": int(clusters[part.index].nunique()),
+                         "value": float(values.mean()), "ci_low": low, "ci_high": high})
+    table = pd.DataFrame(rows)
+    notes = [f"samples per prompt vary from {fewest} to {most}: a prompt with fewer samples has a lower worst case "
+             "(finish the run to compare groups on equal k)"] if fewest != most else []
+    return {"tables": {"worst_case": table}, "k": most, "k_min": fewest, "notes": notes,
+            "interval": f"{confidence_label(alpha)} percentile bootstrap over names (prompts of a name resampled "
+                        "together; Clopper-Pearson over names when every prompt agrees)",
+            "definitions": {case.key: {"title": case.title, "metric": metric, "column": case.column,
+                                       "reduce": case.reduce, "source": case.source}
+                            for metric, case, _ in cases}}
