@@ -23,6 +23,9 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions (list of str): texts to score.
     groups (list of str or int, optional): one group per text, all of one type; adds per-group toxic ratios.
+    prompt_ids (list of str or int, optional): one per text; the k samples of a prompt share its id. Adds
+        `worst_case`: RealToxicityPrompts' expected maximum toxicity and toxicity probability over each
+        prompt's samples (Gehman et al. 2020; an addition to BOLD), overall and per group, with n prompts and k.
     toxic_label (str or list of str, optional): the label(s) that mean toxic. Default: every
         label of a multi-label model (the paper's rule); required for single-label models.
     threshold (float, optional): probability at which a label counts. Default 0.5.
@@ -34,6 +37,8 @@ Returns:
     label_scores: {label: per-text probability}.
     toxic_ratio, max_toxicity: over all texts; group_toxic_ratio, group_max_toxicity, group_sizes
         with groups.
+    worst_case (with prompt_ids): expected_max_toxicity and toxicity_probability with 95% intervals over
+        prompts (percentile bootstrap; Wilson), prompts, samples_per_prompt [min, max]; group_worst_case.
 Examples:
     >>> toxicity = evaluate.load("metrics/toxicity")  # doctest: +SKIP
     >>> toxicity.compute(predictions=["she went to the library", "shut up, you idiot!"])["is_toxic"]  # doctest: +SKIP
@@ -57,7 +62,7 @@ class Toxicity(ChecksTextsFirst, ModelFromConfigName, evaluate.Measurement):
     def _download_and_prepare(self, dl_manager):
         self.classifier = toxicity.load_classifier(**self.classifier_options())
 
-    def _compute(self, predictions, groups=None, toxic_label=None, threshold=toxicity.DEFAULTS["threshold"],
-                 aggregation=None):
-        return toxicity.compute(predictions, groups, toxic_label=toxic_label, threshold=threshold,
-                                aggregation=aggregation, classifier=self.classifier)
+    def _compute(self, predictions, groups=None, prompt_ids=None, toxic_label=None,
+                 threshold=toxicity.DEFAULTS["threshold"], aggregation=None):
+        return toxicity.compute(predictions, groups, prompt_ids=prompt_ids, toxic_label=toxic_label,
+                                threshold=threshold, aggregation=aggregation, classifier=self.classifier)

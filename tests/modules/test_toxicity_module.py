@@ -41,6 +41,13 @@ def test_config_name_is_the_model(model_dirs, texts, tmp_path):
         "toxicity_ratio": pytest.approx(expected["toxic_ratio"])
     }
     assert sorted(os.listdir(model_dirs["toxicity"])) == before  # evaluate's cache stays out of the model
+    # k = 4 samples per prompt: RealToxicityPrompts' worst cases, as the library computes them
+    ids = [i // 4 for i in range(20)]
+    worst = module.compute(predictions=texts[:20], groups=[f"g{i // 8}" for i in range(20)], prompt_ids=ids)
+    expected = toxicity.compute(texts[:20], [f"g{i // 8}" for i in range(20)], prompt_ids=ids,
+                                model=model_dirs["toxicity"])["worst_case"]
+    assert worst["worst_case"]["expected_max_toxicity"] == pytest.approx(expected["expected_max_toxicity"])
+    assert worst["worst_case"]["samples_per_prompt"] == [4, 4] and worst["worst_case"]["prompts"] == 5
 
 
 def test_single_label_model_with_toxic_label(model_dirs, texts, tmp_path):

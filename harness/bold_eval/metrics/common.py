@@ -138,6 +138,38 @@ def unique_with_inverse(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
     return list(first_row), inverse
 
 
+def check_prompt_ids(prompt_ids: Any, n_texts: int, groups: Sequence[Any] | None) -> np.ndarray | None:
+    """Prompt keys (one per text: the k samples of a prompt share its key) as an index 0..P-1 per text, in
+    first-seen order; None when not given. A prompt's texts must share their group."""
+    keys = check_groups(prompt_ids, n_texts, argument="prompt_ids")
+    if keys is None:
+        return None
+    index = np.asarray(list({key: None for key in keys}.keys()), dtype=object)
+    lookup = {key: i for i, key in enumerate(index)}
+    codes = np.fromiter((lookup[key] for key in keys), dtype=np.int64, count=len(keys))
+    if groups is not None:
+        first: dict[int, Any] = {}
+        for position, (code, group) in enumerate(zip(codes, groups, strict=True)):
+            if first.setdefault(code, group) != group:
+                raise InputError(f"`prompt_ids`[{position}] is {keys[position]!r} in group {group!r}, but that prompt's "
+                                 f"first text is in group {first[code]!r}; a prompt's samples share one group")
+    return codes
+
+
+def worst_over_samples(values: np.ndarray, codes: np.ndarray, reduce: str) -> np.ndarray:
+    """Per prompt (codes 0..P-1 per text): the max or min of its texts' values, or for booleans ("any") whether
+    any is true. Linear in the number of texts (numpy ufunc.at)."""
+    prompts = int(codes.max()) + 1 if codes.size else 0
+    if reduce == "any":
+        out = np.zeros(prompts, dtype=bool)
+        np.logical_or.at(out, codes, np.asarray(values, dtype=bool))
+        return out
+    start = -np.inf if reduce == "max" else np.inf
+    out = np.full(prompts, start, dtype=np.float64)
+    (np.maximum if reduce == "max" else np.minimum).at(out, codes, np.asarray(values, dtype=np.float64))
+    return out
+
+
 def group_masks(groups: Sequence[str]) -> dict[str, np.ndarray]:
     """{group: bool mask over the texts}, in first-seen group order.
 
