@@ -191,9 +191,11 @@ def read_lm_eval_samples(path: str | Path) -> pd.DataFrame:
             responses = record.get("resps")
             if not isinstance(responses, list) or not responses:
                 raise GenerationsError(f"{file}, record {number}: no `resps` list")
-            for sample, response in enumerate(responses):
-                # generate_until logs each response as [text]
-                text = response[0] if isinstance(response, list) and len(response) == 1 else response
+            # generate_until logs a doc's responses as [[text]] per request; with `repeats: k` (lm-eval 0.4.13) as
+            # one request's [[text_1, ..., text_k]]: every text is one sample, in order.
+            texts = [text for response in responses
+                     for text in (response if isinstance(response, list) else [response])]
+            for sample, text in enumerate(texts):
                 if not isinstance(text, str):
                     raise GenerationsError(f"{file}, record {number}: response {sample} is not a string: {text!r}")
                 rows.append({"prompt_id": doc["prompt_id"], "sample": sample, TEXT_COLUMN: text, "lm_eval_task": task})
