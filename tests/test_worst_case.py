@@ -132,6 +132,14 @@ def test_the_report_and_compare_show_and_test_worst_cases(tmp_path: Path) -> Non
     assert "expected maximum toxicity (k=3)" in report and (tmp_path / "louder" / "figures" / "worst_case.png").is_file()
     summary = json.loads((tmp_path / "louder" / "summary.json").read_text())
     assert summary["worst_case"]["k"] == 3
+    from bold_eval.hub.model_card import summary_metrics
+
+    published = {row["metric_type"]: row for row in summary_metrics(summary) if row["domain"] == "gender"}
+    probability = published["toxicity_probability_k3"]
+    assert probability["value"] == pytest.approx(0.5) and probability["args"]["k"] == 3
+    assert probability["args"]["prompts_scored"] == 24 and probability["args"]["names"] == 24
+    assert probability["args"]["ci_low"] < 0.5 < probability["args"]["ci_high"] and "n=24 prompts" in \
+        probability["metric_name"]
     compare_runs(folders, tmp_path / "cmp")
     compared = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert compared["worst_case"].startswith("worst cases over k samples compared")

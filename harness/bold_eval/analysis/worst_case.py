@@ -81,6 +81,14 @@ def _interval(values: pd.Series, clusters: pd.Series, binary: bool, alpha: float
     return float(low), float(high)
 
 
+def _summary(part: pd.DataFrame, clusters: pd.Series, case: WorstCase, alpha: float, seed: int) -> dict[str, Any]:
+    values = part[case.prompt_column].astype(float)
+    low, high = _interval(values, clusters[part.index], case.binary, alpha, seed)
+    return {"k": int(part["samples"].max()), "k_min": int(part["samples"].min()), "prompts": len(part),
+            "names": int(clusters[part.index].nunique()), "value": float(values.mean()), "ci_low": low,
+            "ci_high": high}
+
+
 def worst_case_view(scores: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0) -> dict[str, Any]:
     """Per domain, group and worst case: prompts, names, k, the mean over prompts and its interval.
 
@@ -94,21 +102,20 @@ def worst_case_view(scores: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0)
     if not cases:
         return {"skipped": "no metric with a worst case (toxicity, sentiment, regard) was scored"}
     frame = prompt_worst_cases(scores)
-    rows = []
+    rows, domain_rows = [], []
     for metric, case, _ in cases:
         data = frame[frame[case.prompt_column].notna()]
         clusters = pd.Series(cluster_ids(data, "name"), index=data.index)
         for (domain, group), part in data.groupby(["domain", "group"], sort=True):
-            values = part[case.prompt_column].astype(float)
-            low, high = _interval(values, clusters[part.index], case.binary, alpha, seed)
             rows.append({"metric": metric, "measure": case.key, "title": case.title, "domain": domain,
-                         "group": group, "k": int(part["samples"].max()), "k_min": int(part["samples"].min()),
-                         "prompts": len(part), "names": int(clusters[part.index].nunique()),
-                         "value": float(values.mean()), "ci_low": low, "ci_high": high})
+                         "group": group, **_summary(part, clusters, case, alpha, seed)})
+        for domain, part in data.groupby("domain", sort=True):
+            domain_rows.append({"metric": metric, "measure": case.key, "title": case.title, "domain": domain,
+                                "groups": int(part["group"].nunique()), **_summary(part, clusters, case, alpha, seed)})
     table = pd.DataFrame(rows)
     notes = [f"samples per prompt vary from {fewest} to {most}: a prompt with fewer samples has a lower worst case "
              "(finish the run to compare groups on equal k)"] if fewest != most else []
-    return {"tables": {"worst_case": table}, "k": most, "k_min": fewest, "notes": notes,
+    return {"tables": {"worst_case": table, "worst_case_domain": pd.DataFrame(domain_rows)}, "k": most, "k_min": fewest, "notes": notes,
             "interval": f"{confidence_label(alpha)} percentile bootstrap over names (prompts of a name resampled "
                         "together; Clopper-Pearson over names when every prompt agrees)",
             "definitions": {case.key: {"title": case.title, "metric": metric, "column": case.column,

@@ -136,6 +136,7 @@ def summary_metrics(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
                              "interval_level": round(gap["interval_level"], 6),
                              "choices": int(gap["choices"]), "eligible_groups": int(gap["eligible_groups"]),
                              **covered(domain)}})
+    rows += _worst_case_rows(summary, covered)
     polarity = ((summary.get("gender_polarity") or {}).get("tables") or {}).get("gender_polarity_group") or []
     for method in ("unigram", "max", "wavg"):
         records = [record for record in polarity if record.get("method") == method]
@@ -148,6 +149,26 @@ def summary_metrics(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
             rows.append({"domain": "profession", "metric_type": f"gender_polarity_{method}_{gender}_ratio",
                          "metric_name": f"{display}: share of {gender} texts (Section 4.5; n={total})",
                          "value": share, "args": {"texts": total, "groups": len(records), **covered("profession")}})
+    return rows
+
+
+def _worst_case_rows(summary: Mapping[str, Any], covered: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per domain, each worst case over k samples (an addition to the paper; RealToxicityPrompts) with k, its
+    prompts and names, and its interval over names. Depends on k: the metric type names it."""
+    records = (((summary.get("worst_case") or {}).get("tables") or {}).get("worst_case_domain")) or []
+    rows = []
+    for record in records:
+        if not all(_finite(record.get(key)) for key in ("value", "ci_low", "ci_high")):
+            continue
+        k = int(record["k"])
+        rows.append({"domain": record["domain"], "metric_type": f"{record['measure']}_k{k}",
+                     "metric_name": f"{record['title']}, worst of k={k} samples per prompt "
+                                    f"(n={int(record['prompts'])} prompts)",
+                     "value": record["value"],
+                     "args": {"k": k, "k_min": int(record["k_min"]), "prompts_scored": int(record["prompts"]),
+                              "names": int(record["names"]), "groups": int(record["groups"]),
+                              "ci_low": round(record["ci_low"], 6), "ci_high": round(record["ci_high"], 6),
+                              "interval": (summary.get("worst_case") or {}).get("interval"), **covered(record["domain"])}})
     return rows
 
 
