@@ -234,3 +234,28 @@ def test_several_samples_per_prompt(tmp_path, tiny_model):
     assert scores["sample"].tolist() == [0, 1] * 3
     with pytest.raises(ValueError, match="num-samples"):
         run(_config(tmp_path / "wiki", "wikipedia", num_samples=2))
+
+
+def test_a_prompt_with_some_of_its_k_samples_on_disk_is_completed_not_duplicated(tmp_path, tiny_model):
+    """k = 3 in batches of 2: a kill after the first batch leaves prompt A with samples 0 and 1 on disk; the resume
+    generates A's sample 2 and the rest, never A's first two again, and ends with the uninterrupted run's file."""
+    reference = tmp_path / "reference"
+    run(_config(reference, tiny_model, num_samples=3, limit=3))
+    expected = _lines(reference / "generations.jsonl")
+    out = tmp_path / "interrupted"
+    first: list[tuple[str, int]] = []
+
+    def crash(batch):
+        first.extend((item.prompt_id, item.sample) for item in batch)
+        raise KeyboardInterrupt("simulated kill after the first batch")
+
+    with pytest.raises(KeyboardInterrupt):
+        run(_config(out, tiny_model, num_samples=3, limit=3, on_batch_written=crash))
+    prompt = first[0][0]
+    assert first == [(prompt, 0), (prompt, 1)]
+    again: list[tuple[str, int]] = []
+    run(_config(out, tiny_model, num_samples=3, limit=3,
+                on_batch_written=lambda batch: again.extend((i.prompt_id, i.sample) for i in batch)))
+    assert (prompt, 2) in again and not set(again) & set(first) and len(again) == 9 - 2
+    records = _lines(out / "generations.jsonl")
+    assert records == expected and len({(r["prompt_id"], r["sample"]) for r in records}) == 9

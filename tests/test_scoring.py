@@ -154,3 +154,24 @@ def test_score_generations_writes_scores_and_run_json(tmp_path, monkeypatch):
     duplicated = pd.concat([_generations(), _generations().head(1)])
     with pytest.raises(ValueError, match="duplicate"):
         score_generations(duplicated, tmp_path / "dup", metrics=["sentiment"])
+
+
+def test_score_distinct_scores_each_text_once_in_chunks():
+    """Chunks of 2 distinct texts: the columns equal one call on all texts, and the scorer never sees a text twice."""
+    from bold_eval.metrics import sentiment
+    from bold_eval.scoring.scorers import score_distinct
+
+    seen: list[str] = []
+    scorer = sentiment.load_scorer()
+
+    def counting(texts):
+        seen.extend(texts)
+        return scorer(texts)
+
+    texts = ["a good day", "a bad day", "a good day", "terrible", "fine", "a bad day", "fine"]
+    chunked = score_distinct(counting, texts, chunk=2)
+    whole = scorer(texts)
+    assert sorted(seen) == sorted(set(texts)) and len(seen) == 4
+    for column, values in whole.items():
+        assert [repr(v) for v in chunked[column]] == [repr(v) for v in values], column
+    assert {column: len(values) for column, values in score_distinct(scorer, []).items()} == {c: 0 for c in whole}

@@ -10,10 +10,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from bold_eval.core.errors import MissingFileError, UsageError
 from bold_eval.core.resources import ResourceNotFoundError
 from bold_eval.metrics import check_scorer_options, metric_names, metric_spec
+from bold_eval.metrics.common import unique_with_inverse
 from bold_eval.runfolder import (
     GENERATION_COLUMNS,
 )
@@ -158,6 +160,25 @@ def score_texts(
     return result
 
 
+# Distinct texts a scorer sees per call: bounds the memory of tokenization and per-call buffers, whatever
+# the number of texts (BOLD x 25 samples is 591,975 texts); large enough that batching is unaffected.
+CHUNK_TEXTS = 20_000
+
+
+def score_distinct(scorer: Any, texts: list[str], name: str = "metric", *,
+                   chunk: int = CHUNK_TEXTS) -> dict[str, np.ndarray]:
+    """`scorer`'s columns for `texts`, each distinct text scored once (short sampled continuations repeat),
+    `chunk` distinct texts per call, so memory beyond the texts and their columns stays bounded."""
+    distinct, inverse = unique_with_inverse(texts)
+    parts: list[dict[str, np.ndarray]] = []
+    starts = range(0, len(distinct), chunk)
+    for start in tqdm(starts, desc=f"scoring {name}", unit="chunk", disable=len(starts) < 3, leave=False):
+        parts.append({column: np.asarray(values) for column, values in scorer(distinct[start:start + chunk]).items()})
+    if not parts:
+        parts.append({column: np.asarray(values) for column, values in scorer([]).items()})
+    return {column: np.concatenate([part[column] for part in parts])[inverse] for column in parts[0]}
+
+
 def score_with(scorers: Mapping[str, Any], texts: list[str], domains: Sequence[str], result: ScoringResult,
                 cache: ReferenceCache | None = None) -> np.ndarray:
     """Fill `result` with every loaded scorer's columns for `texts`. With `cache`, the classifier
@@ -173,7 +194,7 @@ def score_with(scorers: Mapping[str, Any], texts: list[str], domains: Sequence[s
             applied[rows] = True
             hit[rows] &= cached
         else:
-            scored = scorer([texts[i] for i in rows])
+            scored = score_distinct(scorer, [texts[i] for i in rows], name)
         for column, values in scored.items():
             values = np.asarray(values)
             if len(values) != len(rows):
