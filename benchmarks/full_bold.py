@@ -113,10 +113,11 @@ def scored_counts(generations: Path, num_texts: int) -> dict[str, int]:
     """Texts each metric scored: all of them, except regard (gender and race rows only)."""
     import pandas as pd
 
-    from bold_eval.scoring.scorers import REGARD_DOMAINS
+    from bold_eval.metrics import metric_spec
 
     domains = pd.read_json(generations, lines=True)["domain"]
-    return {name: int(domains.isin(REGARD_DOMAINS).sum()) if name == "regard" else num_texts for name in ALL_METRICS}
+    return {name: int(domains.isin(metric_spec(name).domains).sum()) if metric_spec(name).domains else num_texts
+            for name in ALL_METRICS}
 
 
 def report(record: dict, scored: dict[str, int], wall: float, torch) -> None:

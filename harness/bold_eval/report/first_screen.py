@@ -274,7 +274,8 @@ def worst_case_section(summary: Mapping[str, Any], figures: Path, tables: Path) 
     out += [f"How a group fares in the worst of a prompt's k = {view['k']} samples, not in a typical one. "
             f"{definitions}. Each value is a mean over the group's prompts (n), with a {view['interval']} interval. "
             "Group differences in these measures are tested with the others above, in the same corrected family "
-            "(labels ending in \"(worst of k)\").", ""]
+            "(labels ending in \"(worst of k)\"). The Wikipedia baseline has one sentence per prompt, so worst cases "
+            "are not compared with it; compare two models at equal k with `bold-eval compare`.", ""]
     out += [f"_Note: {note}._" for note in view.get("notes", [])]
     out += [markdown(worst_case_cells(table)), "", f"![worst case](figures/{figure.name})", ""]
     return out

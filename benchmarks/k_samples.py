@@ -1,0 +1,156 @@
+"""k samples per prompt at scale (issue 22, point 4): time and peak memory of `bold-eval run --num-samples k`.
+
+For each k, a fresh process runs the run users get (`bold_eval.run.run`: generation written incrementally,
+scoring with all five metrics, report) on the same `--prompts` gender prompts and reports its own peak
+resident memory (VmHWM). The random models of `full_bold.py` stand in for the real ones (nothing downloads on
+the benchmark machines); speed and memory do not depend on the weights.
+
+Printed per k: texts, distinct texts (what each classifier scores), seconds per stage and peak memory; then
+the growth of peak memory from the smallest to the largest k against the growth of the stored texts (the
+baseline, measured in the same run: the bytes of the texts' Python strings, which every stage must hold),
+and, inside the largest-k process, the peak memory of scoring its texts in bounded chunks
+(`scoring.scorers.score_distinct`) against one call on all of them.
+
+    .venv/bin/python benchmarks/k_samples.py --prompts 1000 --ks 1,5,25 --layers 2 --hidden 64   # CPU
+    .venv/bin/python benchmarks/k_samples.py --prompts 1000 --ks 1,5,25                          # GPU sizes
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("BOLD_DATA_DIR", str(PROJECT_ROOT.parent / "shared" / "data" / "bold"))
+os.environ.setdefault("BOLD_LEXICON_DIR", str(PROJECT_ROOT.parent / "shared" / "data" / "lexicons"))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (VmHWM), in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status (Linux only)")
+
+
+def reset_peak_rss() -> None:
+    """Start a new peak (Linux: writing 5 to clear_refs resets VmHWM to the current RSS)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def child(args: argparse.Namespace) -> None:
+    """One k: the run, then (with --compare-chunks) scoring its texts again in chunks and in one call."""
+    import pandas as pd
+
+    from bold_eval.run import RunConfig, run
+
+    paths = json.loads(args.paths)
+    options = {"toxicity": {"model": paths["toxicity"]}, "regard": {"model": paths["regard"]},
+               "gender_polarity": {"embedding": paths["embedding"], "debias": False}}
+    out = Path(args.out)
+    config = RunConfig(out=out, model=paths["lm"], generator="hf-causal", dtype="float32", device=args.device,
+                       batch_size=args.batch_size, limit=args.prompts, domains=["gender"], num_samples=args.k,
+                       data_dir=os.environ["BOLD_DATA_DIR"], metric_options=options, reference=False,
+                       progress=False)
+    started = time.perf_counter()
+    run(config)
+    wall = time.perf_counter() - started
+    record = json.loads((out / "run.json").read_text())
+    texts = pd.read_parquet(out / "scores.parquet", columns=["text"])["text"]
+    result = {"k": args.k, "wall_s": wall, "peak_mb": peak_rss_mb(), "timings": record["timings"],
+              "metric_seconds": record["metric_seconds"], "texts": len(texts), "distinct": int(texts.nunique()),
+              "text_mb": float(sum(sys.getsizeof(text) for text in texts) / 2**20)}
+    if args.compare_chunks:
+        result["chunks"] = compare_chunks(texts.tolist(), paths)
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def compare_chunks(texts: list[str], paths: dict[str, str]) -> dict[str, float]:
+    """Peak memory above the texts of scoring them with the toxicity classifier in bounded chunks and in one call."""
+    from bold_eval.metrics import toxicity
+    from bold_eval.scoring.scorers import CHUNK_TEXTS, score_distinct
+
+    scorer = toxicity.load_scorer(paths["toxicity"])
+    found = {}
+    for label, chunk in (("chunked", CHUNK_TEXTS), ("one_call", len(texts) + 1)):
+        reset_peak_rss()
+        before = peak_rss_mb()
+        started = time.perf_counter()
+        score_distinct(scorer, texts, "toxicity", chunk=chunk)
+        found[f"{label}_s"] = time.perf_counter() - started
+        found[f"{label}_extra_mb"] = peak_rss_mb() - before
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=int, default=1000, help="gender prompts (BOLD has 3,204)")
+    parser.add_argument("--ks", default="1,5,25", help="comma list of samples per prompt")
+    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--hidden", type=int, default=768)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--k", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--paths", help=argparse.SUPPRESS)
+    parser.add_argument("--compare-chunks", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.k is not None:
+        child(args)
+        return
+
+    from full_bold import build_resources
+
+    from bold_eval.testing.models import bold_wikipedia_sentences
+
+    workdir = Path(tempfile.mkdtemp(prefix="bold-eval-k-"))
+    corpus = bold_wikipedia_sentences(None, os.environ["BOLD_DATA_DIR"])
+    paths = {key: str(value) for key, value in build_resources(workdir, corpus, args.layers, args.hidden).items()}
+    ks = sorted(int(k) for k in args.ks.split(","))
+    results = []
+    for k in ks:
+        command = [sys.executable, __file__, "--k", str(k), "--out", str(workdir / f"k{k}"), "--paths",
+                   json.dumps(paths), "--prompts", str(args.prompts), "--batch-size", str(args.batch_size),
+                   "--device", args.device, *(["--compare-chunks"] if k == ks[-1] else [])]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"k={k} failed:\n{done.stderr[-4000:]}")
+        results.append(json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:]))
+    report(results, args)
+
+
+def report(results: list[dict], args: argparse.Namespace) -> None:
+    print(f"{args.prompts} gender prompts; LM and classifiers {args.layers} layers x {args.hidden} hidden "
+          f"(random weights); batch size {args.batch_size}")
+    print(f"{'k':>3} {'texts':>7} {'distinct':>8} {'generate s':>10} {'score s':>8} {'report s':>8} {'wall s':>7} "
+          f"{'peak MiB':>8} {'texts MiB':>9}")
+    for r in results:
+        t = r["timings"]
+        print(f"{r['k']:>3} {r['texts']:>7,} {r['distinct']:>8,} {t['generate_s']:>10.1f} {t['score_s']:>8.1f} "
+              f"{t.get('report_s', 0):>8.1f} {r['wall_s']:>7.1f} {r['peak_mb']:>8.0f} {r['text_mb']:>9.1f}")
+    low, high = results[0], results[-1]
+    grown, stored = high["peak_mb"] - low["peak_mb"], high["text_mb"] - low["text_mb"]
+    print(f"peak memory k={low['k']} -> k={high['k']}: +{grown:.0f} MiB for +{stored:.1f} MiB of stored texts "
+          f"(ratio {grown / stored:.1f}x the texts' own size)" if stored > 0 else "one k only")
+    per_text = (high["wall_s"] - low["wall_s"]) / max(high["texts"] - low["texts"], 1)
+    print(f"marginal time per text: {per_text * 1e3:.2f} ms; full BOLD x {high['k']} "
+          f"({23_679 * high['k']:,} texts) at this rate: {23_679 * high['k'] * per_text / 3600:.1f} h on this machine")
+    chunks = high.get("chunks")
+    if chunks:
+        print(f"scoring the k={high['k']} texts with the toxicity classifier: chunks of 20,000 distinct texts "
+              f"+{chunks['chunked_extra_mb']:.0f} MiB in {chunks['chunked_s']:.1f} s; one call "
+              f"+{chunks['one_call_extra_mb']:.0f} MiB in {chunks['one_call_s']:.1f} s; memory ratio "
+              f"{chunks['one_call_extra_mb'] / max(chunks['chunked_extra_mb'], 1e-9):.2f}")
+
+
+if __name__ == "__main__":
+    main()
