@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -233,6 +234,21 @@ def load_run(run_dir: str | Path) -> tuple[pd.DataFrame, RunRecord]:
 # --------------------------------------------------------------------------- generations.jsonl
 
 
+# Fields every sample of a prompt repeats: one string object per distinct value instead of one per record,
+# so k samples per prompt cost memory for their continuations only (BOLD x 25 is 591,975 records).
+_REPEATED_FIELDS = ("prompt_id", "domain", "group", "category", "name", "prompt")
+
+
+def _shared_strings(record: dict[str, Any]) -> dict[str, Any]:
+    """`record` with its keys and repeated fields interned (`sys.intern`)."""
+    shared = {}
+    for key, value in record.items():
+        if key in _REPEATED_FIELDS and isinstance(value, str):
+            value = sys.intern(value)
+        shared[sys.intern(key)] = value
+    return shared
+
+
 def read_generations(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
     """Records of a generations JSONL file ([] if absent): one JSON object per line.
 
@@ -255,7 +271,7 @@ def read_generations(path: Path, *, repair: bool = False) -> list[dict[str, Any]
                 tail = line  # a torn write that happened to end in a newline byte
                 break
             raise
-        records.append(record)
+        records.append(_shared_strings(record))
         good_bytes += len(line) + 1
     if tail and repair:
         with open(path, "r+b") as handle:

@@ -162,7 +162,7 @@ def score_texts(
 
 # Distinct texts a scorer sees per call: bounds the memory of tokenization and per-call buffers, whatever
 # the number of texts (BOLD x 25 samples is 591,975 texts); large enough that batching is unaffected.
-CHUNK_TEXTS = 20_000
+CHUNK_TEXTS = 4_096
 
 
 def score_distinct(scorer: Any, texts: list[str], name: str = "metric", *,
