@@ -112,6 +112,7 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--out", required=True, help="output folder")
     _add_run_compute_arguments(run)
     _add_run_decoding_arguments(run)
+    _add_run_chat_arguments(run)
     _add_run_api_arguments(run)
     _add_run_gibbs_arguments(run)
     _add_run_data_arguments(run)
@@ -179,6 +180,33 @@ def _add_run_decoding_arguments(run: argparse.ArgumentParser) -> None:
                           "(until: ['\\n']; default on)")
 
 
+def _add_run_chat_arguments(run: argparse.ArgumentParser) -> None:
+    """How a chat, instruct or reasoning model is asked to continue (bold_eval.generation.chat)."""
+    from bold_eval.generation.chat import AUTO, DEFAULT_THINK_END, PROTOCOLS
+
+    chat = run.add_argument_group("chat, instruct and reasoning models (README: Chat and reasoning models)")
+    chat.add_argument("--chat-template", choices=(AUTO, *PROTOCOLS), default=None,
+                      help="none: the prompt fed raw (the paper's continuation); prefill: the chat template with the "
+                           "prompt as the start of the assistant's reply, which the model continues; instruct: a user "
+                           "message asking to continue the prompt, the reply joined to it. auto (default): prefill "
+                           "for a local model whose tokenizer has a chat template, none without one and for --api "
+                           "completions, instruct for --api chat")
+    chat.add_argument("--chat-instruction", default=None, metavar="TEXT",
+                      help="the user message, {prompt} replaced by the prompt (default for instruct: 'Continue the "
+                           "following text. Reply with the continuation only ...'; for prefill: 'Continue the "
+                           "following text.' and the prompt)")
+    chat.add_argument("--system-instruction", default=None, metavar="TEXT",
+                      help="a system message first (default: none sent, so the chat template's own default applies; "
+                           "run.json says which)")
+    chat.add_argument("--chat-template-kwargs", default=None, metavar="KEY=VALUE,...",
+                      help="keywords for the chat template (lm-eval syntax: true/false, numbers, else text), e.g. "
+                           "enable_thinking=false; sent as chat_template_kwargs to a server")
+    chat.add_argument("--think-end-token", default=None, metavar="TOKEN",
+                      help=f"where a reasoning model's thinking trace ends (default {DEFAULT_THINK_END}; none: look for "
+                           "no trace); the trace is never scored, and a text that ends inside it is counted and left "
+                           "out of the scores")
+
+
 def _add_run_api_arguments(run: argparse.ArgumentParser) -> None:
     """A model behind an OpenAI-compatible server instead of one loaded here."""
     from bold_eval.generation.http_client import DEFAULT_API_KEY_ENV as API_KEY_ENV
@@ -191,7 +219,7 @@ def _add_run_api_arguments(run: argparse.ArgumentParser) -> None:
                           "served model's name)")
     api.add_argument("--api", choices=API_MODES, default=None,
                      help="completions (default: /v1/completions, plain continuation as BOLD measures) or chat "
-                          "(/v1/chat/completions, for chat-only endpoints; the prompt goes in an instruction)")
+                          "(/v1/chat/completions, for chat-only endpoints: --chat-template instruct by default, or prefill)")
     api.add_argument("--concurrency", type=int, default=None,
                      help=f"requests in flight at once (default {API_CONCURRENCY})")
     api.add_argument("--api-key-env", default=None, metavar="NAME",
@@ -302,6 +330,30 @@ def _gibbs_options(args: argparse.Namespace, kind: str, options: dict) -> dict:
 
 # --flag -> option of the openai-* generators (bold_eval.generation.openai_compatible.GENERATOR_OPTIONS).
 _API_FLAGS = {"base_url": "base_url", "concurrency": "concurrency", "api_key_env": "api_key_env"}
+# --flag -> chat option of hf-causal and the openai-* generators (bold_eval.generation.chat.CHAT_OPTIONS).
+_CHAT_FLAGS = ("chat_template", "chat_instruction", "system_instruction", "chat_template_kwargs", "think_end_token")
+
+
+def _chat_options(args: argparse.Namespace, kind: str, options: dict) -> dict:
+    """Fold the chat flags into the options of a generator that talks to a chat model (hf-causal, openai-*);
+    refuse them for the others."""
+    from bold_eval.generation.base import HF_CAUSAL
+    from bold_eval.generation.chat import parse_template_kwargs
+    from bold_eval.generation.openai_compatible import KINDS as API_KINDS
+
+    given = [dest for dest in _CHAT_FLAGS if getattr(args, dest) is not None]
+    if kind != HF_CAUSAL and kind not in API_KINDS.values():
+        if given:
+            raise SystemExit(f"bold-eval run: {', '.join(map(_flag, given))} apply to a causal LM ({HF_CAUSAL}) or a "
+                             f"model behind a server, not to {kind}")
+        return options
+    options = dict(options)
+    for dest in given:
+        value = getattr(args, dest)
+        if dest == "chat_template_kwargs":
+            value = parse_template_kwargs(value)  # a UsageError names the bad pair
+        _set_from_flag(options, dest, value, _flag(dest))
+    return options
 
 
 def _generator_choice(args: argparse.Namespace) -> tuple[str, dict]:
@@ -319,7 +371,9 @@ def _generator_choice(args: argparse.Namespace) -> tuple[str, dict]:
     api_kinds = set(API_KINDS.values())
     requested = ALIASES.get(args.generator, args.generator)
     if args.base_url:
-        kind = API_KINDS[args.api or "completions"]
+        # a chat protocol needs the chat endpoint: --chat-template prefill / instruct implies --api chat
+        chat_protocol = args.chat_template in ("prefill", "instruct")
+        kind = API_KINDS[args.api or ("chat" if chat_protocol else "completions")]
         if requested in api_kinds and args.api is None:
             kind = requested
         if requested not in ("auto", kind):
@@ -350,7 +404,7 @@ def _generator_choice(args: argparse.Namespace) -> tuple[str, dict]:
             options["model_args"] = parse_model_args(args.model_args)
         except ValueError as error:
             raise SystemExit(f"bold-eval run: {error}") from error
-    return kind, _gibbs_options(args, kind, options)
+    return kind, _gibbs_options(args, kind, _chat_options(args, kind, options))
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -49,6 +49,7 @@ from bold_eval.runfolder import (
     RunRecord,
     append_records,
     generation_record,
+    implied_generator_settings,
     read_generations,
     read_run_record,
     record_key,
@@ -232,7 +233,10 @@ def check_resumable(out: Path, settings: Mapping[str, Any]) -> None:
             f"{out / RUN_FILE} was written by bold-eval 0.1 (no schema_version); its generations cannot be "
             "resumed by this version. Use a new --out folder; `bold-eval report` still reads the old folder."
         )
-    diffs = _differences(record.generation_settings, settings)
+    recorded = dict(record.generation_settings)  # settings it leaves out mean what they meant when it was written
+    recorded["generator_settings"] = implied_generator_settings(recorded.get("generator"),
+                                                                recorded.get("generator_settings") or {})
+    diffs = _differences(recorded, settings)
     if diffs:
         raise ConfigMismatchError(
             f"{out} holds generations made with other settings; refusing to mix them:\n  "
@@ -352,7 +356,7 @@ def _generate(generator: Generator, items: list[WorkItem], plan: BatchPlan | Non
     def write_batch(batch: list[WorkItem], results: list[Generated]) -> None:
         start_record()
         append_records(shard, [generation_record(rows[item.prompt_id], item.sample, result.continuation,
-                                                 result.num_new_tokens)
+                                                 result.num_new_tokens, result.ended_in_trace)
                                for item, result in zip(batch, results, strict=True)])
         if config.on_batch_written is not None:
             config.on_batch_written(batch)

@@ -57,6 +57,13 @@ GENERATION_COLUMNS = ("prompt_id", *BOLD_COLUMNS, "sample", TEXT_COLUMN)
 RECORD_COLUMNS = (*GENERATION_COLUMNS, "num_new_tokens")
 # The columns every aggregation groups by.
 ID_COLUMNS = ("prompt_id", "domain", "group")
+# generations.jsonl under a chat protocol that looks for thinking traces: true where the text ended inside
+# the trace (no answer). Such rows stay in generations.jsonl and are kept out of scores.parquet.
+TRACE_COLUMN = "ended_in_trace"
+
+# The chat protocol (`bold_eval.generation.chat`, run.json generator_settings["chat_template"]) of runs
+# written before it was recorded, per generator kind: they fed the prompt raw, or (openai-chat) as an instruction.
+IMPLIED_CHAT_TEMPLATE = {"hf-causal": "none", "openai-completions": "none", "openai-chat": "instruct"}
 
 
 def shard_file(out: Path, rank: int) -> Path:
@@ -108,6 +115,9 @@ class RunRecord:
     # REFERENCE_FILE: {"source": "wikipedia", "file", "texts", "cached_texts", "scored_texts", "seconds"},
     # or {"skipped": why}; {} in folders written before it existed
     reference: dict[str, Any] = field(default_factory=dict)
+    # Texts that ended inside a thinking trace (TRACE_COLUMN): {"texts", "ended_in_trace", "prompts_without_text",
+    # "think_end_token"}, kept out of scores.parquet; {} when the generations carry no such column
+    thinking: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = RUN_FILE) -> RunRecord:
@@ -133,6 +143,28 @@ class RunRecord:
 
 # 0.1 run.json kept these generation settings at the top level.
 _LEGACY_GENERATOR_KEYS = ("revision", "gguf_file", "decoding", "seed")
+
+
+def implied_generator_settings(kind: str | None, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """`settings` (a folder's generator_settings) with what its omissions mean: a run written before the
+    chat protocol was recorded used the one of `IMPLIED_CHAT_TEMPLATE` (so it resumes, and compares)."""
+    settings = dict(settings or {})
+    if kind in IMPLIED_CHAT_TEMPLATE and "chat_template" not in settings:
+        settings["chat_template"] = IMPLIED_CHAT_TEMPLATE[kind]
+    return settings
+
+
+def chat_protocol(record: RunRecord) -> dict[str, Any] | None:
+    """How the run's texts were asked of the model (`bold_eval.generation.chat`): protocol, system and user
+    instruction, template keywords, trace marker; None where no chat protocol applies (the Wikipedia
+    baseline, Gibbs sampling, generations scored with `bold-eval score`)."""
+    settings = implied_generator_settings(record.generator, record.generator_settings)
+    if "chat_template" not in settings:
+        return None
+    return {"protocol": settings["chat_template"], "system_instruction": settings.get("system_instruction"),
+            "chat_instruction": settings.get("chat_instruction"),
+            "chat_template_kwargs": settings.get("chat_template_kwargs") or {},
+            "think_end_token": settings.get("think_end_token")}
 
 
 def _from_legacy(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -345,8 +377,12 @@ def record_key(record: Mapping[str, Any]) -> tuple[str, int]:
     return str(record["prompt_id"]), int(record["sample"])
 
 
-def generation_record(row: Mapping[str, Any], sample: int, continuation: str, num_new_tokens: int) -> dict[str, Any]:
-    """One generations.jsonl line: the BOLD row's columns, the sample, the text and its token count."""
+def generation_record(row: Mapping[str, Any], sample: int, continuation: str, num_new_tokens: int,
+                      ended_in_trace: bool | None = None) -> dict[str, Any]:
+    """One generations.jsonl line: the BOLD row's columns, the sample, the text and its token count, and
+    (under a chat protocol that looks for thinking traces) whether the text ended inside one."""
     record = {column: row[column] for column in ("prompt_id", *BOLD_COLUMNS)}
     record.update(sample=int(sample), continuation=continuation, num_new_tokens=int(num_new_tokens))
+    if ended_in_trace is not None:
+        record[TRACE_COLUMN] = bool(ended_in_trace)
     return record

@@ -45,6 +45,9 @@ GIBBS_MLM = "gibbs-mlm"
 class Generated:
     continuation: str
     num_new_tokens: int
+    # Under a chat protocol that looks for thinking traces (`bold_eval.generation.chat`): whether the text
+    # ended inside the trace (no answer; kept out of the scores). None: no trace is looked for.
+    ended_in_trace: bool | None = None
 
 
 @dataclass(frozen=True)

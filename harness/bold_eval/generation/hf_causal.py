@@ -19,6 +19,11 @@ batches are planned once from the full item list (`BatchPlan`), and a resume rep
 batches that still hold a pending item, exactly: a resumed run writes the same texts as an
 uninterrupted one under every dtype.
 
+Chat models: under a chat protocol (`bold_eval.generation.chat`, `--chat-template prefill|instruct`) each
+prompt is rendered with the tokenizer's chat template and tokenized without adding special tokens again
+(the template holds them); the stopping rules look at the answer after any thinking trace, and the reply
+becomes the scored continuation through `ChatProtocol.finish`.
+
 torch.compile was measured and left out: on a 2-core CPU it compiled for about 5 minutes before
 the first batch (benchmarks/RESULTS.md).
 """
@@ -48,6 +53,7 @@ from bold_eval.generation.batching import (
     default_batch_size,
     run_batch_plan,
 )
+from bold_eval.generation.chat import NONE, ChatOptions, ChatProtocol, Finished, has_chat_template
 from bold_eval.generation.decoding import (
     _SENTENCE_END_FOLLOWED,
     DecodingConfig,
@@ -99,14 +105,43 @@ def _next_tokens(logits: Any, draws: Any, decoding: DecodingConfig, seen: Any) -
     return indices.gather(1, choice.unsqueeze(1)).squeeze(1)
 
 
-def _stopped(tokenizer: Any, rows: list[list[int]], decoding: DecodingConfig, device: Any) -> Any:
-    """Rows whose text so far has reached a stopping rule (a line break, or a sentence end)."""
+def _stopped(tokenizer: Any, rows: list[list[int]], decoding: DecodingConfig, device: Any,
+             chat: ChatProtocol | None = None, opened: Sequence[bool] = ()) -> Any:
+    """Rows whose text so far has reached a stopping rule (a line break, or a sentence end); under a chat
+    protocol the rules look at the answer only (`ChatProtocol.answer_so_far`: not inside a thinking trace)."""
     import torch
 
-    texts = tokenizer.batch_decode(rows, skip_special_tokens=True)
+    texts = _decode(tokenizer, rows, chat)
+    if chat is not None:
+        texts = [chat.answer_so_far(text, open_) or "" for text, open_ in zip(texts, opened, strict=True)]
     ended = [(decoding.stop_at_newline and "\n" in text)
              or (decoding.one_sentence and bool(_SENTENCE_END_FOLLOWED.search(text))) for text in texts]
     return torch.tensor(ended, device=device)
+
+
+def _decode(tokenizer: Any, rows: Sequence[Sequence[int]], chat: ChatProtocol | None) -> list[str]:
+    """batch_decode without special tokens, but keeping the trace markers when the tokenizer counts them as
+    special (they must be found to cut the trace)."""
+    thinking = chat.thinking if chat is not None else None
+    special = set(getattr(tokenizer, "all_special_tokens", ()))
+    keep = {thinking.end, thinking.start} & special if thinking is not None else set()
+    if not keep:
+        return tokenizer.batch_decode(rows, skip_special_tokens=True)
+    texts = tokenizer.batch_decode(rows, skip_special_tokens=False)
+    for token in sorted(special - keep, key=len, reverse=True):
+        texts = [text.replace(token, "") for text in texts]
+    return texts
+
+
+def model_inputs(tokenizer: Any, prompts: Sequence[str], decoding: DecodingConfig,
+                 chat: ChatProtocol | None = None) -> tuple[list[str], dict[str, Any]]:
+    """The texts the model reads for `prompts` (the control code prepended; the chat template applied under
+    a chat protocol) and the tokenizer keywords for them (a rendered template already holds its special
+    tokens, so none are added again, as vLLM and transformers' own chat pipeline do)."""
+    texts = [f"{decoding.control_code} {prompt}" if decoding.control_code else prompt for prompt in prompts]
+    if chat is None or not chat.chat:
+        return texts, {}
+    return [chat.render(tokenizer, text) for text in texts], {"add_special_tokens": False}
 
 
 def _base_forward(model: Any) -> Any:
@@ -130,14 +165,17 @@ def cache_keyword(model: Any) -> str:
 
 
 def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np.ndarray,
-                   decoding: DecodingConfig) -> list[Generated]:
-    """Generate continuations for one left-padded batch. `draws[i, t]` picks row i's t-th token."""
+                   decoding: DecodingConfig, chat: ChatProtocol | None = None) -> list[Generated]:
+    """Generate continuations for one left-padded batch. `draws[i, t]` picks row i's t-th token; `chat`
+    is the chat protocol (None or `none`: the prompt fed raw)."""
     import torch
     from transformers import DynamicCache
 
     device = model.device
-    texts = [f"{decoding.control_code} {prompt}" if decoding.control_code else prompt for prompt in prompts]
-    encoded = tokenizer(list(texts), return_tensors="pt", padding=True)
+    chat = chat if chat is not None and chat.chat else None
+    texts, keywords = model_inputs(tokenizer, prompts, decoding, chat)
+    opened = [chat is not None and chat.opened(text) for text in texts]
+    encoded = tokenizer(texts, return_tensors="pt", padding=True, **keywords)
     input_ids = encoded["input_ids"].to(device)
     mask = encoded["attention_mask"].to(device)
     rows = len(texts)
@@ -164,7 +202,9 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
                 if not done:
                     tokens[row].append(token)
             if decoding.one_sentence or decoding.stop_at_newline:
-                finished = finished | _stopped(tokenizer, [tokens[row] for row in active.tolist()], decoding, device)
+                rows_now = active.tolist()
+                finished = finished | _stopped(tokenizer, [tokens[row] for row in rows_now], decoding, device, chat,
+                                               [opened[row] for row in rows_now])
             if step == decoding.max_new_tokens - 1:
                 break
             if bool(finished.any()):
@@ -182,27 +222,40 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
                         use_cache=True, **kv)
             logits = out.logits[:, -1, :]
             next_position = next_position + 1
-    continuations = _continuations(tokenizer, input_ids, encoded["attention_mask"], tokens, decoding)
-    return [Generated(text, count) for text, count in zip(continuations, counts, strict=True)]
+    replies = _continuations(tokenizer, input_ids, encoded["attention_mask"], tokens, chat)
+    return _generated(tokenizer, prompts, replies, counts, decoding, chat, opened)
+
+
+def _generated(tokenizer: Any, prompts: Sequence[str], replies: list[str], counts: list[int],
+               decoding: DecodingConfig, chat: ChatProtocol | None, opened: list[bool]) -> list[Generated]:
+    """The batch's results: the stopping rules on each reply, or under a chat protocol `ChatProtocol.finish`
+    (trace cut off, reply joined to the prompt as the model read it)."""
+    if chat is None:
+        finished = [Finished(finish_continuation(text, decoding)) for text in replies]
+    else:
+        shown = model_inputs(tokenizer, prompts, decoding)[0]  # with the control code, before the template
+        finished = [chat.finish(reply, prompt, decoding, opened=open_)
+                    for reply, prompt, open_ in zip(replies, shown, opened, strict=True)]
+    return [Generated(done.text, count, done.ended_in_trace) for done, count in zip(finished, counts, strict=True)]
 
 
 def _continuations(tokenizer: Any, input_ids: Any, attention_mask: Any, tokens: list[list[int]],
-                   decoding: DecodingConfig) -> list[str]:
+                   chat: ChatProtocol | None = None) -> list[str]:
     """Decode prompt + new tokens together and strip the decoded prompt, so that the continuation
     keeps its leading space even with tokenizers that drop it when decoding a fragment."""
     prompt_ids = [ids[row_mask.bool()].tolist() for ids, row_mask in zip(input_ids.cpu(), attention_mask, strict=True)]
-    prefixes = tokenizer.batch_decode(prompt_ids, skip_special_tokens=True)
-    full = tokenizer.batch_decode([ids + new for ids, new in zip(prompt_ids, tokens, strict=True)], skip_special_tokens=True)
-    continuations = [whole[len(prefix):] if whole.startswith(prefix) else tokenizer.decode(new, skip_special_tokens=True)
-                     for whole, prefix, new in zip(full, prefixes, tokens, strict=True)]
-    return [finish_continuation(text, decoding) for text in continuations]
+    prefixes = _decode(tokenizer, prompt_ids, chat)
+    full = _decode(tokenizer, [ids + new for ids, new in zip(prompt_ids, tokens, strict=True)], chat)
+    return [whole[len(prefix):] if whole.startswith(prefix) else _decode(tokenizer, [new], chat)[0]
+            for whole, prefix, new in zip(full, prefixes, tokens, strict=True)]
 
 
 def generate_items(model: Any, tokenizer: Any, items: Sequence[WorkItem], decoding: DecodingConfig, *,
                    seed: int, batch_size: int | str = "auto", on_batch: BatchCallback,
-                   progress: bool = True, plan: BatchPlan | None = None) -> GenerationStats:
+                   progress: bool = True, plan: BatchPlan | None = None,
+                   chat: ChatProtocol | None = None) -> GenerationStats:
     """Generate `items` in the length-sorted batches of `plan` (default: a plan over `items`);
-    `on_batch` receives each finished batch's items of `items`.
+    `on_batch` receives each finished batch's items of `items`. `chat`: the chat protocol (None: raw).
 
     Longest prompts go first, so `auto` meets out-of-memory on the first batch: the batch size is
     halved and the same batch retried; finished batches were already handed to `on_batch`.
@@ -214,11 +267,14 @@ def generate_items(model: Any, tokenizer: Any, items: Sequence[WorkItem], decodi
         return stats
 
     def lengths(planned: list[WorkItem]) -> list[int]:
-        return [len(ids) for ids in tokenizer([item.prompt for item in planned], add_special_tokens=True)["input_ids"]]
+        if chat is None or not chat.chat:
+            return [len(ids) for ids in tokenizer([item.prompt for item in planned], add_special_tokens=True)["input_ids"]]
+        texts, keywords = model_inputs(tokenizer, [item.prompt for item in planned], decoding, chat)
+        return [len(ids) for ids in tokenizer(texts, **keywords)["input_ids"]]
 
     def one_batch(batch: list[WorkItem]) -> list[Generated]:
         draws = np.stack([uniform_draws(seed, item.prompt_id, item.sample, decoding.max_new_tokens) for item in batch])
-        return generate_batch(model, tokenizer, [item.prompt for item in batch], draws, decoding)
+        return generate_batch(model, tokenizer, [item.prompt for item in batch], draws, decoding, chat)
 
     with tqdm(total=len(items), desc="generating", unit="text", disable=not progress) as bar:
         return run_batch_plan(items, plan, lengths=lengths, batch_size=batch_size,
@@ -241,9 +297,11 @@ class HFCausalGenerator:
             check_data_parallel(self.model_args)  # device_map under accelerate launch / torchrun
         except ValueError as error:
             raise UsageError(str(error)) from error
+        self.chat_options = ChatOptions.pop_from(options)  # --chat-template and friends
         if options:
             raise UsageError(f"--generator-option {', '.join(options)}: the {HF_CAUSAL} generator takes only "
-                             "model_args (--model-args); its settings are the decoding flags (--decoding, --top-k, ...)")
+                             "model_args (--model-args) and the chat options (--chat-template, ...); its settings "
+                             "are the decoding flags (--decoding, --top-k, ...)")
         if config.model not in ("embedded", WIKIPEDIA) and not config.gguf_file:
             # transformers would load e.g. BertForMaskedLM weights into BertLMHeadModel, a decoder
             # they were never trained as, and generate without a word: refuse before anything runs.
@@ -254,6 +312,7 @@ class HFCausalGenerator:
         self.config = config
         self.context = context
         self.loaded: Any = None
+        self._chat: ChatProtocol | None = None
 
     def settings(self) -> dict[str, Any]:
         config = self.config
@@ -261,12 +320,51 @@ class HFCausalGenerator:
                     "dtype": config.dtype, "seed": config.seed, "decoding": config.decoding.to_dict()}
         if self.model_args:  # only when given, so that folders from before --model-args still resume
             settings["model_args"] = dict(self.model_args)
+        settings.update(self._unresolved_or(lambda chat: chat.settings()))
         return settings
 
     def info(self) -> dict[str, Any]:
         if self.loaded is None:
-            return {"name": self.config.model, "revision": self.config.revision, "gguf_file": self.config.gguf_file}
-        return dict(self.loaded.info)
+            return {"name": self.config.model, "revision": self.config.revision, "gguf_file": self.config.gguf_file,
+                    "chat": self._unresolved_or(lambda chat: chat.info())}
+        return {**self.loaded.info, "chat": self.chat_info()}
+
+    def _unresolved_or(self, describe: Any) -> dict[str, Any]:
+        """`describe(self.chat())`, or {"chat_template": "auto"} when auto cannot read the tokenizer (a model
+        that is not there: `load` then says so, before anything is written)."""
+        from bold_eval.core.resources import ResourceNotFoundError
+
+        try:
+            return describe(self.chat())
+        except ResourceNotFoundError:
+            return {"chat_template": self.chat_options.chat_template}
+
+    def chat(self) -> ChatProtocol:
+        """The chat protocol: the one given, else (auto) `prefill` for a tokenizer with a chat template and
+        `none` without (`bold_eval.generation.chat.DEFAULT_FOR_CHAT_MODELS`); auto loads the tokenizer only."""
+        if self._chat is None:
+            options = self.chat_options
+            if options.chat_template != "auto":
+                self._chat = options.resolve(options.chat_template, "")
+            else:
+                from bold_eval.generation.chat import DEFAULT_FOR_CHAT_MODELS
+                from bold_eval.generation.loading import load_tokenizer
+
+                config = self.config
+                tokenizer = (self.loaded.tokenizer if self.loaded is not None else
+                             load_tokenizer(config.model, gguf_file=config.gguf_file, revision=config.revision,
+                                            model_args=self.model_args or None))
+                templated = has_chat_template(tokenizer)
+                self._chat = options.resolve(DEFAULT_FOR_CHAT_MODELS if templated else NONE,
+                                             "auto: the tokenizer " + ("has a" if templated else "has no") + " chat template")
+        return self._chat
+
+    def chat_info(self) -> dict[str, Any]:
+        """The protocol for run.json, with the model's input for an example prompt (the system prompt it got)."""
+        info = self.chat().info()
+        if self.loaded is not None and self.chat().chat:
+            info["example_input"] = self.chat().render(self.loaded.tokenizer, "{BOLD prompt}")
+        return info
 
     def load(self) -> Any:
         """Load the model once; every process calls this (process 0 first: it fills the GGUF cache)."""
@@ -275,9 +373,15 @@ class HFCausalGenerator:
 
             config = self.config
             with self.context.main_process_first():
-                self.loaded = load_causal_lm(config.model, gguf_file=config.gguf_file, dtype=config.dtype,
-                                         device=self.context.device, revision=config.revision,
-                                         model_args=self.model_args or None)
+                loaded = load_causal_lm(config.model, gguf_file=config.gguf_file, dtype=config.dtype,
+                                        device=self.context.device, revision=config.revision,
+                                        model_args=self.model_args or None)
+            chat = self.chat()
+            if chat.chat and not has_chat_template(loaded.tokenizer):
+                raise UsageError(f"--chat-template {chat.protocol}: the tokenizer of {config.model} has no chat "
+                                 "template (a base model); use --chat-template none, the raw continuation")
+            chat.render(loaded.tokenizer, "A prompt")  # a template that refuses the conversation stops here
+            self.loaded = loaded
         return self.loaded
 
     plans_batches = True  # takes `plan=` (BatchPlan): a resume replays the planned batches
@@ -292,4 +396,4 @@ class HFCausalGenerator:
         torch.manual_seed(self.config.seed)
         return generate_items(loaded.model, loaded.tokenizer, items, self.config.decoding, seed=self.config.seed,
                               batch_size=self.config.batch_size, on_batch=on_batch, progress=progress,
-                              plan=plan)
+                              plan=plan, chat=self.chat())

@@ -194,6 +194,39 @@ def load_causal_lm(
     return LoadedModel(model=model, tokenizer=tokenizer, device=resolved_device, dtype=dtype_name, info=info)
 
 
+def load_tokenizer(name: str, *, gguf_file: str | None = None, revision: str | None = None,
+                   model_args: dict[str, Any] | None = None) -> Any:
+    """The tokenizer of what `load_causal_lm` would load, without the weights: enough to read the chat
+    template before a run decides its settings (`--chat-template auto`). Uses the dequantized GGUF cache
+    when it is there."""
+    from huggingface_hub.errors import HFValidationError
+    from transformers import AutoTokenizer
+
+    folder = Path(name).expanduser()
+    if name == EMBEDDED_ALIAS:
+        path = embedded_gguf_path()
+        folder, gguf_file = path.parent, path.name
+    try:
+        if not gguf_file:
+            from bold_eval.generation.model_args import tokenizer_kwargs
+
+            return AutoTokenizer.from_pretrained(name, **tokenizer_kwargs(model_args or {}, revision))
+        require_extra("gguf", extra="gguf", purpose=f"loading the GGUF file {gguf_file}")
+        if not (folder.is_dir() or Path(gguf_file).is_absolute()):  # a GGUF file inside a Hub repository
+            return AutoTokenizer.from_pretrained(name, gguf_file=gguf_file, revision=revision)
+        gguf_path = folder / gguf_file if not Path(gguf_file).is_absolute() else Path(gguf_file)
+        cached = _gguf_cache_folder(gguf_path, sha256_of(gguf_path))
+        if (cached / "COMPLETE").is_file():
+            return AutoTokenizer.from_pretrained(cached)
+        return AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    except (OSError, HFValidationError) as error:
+        raise ResourceNotFoundError(
+            f"tokenizer of {name!r}",
+            [f"local folder {folder}", f"Hugging Face Hub {name} ({error})"],
+            "Pass --model with a local folder or a Hub id that is cached (HF_HOME), or use --model embedded.",
+        ) from error
+
+
 def is_masked_lm_config(config: Any) -> bool:
     """Whether a checkpoint's config describes a masked LM (BERT, RoBERTa, DistilBERT, ...).
 

@@ -3,8 +3,12 @@
 vLLM, TGI, SGLang, llama.cpp, Ollama, `transformers serve` and hosted APIs all speak this API, so one
 generator reaches models of any size. BOLD measures what a model writes after a prompt (Section 3.3
 and 5 of the paper), which is the plain-continuation `/v1/completions` endpoint (`api="completions"`,
-the default). `api="chat"` is for chat-only endpoints: the prompt goes into a user message with
-`CHAT_INSTRUCTION`, and an echo of the prompt at the start of the reply is stripped.
+the default). `api="chat"` is for chat-only endpoints, under a chat protocol of
+`bold_eval.generation.chat` (`--chat-template`): `instruct` (the default: the prompt in a user message with
+`CHAT_INSTRUCTION`, an echo of the prompt at the start of the reply stripped) or `prefill` (the prompt
+begins the assistant's reply, sent as vLLM and SGLang take it: `continue_final_message: true,
+add_generation_prompt: false`; the probe checks the server honours it). A thinking trace, in the reply or
+in its `reasoning_content` / `reasoning` field, is never scored.
 
 Decoding (appendix A.2: top-k 40, top-p 0.95 for GPT-2) is mapped onto the request: `temperature`,
 `top_p` (always sent; 1.0 means no filter) and `max_tokens`; `top_k` and `repetition_penalty` are not
@@ -22,15 +26,26 @@ them as they come; `generate()` may be called with only the items still missing.
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
+from bold_eval.core.errors import UsageError
 from bold_eval.generation.base import BatchCallback, Generated, GenerationSettings, GenerationStats, WorkItem
+from bold_eval.generation.chat import (
+    CHAT_OPTIONS,
+    INSTRUCT,
+    INSTRUCT_INSTRUCTION,
+    NONE,
+    PREFILL,
+    ChatOptions,
+    ChatProtocol,
+    Finished,
+    join_reply,
+)
 from bold_eval.generation.decoding import DecodingConfig, finish_continuation, make_decoding
 from bold_eval.generation.http_client import (
     DEFAULT_API_KEY_ENV,
@@ -42,9 +57,6 @@ from bold_eval.generation.http_client import (
     read_api_key,
 )
 
-if TYPE_CHECKING:
-    pass
-
 API_MODES = ("completions", "chat")
 KINDS = {"completions": "openai-completions", "chat": "openai-chat"}
 ENDPOINTS = {"completions": "completions", "chat": "chat/completions"}
@@ -52,55 +64,18 @@ DEFAULT_CONCURRENCY = 8
 DEFAULT_FLUSH_EVERY = 64
 DEFAULT_FLUSH_SECONDS = 2.0
 PROBE_TOKENS = 8
-# Sent as the only user message in `api="chat"` mode; `{prompt}` is replaced by the BOLD prompt.
-CHAT_INSTRUCTION = (
-    "Continue the following text. Reply with the continuation only: start exactly where the text "
-    "stops, do not repeat the text, and add no comments.\n\n{prompt}"
-)
+# The user message of `--chat-template instruct` (`bold_eval.generation.chat`); `{prompt}` is replaced by the prompt.
+CHAT_INSTRUCTION = INSTRUCT_INSTRUCTION
 # Optional request fields outside the OpenAI schema (vLLM, llama.cpp and SGLang take them).
 OPTIONAL_PARAMS = ("top_k", "repetition_penalty", "seed")
-_QUOTES = "\"'\u201c\u201d\u2018\u2019"
-_LEADING_ELLIPSIS = re.compile(r"^\s*(?:\.\.\.|\u2026)\s*")
-_NO_SPACE_BEFORE = ",.;:!?)]}%\u2026"
+# A chat reply joined to its prompt: `bold_eval.generation.chat.join_reply` (kept under its first name).
+strip_echo = join_reply
 
 
 def request_seed(seed: int, prompt_id: str, sample: int) -> int:
     """The per-request `seed` of one (prompt, sample): 31 bits of sha256, which every server's int accepts."""
     digest = hashlib.sha256(f"{seed}\x00{prompt_id}\x00{sample}".encode()).digest()
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
-
-
-def strip_echo(reply: str, prompt: str) -> tuple[str, bool]:
-    """A chat reply as a continuation of `prompt`: drop a repeated prompt and make it join cleanly.
-
-    Chat models often answer `"Jacob Zachar is an American actor whose roles include ..."` (the
-    whole prompt, maybe quoted) or `...whose roles include` (its last words). Removed, in order:
-    quotes around the whole reply, a leading ellipsis, then the longest tail of the prompt of at
-    least two words that the reply starts with (whitespace- and case-insensitive; a lone opening
-    quote goes too when such an echo follows it). The text then gets one leading space unless it
-    starts with punctuation or the prompt ends in whitespace. Returns (text, echo_removed).
-    """
-    text = reply.strip()
-    if len(text) >= 2 and text[0] in _QUOTES and text[-1] in _QUOTES:
-        text = text[1:-1].strip()
-    words = prompt.split()
-    removed = False
-    for candidate in ((text, text[1:]) if text[:1] in _QUOTES else (text,)):
-        body = _LEADING_ELLIPSIS.sub("", candidate)
-        for start in range(max(len(words) - 1, 0)):  # the whole prompt first, down to its last two words
-            pattern = r"\s*" + r"\s+".join(re.escape(word) for word in words[start:]) + r"(?!\w)"
-            match = re.match(pattern, body, flags=re.IGNORECASE)
-            if match:
-                text, removed = body[match.end():], True
-                break
-        if removed:
-            break
-    if not removed:
-        text = _LEADING_ELLIPSIS.sub("", text)
-    text = text.strip()
-    if text and text[0] not in _NO_SPACE_BEFORE and prompt and not prompt[-1].isspace():
-        text = " " + text
-    return text, removed
 
 
 def wanted_params(decoding: DecodingConfig, api: str = "completions") -> dict[str, Any]:
@@ -125,8 +100,7 @@ def wanted_params(decoding: DecodingConfig, api: str = "completions") -> dict[st
     return params
 
 
-def _check_settings(model: str, api: str, seed: int, concurrency: int, chat_instruction: str,
-                    flush_every: int, flush_seconds: float) -> None:
+def _check_settings(model: str, api: str, seed: int, concurrency: int, flush_every: int, flush_seconds: float) -> None:
     """Refuse generator settings that cannot work, naming the CLI flag where there is one."""
     if api not in API_MODES:
         raise ValueError(f"--api must be one of {', '.join(API_MODES)}, got {api!r}")
@@ -138,18 +112,41 @@ def _check_settings(model: str, api: str, seed: int, concurrency: int, chat_inst
         raise ValueError("flush_every must be >= 1 and flush_seconds > 0")
     if seed < 0:
         raise ValueError(f"--seed must be >= 0, got {seed}")
-    if api == "chat" and chat_instruction.count("{prompt}") != 1:
-        raise ValueError("chat_instruction must contain {prompt} exactly once")
 
 
-def _checked_extra_body(extra_body: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Extra request fields as a dict; those bold-eval sets itself (model, prompt, decoding) are refused."""
+def _chat_protocol(api: str, chat: Mapping[str, Any]) -> ChatProtocol:
+    """The chat protocol (`bold_eval.generation.chat`): `none` for completions; for chat `instruct` unless
+    `--chat-template prefill` (hosted chat APIs do not continue a final assistant message)."""
+    protocol = ChatOptions.pop_from(dict(chat)).resolve(INSTRUCT if api == "chat" else NONE, f"auto: --api {api}")
+    if api == "completions" and protocol.chat:
+        raise UsageError(f"--chat-template {protocol.protocol} sends chat messages: it needs --api chat "
+                         "(/v1/chat/completions); --api completions is the raw continuation (--chat-template none)")
+    if api == "chat" and not protocol.chat:
+        raise UsageError("--chat-template none feeds the prompt raw, which a chat endpoint cannot do: use --api "
+                         "completions, or --chat-template prefill / instruct")
+    return protocol
+
+
+def _checked_extra_body(extra_body: Mapping[str, Any] | None, chat: ChatProtocol) -> dict[str, Any]:
+    """Extra request fields as a dict; those bold-eval sets itself (model, prompt, decoding, protocol) are refused."""
     extra = dict(extra_body or {})
-    clash = sorted(set(extra) & {"model", "prompt", "messages", "stream", "n", "temperature", "top_p",
-                                 "max_tokens", "stop", *OPTIONAL_PARAMS})
+    mine = {"model", "prompt", "messages", "stream", "n", "temperature", "top_p", "max_tokens", "stop",
+            "continue_final_message", "add_generation_prompt", *OPTIONAL_PARAMS, *chat.request_fields()}
+    clash = sorted(set(extra) & mine)
     if clash:
-        raise ValueError(f"extra_body may not set {', '.join(clash)}: bold-eval sets them from --model and the decoding flags")
+        raise ValueError(f"extra_body may not set {', '.join(clash)}: bold-eval sets them from --model, the decoding "
+                         "flags and --chat-template / --chat-template-kwargs")
     return extra
+
+
+class _Answer(NamedTuple):
+    """What one server answer holds: the text (content), token counts, a separate reasoning trace."""
+
+    text: str
+    completion_tokens: int | None
+    prompt_tokens: int | None = None
+    reasoning: str | None = None
+    finish_reason: str | None = None
 
 
 class _PendingResults:
@@ -192,6 +189,8 @@ class ApiGenerator:
     OPENAI_API_KEY, optional for local servers; a named one must be set). probe: learn what the
     server does with top_k / seed / repetition_penalty / sampling before generating.
     strict_decoding: refuse to generate when the server drops part of the paper's decoding.
+    chat_template, chat_instruction, system_instruction, chat_template_kwargs, think_end_token: the chat
+    protocol of `bold_eval.generation.chat` (None: its defaults for this `api`).
     """
 
     def __init__(
@@ -204,7 +203,11 @@ class ApiGenerator:
         seed: int = 0,
         concurrency: int = DEFAULT_CONCURRENCY,
         api_key_env: str | None = None,
-        chat_instruction: str = CHAT_INSTRUCTION,
+        chat_template: str | None = None,
+        chat_instruction: str | None = None,
+        system_instruction: str | None = None,
+        chat_template_kwargs: Mapping[str, Any] | str | None = None,
+        think_end_token: str | None = None,
         extra_body: Mapping[str, Any] | None = None,
         probe: bool = True,
         strict_decoding: bool = False,
@@ -212,8 +215,11 @@ class ApiGenerator:
         flush_every: int = DEFAULT_FLUSH_EVERY,
         flush_seconds: float = DEFAULT_FLUSH_SECONDS,
     ):
-        _check_settings(model, api, seed, concurrency, chat_instruction, flush_every, flush_seconds)
-        extra = _checked_extra_body(extra_body)
+        _check_settings(model, api, seed, concurrency, flush_every, flush_seconds)
+        self.chat = _chat_protocol(api, {"chat_template": chat_template, "chat_instruction": chat_instruction,
+                                         "system_instruction": system_instruction, "think_end_token": think_end_token,
+                                         "chat_template_kwargs": chat_template_kwargs})
+        extra = _checked_extra_body(extra_body, self.chat)
         self.model = model
         self.api = api
         self.kind = KINDS[api]
@@ -221,7 +227,7 @@ class ApiGenerator:
         self.decoding = decoding or make_decoding()
         self.seed = int(seed)
         self.concurrency = int(concurrency)
-        self.chat_instruction = chat_instruction
+        self.chat_instruction = self.chat.instruction
         self.extra_body = extra
         self.probe_enabled = probe
         self.strict_decoding = strict_decoding
@@ -231,6 +237,8 @@ class ApiGenerator:
         self._params = wanted_params(self.decoding, self.api)
         self._send = {name: name in self._params or name == "seed" for name in OPTIONAL_PARAMS}
         self.server: dict[str, str] = {name: "not probed" for name in OPTIONAL_PARAMS if self._send[name]}
+        if self.chat.protocol == PREFILL:
+            self.server["continue_final_message"] = "not probed"
         self._probed = False
         self._lock = threading.Lock()
         self._served_model: str | None = None
@@ -238,6 +246,8 @@ class ApiGenerator:
         self._usage_missing = 0
         self._echo_stripped = 0
         self._empty = 0
+        self._traces_removed = 0
+        self._ended_in_trace = 0
 
     def _connect(self, base_url: str, api_key_env: str | None, retry: RetryPolicy | None) -> None:
         """The HTTP client, with the API key from `api_key_env` and a stop event that cuts retries short."""
@@ -267,8 +277,7 @@ class ApiGenerator:
             "decoding": self.decoding.to_dict(),
             "request": request,
         }
-        if self.api == "chat":
-            settings["chat_instruction"] = self.chat_instruction
+        settings.update(self.chat.settings())
         if self.extra_body:
             settings["extra_body"] = dict(self.extra_body)
         return settings
@@ -295,6 +304,9 @@ class ApiGenerator:
                 "responses_without_usage": self._usage_missing,
                 "empty_responses": self._empty,
                 **({"echo_stripped": self._echo_stripped} if self.api == "chat" else {}),
+                "chat": self.chat.info(),
+                **({"traces_removed": self._traces_removed, "ended_in_trace": self._ended_in_trace}
+                   if self.chat.thinking else {}),
             }
 
     # ------------------------------------------------------------------ requests
@@ -308,59 +320,70 @@ class ApiGenerator:
                   if key not in OPTIONAL_PARAMS or self._send.get(key)}
         if seed is not None and self._send["seed"]:
             params["seed"] = seed
-        for key, value in (overrides or {}).items():
-            if value is None:
-                params.pop(key, None)
-            else:
-                params[key] = value
         payload: dict[str, Any] = {"model": self.model}
         text = self._prompt_text(prompt)
         if self.api == "chat":
-            payload["messages"] = [{"role": "user", "content": self.chat_instruction.replace("{prompt}", text)}]
+            payload["messages"] = self.chat.messages(text)
+            payload.update(self.chat.request_fields())
         else:
             payload["prompt"] = text
         payload.update(self.extra_body)
         payload.update(params)
+        for key, value in (overrides or {}).items():
+            if value is None:
+                payload.pop(key, None)
+            else:
+                payload[key] = value
         return payload
 
-    def _text_of(self, answer: Mapping[str, Any], what: str) -> tuple[str, int | None]:
-        """The generated text and completion token count of one answer."""
+    def _text_of(self, answer: Mapping[str, Any], what: str) -> _Answer:
+        """The generated text, token counts and any separate reasoning trace of one answer."""
         choices = answer.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
             raise ApiError(f"{what}: the server's answer has no choices: {str(answer)[:300]!r}")
         choice = choices[0]
-        text = choice.get("message", {}).get("content") if self.api == "chat" else choice.get("text")
+        message = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
+        text = message.get("content") if self.api == "chat" else choice.get("text")
+        # vLLM's and transformers serve's reasoning parsers: `reasoning_content`; newer vLLM: `reasoning`.
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
         usage = answer.get("usage") if isinstance(answer.get("usage"), Mapping) else {}
-        tokens = usage.get("completion_tokens")
+        tokens, prompt_tokens = usage.get("completion_tokens"), usage.get("prompt_tokens")
         with self._lock:
             if self._served_model is None and isinstance(answer.get("model"), str):
                 self._served_model = answer["model"]
             if isinstance(answer.get("system_fingerprint"), str):
                 self._system_fingerprints.add(answer["system_fingerprint"])
-        return (text if isinstance(text, str) else ""), (int(tokens) if isinstance(tokens, int) else None)
+        finish = choice.get("finish_reason")
+        return _Answer(text if isinstance(text, str) else "", int(tokens) if isinstance(tokens, int) else None,
+                       int(prompt_tokens) if isinstance(prompt_tokens, int) else None,
+                       reasoning if isinstance(reasoning, str) else None, finish if isinstance(finish, str) else None)
+
+    def _answer(self, prompt: str, *, seed: int | None, overrides: Mapping[str, Any] | None = None,
+                what: str = "probe request") -> _Answer:
+        answer = self.client.post(self.endpoint, self._payload(prompt, seed=seed, overrides=overrides), what=what)
+        return self._text_of(answer, what)
 
     def _ask(self, prompt: str, *, seed: int | None, overrides: Mapping[str, Any] | None = None,
              what: str = "probe request") -> str:
-        answer = self.client.post(self.endpoint, self._payload(prompt, seed=seed, overrides=overrides), what=what)
-        return self._text_of(answer, what)[0]
+        return self._answer(prompt, seed=seed, overrides=overrides, what=what).text
 
     def complete(self, item: WorkItem) -> Generated:
         """One continuation (retried as needed); raises ApiError naming the prompt when it cannot be had."""
         what = f"request for prompt_id {item.prompt_id!r} sample {item.sample}"
-        answer = self.client.post(self.endpoint, self._payload(item.prompt, seed=request_seed(self.seed, item.prompt_id,
-                                                                                             item.sample)), what=what)
-        text, tokens = self._text_of(answer, what)
-        stripped = False
-        if self.api == "chat":
-            text, stripped = strip_echo(text, self._prompt_text(item.prompt))
-        # The shared stopping rule (newline, then one_sentence), so API runs score the same text as
-        # local runs and the lm-eval tasks.
-        text = finish_continuation(text, self.decoding)
+        answer = self._answer(item.prompt, seed=request_seed(self.seed, item.prompt_id, item.sample), what=what)
+        prompt = self._prompt_text(item.prompt)
+        if self.api == "chat":  # the trace cut off, the reply joined to the prompt (bold_eval.generation.chat)
+            finished = self.chat.finish_api(answer.text, answer.reasoning, answer.finish_reason, prompt, self.decoding)
+        else:  # the shared stopping rule (newline, then one_sentence), as local runs and the lm-eval tasks
+            finished = Finished(finish_continuation(answer.text, self.decoding))
+        tokens = answer.completion_tokens
         with self._lock:
             self._usage_missing += tokens is None
-            self._echo_stripped += stripped
-            self._empty += not text.strip()
-        return Generated(text, tokens if tokens is not None else 0)
+            self._echo_stripped += finished.echo_removed
+            self._traces_removed += finished.trace_removed
+            self._ended_in_trace += bool(finished.ended_in_trace)
+            self._empty += not finished.text.strip() and not finished.ended_in_trace
+        return Generated(finished.text, tokens if tokens is not None else 0, ended_in_trace=finished.ended_in_trace)
 
     # ------------------------------------------------------------------ the probe
 
@@ -377,7 +400,10 @@ class ApiGenerator:
         self._probed = True
         # No `stop` in probe requests: an answer cut at a line break could hide the difference a probe looks for.
         overrides: dict[str, Any] = {"max_tokens": min(PROBE_TOKENS, self.decoding.max_new_tokens), "stop": None}
-        self._accept(prompt, overrides)
+        # The optional fields first, on a plain chat turn; then whether the server continues a prefilled reply.
+        self._accept(prompt, {**overrides, "continue_final_message": None, "add_generation_prompt": None})
+        if self.chat.protocol == PREFILL:
+            self._probe_prefill(prompt, overrides)
         seeds = [request_seed(self.seed, "__probe__", index) for index in range(3)]
         greedy = {**overrides, "temperature": 0.0, "top_p": 1.0, "top_k": None, "repetition_penalty": None}
         if self.decoding.greedy:
@@ -399,6 +425,38 @@ class ApiGenerator:
                                "(vLLM does), or drop strict_decoding to record the difference and go on.")
             warnings.warn(message + " (recorded in run.json model_info.server)", stacklevel=2)
         return dict(self.server)
+
+    def _probe_prefill(self, prompt: str, overrides: Mapping[str, Any]) -> None:
+        """`--chat-template prefill` needs a server that continues the final assistant message (vLLM, SGLang).
+        Asked once with `continue_final_message` and once with a new assistant turn instead: the prefill
+        must reach the model as fewer prompt tokens (no end-of-turn, no new header), else it was ignored."""
+        greedy = {**overrides, "temperature": 0.0, "top_p": 1.0, "top_k": None, "repetition_penalty": None}
+        fix = ("Serve the model with an engine that takes continue_final_message (vLLM, SGLang), or use "
+               "--chat-template instruct.")
+        try:
+            prefilled = self._answer(prompt, seed=self.seed, overrides=greedy)
+        except ApiError as error:
+            if error.status not in (400, 422):
+                raise
+            self.server["continue_final_message"] = f"rejected (HTTP {error.status}: {(error.body or '')[:200]})"
+            raise ApiError(f"server at {public_url(self.client.base_url)} refused a prefilled assistant reply "
+                           f"(continue_final_message; HTTP {error.status}: {(error.body or '')[:200]}). {fix}",
+                           status=error.status, body=error.body) from None
+        new_turn = self._answer(prompt, seed=self.seed, overrides={**greedy, "continue_final_message": False,
+                                                                    "add_generation_prompt": True})
+        if prefilled.prompt_tokens is None or new_turn.prompt_tokens is None:
+            self.server["continue_final_message"] = "accepted (not checked: the server reports no usage.prompt_tokens)"
+            warnings.warn(f"server at {public_url(self.client.base_url)} accepted continue_final_message but reports no "
+                          "prompt tokens, so whether it continued the prefilled reply is unknown", stacklevel=3)
+        elif prefilled.prompt_tokens < new_turn.prompt_tokens:
+            self.server["continue_final_message"] = (f"honoured ({prefilled.prompt_tokens} prompt tokens, "
+                                                     f"{new_turn.prompt_tokens} with a new assistant turn)")
+        else:
+            self.server["continue_final_message"] = (f"ignored: {prefilled.prompt_tokens} prompt tokens, as many as "
+                                                     "with a new assistant turn")
+            raise ApiError(f"server at {public_url(self.client.base_url)} ignores continue_final_message: it opens a "
+                           f"new assistant turn after the prefilled reply, so the texts would not continue the "
+                           f"prompts. {fix}")
 
     def _probe_greedy(self, prompt: str, seeds: list[int], greedy: Mapping[str, Any]) -> list[str]:
         """Greedy runs: temperature 0 must give the same text under two seeds. Returns the problems found."""
@@ -540,8 +598,8 @@ class ApiGenerator:
 
 # --------------------------------------------------------------------------- registry factories
 
-GENERATOR_OPTIONS = ("base_url", "concurrency", "api_key_env", "chat_instruction", "extra_body", "probe",
-                     "strict_decoding", "max_attempts", "backoff_base_s", "timeout_s", "flush_seconds")
+GENERATOR_OPTIONS = ("base_url", "concurrency", "api_key_env", "extra_body", "probe", "strict_decoding",
+                     "max_attempts", "backoff_base_s", "timeout_s", "flush_seconds", *CHAT_OPTIONS)
 
 
 def from_config(config: GenerationSettings, api: str) -> ApiGenerator:
@@ -563,7 +621,7 @@ def from_config(config: GenerationSettings, api: str) -> ApiGenerator:
         config.model, str(options["base_url"]), api=api, decoding=config.decoding, seed=config.seed,
         concurrency=int(options.get("concurrency", DEFAULT_CONCURRENCY)),
         api_key_env=options.get("api_key_env"),
-        chat_instruction=str(options.get("chat_instruction", CHAT_INSTRUCTION)),
+        **{key: options.get(key) for key in CHAT_OPTIONS},
         extra_body=options.get("extra_body"), probe=bool(options.get("probe", True)),
         strict_decoding=bool(options.get("strict_decoding", False)), retry=retry,
         flush_every=int(batch_size) if str(batch_size) != "auto" else DEFAULT_FLUSH_EVERY,

@@ -72,14 +72,19 @@ from bold_eval.report.paper_tables import (
     table3_block,
     toxic_ratio_cells,
 )
+from bold_eval.report.protocol import protocol_banner, protocol_differences
 from bold_eval.report.run_report import (
     CAVEATS,
 )
-from bold_eval.runfolder import TABLES_DIR, write_json
+from bold_eval.runfolder import TABLES_DIR, RunRecord, chat_protocol, write_json
 
 
 def _points(value: float) -> str:
     return "no testable contrast" if pd.isna(value) else f"{100 * value:.0f} points"
+
+
+def _records(compared: ComparedRuns) -> dict[str, RunRecord]:
+    return {label: record for label, (_, record, _) in compared.runs.items()}
 
 
 def _banner_lines(compared: ComparedRuns, power: pd.DataFrame, family: int) -> list[str]:
@@ -335,7 +340,8 @@ def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, pd.DataFrame]
                       overall: Mapping[str, Any], power: pd.DataFrame, *, alpha: float, correction: str,
                       cluster: str) -> str:
     level = confidence_label(alpha)
-    lines = ["# BOLD comparison", "", *_banner_lines(compared, power, interactions["family"])]
+    lines = ["# BOLD comparison", "", *protocol_banner(protocol_differences(_records(compared))),
+             *_banner_lines(compared, power, interactions["family"])]
     if not compared.different:
         lines += [f"The runs share all their **{len(compared.shared):,}** prompts; every table compares the same "
                   "prompts.", ""]
@@ -386,6 +392,10 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: floa
         sizes = ", ".join(f"{label}: {size}" for label, size in compared.prompts_per_run.items())
         log(f"WARNING: the runs have different prompt sets ({sizes} prompts); comparing them on the "
             f"{len(compared.shared)} prompts they all share (--allow-different-prompts)")
+    protocols = protocol_differences(_records(compared))
+    if protocols:
+        log("WARNING: the runs used different chat protocols or system prompts (" + "; ".join(protocols) + "); "
+            "see the banner in compare.md")
     interactions = interaction_findings(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
     overall = overall_differences(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
     power = comparability(compared, alpha=alpha, family=interactions["family"], cluster=cluster)
@@ -411,6 +421,8 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: floa
         "prompts_per_run": compared.prompts_per_run,
         "samples_per_prompt": {label: list(value) for label, value in compared.samples.items()},
         "different_prompts": compared.different, "worst_case": worst_case_comparability(compared),
+        "chat_protocols": {label: chat_protocol(record) for label, record in _records(compared).items()},
+        "different_protocols": protocols,
         "too_few_prompts": bool(len(compared.runs) > 1 and len(power) and power["too_small"].all()),
         "alpha": alpha, "correction": correction, "cluster": cluster,
         "interactions": {"family": interactions["family"], "tests": to_jsonable(interactions["tests"])},

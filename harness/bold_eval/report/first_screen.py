@@ -26,6 +26,7 @@ from bold_eval.report.markdown import (
     signed_cell,
     write_table,
 )
+from bold_eval.report.protocol import protocol_lines, trace_lines
 from bold_eval.runfolder import RunRecord
 
 # Rows of a findings table shown in report.md; all of them are in tables/.
@@ -57,6 +58,7 @@ def scope_lines(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
                      "(80% power, after correction). Smaller differences there go unseen.")
     if coverage and not coverage.get("complete", True):
         lines.append(_partial_line(record, coverage))
+    lines += trace_lines(record)[:1]  # texts that ended inside a thinking trace are in no number below
     reference = summary.get("reference_findings")
     if reference is not None and reference["shared_prompts"] < reference["model_prompts"]:
         lines.append(f"> **Reference incomplete:** the Wikipedia sentences of {reference['shared_prompts']:,} of the "
@@ -100,7 +102,7 @@ def how_to_read(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
            f"- **Correction:** each family of findings is corrected with {stats['correction_name']} "
            f"(`--correction {stats['correction']}`); a finding is listed when its adjusted p is below "
            f"alpha = {stats['alpha']:g}. The paper's own tables further down use its text-level tests, "
-           "Holm-adjusted within each table."]
+           "Holm-adjusted within each table.", *protocol_lines(record)]
     deffs = found["design_effects"]
     if len(deffs):
         cells = ", ".join(f"{row.domain} {row.design_effect_median:.2f} (max {row.design_effect_max:.2f}; "

@@ -29,9 +29,11 @@ from typing import Any
 
 import pandas as pd
 
+from bold_eval.core.errors import InputError
 from bold_eval.core.version import versions
 from bold_eval.runfolder import (
     REFERENCE_FILE,
+    TRACE_COLUMN,
     RunRecord,
     write_run_record,
     write_scores,
@@ -51,6 +53,25 @@ from bold_eval.scoring.texts import build_texts, check_generations
 
 
 # --------------------------------------------------------------------------- generations -> texts -> scores
+
+
+def without_traces(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The rows to score and what was kept out: a text that ended inside a reasoning model's thinking trace
+    (`TRACE_COLUMN`, `bold_eval.generation.chat`) has no answer, and scoring it as an empty continuation
+    would score the prompt alone. Such rows stay in generations.jsonl; the count goes to run.json and the
+    report. Generations without the column are returned whole, with {}."""
+    if TRACE_COLUMN not in frame.columns:
+        return frame, {}
+    flags = frame[TRACE_COLUMN].fillna(False).astype(bool).to_numpy()
+    kept = frame[~flags].drop(columns=[TRACE_COLUMN]).reset_index(drop=True)
+    info = {"texts": len(frame), "ended_in_trace": int(flags.sum()),
+            "prompts_without_text": len(set(frame["prompt_id"]) - set(kept["prompt_id"]))}
+    if kept.empty:
+        raise InputError(f"all {len(frame)} texts ended inside the model's thinking trace ({TRACE_COLUMN} in "
+                         "generations.jsonl), so there is no answer to score. Use a new --out folder with a larger "
+                         "--max-new-tokens, or switch thinking off (--chat-template-kwargs enable_thinking=false)")
+    return kept, info
+
 
 
 def _record_scoring(record: RunRecord, result: ScoringResult, metrics: list[str],
@@ -88,15 +109,17 @@ def score_generations(
     the texts are the Wikipedia baseline, the Wikipedia sentences of the same prompts (BOLD from
     `data_dir`) are scored alike into reference_scores.parquet (run.json `reference`). `record`
     (what generated the texts) is completed with the scoring settings and written as run.json.
+    Texts that ended inside a thinking trace are kept out (`without_traces`; counted in run.json `thinking`).
     Returns scores.parquet's path; the report is the next stage (`bold_eval.run.score_and_report`).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    frame = check_generations(generations)
+    frame, thinking = without_traces(check_generations(generations))
     requested = parse_metrics(metrics)
     metric_options = {name: dict(options) for name, options in (metric_options or {}).items()}
     check_metric_options(metric_options)
     record = record if record is not None else RunRecord()
+    record.thinking = thinking
 
     started = time.perf_counter()
     texts = build_texts(frame, anonymize=anonymize, score_on=score_on)

@@ -263,3 +263,60 @@ def gender_polarity_reference(
         wavg = sum(math.copysign(b * b, b) for b in polarities) / total if total > 0 else 0.0
         rows.append((male, female, top, wavg))
     return np.array(rows, dtype=np.float64).reshape(-1, 4)
+
+
+# A thinking-style chat template (Qwen3 / DeepSeek-R1): the generation prompt opens a trace (`<think>\n`),
+# which `enable_thinking=false` closes at once; role markers are special tokens.
+THINKING_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% if enable_thinking is defined and not enable_thinking %}"
+    "<think>\n\n</think>\n\n{% else %}<think>\n{% endif %}{% endif %}"
+)
+THINKING_ROLE_TOKENS = ("<|system|>", "<|user|>", "<|assistant|>", "<|end|>")
+
+
+def build_thinking_lm(directory: str | os.PathLike, corpus: Sequence[str], *, think_end_rate: float = 0.15,
+                      newline_rate: float = 0.1, words: int = 6, seed: int = 0) -> Path:
+    """A tiny GPT-2 with `THINKING_TEMPLATE` whose next token does not depend on its input: every step draws
+    `</think>` with probability `think_end_rate`, a line break with `newline_rate`, else one of `words` words
+    (their logits 0, -0.1, -0.2, ...: no ties), never the end of sequence. The final layer norm outputs e_0 at
+    every position, so the tied LM head gives token v the logit wte[v, 0]: a test can recompute each text
+    from the draws. Traces that end, texts cut inside one and line breaks inside and after it all occur.
+    Returns the folder; `thinking_lm_tokens(folder)` names the tokens."""
+    import torch
+    from transformers import AutoTokenizer, GPT2LMHeadModel
+
+    folder = build_tiny_causal_lm(directory, corpus, seed=seed, vocab_size=400, n_positions=512)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.add_tokens(["<think>", "</think>"])  # plain added tokens, as Qwen3's: decoding keeps them
+    tokenizer.add_special_tokens({"additional_special_tokens": list(THINKING_ROLE_TOKENS)})
+    tokenizer.chat_template = THINKING_TEMPLATE
+    tokenizer.save_pretrained(folder)
+    model = GPT2LMHeadModel.from_pretrained(folder)
+    model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+    chosen = thinking_lm_tokens(folder, words)
+    word_mass = 1.0 - think_end_rate - newline_rate
+    logits = torch.full((len(tokenizer),), -30.0)
+    logits[chosen["words"]] = -0.1 * torch.arange(words, dtype=torch.float32)
+    normalizer = float(torch.exp(logits[chosen["words"]]).sum()) / word_mass
+    logits[chosen["end"]] = math.log(think_end_rate * normalizer)
+    logits[chosen["newline"]] = math.log(newline_rate * normalizer)
+    with torch.no_grad():
+        model.transformer.ln_f.weight.zero_()
+        model.transformer.ln_f.bias.zero_()
+        model.transformer.ln_f.bias[0] = 1.0
+        model.transformer.wte.weight[:, 0] = logits
+    model.save_pretrained(folder)
+    return folder
+
+
+def thinking_lm_tokens(folder: str | os.PathLike, words: int = 6) -> dict[str, Any]:
+    """The token ids `build_thinking_lm` gives probability to: `end` (`</think>`), `newline`, `words` (the
+    first `words` single-word tokens of the vocabulary with a leading space, in id order)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    candidates = [index for token, index in sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+                  if token.startswith("\u0120") and token[1:].isalpha() and len(token) > 2]
+    return {"end": tokenizer.convert_tokens_to_ids("</think>"), "newline": tokenizer.encode("\n")[0],
+            "words": candidates[:words]}

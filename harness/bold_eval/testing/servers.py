@@ -8,6 +8,10 @@
   by a seed and each request's body, so that a client's retries can be tested against a real server.
 - `InstantServer`: answers `/v1/completions` at once with a text derived from the request, so a
   benchmark can time the client alone.
+- `ChatTemplateServer`: `/v1/chat/completions` the way vLLM answers it, in a thread: the model's own chat
+  template with the request's `continue_final_message`, `add_generation_prompt` and `chat_template_kwargs`
+  (which `transformers serve` 5.x refuses or cannot pass), and a thinking trace moved into
+  `reasoning_content` as vLLM's reasoning parsers do.
 
 Everything binds 127.0.0.1 only.
 """
@@ -429,3 +433,104 @@ class InstantServer(_LoopbackServer):
         self.requests = 0
         self.reply = reply
         self.last_request: dict = {}
+
+
+class _ChatTemplateHandler(_Handler):
+    def do_GET(self) -> None:
+        owner: ChatTemplateServer = self.server_owner
+        if self.path.rstrip("/").endswith("models"):
+            self._send(200, json.dumps({"object": "list", "data": [{"id": owner.model_name}]}).encode())
+        else:
+            self._send(200, b"{}")
+
+    def do_POST(self) -> None:
+        owner: ChatTemplateServer = self.server_owner
+        request = json.loads(self._read_body() or b"{}")
+        with owner.lock:
+            owner.requests.append(request)
+        if not self.path.rstrip("/").endswith("chat/completions"):
+            self._send(404, b'{"error": {"message": "only /v1/chat/completions"}}')
+            return
+        try:
+            answer = owner.answer(request)
+        except ValueError as error:  # what vLLM answers 400 to (both prefill fields, a template error)
+            self._send(400, json.dumps({"error": {"message": str(error)}}).encode())
+            return
+        self._send(200, json.dumps(answer).encode())
+
+
+class ChatTemplateServer(_LoopbackServer):
+    """An OpenAI-compatible chat server that renders the model's chat template as vLLM does: messages ending
+    with an assistant message are continued under `continue_final_message: true, add_generation_prompt:
+    false` (`honour_prefill=False` makes it ignore both, like a server that always opens a new turn), and
+    `chat_template_kwargs` reach the template. With `reasoning=(start, end)` a thinking trace goes into
+    `message.reasoning_content`, the rest into `content` (None when the answer ran out inside the trace).
+    Generation: transformers' `generate` (sampling with the request's temperature, top_p, top_k, seed). Every
+    request body is kept in `requests`."""
+
+    handler = _ChatTemplateHandler
+
+    def __init__(self, model: str | os.PathLike, *, model_name: str = "local-chat-model", honour_prefill: bool = True,
+                 reasoning: tuple[str, str] | None = None) -> None:
+        super().__init__()
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(model)
+        self.model = AutoModelForCausalLM.from_pretrained(model).eval()
+        self.model_name = model_name
+        self.honour_prefill = honour_prefill
+        self.reasoning = reasoning
+        self.requests: list[dict] = []
+        self._generate_lock = threading.Lock()
+
+    def render(self, request: Mapping[str, Any]) -> str:
+        """The model's input for a request, as vLLM renders it."""
+        prefill = bool(request.get("continue_final_message", False)) and self.honour_prefill
+        new_turn = bool(request.get("add_generation_prompt", True)) if self.honour_prefill else True
+        if prefill and new_turn:
+            raise ValueError("continue_final_message and add_generation_prompt cannot both be true")
+        try:
+            return self.tokenizer.apply_chat_template(request["messages"], tokenize=False, add_generation_prompt=new_turn,
+                                                      continue_final_message=prefill,
+                                                      **(request.get("chat_template_kwargs") or {}))
+        except Exception as error:  # jinja or transformers refusing the conversation: a 400, as vLLM
+            raise ValueError(f"chat template error: {error}") from error
+
+    def answer(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        import torch
+
+        text = self.render(request)
+        ids = self.tokenizer(text, add_special_tokens=False, return_tensors="pt")
+        temperature = float(request.get("temperature", 1.0))
+        limit = int(request.get("max_tokens") or 16)
+        sampling = {"do_sample": True, "temperature": temperature, "top_p": float(request.get("top_p", 1.0)),
+                    "top_k": int(request.get("top_k") or 0)} if temperature > 0 else {"do_sample": False}
+        with self._generate_lock, torch.inference_mode():
+            if request.get("seed") is not None:
+                torch.manual_seed(int(request["seed"]))
+            out = self.model.generate(**ids, max_new_tokens=limit, pad_token_id=self.tokenizer.pad_token_id,
+                                      **sampling)
+        new = out[0, ids["input_ids"].shape[1]:].tolist()
+        reply = self.tokenizer.decode(new, skip_special_tokens=True)
+        finish = "length" if len(new) >= limit and new[-1] != self.tokenizer.eos_token_id else "stop"
+        for stop in request.get("stop") or []:
+            if stop in reply:
+                reply, finish = reply.split(stop, 1)[0], "stop"
+        message: dict[str, Any] = {"role": "assistant", "content": reply}
+        if self.reasoning is not None:
+            message.update(self._split_reasoning(text, reply))
+        return {"id": "chat-template", "object": "chat.completion", "model": self.model_name,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": int(ids["input_ids"].shape[1]), "completion_tokens": len(new),
+                          "total_tokens": int(ids["input_ids"].shape[1]) + len(new)}}
+
+    def _split_reasoning(self, context: str, reply: str) -> dict[str, Any]:
+        """vLLM's reasoning parser: the trace up to the end marker in `reasoning_content`, the rest in `content`."""
+        start, end = self.reasoning  # type: ignore[misc]
+        opened = context.rfind(start) > context.rfind(end) or reply.lstrip().startswith(start)
+        if end in reply:
+            trace, _, content = reply.partition(end)
+            return {"reasoning_content": trace.replace(start, "").strip(), "content": content.strip() or None}
+        if opened:
+            return {"reasoning_content": reply.replace(start, "").strip(), "content": None}
+        return {"reasoning_content": None}
