@@ -187,7 +187,9 @@ def test_two_seeds_of_one_model_find_no_interaction(tmp_path: Path, bold_dir: Pa
     folders = []
     for seed in (1, 2):
         folder = tmp_path / f"seed{seed}"
-        run(RunConfig(out=folder, model="embedded", dtype="float32", device="cpu", batch_size=16,
+        # the raw continuation (--chat-template none): the A/A test is about compare, not the chat protocol
+        run(RunConfig(out=folder, model="embedded", generator_options={"chat_template": "none"}, dtype="float32",
+                      device="cpu", batch_size=16,
                       decoding=make_decoding(max_new_tokens=12), seed=seed, num_samples=2, data_dir=str(bold_dir),
                       domains=["gender", "religious_ideology", "profession"], limit=24,
                       metrics=["sentiment", "psycholinguistic", "gender_polarity"], reference=False, progress=False))
