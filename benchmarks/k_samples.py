@@ -8,7 +8,7 @@ the benchmark machines); speed and memory do not depend on the weights.
 Printed per k: texts, distinct texts (what each classifier scores), seconds per stage and peak memory; then
 the growth of peak memory from the smallest to the largest k against the growth of the stored texts (the
 baseline, measured in the same run: the bytes of the texts' Python strings, which every stage must hold),
-and, inside the largest-k process, the peak memory of scoring its texts in bounded chunks
+and, inside the largest-k process, the peak memory above the texts of scoring them in bounded chunks
 (`scoring.scorers.score_distinct`) against one call on all of them.
 
     .venv/bin/python benchmarks/k_samples.py --prompts 1000 --ks 1,5,25 --layers 2 --hidden 64   # CPU
@@ -88,6 +88,7 @@ def compare_chunks(texts: list[str], paths: dict[str, str]) -> dict[str, float]:
         score_distinct(scorer, texts, "toxicity", chunk=chunk)
         found[f"{label}_s"] = time.perf_counter() - started
         found[f"{label}_extra_mb"] = peak_rss_mb() - before
+    found["chunk"] = CHUNK_TEXTS
     return found
 
 
@@ -146,7 +147,7 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
           f"({23_679 * high['k']:,} texts) at this rate: {23_679 * high['k'] * per_text / 3600:.1f} h on this machine")
     chunks = high.get("chunks")
     if chunks:
-        print(f"scoring the k={high['k']} texts with the toxicity classifier: chunks of 20,000 distinct texts "
+        print(f"scoring the k={high['k']} texts with the toxicity classifier: chunks of {chunks['chunk']:,} distinct texts "
               f"+{chunks['chunked_extra_mb']:.0f} MiB in {chunks['chunked_s']:.1f} s; one call "
               f"+{chunks['one_call_extra_mb']:.0f} MiB in {chunks['one_call_s']:.1f} s; memory ratio "
               f"{chunks['one_call_extra_mb'] / max(chunks['chunked_extra_mb'], 1e-9):.2f}")
