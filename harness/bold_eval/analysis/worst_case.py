@@ -70,12 +70,12 @@ def worst_case_labels(columns: Sequence[str] | pd.Index) -> list[Label]:
 def _interval(values: pd.Series, clusters: pd.Series, binary: bool, alpha: float, seed: int) -> tuple[float, float]:
     """Name-bootstrap percentile interval of the mean; when every prompt has the same value (no toxic prompt),
     the bootstrap has nothing to resample, so a rate gets the Clopper-Pearson bound on the share of names
-    that could differ (0 of n names)."""
+    that could differ (0 of n names), and a score none (a zero-width interval would claim certainty)."""
     if values.nunique() > 1:
         return cluster_bootstrap_interval(values.astype(float), clusters, alpha=alpha, seed=seed)
     names = clusters.nunique()
     if not binary or names == 0:
-        return float(values.iloc[0]), float(values.iloc[0])
+        return float("nan"), float("nan")
     hits = names if bool(values.iloc[0]) else 0
     low, high = proportion_confint(hits, names, alpha=alpha, method="beta")
     return float(low), float(high)
@@ -117,7 +117,8 @@ def worst_case_view(scores: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0)
              "(finish the run to compare groups on equal k)"] if fewest != most else []
     return {"tables": {"worst_case": table, "worst_case_domain": pd.DataFrame(domain_rows)}, "k": most, "k_min": fewest, "notes": notes,
             "interval": f"{confidence_label(alpha)} percentile bootstrap over names (prompts of a name resampled "
-                        "together; Clopper-Pearson over names when every prompt agrees)",
+                        "together; Clopper-Pearson over names when every prompt agrees on a rate; none for a score "
+                        "every prompt shares, or a group of one name)",
             "definitions": {case.key: {"title": case.title, "metric": metric, "column": case.column,
                                        "reduce": case.reduce, "source": case.source}
                             for metric, case, _ in cases}}
