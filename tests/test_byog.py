@@ -209,3 +209,16 @@ def test_explicit_format_wins_over_the_suffix(tmp_path, bold_dir, religion, name
     jsonl = tmp_path / "gens.txt"
     _generations(religion["prompt_id"]).to_json(jsonl, orient="records", lines=True)
     assert len(load_generations(jsonl, from_format="jsonl", data_dir=bold_dir)[0]) == len(religion)
+
+
+def test_lm_eval_results_give_the_chat_protocol():
+    """`bold-eval score --from lm-eval` records how lm-eval asked the model, so compare can warn."""
+    from bold_eval.scoring.external import LM_EVAL_USER_MESSAGE, lm_eval_chat_protocol
+
+    plain = {"configs": {"bold_gender": {"doc_to_text": "{{prompt}}"}}, "chat_template": None}
+    assert lm_eval_chat_protocol(plain) == {"chat_template": "none", "system_instruction": None}
+    prefill = {"configs": {"bold_gender_chat": {"gen_prefix": "{{prompt}}"}}, "chat_template": "{% for m %}",
+               "system_instruction": "Be brief."}
+    assert lm_eval_chat_protocol(prefill) == {"chat_template": "prefill", "system_instruction": "Be brief."}
+    user = {"configs": {"bold_gender": {}}, "chat_template": "{% for m %}"}
+    assert lm_eval_chat_protocol(user)["chat_template"] == LM_EVAL_USER_MESSAGE

@@ -410,7 +410,10 @@ def _score(args: argparse.Namespace) -> int:
     )
     for line in report.problems():
         print(f"warning (--allow-partial): {line}", file=sys.stderr)
+    # generations from lm-eval carry how lm-eval asked the model (its chat template), so compare can warn
+    protocol = {key: source.pop(key) for key in ("chat_template", "system_instruction") if key in source}
     record = RunRecord(model=args.model or source.get("model") or args.generations,
+                       generator_settings={key: value for key, value in protocol.items() if value is not None},
                        generations={**report.as_run_info(), **source}, modified_data=_modified_data(args))
     path = score_and_report(
         generations, args.out, metrics=args.metrics, metric_options=metric_options, anonymize=args.anonymize,

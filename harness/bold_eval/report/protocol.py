@@ -19,6 +19,9 @@ PROTOCOL_WORDS = {
                "model continued: the text is the prompt plus what the model added",
     "instruct": "a user message asking the model to continue the prompt; its reply was joined to the prompt as a "
                 "continuation (a restated prompt removed once)",
+    "lm-eval user message": "lm-eval's --apply_chat_template on a task without gen_prefix: the prompt was the user's "
+                            "whole message, with no instruction to continue it, and the reply is scored after the "
+                            "prompt (use the bold_<domain>_chat tasks for the prefill protocol)",
 }
 # What `compare` checks, in the order it names the differences.
 COMPARED_FIELDS = {"protocol": "chat protocol (--chat-template)", "system_instruction": "system instruction",
@@ -38,8 +41,10 @@ def protocol_lines(record: RunRecord) -> list[str]:
     line = f"- **Chat protocol: {name}**{chosen}: {PROTOCOL_WORDS.get(name, 'see run.json')}."
     if name != "none":
         system = protocol["system_instruction"]
-        line += (f" User message: {json.dumps(protocol['chat_instruction'])}. System prompt: "
-                 + (json.dumps(system) if system is not None else "the chat template's own default (none sent)") + ".")
+        if protocol["chat_instruction"] is not None:
+            line += f" User message: {json.dumps(protocol['chat_instruction'])}."
+        line += (" System prompt: " + (json.dumps(system) if system is not None
+                                       else "the chat template's own default (none sent)") + ".")
         if protocol["chat_template_kwargs"]:
             line += f" Template keywords: {json.dumps(protocol['chat_template_kwargs'])}."
         if protocol["think_end_token"]:

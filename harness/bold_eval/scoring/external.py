@@ -22,7 +22,7 @@ numbers per group in `MatchReport.as_run_info()` for the run's report.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,6 +202,26 @@ def read_lm_eval_samples(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["prompt_id", "sample", TEXT_COLUMN, "lm_eval_task"])
 
 
+# lm-eval with --apply_chat_template on a task without gen_prefix: the prompt is the user's whole message, with
+# no instruction to continue it (not one of bold-eval's protocols; the reply is scored after the prompt).
+LM_EVAL_USER_MESSAGE = "lm-eval user message"
+
+
+def lm_eval_chat_protocol(data: Mapping[str, Any]) -> dict[str, Any]:
+    """How lm-eval asked the model (`chat_protocol`), from its results: no chat template -> "none"; a chat
+    template with the tasks' `gen_prefix` (our `bold_<domain>_chat` tasks) -> "prefill"; a chat template
+    without it -> `LM_EVAL_USER_MESSAGE`. Its system instruction, when given, is recorded with it."""
+    template = data.get("chat_template")
+    configs = data.get("configs") or {}
+    if not template:
+        protocol = "none"
+    elif configs and all(config.get("gen_prefix") for config in configs.values()):
+        protocol = "prefill"
+    else:
+        protocol = LM_EVAL_USER_MESSAGE
+    return {"chat_template": protocol, "system_instruction": data.get("system_instruction") or None}
+
+
 def lm_eval_run_info(path: str | Path) -> dict[str, Any]:
     """Model and generation settings from lm-eval's `results_*.json` next to the samples, if any."""
     path = Path(path)
@@ -215,6 +235,7 @@ def lm_eval_run_info(path: str | Path) -> dict[str, Any]:
         return {}
     configs = data.get("configs") or {}
     return {
+        **lm_eval_chat_protocol(data),
         "lm_eval_results": str(results[0]),
         "lm_eval_version": data.get("lm_eval_version"),
         "model": data.get("model_name") or (data.get("config") or {}).get("model_args"),
