@@ -19,6 +19,13 @@ local sampler's random streams, so a text does not depend on which other request
 Before the first request, `probe()` asks the server a few 8-token questions to find out which of
 these it rejects, accepts, or accepts but ignores; `info()["server"]` records the answers.
 
+With `--num-samples k` the k samples of a prompt are asked in one request (`n = k`, option
+`n_per_request`): hosted APIs bill the prompt once per request and engines prefill it once, so a
+worst-of-k run costs about one request per prompt instead of k. Its seed is that of the request's first
+sample, so a server that ignores `n` answers that sample exactly as a single request would, and the rest
+are asked one by one (as for a server that rejects `n`). The n texts of one request are a different (equally
+valid) sampling plan from k single requests, so the plan is part of `settings()` and resume keeps to it.
+
 Results reach `on_batch` in chunks (every `flush_every` texts or `flush_seconds`), so the run writes
 them as they come; `generate()` may be called with only the items still missing.
 """
@@ -26,6 +33,7 @@ them as they come; `generate()` may be called with only the items still missing.
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import time
 import warnings
@@ -70,6 +78,17 @@ CHAT_INSTRUCTION = INSTRUCT_INSTRUCTION
 OPTIONAL_PARAMS = ("top_k", "repetition_penalty", "seed")
 # A chat reply joined to its prompt: `bold_eval.generation.chat.join_reply` (kept under its first name).
 strip_echo = join_reply
+# `n_per_request`: auto asks for a prompt's samples in one request (`n`) unless the probe finds the server
+# ignores or rejects `n`; true always does; false sends one request per sample.
+N_PER_REQUEST = ("auto", "true", "false")
+# At most this many samples per request (OpenAI's limit on `n`); more pending samples take several requests.
+MAX_N = 128
+# What settings() records of a run that asks for n (the resume fingerprint; `n_per_request=false` leaves it out).
+N_PLAN = (f"one request per prompt for its pending samples (n, at most {MAX_N}); one request per sample where "
+          "the server ignores or rejects n")
+N_SEED = "sha256(seed, prompt_id, first sample of the request) mod 2**31, one per request"
+# An error body that names the `n` field (pydantic's "n", OpenAI's 'n', "n must be ..."), not a word with an n in it.
+_NAMES_N = re.compile(r"(?<![\\\w])n(?![\w])")
 
 
 def request_seed(seed: int, prompt_id: str, sample: int) -> int:
@@ -114,6 +133,14 @@ def _check_settings(model: str, api: str, seed: int, concurrency: int, flush_eve
         raise ValueError(f"--seed must be >= 0, got {seed}")
 
 
+def n_per_request_option(value: Any) -> str:
+    """`n_per_request` as one of N_PER_REQUEST (`--generator-option n_per_request=false` arrives as JSON False)."""
+    text = str(value).lower() if isinstance(value, (bool, str)) else None
+    if text not in N_PER_REQUEST:
+        raise ValueError(f"n_per_request must be one of {', '.join(N_PER_REQUEST)}, got {value!r}")
+    return text
+
+
 def _chat_protocol(api: str, chat: Mapping[str, Any]) -> ChatProtocol:
     """The chat protocol (`bold_eval.generation.chat`): `none` for completions; for chat `instruct` unless
     `--chat-template prefill` (hosted chat APIs do not continue a final assistant message)."""
@@ -139,8 +166,29 @@ def _checked_extra_body(extra_body: Mapping[str, Any] | None, chat: ChatProtocol
     return extra
 
 
+def split_tokens(total: int | None, texts: Sequence[str]) -> list[int | None]:
+    """`usage.completion_tokens` of an n request (the sum over its choices; servers give no count per choice)
+    shared out over its texts in proportion to their length in characters, largest remainders first, so the
+    run's token total is the server's. None stays None."""
+    if total is None:
+        return [None] * len(texts)
+    weights = [len(text) for text in texts] if any(texts) else [1] * len(texts)
+    shares = [total * weight / sum(weights) for weight in weights]
+    counts = [int(share) for share in shares]
+    by_remainder = sorted(range(len(texts)), key=lambda index: counts[index] - shares[index])
+    for index in by_remainder[: total - sum(counts)]:
+        counts[index] += 1
+    return counts
+
+
+def _index(value: Any) -> int:
+    """A choice's `index` for sorting; a missing or odd one sorts last (then by position in the answer)."""
+    return value if isinstance(value, int) else 1 << 31
+
+
 class _Answer(NamedTuple):
-    """What one server answer holds: the text (content), token counts, a separate reasoning trace."""
+    """What one choice of a server answer holds: the text (content), token counts, a separate reasoning trace.
+    `completion_tokens` is the answer's `usage.completion_tokens`: over all its choices when there are several."""
 
     text: str
     completion_tokens: int | None
@@ -190,7 +238,8 @@ class ApiGenerator:
     server does with top_k / seed / repetition_penalty / sampling before generating.
     strict_decoding: refuse to generate when the server drops part of the paper's decoding.
     chat_template, chat_instruction, system_instruction, chat_template_kwargs, think_end_token: the chat
-    protocol of `bold_eval.generation.chat` (None: its defaults for this `api`).
+    protocol of `bold_eval.generation.chat` (None: its defaults for this `api`). num_samples, n_per_request:
+    the run's samples per prompt and whether a prompt's samples go in one request (`n`; N_PER_REQUEST).
     """
 
     def __init__(
@@ -208,6 +257,8 @@ class ApiGenerator:
         system_instruction: str | None = None,
         chat_template_kwargs: Mapping[str, Any] | str | None = None,
         think_end_token: str | None = None,
+        num_samples: int = 1,
+        n_per_request: str | bool = "auto",
         extra_body: Mapping[str, Any] | None = None,
         probe: bool = True,
         strict_decoding: bool = False,
@@ -239,6 +290,7 @@ class ApiGenerator:
         self.server: dict[str, str] = {name: "not probed" for name in OPTIONAL_PARAMS if self._send[name]}
         if self.chat.protocol == PREFILL:
             self.server["continue_final_message"] = "not probed"
+        self._init_samples(num_samples, n_per_request)
         self._probed = False
         self._lock = threading.Lock()
         self._served_model: str | None = None
@@ -248,6 +300,21 @@ class ApiGenerator:
         self._empty = 0
         self._traces_removed = 0
         self._ended_in_trace = 0
+
+    def _init_samples(self, num_samples: int, n_per_request: str | bool) -> None:
+        """k samples per prompt in one request (`n`) or k requests: `n_plan` is what the run asks for (its
+        fingerprint), `use_n` what it does now (the probe or a rejection at run time may turn it off)."""
+        if int(num_samples) < 1:
+            raise ValueError(f"--num-samples must be >= 1, got {num_samples}")
+        self.num_samples = int(num_samples)
+        self.n_per_request = n_per_request_option(n_per_request)
+        self.n_plan = self.num_samples > 1 and self.n_per_request != "false"
+        self.use_n = self.n_plan
+        if self.n_plan:
+            self.server["n"] = "not probed"
+        self._n_requests = 0  # requests that asked for n > 1
+        self._n_texts = 0  # texts those requests gave
+        self._n_short = 0  # answers with fewer choices than asked (the rest asked one by one)
 
     def _connect(self, base_url: str, api_key_env: str | None, retry: RetryPolicy | None) -> None:
         """The HTTP client, with the API key from `api_key_env` and a stop event that cuts retries short."""
@@ -268,7 +335,7 @@ class ApiGenerator:
         the same model restarted on another host or port continues the same run."""
         # `stop` changes how much the server generates, not the text (the rule is applied again here).
         request = {key: value for key, value in self._params.items() if key != "stop"}
-        request["seed"] = "sha256(seed, prompt_id, sample) mod 2**31, one per request"
+        request["seed"] = N_SEED if self.n_plan else "sha256(seed, prompt_id, sample) mod 2**31, one per request"
         settings: dict[str, Any] = {
             "model": self.model,
             "api": self.api,
@@ -278,6 +345,8 @@ class ApiGenerator:
             "request": request,
         }
         settings.update(self.chat.settings())
+        if self.n_plan:  # n texts of one request are another sampling plan than k requests: resume keeps to one
+            settings["n_per_request"] = N_PLAN
         if self.extra_body:
             settings["extra_body"] = dict(self.extra_body)
         return settings
@@ -298,7 +367,8 @@ class ApiGenerator:
                 "api_key_set": self._key_set,
                 "server": dict(self.server),
                 "sent_params": sorted([*(k for k in self._params if k not in OPTIONAL_PARAMS),
-                                       *(k for k in OPTIONAL_PARAMS if self._send.get(k))]),
+                                       *(k for k in OPTIONAL_PARAMS if self._send.get(k)),
+                                       *(["n"] if self._n_requests else [])]),
                 "requests_sent": self.client.requests_sent,
                 "retries": self.client.retry_counts(),
                 "responses_without_usage": self._usage_missing,
@@ -307,7 +377,17 @@ class ApiGenerator:
                 "chat": self.chat.info(),
                 **({"traces_removed": self._traces_removed, "ended_in_trace": self._ended_in_trace}
                    if self.chat.thinking else {}),
+                **({"samples_per_request": self._samples_info()} if self.num_samples > 1 else {}),
             }
+
+    def _samples_info(self) -> dict[str, Any]:
+        """How the k samples of each prompt were asked for (run.json `model_info.samples_per_request`)."""
+        return {"num_samples": self.num_samples, "n_per_request": self.n_per_request,
+                "mode": "n per request" if self.use_n else "one request per sample",
+                "requests_with_n": self._n_requests, "texts_from_n_requests": self._n_texts,
+                "answers_with_fewer_choices": self._n_short,
+                "num_new_tokens": "usage.completion_tokens of an n request shared out by each choice's length "
+                                  "in characters"}
 
     # ------------------------------------------------------------------ requests
 
@@ -337,15 +417,14 @@ class ApiGenerator:
         return payload
 
     def _text_of(self, answer: Mapping[str, Any], what: str) -> _Answer:
-        """The generated text, token counts and any separate reasoning trace of one answer."""
+        """The generated text, token counts and any separate reasoning trace of one answer (its first choice)."""
+        return self._choices_of(answer, what)[0]
+
+    def _choices_of(self, answer: Mapping[str, Any], what: str) -> list[_Answer]:
+        """Every choice of an answer in `index` order: text, token counts, any separate reasoning trace."""
         choices = answer.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        if not isinstance(choices, list) or not choices or not all(isinstance(c, Mapping) for c in choices):
             raise ApiError(f"{what}: the server's answer has no choices: {str(answer)[:300]!r}")
-        choice = choices[0]
-        message = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
-        text = message.get("content") if self.api == "chat" else choice.get("text")
-        # vLLM's and transformers serve's reasoning parsers: `reasoning_content`; newer vLLM: `reasoning`.
-        reasoning = message.get("reasoning_content") or message.get("reasoning")
         usage = answer.get("usage") if isinstance(answer.get("usage"), Mapping) else {}
         tokens, prompt_tokens = usage.get("completion_tokens"), usage.get("prompt_tokens")
         with self._lock:
@@ -353,9 +432,18 @@ class ApiGenerator:
                 self._served_model = answer["model"]
             if isinstance(answer.get("system_fingerprint"), str):
                 self._system_fingerprints.add(answer["system_fingerprint"])
+        ordered = sorted(enumerate(choices), key=lambda pair: (_index(pair[1].get("index")), pair[0]))
+        return [self._choice(choice, int(tokens) if isinstance(tokens, int) else None,
+                             int(prompt_tokens) if isinstance(prompt_tokens, int) else None)
+                for _, choice in ordered]
+
+    def _choice(self, choice: Mapping[str, Any], tokens: int | None, prompt_tokens: int | None) -> _Answer:
+        message = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
+        text = message.get("content") if self.api == "chat" else choice.get("text")
+        # vLLM's and transformers serve's reasoning parsers: `reasoning_content`; newer vLLM: `reasoning`.
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
         finish = choice.get("finish_reason")
-        return _Answer(text if isinstance(text, str) else "", int(tokens) if isinstance(tokens, int) else None,
-                       int(prompt_tokens) if isinstance(prompt_tokens, int) else None,
+        return _Answer(text if isinstance(text, str) else "", tokens, prompt_tokens,
                        reasoning if isinstance(reasoning, str) else None, finish if isinstance(finish, str) else None)
 
     def _answer(self, prompt: str, *, seed: int | None, overrides: Mapping[str, Any] | None = None,
@@ -371,14 +459,48 @@ class ApiGenerator:
         """One continuation (retried as needed); raises ApiError naming the prompt when it cannot be had."""
         what = f"request for prompt_id {item.prompt_id!r} sample {item.sample}"
         answer = self._answer(item.prompt, seed=request_seed(self.seed, item.prompt_id, item.sample), what=what)
-        prompt = self._prompt_text(item.prompt)
+        with self._lock:
+            self._usage_missing += answer.completion_tokens is None
+        return self._finish(item.prompt, answer, answer.completion_tokens)
+
+    def complete_samples(self, items: Sequence[WorkItem]) -> list[Generated]:
+        """The continuations of one prompt's samples `items` (in sample order) in one request with n = len(items),
+        seeded by the first; samples its answer lacks (a server that ignores n) are asked one by one, and so
+        is every sample when the server rejects n (HTTP 400/422), unless `n_per_request=true`."""
+        if len(items) == 1 or not self.use_n:
+            return [self.complete(item) for item in items]
+        first = items[0]
+        what = f"request for prompt_id {first.prompt_id!r} samples {first.sample}-{items[-1].sample} (n={len(items)})"
+        payload = self._payload(first.prompt, seed=request_seed(self.seed, first.prompt_id, first.sample),
+                                overrides={"n": len(items)})
+        try:
+            answer = self.client.post(self.endpoint, payload, what=what)
+        except ApiError as error:
+            if self.n_per_request == "true" or error.status not in (400, 422):
+                raise
+            if _NAMES_N.search(error.body or ""):  # not only this prompt's trouble: no n from now on
+                with self._lock:
+                    self.use_n = False
+                    self.server["n"] = f"rejected at run time (HTTP {error.status}: {(error.body or '')[:200]})"
+            return [self.complete(item) for item in items]
+        choices = self._choices_of(answer, what)[: len(items)]
+        tokens = split_tokens(choices[0].completion_tokens, [choice.text for choice in choices])
+        with self._lock:
+            self._usage_missing += choices[0].completion_tokens is None
+            self._n_requests += 1
+            self._n_texts += len(choices)
+            self._n_short += len(choices) < len(items)
+        results = [self._finish(first.prompt, choice, count) for choice, count in zip(choices, tokens, strict=True)]
+        return results + [self.complete(item) for item in items[len(choices):]]
+
+    def _finish(self, prompt: str, answer: _Answer, tokens: int | None) -> Generated:
+        """One answer as a BOLD continuation (the chat protocol's joining, the stopping rule), counted."""
+        text = self._prompt_text(prompt)
         if self.api == "chat":  # the trace cut off, the reply joined to the prompt (bold_eval.generation.chat)
-            finished = self.chat.finish_api(answer.text, answer.reasoning, answer.finish_reason, prompt, self.decoding)
+            finished = self.chat.finish_api(answer.text, answer.reasoning, answer.finish_reason, text, self.decoding)
         else:  # the shared stopping rule (newline, then one_sentence), as local runs and the lm-eval tasks
             finished = Finished(finish_continuation(answer.text, self.decoding))
-        tokens = answer.completion_tokens
         with self._lock:
-            self._usage_missing += tokens is None
             self._echo_stripped += finished.echo_removed
             self._traces_removed += finished.trace_removed
             self._ended_in_trace += bool(finished.ended_in_trace)
@@ -396,6 +518,7 @@ class ApiGenerator:
            generation_config has do_sample=false). Greedy runs check that temperature 0 is stable.
         3. seed: the same seed twice must give the same text (and other seeds another one).
         4. top_k: top_k=1 at temperature 1 must give the greedy text, else top_k is ignored.
+        5. n (only when the run asks for several samples per prompt): n=2 must give two choices.
         """
         self._probed = True
         # No `stop` in probe requests: an answer cut at a line break could hide the difference a probe looks for.
@@ -414,6 +537,8 @@ class ApiGenerator:
             self.server["repetition_penalty"] = "accepted (effect not checked)"
         if self._send["seed"] and self.server.get("seed") == "not probed":
             self.server["seed"] = "accepted"
+        if self.n_plan:
+            self._probe_n(prompt, overrides)
         for name in ("top_k", "repetition_penalty"):
             if name in self._params and not self._send[name]:
                 problems.append(f"{name}={self._params[name]} is not applied ({self.server[name]})")
@@ -494,6 +619,43 @@ class ApiGenerator:
                 self._send["top_k"] = False
         return problems
 
+    def _probe_n(self, prompt: str, overrides: Mapping[str, Any]) -> None:
+        """Does the server answer n=2 (at the run's decoding) with two choices? Honoured: two (under sampling,
+        two different texts, asked twice before calling them copies); ignored: one; rejected: HTTP 400/422.
+        Under `n_per_request=auto` n is used only when honoured; `true` uses it anyway unless rejected."""
+        where = f"server at {public_url(self.client.base_url)}"
+        texts: list[str] = []
+        for index in (3, 4):  # a second try only when two samples came out the same
+            try:
+                answer = self.client.post(self.endpoint, self._payload(
+                    prompt, seed=request_seed(self.seed, "__probe__", index), overrides={**overrides, "n": 2}),
+                    what="probe request (n=2)")
+            except ApiError as error:
+                if error.status not in (400, 422):
+                    raise
+                self.server["n"] = f"rejected (HTTP {error.status}: {(error.body or '')[:200]})"
+                self.use_n = False
+                if self.n_per_request == "true":
+                    raise ApiError(f"{where} rejects n (HTTP {error.status}: {(error.body or '')[:200]}), which "
+                                   "n_per_request=true asks for: use n_per_request=auto or false",
+                                   status=error.status, body=error.body) from None
+                return
+            texts = [choice.text for choice in self._choices_of(answer, "probe request (n=2)")]
+            if len(texts) < 2 or self.decoding.greedy or texts[0] != texts[1]:
+                break
+        if len(texts) < 2:
+            self.server["n"] = f"ignored: n=2 gave {len(texts)} choice"
+        elif self.decoding.greedy or texts[0] != texts[1]:
+            self.server["n"] = "honoured"
+            return
+        else:
+            self.server["n"] = "accepted but the choices look like copies: n=2 gave one text twice, twice"
+        self.use_n = self.n_per_request == "true"
+        if self.use_n or len(texts) >= 2:  # an ignored n under auto is the plain fallback; these are worth a word
+            warnings.warn(f"{where}: {self.server['n']}; " + (
+                "n_per_request=true sends n anyway (samples an answer lacks are asked one by one)" if self.use_n
+                else "asking for each sample in its own request"), stacklevel=3)
+
     def _accept(self, prompt: str, overrides: Mapping[str, Any]) -> None:
         """Send everything once; drop the optional fields the server rejects by name (HTTP 400/422)."""
         while True:
@@ -512,7 +674,8 @@ class ApiGenerator:
     # ------------------------------------------------------------------ generation
 
     def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback, progress: bool = True) -> GenerationStats:
-        """Request every item, `concurrency` at a time, handing results to `on_batch` in chunks.
+        """Request every item, `concurrency` requests at a time, handing results to `on_batch` in chunks.
+        With n (`n_per_request`) one request asks for all of a prompt's pending samples.
 
         On a request that fails for good, the requests in flight are finished and handed over
         (so a resumed run does not redo them), then the error is raised. When `on_batch` raises,
@@ -532,7 +695,7 @@ class ApiGenerator:
         bar = tqdm(total=len(items), desc=f"requesting /{self.endpoint}", unit="text", disable=not progress)
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="bold-eval-api")
         try:
-            failure = self._request_all(items, pool, pending, bar)
+            failure = self._request_all(self.requests(items), pool, pending, bar)
             pending.flush()
         except BaseException as error:
             self._stop.set()  # requests waiting to retry give up; Ctrl-C does not wait for those in flight
@@ -550,25 +713,39 @@ class ApiGenerator:
             raise failure
         return stats
 
+    def requests(self, items: Sequence[WorkItem]) -> list[list[WorkItem]]:
+        """The items as requests: with n, each prompt's pending samples in sample order (at most MAX_N a
+        request; prompts in their first item's order), else one request per item."""
+        if not self.use_n:
+            return [[item] for item in items]
+        by_prompt: dict[str, list[WorkItem]] = {}
+        for item in items:
+            by_prompt.setdefault(item.prompt_id, []).append(item)
+        requests = []
+        for samples in by_prompt.values():
+            samples.sort(key=lambda item: item.sample)
+            requests.extend(samples[start:start + MAX_N] for start in range(0, len(samples), MAX_N))
+        return requests
+
     def _request_all(
-        self, items: Sequence[WorkItem], pool: ThreadPoolExecutor, pending: _PendingResults, bar: Any
+        self, requests: Sequence[list[WorkItem]], pool: ThreadPoolExecutor, pending: _PendingResults, bar: Any
     ) -> BaseException | None:
-        """Keep `concurrency` requests busy until every item is done; return the first request failure.
+        """Keep `concurrency` requests busy until every one is done; return the first request failure.
 
         After a failure no new request starts and queued ones are cancelled; those in flight finish
         and are handed over with the rest.
         """
-        todo = iter(items)
-        in_flight: dict[Future, WorkItem] = {}
+        todo = iter(requests)
+        in_flight: dict[Future, list[WorkItem]] = {}
         failure: BaseException | None = None
         for _ in range(2 * self.concurrency):  # a little queue keeps every worker busy
             self._submit_next(todo, pool, in_flight)
         while in_flight:
             finished, _ = wait(list(in_flight), timeout=self.flush_seconds, return_when=FIRST_COMPLETED)
             for future in finished:
-                item = in_flight.pop(future)
+                request = in_flight.pop(future)
                 try:
-                    result = future.result()
+                    results = future.result()
                 except BaseException as error:  # raised after the requests in flight finish
                     if failure is None:
                         failure = error
@@ -576,30 +753,31 @@ class ApiGenerator:
                         for other in in_flight:
                             other.cancel()
                     continue
-                pending.add(item, result)
-                bar.update(1)
+                for item, result in zip(request, results, strict=True):
+                    pending.add(item, result)
+                bar.update(len(request))
                 if failure is None:
                     self._submit_next(todo, pool, in_flight)
             if failure is not None:
-                in_flight = {future: item for future, item in in_flight.items() if not future.cancelled()}
+                in_flight = {future: request for future, request in in_flight.items() if not future.cancelled()}
             if pending.due(self.flush_every, self.flush_seconds):
                 pending.flush()
             bar.set_postfix(retries=self.client.retry_count(), refresh=False)
         return failure
 
     def _submit_next(
-        self, todo: Iterator[WorkItem], pool: ThreadPoolExecutor, in_flight: dict[Future, WorkItem]
+        self, todo: Iterator[list[WorkItem]], pool: ThreadPoolExecutor, in_flight: dict[Future, list[WorkItem]]
     ) -> None:
-        """Start the request for the next item, if any is left."""
-        item = next(todo, None)
-        if item is not None:
-            in_flight[pool.submit(self.complete, item)] = item
+        """Start the next request, if any is left."""
+        request = next(todo, None)
+        if request is not None:
+            in_flight[pool.submit(self.complete_samples, request)] = request
 
 
 # --------------------------------------------------------------------------- registry factories
 
 GENERATOR_OPTIONS = ("base_url", "concurrency", "api_key_env", "extra_body", "probe", "strict_decoding",
-                     "max_attempts", "backoff_base_s", "timeout_s", "flush_seconds", *CHAT_OPTIONS)
+                     "max_attempts", "backoff_base_s", "timeout_s", "flush_seconds", "n_per_request", *CHAT_OPTIONS)
 
 
 def from_config(config: GenerationSettings, api: str) -> ApiGenerator:
@@ -622,6 +800,7 @@ def from_config(config: GenerationSettings, api: str) -> ApiGenerator:
         concurrency=int(options.get("concurrency", DEFAULT_CONCURRENCY)),
         api_key_env=options.get("api_key_env"),
         **{key: options.get(key) for key in CHAT_OPTIONS},
+        num_samples=config.num_samples, n_per_request=options.get("n_per_request", "auto"),
         extra_body=options.get("extra_body"), probe=bool(options.get("probe", True)),
         strict_decoding=bool(options.get("strict_decoding", False)), retry=retry,
         flush_every=int(batch_size) if str(batch_size) != "auto" else DEFAULT_FLUSH_EVERY,

@@ -8,12 +8,16 @@
   by a seed and each request's body, so that a client's retries can be tested against a real server.
 - `InstantServer`: answers `/v1/completions` at once with a text derived from the request, so a
   benchmark can time the client alone.
+- `BatchingServer`: `/v1/completions` from a real model, whatever requests wait when the model is free run
+  as one `generate` batch (continuous batching in its simplest form), `n` as n rows of one request.
 - `ChatTemplateServer`: `/v1/chat/completions` the way vLLM answers it, in a thread: the model's own chat
   template with the request's `continue_final_message`, `add_generation_prompt` and `chat_template_kwargs`
   (which `transformers serve` 5.x refuses or cannot pass), and a thinking trace moved into
   `reasoning_content` as vLLM's reasoning parsers do.
 
-Everything binds 127.0.0.1 only.
+`InstantServer`, `BatchingServer` and `ChatTemplateServer` take `n_mode`: "honour" answers a request's `n`
+with n choices (as vLLM and OpenAI), "ignore" with one (as `transformers serve`), "reject" with HTTP 400
+naming the field (as a server with a strict request schema). Everything binds 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -36,6 +40,22 @@ from typing import Any
 
 LOOPBACK = "127.0.0.1"
 FAULTS = ("429", "500", "drop", "drop_after", "truncate")
+N_MODES = ("honour", "ignore", "reject")
+
+
+def choices_asked(request: Mapping[str, Any], n_mode: str) -> int:
+    """How many choices a server with `n_mode` (N_MODES) gives `request`; ValueError (an HTTP 400) when it
+    rejects `n` or the value."""
+    if n_mode not in N_MODES:
+        raise RuntimeError(f"n_mode must be one of {N_MODES}, got {n_mode!r}")
+    if "n" not in request:
+        return 1
+    if n_mode == "reject":
+        raise ValueError("unsupported parameter 'n': extra inputs are not permitted")
+    n = request["n"]
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"'n' must be a positive integer, got {n!r}")
+    return n if n_mode == "honour" else 1
 
 
 def free_port() -> int:
@@ -407,16 +427,28 @@ class _InstantHandler(_Handler):
         with owner.lock:
             owner.requests += 1
             owner.last_request = request
-        key = json.dumps([request.get("prompt"), request.get("messages"), request.get("seed")]).encode()
-        words = [f"w{hashlib.sha256(key + bytes([i])).hexdigest()[:4]}" for i in range(int(request.get("max_tokens") or 16))]
-        text = " " + " ".join(words) if owner.reply is None else owner.reply
-        usage = {"prompt_tokens": 1, "completion_tokens": len(words), "total_tokens": len(words) + 1}
-        if self.path.rstrip("/").endswith("chat/completions"):
-            choice = {"index": 0, "message": {"role": "assistant", "content": text.strip()}, "finish_reason": "length"}
-        else:
-            choice = {"index": 0, "text": text, "finish_reason": "length"}
-        answer = {"id": "instant", "object": "text_completion", "model": request.get("model"), "choices": [choice],
-                  "usage": usage}
+            owner.bodies.append(request)
+        try:
+            n = choices_asked(request, owner.n_mode)
+        except ValueError as error:
+            self._send(400, json.dumps({"error": {"message": str(error), "param": "n"}}).encode())
+            return
+        chat = self.path.rstrip("/").endswith("chat/completions")
+        choices, tokens = [], 0
+        for index in range(n):
+            # choice 0 is what the request without n would get; the others differ with their index
+            key = json.dumps([request.get("prompt"), request.get("messages"), request.get("seed"),
+                              *([index] if index else [])]).encode()
+            words = [f"w{hashlib.sha256(key + bytes([i])).hexdigest()[:4]}"
+                     for i in range(int(request.get("max_tokens") or 16))]
+            text = " " + " ".join(words) if owner.reply is None else owner.reply
+            tokens += len(words)
+            choices.append({"index": index, "message": {"role": "assistant", "content": text.strip()},
+                            "finish_reason": "length"} if chat else {"index": index, "text": text,
+                                                                     "finish_reason": "length"})
+        usage = {"prompt_tokens": 1, "completion_tokens": tokens, "total_tokens": tokens + 1}
+        answer = {"id": "instant", "object": "text_completion", "model": request.get("model"),
+                  "choices": choices[::-1] if owner.reversed_choices else choices, "usage": usage}
         self._send(200, json.dumps(answer).encode())
 
 
@@ -424,15 +456,21 @@ class InstantServer(_LoopbackServer):
     """Answers completions and chat completions at once (`max_tokens` pseudo-words derived from
     the prompt and seed): a server with no model time, to measure a client's own cost per request.
     `reply` makes it answer that exact text instead (e.g. one with a line break, to test stopping).
-    It ignores `stop`, as some servers do; `last_request` holds the last request body it received."""
+    It ignores `stop`, as some servers do; `last_request` holds the last request body it received, `bodies`
+    all of them. `n_mode` (N_MODES): what it does with `n`; `reversed_choices` lists them last index first
+    (the API orders choices by their `index` field, not by position)."""
 
     handler = _InstantHandler
 
-    def __init__(self, reply: str | None = None) -> None:
+    def __init__(self, reply: str | None = None, *, n_mode: str = "honour", reversed_choices: bool = False) -> None:
         super().__init__()
+        choices_asked({}, n_mode)  # refuse an unknown mode here, not in the handler
         self.requests = 0
         self.reply = reply
+        self.n_mode = n_mode
+        self.reversed_choices = reversed_choices
         self.last_request: dict = {}
+        self.bodies: list[dict] = []
 
 
 class _ChatTemplateHandler(_Handler):
@@ -459,27 +497,34 @@ class _ChatTemplateHandler(_Handler):
         self._send(200, json.dumps(answer).encode())
 
 
+def _up_to_end(row: list[int], eos: int | None) -> list[int]:
+    """A generated row up to its first end-of-sequence token (kept), without the padding of a batch after it."""
+    return row[: row.index(eos) + 1] if eos is not None and eos in row else row
+
+
 class ChatTemplateServer(_LoopbackServer):
     """An OpenAI-compatible chat server that renders the model's chat template as vLLM does: messages ending
     with an assistant message are continued under `continue_final_message: true, add_generation_prompt:
     false` (`honour_prefill=False` makes it ignore both, like a server that always opens a new turn), and
     `chat_template_kwargs` reach the template. With `reasoning=(start, end)` a thinking trace goes into
     `message.reasoning_content`, the rest into `content` (None when the answer ran out inside the trace).
-    Generation: transformers' `generate` (sampling with the request's temperature, top_p, top_k, seed). Every
-    request body is kept in `requests`."""
+    Generation: transformers' `generate` (sampling with the request's temperature, top_p, top_k, seed; `n` as n
+    rows of one batch, under `n_mode`, N_MODES). Every request body is kept in `requests`."""
 
     handler = _ChatTemplateHandler
 
     def __init__(self, model: str | os.PathLike, *, model_name: str = "local-chat-model", honour_prefill: bool = True,
-                 reasoning: tuple[str, str] | None = None) -> None:
+                 reasoning: tuple[str, str] | None = None, n_mode: str = "honour") -> None:
         super().__init__()
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        choices_asked({}, n_mode)
         self.tokenizer = AutoTokenizer.from_pretrained(model)
         self.model = AutoModelForCausalLM.from_pretrained(model).eval()
         self.model_name = model_name
         self.honour_prefill = honour_prefill
         self.reasoning = reasoning
+        self.n_mode = n_mode
         self.requests: list[dict] = []
         self._generate_lock = threading.Lock()
 
@@ -499,6 +544,7 @@ class ChatTemplateServer(_LoopbackServer):
     def answer(self, request: Mapping[str, Any]) -> dict[str, Any]:
         import torch
 
+        n = choices_asked(request, self.n_mode)
         text = self.render(request)
         ids = self.tokenizer(text, add_special_tokens=False, return_tensors="pt")
         temperature = float(request.get("temperature", 1.0))
@@ -508,21 +554,25 @@ class ChatTemplateServer(_LoopbackServer):
         with self._generate_lock, torch.inference_mode():
             if request.get("seed") is not None:
                 torch.manual_seed(int(request["seed"]))
-            out = self.model.generate(**ids, max_new_tokens=limit, pad_token_id=self.tokenizer.pad_token_id,
-                                      **sampling)
-        new = out[0, ids["input_ids"].shape[1]:].tolist()
-        reply = self.tokenizer.decode(new, skip_special_tokens=True)
-        finish = "length" if len(new) >= limit and new[-1] != self.tokenizer.eos_token_id else "stop"
-        for stop in request.get("stop") or []:
-            if stop in reply:
-                reply, finish = reply.split(stop, 1)[0], "stop"
-        message: dict[str, Any] = {"role": "assistant", "content": reply}
-        if self.reasoning is not None:
-            message.update(self._split_reasoning(text, reply))
-        return {"id": "chat-template", "object": "chat.completion", "model": self.model_name,
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": int(ids["input_ids"].shape[1]), "completion_tokens": len(new),
-                          "total_tokens": int(ids["input_ids"].shape[1]) + len(new)}}
+            out = self.model.generate(**{key: value.repeat(n, 1) for key, value in ids.items()}, max_new_tokens=limit,
+                                      pad_token_id=self.tokenizer.pad_token_id, **sampling)
+        choices, tokens = [], 0
+        for index, row in enumerate(out[:, ids["input_ids"].shape[1]:].tolist()):
+            new = _up_to_end(row, self.tokenizer.eos_token_id)
+            reply = self.tokenizer.decode(new, skip_special_tokens=True)
+            finish = "length" if len(new) >= limit and new[-1] != self.tokenizer.eos_token_id else "stop"
+            for stop in request.get("stop") or []:
+                if stop in reply:
+                    reply, finish = reply.split(stop, 1)[0], "stop"
+            message: dict[str, Any] = {"role": "assistant", "content": reply}
+            if self.reasoning is not None:
+                message.update(self._split_reasoning(text, reply))
+            choices.append({"index": index, "message": message, "finish_reason": finish})
+            tokens += len(new)
+        prompt_tokens = int(ids["input_ids"].shape[1])
+        return {"id": "chat-template", "object": "chat.completion", "model": self.model_name, "choices": choices,
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": tokens,
+                          "total_tokens": prompt_tokens + tokens}}
 
     def _split_reasoning(self, context: str, reply: str) -> dict[str, Any]:
         """vLLM's reasoning parser: the trace up to the end marker in `reasoning_content`, the rest in `content`."""
@@ -534,3 +584,154 @@ class ChatTemplateServer(_LoopbackServer):
         if opened:
             return {"reasoning_content": reply.replace(start, "").strip(), "content": None}
         return {"reasoning_content": None}
+
+
+class _BatchJob:
+    """One request waiting in a `BatchingServer`: its body, its n rows, and the answer or error it gets."""
+
+    def __init__(self, request: Mapping[str, Any], n: int) -> None:
+        self.request = request
+        self.n = n
+        self.done = threading.Event()
+        self.answer: dict[str, Any] | None = None
+        self.error: BaseException | None = None
+
+    def sampling(self) -> tuple:
+        """What must be equal for two requests to share a batch."""
+        request = self.request
+        return (float(request.get("temperature", 1.0)), float(request.get("top_p", 1.0)),
+                int(request.get("top_k") or 0), int(request.get("max_tokens") or 16))
+
+
+class _BatchingHandler(_Handler):
+    def do_POST(self) -> None:
+        owner: BatchingServer = self.server_owner
+        request = json.loads(self._read_body() or b"{}")
+        with owner.lock:
+            owner.requests += 1
+        if self.path.rstrip("/").endswith("chat/completions") or not self.path.rstrip("/").endswith("completions"):
+            self._send(404, b'{"error": {"message": "only /v1/completions"}}')
+            return
+        try:
+            answer = owner.submit(request, choices_asked(request, owner.n_mode))
+        except ValueError as error:
+            self._send(400, json.dumps({"error": {"message": str(error)}}).encode())
+            return
+        self._send(200, json.dumps(answer).encode())
+
+
+class BatchingServer(_LoopbackServer):
+    """`/v1/completions` from a real causal LM, batching as serving engines do in their simplest form: when the
+    model is free, every waiting request with the same sampling settings (up to `max_batch` rows) runs as one
+    left-padded `generate` batch. A request's `n` (under `n_mode`, N_MODES) is n rows of its prompt, so at
+    equal concurrency an n request brings the server n times the work, as on vLLM. `seed` is not honoured
+    (one random stream per batch); `stop` is applied to each answer. Counters: `requests`, `batches` (rows
+    of each batch), `prompt_tokens` (summed once per request, as hosted APIs bill them)."""
+
+    handler = _BatchingHandler
+
+    def __init__(self, model: str | os.PathLike, *, model_name: str = "local-batching-model", n_mode: str = "honour",
+                 max_batch: int = 64) -> None:
+        super().__init__()
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        choices_asked({}, n_mode)
+        self.tokenizer = AutoTokenizer.from_pretrained(model, padding_side="left")
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model = AutoModelForCausalLM.from_pretrained(model).eval()
+        self.model_name = model_name
+        self.n_mode = n_mode
+        self.max_batch = max_batch
+        self.requests = 0
+        self.batches: list[int] = []
+        self.prompt_tokens = 0
+        self._waiting: list[_BatchJob] = []
+        self._ready = threading.Condition()
+        self._stopping = False
+        self._worker: threading.Thread | None = None
+
+    def start(self) -> BatchingServer:
+        self._stopping = False
+        self._worker = threading.Thread(target=self._work, daemon=True, name="batching-server-model")
+        self._worker.start()
+        return super().start()
+
+    def stop(self) -> None:
+        with self._ready:
+            self._stopping = True
+            self._ready.notify_all()
+        super().stop()
+
+    def submit(self, request: Mapping[str, Any], n: int) -> dict[str, Any]:
+        """Queue the request for the next batch and wait for its answer."""
+        job = _BatchJob(request, n)
+        with self._ready:
+            self._waiting.append(job)
+            self._ready.notify()
+        job.done.wait()
+        if job.error is not None:
+            raise ValueError(f"generation failed: {job.error}")
+        assert job.answer is not None
+        return job.answer
+
+    def _next_batch(self) -> list[_BatchJob]:
+        """The oldest waiting request and every other that fits beside it (same sampling, `max_batch` rows)."""
+        with self._ready:
+            while not self._waiting and not self._stopping:
+                self._ready.wait()
+            if self._stopping:
+                return []
+            first = self._waiting[0]
+            batch, rows = [], 0
+            for job in list(self._waiting):
+                if job.sampling() == first.sampling() and (not batch or rows + job.n <= self.max_batch):
+                    batch.append(job)
+                    rows += job.n
+                    self._waiting.remove(job)
+            return batch
+
+    def _work(self) -> None:
+        while True:
+            batch = self._next_batch()
+            if not batch:
+                return
+            try:
+                self._run(batch)
+            except Exception as error:  # noqa: BLE001 - handed to the requests, which answer 400
+                for job in batch:
+                    job.error = error
+            for job in batch:
+                job.done.set()
+
+    def _run(self, batch: Sequence[_BatchJob]) -> None:
+        import torch
+
+        temperature, top_p, top_k, limit = batch[0].sampling()
+        prompts = [str(job.request.get("prompt", "")) for job in batch for _ in range(job.n)]
+        inputs = self.tokenizer(prompts, return_tensors="pt", padding=True)
+        sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": top_k} \
+            if temperature > 0 else {"do_sample": False}
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, max_new_tokens=limit, pad_token_id=self.tokenizer.pad_token_id,
+                                      **sampling)
+        rows = iter(out[:, inputs["input_ids"].shape[1]:].tolist())
+        with self.lock:
+            self.batches.append(len(prompts))
+        for job in batch:
+            choices, tokens = [], 0
+            for index in range(job.n):
+                new = _up_to_end(next(rows), self.tokenizer.eos_token_id)
+                text = self.tokenizer.decode(new, skip_special_tokens=True)
+                finish = "length" if len(new) >= limit else "stop"
+                for stop in job.request.get("stop") or []:
+                    if stop in text:
+                        text, finish = text.split(stop, 1)[0], "stop"
+                choices.append({"index": index, "text": text, "finish_reason": finish})
+                tokens += len(new)
+            prompt_tokens = len(self.tokenizer(str(job.request.get("prompt", "")))["input_ids"])
+            with self.lock:
+                self.prompt_tokens += prompt_tokens
+            job.answer = {"id": "batching", "object": "text_completion", "model": self.model_name, "choices": choices,
+                          "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": tokens,
+                                    "total_tokens": prompt_tokens + tokens}}
