@@ -260,16 +260,33 @@ def test_resume_completes_a_prompt_whose_samples_are_partly_on_disk(tmp_path):
     assert info["samples_per_request"]["requests_with_n"] == 1 and info["server"]["n"] == "honoured"
 
 
-def test_resume_refuses_to_mix_one_request_per_sample_with_n(tmp_path):
+def test_resume_keeps_a_folder_asked_one_request_per_sample(tmp_path):
+    """A folder whose k samples were asked one request each (made with n_per_request=false, or before n = k
+    existed) resumes under the default the same way, with a warning, instead of refusing."""
     from bold_eval.run import run
 
     out = tmp_path / "run"
     with InstantServer() as server:
         run(_run_config(out, server.base_url, n_per_request=False))
         (out / "generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _lines(out)[:5]), encoding="utf-8")
-        with pytest.raises(UserError, match="n_per_request"):
+        server.bodies.clear()
+        with pytest.warns(UserWarning, match="without n_per_request.*n_per_request=false"):
             run(_run_config(out, server.base_url))
-        run(_run_config(out, server.base_url, n_per_request="false"))  # the folder's plan resumes
+        work = [body for body in server.bodies if body.get("max_tokens") == DECODING.max_new_tokens]
+    assert len(work) == PROMPTS * K - 5 and all(body.get("n", 1) == 1 for body in work)
+    assert len(_lines(out)) == PROMPTS * K
+
+
+def test_resume_refuses_to_mix_n_with_one_request_per_sample(tmp_path):
+    from bold_eval.run import run
+
+    out = tmp_path / "run"
+    with InstantServer() as server:
+        run(_run_config(out, server.base_url))
+        (out / "generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _lines(out)[:5]), encoding="utf-8")
+        with pytest.raises(UserError, match="n_per_request"):
+            run(_run_config(out, server.base_url, n_per_request="false"))
+        run(_run_config(out, server.base_url))  # the folder's plan resumes
     assert len(_lines(out)) == PROMPTS * K
 
 

@@ -124,6 +124,32 @@ def test_greedy_matches_transformers_generate(tiny_lm):
                                                          skip_special_tokens=True)
 
 
+def test_shared_rows_maps_each_row_to_its_first_distinct_input():
+    assert generate.shared_rows(["a", "b", "a", "c", "b", "a"]) == ([0, 1, 3], [0, 1, 0, 2, 1, 0])
+    assert generate.shared_rows(["a", "b"]) is None
+
+
+def test_a_prompts_samples_share_one_prefill_and_give_the_same_texts(tiny_lm):
+    """k samples of each prompt: the prefill runs on the distinct prompts only (its cache repeated to the k rows),
+    and every sample's text and token count are those of the unshared batch (float32)."""
+    k, decoding = 3, make_decoding(max_new_tokens=8)
+    items = [WorkItem(f"p/{i}", sample, prompt) for i, prompt in enumerate(PROMPTS[:4]) for sample in range(k)]
+    draws = np.stack([uniform_draws(0, item.prompt_id, item.sample, decoding.max_new_tokens) for item in items])
+    prompts = [item.prompt for item in items]
+    prefill_rows = []
+    hook = tiny_lm.model.register_forward_pre_hook(
+        lambda module, args, kwargs: prefill_rows.append(kwargs["input_ids"].shape) if kwargs["input_ids"].shape[1] > 1
+        else None, with_kwargs=True)
+    try:
+        shared = generate.generate_batch(tiny_lm.model, tiny_lm.tokenizer, prompts, draws, decoding, share_prefill=True)
+        unshared = generate.generate_batch(tiny_lm.model, tiny_lm.tokenizer, prompts, draws, decoding)
+    finally:
+        hook.remove()
+    assert [shape[0] for shape in prefill_rows] == [4, 4 * k]
+    assert [(g.continuation, g.num_new_tokens) for g in shared] == [(g.continuation, g.num_new_tokens) for g in unshared]
+    assert len({g.continuation for g in shared}) > 4  # the samples of a prompt still differ
+
+
 def _greedy(model, tokenizer, max_new_tokens=8):
     decoding = make_decoding(greedy=True, max_new_tokens=max_new_tokens)
     return [g.continuation for g in generate.generate_batch(model, tokenizer, PROMPTS, np.zeros((len(PROMPTS), max_new_tokens)),

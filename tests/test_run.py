@@ -10,8 +10,10 @@ import pandas as pd
 import pytest
 
 from bold_eval.cli import main as cli_main
+from bold_eval.core.errors import UserError
 from bold_eval.data.bold import load_bold
 from bold_eval.generation.decoding import make_decoding
+from bold_eval.generation.hf_causal import SHARED_PREFILL
 from bold_eval.run import ConfigMismatchError, RunConfig, run, select_prompts
 from bold_eval.runfolder import read_generations
 from bold_eval.scoring.scorers import parse_metric_options
@@ -232,6 +234,8 @@ def test_several_samples_per_prompt(tmp_path, tiny_model):
     assert len(records) == 6 and any(a["continuation"] != b["continuation"] for a, b in zip(records[::2], records[1::2], strict=True))
     scores = pd.read_parquet(out / "scores.parquet")
     assert scores["sample"].tolist() == [0, 1] * 3
+    settings = json.loads((out / "run.json").read_text())["generation_settings"]["generator_settings"]
+    assert settings["share_prefill"] == SHARED_PREFILL  # in the resume fingerprint
     with pytest.raises(ValueError, match="num-samples"):
         run(_config(tmp_path / "wiki", "wikipedia", num_samples=2))
 
@@ -259,3 +263,22 @@ def test_a_prompt_with_some_of_its_k_samples_on_disk_is_completed_not_duplicated
     assert (prompt, 2) in again and not set(again) & set(first) and len(again) == 9 - 2
     records = _lines(out / "generations.jsonl")
     assert records == expected and len({(r["prompt_id"], r["sample"]) for r in records}) == 9
+
+
+def test_a_folder_made_without_a_shared_prefill_resumes_without_it(tmp_path, tiny_model):
+    """k samples made before the shared prefill existed (run.json without share_prefill): the default resumes
+    the folder's way, with a warning; share_prefill=false makes the same texts from the start."""
+    reference = tmp_path / "reference"
+    run(_config(reference, tiny_model, num_samples=3, limit=3, generator_options={"share_prefill": "false"}))
+    record = json.loads((reference / "run.json").read_text())
+    assert "share_prefill" not in record["generation_settings"]["generator_settings"]
+    expected = _lines(reference / "generations.jsonl")
+    out = tmp_path / "old"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({**record, "status": "generating"}), encoding="utf-8")
+    (out / "generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in expected[:4]), encoding="utf-8")
+    with pytest.warns(UserWarning, match="without share_prefill.*share_prefill=false"):
+        run(_config(out, tiny_model, num_samples=3, limit=3))
+    assert _lines(out / "generations.jsonl") == expected
+    with pytest.raises(UserError, match="share_prefill must be true or false"):
+        run(_config(tmp_path / "bad", tiny_model, num_samples=3, limit=3, generator_options={"share_prefill": "maybe"}))

@@ -28,7 +28,7 @@ import time
 import warnings
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -247,6 +247,32 @@ def check_resumable(out: Path, settings: Mapping[str, Any]) -> None:
 # --------------------------------------------------------------------------- the run pipeline
 
 
+# Plans a folder's generator settings lack when its k samples were made before the plan existed (or with it
+# turned off): (settings key, generator option, value that keeps the folder's plan).
+_FOLDER_PLANS = (("n_per_request", "n_per_request", "false"), ("share_prefill", "share_prefill", False))
+
+
+def _folder_plans(out: Path, settings: Mapping[str, Any], config: RunConfig) -> dict[str, Any]:
+    """Generator options that resume `out` the way its generations were made: a plan (n = k requests, a shared
+    prefill) the folder's settings lack, which the user left at its default. Without them the defaults would
+    refuse a folder made before the plan existed."""
+    planned = settings.get("generator_settings") or {}
+    wanted = [(key, option, value) for key, option, value in _FOLDER_PLANS
+              if key in planned and option not in config.generator_options]
+    if not wanted or not _has_generations(out):
+        return {}
+    record = read_run_record(out)
+    recorded = (record.generation_settings or {}) if record is not None else {}
+    if not recorded:
+        return {}
+    had = recorded.get("generator_settings") or {}
+    options = {option: value for key, option, value in wanted if key not in had}
+    for option, value in options.items():
+        warnings.warn(f"{out} holds generations made without {option} (its {RUN_FILE} does not record it); "
+                      f"resuming the same way (--generator-option {option}={str(value).lower()})", stacklevel=2)
+    return options
+
+
 def _check_config(config: RunConfig) -> None:
     if config.score_on not in SCORE_ON:
         raise UsageError(f"--score-on must be one of {', '.join(SCORE_ON)}, got {config.score_on!r}")
@@ -400,8 +426,14 @@ def run(config: RunConfig) -> Path | None:
     modified_data = _modified_data(config)
     rows = {row["prompt_id"]: row for row in selected.to_dict(orient="records")}
     device = str(state.device) if world > 1 and config.device == "auto" else config.device
-    generator = build_generator(config, GeneratorContext(rows, device, state.main_process_first))
+    context = GeneratorContext(rows, device, state.main_process_first)
+    generator = build_generator(config, context)
     settings = generation_settings(generator, config, selected)
+    implied = _folder_plans(out, settings, config)
+    if implied:
+        config = replace(config, generator_options={**config.generator_options, **implied})
+        generator = build_generator(config, context)
+        settings = generation_settings(generator, config, selected)
     schedule = _start_folder(out, state, settings, config.batch_size)
     previous = read_run_record(out) if schedule else None
 

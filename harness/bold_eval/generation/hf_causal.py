@@ -133,6 +133,19 @@ def _decode(tokenizer: Any, rows: Sequence[Sequence[int]], chat: ChatProtocol | 
     return texts
 
 
+# What settings() records of a run whose prompts' samples share their prefill (the resume fingerprint).
+SHARED_PREFILL = "a prompt's samples in one batch share its prefill (one forward pass, its cache repeated)"
+
+
+def _flag(name: str, value: Any) -> bool:
+    """A boolean generator option (`--generator-option share_prefill=false` arrives as JSON false or a string)."""
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "false"):
+        return str(value).lower() == "true"
+    raise UsageError(f"--generator-option {name} must be true or false, got {value!r}")
+
+
 def model_inputs(tokenizer: Any, prompts: Sequence[str], decoding: DecodingConfig,
                  chat: ChatProtocol | None = None) -> tuple[list[str], dict[str, Any]]:
     """The texts the model reads for `prompts` (the control code prepended; the chat template applied under
@@ -164,10 +177,23 @@ def cache_keyword(model: Any) -> str:
     return _cache_keyword_of(_base_forward(model))
 
 
+def shared_rows(texts: Sequence[str]) -> tuple[list[int], list[int]] | None:
+    """(the first row of each distinct text, each row's index among them), or None when every text differs."""
+    first: dict[str, int] = {}
+    inverse = [first.setdefault(text, len(first)) for text in texts]
+    if len(first) == len(texts):
+        return None
+    rows = {index: row for row, index in reversed(list(enumerate(inverse)))}
+    return [rows[index] for index in range(len(first))], inverse
+
+
 def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np.ndarray,
-                   decoding: DecodingConfig, chat: ChatProtocol | None = None) -> list[Generated]:
+                   decoding: DecodingConfig, chat: ChatProtocol | None = None,
+                   share_prefill: bool = False) -> list[Generated]:
     """Generate continuations for one left-padded batch. `draws[i, t]` picks row i's t-th token; `chat`
-    is the chat protocol (None or `none`: the prompt fed raw)."""
+    is the chat protocol (None or `none`: the prompt fed raw). With `share_prefill`, rows with the same input
+    (a prompt's k samples) share one prefill: the distinct inputs are run once, in the batch's padding, and
+    their key/value cache and last logits are repeated to every row of that input."""
     import torch
     from transformers import DynamicCache
 
@@ -186,10 +212,19 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
     seen = torch.where(mask.bool(), input_ids, input_ids[:, -1:]) if decoding.repetition_penalty != 1.0 else None
     cache = DynamicCache(config=model.config)
     kv = {cache_keyword(model): cache}
+    shared = shared_rows(texts) if share_prefill else None
     with torch.inference_mode():
-        out = model(input_ids=input_ids, attention_mask=mask, position_ids=position_ids,
-                    use_cache=True, logits_to_keep=1, **kv)
-        logits = out.logits[:, -1, :]
+        if shared is None:
+            out = model(input_ids=input_ids, attention_mask=mask, position_ids=position_ids,
+                        use_cache=True, logits_to_keep=1, **kv)
+            logits = out.logits[:, -1, :]
+        else:
+            distinct = torch.as_tensor(shared[0], device=device)
+            out = model(input_ids=input_ids[distinct], attention_mask=mask[distinct],
+                        position_ids=position_ids[distinct], use_cache=True, logits_to_keep=1, **kv)
+            repeat = torch.as_tensor(shared[1], device=device)
+            cache.batch_select_indices(repeat)  # each distinct input's cache, once per row of it
+            logits = out.logits[:, -1, :][repeat]
         next_position = position_ids[:, -1] + 1
         active = torch.arange(rows, device=device)
         tokens: list[list[int]] = [[] for _ in range(rows)]
@@ -253,9 +288,10 @@ def _continuations(tokenizer: Any, input_ids: Any, attention_mask: Any, tokens: 
 def generate_items(model: Any, tokenizer: Any, items: Sequence[WorkItem], decoding: DecodingConfig, *,
                    seed: int, batch_size: int | str = "auto", on_batch: BatchCallback,
                    progress: bool = True, plan: BatchPlan | None = None,
-                   chat: ChatProtocol | None = None) -> GenerationStats:
+                   chat: ChatProtocol | None = None, share_prefill: bool = False) -> GenerationStats:
     """Generate `items` in the length-sorted batches of `plan` (default: a plan over `items`);
     `on_batch` receives each finished batch's items of `items`. `chat`: the chat protocol (None: raw).
+    `share_prefill`: a prompt's samples in one batch share its prefill (`generate_batch`).
 
     Longest prompts go first, so `auto` meets out-of-memory on the first batch: the batch size is
     halved and the same batch retried; finished batches were already handed to `on_batch`.
@@ -274,7 +310,7 @@ def generate_items(model: Any, tokenizer: Any, items: Sequence[WorkItem], decodi
 
     def one_batch(batch: list[WorkItem]) -> list[Generated]:
         draws = np.stack([uniform_draws(seed, item.prompt_id, item.sample, decoding.max_new_tokens) for item in batch])
-        return generate_batch(model, tokenizer, [item.prompt for item in batch], draws, decoding, chat)
+        return generate_batch(model, tokenizer, [item.prompt for item in batch], draws, decoding, chat, share_prefill)
 
     with tqdm(total=len(items), desc="generating", unit="text", disable=not progress) as bar:
         return run_batch_plan(items, plan, lengths=lengths, batch_size=batch_size,
@@ -298,10 +334,12 @@ class HFCausalGenerator:
         except ValueError as error:
             raise UsageError(str(error)) from error
         self.chat_options = ChatOptions.pop_from(options)  # --chat-template and friends
+        # A prompt's k samples share one prefill (`generate_batch`), unless `share_prefill=false`.
+        self.share_prefill = config.num_samples > 1 and _flag("share_prefill", options.pop("share_prefill", True))
         if options:
             raise UsageError(f"--generator-option {', '.join(options)}: the {HF_CAUSAL} generator takes only "
-                             "model_args (--model-args) and the chat options (--chat-template, ...); its settings "
-                             "are the decoding flags (--decoding, --top-k, ...)")
+                             "model_args (--model-args), share_prefill and the chat options (--chat-template, ...); "
+                             "its settings are the decoding flags (--decoding, --top-k, ...)")
         if config.model not in ("embedded", WIKIPEDIA) and not config.gguf_file:
             # transformers would load e.g. BertForMaskedLM weights into BertLMHeadModel, a decoder
             # they were never trained as, and generate without a word: refuse before anything runs.
@@ -320,6 +358,8 @@ class HFCausalGenerator:
                     "dtype": config.dtype, "seed": config.seed, "decoding": config.decoding.to_dict()}
         if self.model_args:  # only when given, so that folders from before --model-args still resume
             settings["model_args"] = dict(self.model_args)
+        if self.share_prefill:  # a prefill run once for k rows may round differently: resume keeps to one plan
+            settings["share_prefill"] = SHARED_PREFILL
         settings.update(self._unresolved_or(lambda chat: chat.settings()))
         return settings
 
@@ -396,4 +436,4 @@ class HFCausalGenerator:
         torch.manual_seed(self.config.seed)
         return generate_items(loaded.model, loaded.tokenizer, items, self.config.decoding, seed=self.config.seed,
                               batch_size=self.config.batch_size, on_batch=on_batch, progress=progress,
-                              plan=plan, chat=self.chat())
+                              plan=plan, chat=self.chat(), share_prefill=self.share_prefill)
