@@ -16,9 +16,6 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 SHARED_DATA ?= $(abspath ../shared/data)
 OUT ?= runs/embedded
-# Test processes (pytest-xdist): 2 fits the 2-core CI machine; `make test PYTEST_WORKERS=0` runs in one.
-PYTEST_WORKERS ?= 2
-PYTEST_ARGS := -q -n $(PYTEST_WORKERS) --dist loadfile
 
 # Offline defaults: point the BOLD_* variables at ../shared/data when it exists
 # and the user has not set them already.
@@ -60,13 +57,13 @@ run: $(VENV)/.installed
 	$(VENV)/bin/bold-eval run --model embedded --domains gender,race --limit 300 --out $(OUT)
 
 test: $(VENV)/.installed
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -q
 
 test-fast: $(VENV)/.installed
-	$(PY) -m pytest $(PYTEST_ARGS) -m "not slow"
+	$(PY) -m pytest -q -m "not slow"
 
 test-min: $(VENV_MIN)/.installed
-	$(VENV_MIN)/bin/python -m pytest $(PYTEST_ARGS) -m "not slow"
+	$(VENV_MIN)/bin/python -m pytest -q -m "not slow"
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

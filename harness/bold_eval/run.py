@@ -273,6 +273,19 @@ def _folder_plans(out: Path, settings: Mapping[str, Any], config: RunConfig) -> 
     return options
 
 
+def _generator_for(out: Path, config: RunConfig, context: GeneratorContext,
+                   selected: pd.DataFrame) -> tuple[RunConfig, Any, dict[str, Any]]:
+    """The run's generator and its settings, with the plans `out`'s generations were made with (`_folder_plans`)."""
+    generator = build_generator(config, context)
+    settings = generation_settings(generator, config, selected)
+    implied = _folder_plans(out, settings, config)
+    if implied:
+        config = replace(config, generator_options={**config.generator_options, **implied})
+        generator = build_generator(config, context)
+        settings = generation_settings(generator, config, selected)
+    return config, generator, settings
+
+
 def _check_config(config: RunConfig) -> None:
     if config.score_on not in SCORE_ON:
         raise UsageError(f"--score-on must be one of {', '.join(SCORE_ON)}, got {config.score_on!r}")
@@ -427,13 +440,7 @@ def run(config: RunConfig) -> Path | None:
     rows = {row["prompt_id"]: row for row in selected.to_dict(orient="records")}
     device = str(state.device) if world > 1 and config.device == "auto" else config.device
     context = GeneratorContext(rows, device, state.main_process_first)
-    generator = build_generator(config, context)
-    settings = generation_settings(generator, config, selected)
-    implied = _folder_plans(out, settings, config)
-    if implied:
-        config = replace(config, generator_options={**config.generator_options, **implied})
-        generator = build_generator(config, context)
-        settings = generation_settings(generator, config, selected)
+    config, generator, settings = _generator_for(out, config, context, selected)
     schedule = _start_folder(out, state, settings, config.batch_size)
     previous = read_run_record(out) if schedule else None
 

@@ -8,6 +8,9 @@ One decoding loop for every model: prompts are sorted by token length and left-p
 prefill keeps only the last position's logits, and each step feeds one token per row through the
 KV cache. Rows that emit an end-of-sequence token (or, with `one_sentence`, end their first
 sentence) leave the batch and the cache at once, so late steps run on fewer rows.
+With k samples per prompt (`--num-samples`), a batch's rows of one prompt share one prefill: the distinct
+inputs are prefilled once and their cache and logits repeated to the rows (`share_prefill`, on by default;
+10-42% less generation time on CPU, benchmarks/RESULTS.md).
 
 Reproducibility: every (seed, prompt_id, sample) has its own random stream (`uniform_draws`), and a
 token is drawn by inverse-CDF sampling with that stream's next uniform number, so the draws do not
@@ -192,8 +195,7 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
                    share_prefill: bool = False) -> list[Generated]:
     """Generate continuations for one left-padded batch. `draws[i, t]` picks row i's t-th token; `chat`
     is the chat protocol (None or `none`: the prompt fed raw). With `share_prefill`, rows with the same input
-    (a prompt's k samples) share one prefill: the distinct inputs are run once, in the batch's padding, and
-    their key/value cache and last logits are repeated to every row of that input."""
+    (a prompt's k samples) share one prefill (`_prefill`)."""
     import torch
     from transformers import DynamicCache
 
@@ -212,19 +214,8 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
     seen = torch.where(mask.bool(), input_ids, input_ids[:, -1:]) if decoding.repetition_penalty != 1.0 else None
     cache = DynamicCache(config=model.config)
     kv = {cache_keyword(model): cache}
-    shared = shared_rows(texts) if share_prefill else None
     with torch.inference_mode():
-        if shared is None:
-            out = model(input_ids=input_ids, attention_mask=mask, position_ids=position_ids,
-                        use_cache=True, logits_to_keep=1, **kv)
-            logits = out.logits[:, -1, :]
-        else:
-            distinct = torch.as_tensor(shared[0], device=device)
-            out = model(input_ids=input_ids[distinct], attention_mask=mask[distinct],
-                        position_ids=position_ids[distinct], use_cache=True, logits_to_keep=1, **kv)
-            repeat = torch.as_tensor(shared[1], device=device)
-            cache.batch_select_indices(repeat)  # each distinct input's cache, once per row of it
-            logits = out.logits[:, -1, :][repeat]
+        logits = _prefill(model, cache, input_ids, mask, position_ids, shared_rows(texts) if share_prefill else None)
         next_position = position_ids[:, -1] + 1
         active = torch.arange(rows, device=device)
         tokens: list[list[int]] = [[] for _ in range(rows)]
@@ -259,6 +250,25 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
             next_position = next_position + 1
     replies = _continuations(tokenizer, input_ids, encoded["attention_mask"], tokens, chat)
     return _generated(tokenizer, prompts, replies, counts, decoding, chat, opened)
+
+
+def _prefill(model: Any, cache: Any, input_ids: Any, mask: Any, position_ids: Any,
+             shared: tuple[list[int], list[int]] | None) -> Any:
+    """The batch's first forward pass into `cache`; its last position's logits per row. With `shared`
+    (`shared_rows`), only the distinct inputs are run, and their cache and logits are repeated to every row."""
+    import torch
+
+    kv = {cache_keyword(model): cache}
+    if shared is None:
+        out = model(input_ids=input_ids, attention_mask=mask, position_ids=position_ids, use_cache=True,
+                    logits_to_keep=1, **kv)
+        return out.logits[:, -1, :]
+    distinct = torch.as_tensor(shared[0], device=input_ids.device)
+    out = model(input_ids=input_ids[distinct], attention_mask=mask[distinct], position_ids=position_ids[distinct],
+                use_cache=True, logits_to_keep=1, **kv)
+    repeat = torch.as_tensor(shared[1], device=input_ids.device)
+    cache.batch_select_indices(repeat)  # each distinct input's cache, once per row of it
+    return out.logits[:, -1, :][repeat]
 
 
 def _generated(tokenizer: Any, prompts: Sequence[str], replies: list[str], counts: list[int],
