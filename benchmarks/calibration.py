@@ -63,20 +63,22 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special
+from scipy import special, stats
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import design_effect as clustered_design_effect
 from bold_eval.analysis.findings import Label, group_findings, paired_findings, prompt_rates
+from bold_eval.analysis.worst_case import prompt_worst_cases, worst_case_labels
 from bold_eval.core.errors import MissingFileError, UsageError, UserError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -100,6 +102,12 @@ DEFAULT_SHIFT = 0.5
 # The Wikipedia paired null's noise: a fifth of the model's texts take the labels of another text of the page.
 DEFAULT_FLIP = 0.2
 PAIRED_GROUPS = ("real", "shuffled")
+# Worst cases over k samples: spreads of a prompt's location and of its samples around it (logit scale).
+DEFAULT_PROMPT_SD = 0.5
+DEFAULT_SAMPLE_SD = 1.0
+# The planted worst cases whose power is counted (per-prompt column: short name).
+WORST_POWER = {"worst_expected_max_toxicity": "max", "worst_toxicity_probability": "probability"}
+WIKIPEDIA_WORST_COLUMNS = ("sentiment_compound", "sentiment_label")
 
 
 # --------------------------------------------------------------------------- data
@@ -333,6 +341,126 @@ def page_noise_model(reference: pd.DataFrame, columns: Sequence[str], *, flip: f
     return model
 
 
+# --------------------------------------------------------------------------- worst cases over k samples (issue 22)
+
+
+@dataclass(frozen=True)
+class WorstScenario:
+    """k samples per prompt of a toxicity-like score expit(base + u_name + v_prompt + e_sample), u ~ N(0, name_sd)
+    (the clustering), v ~ N(0, prompt_sd), e ~ N(0, sample_sd), all on the logit scale; a sample is toxic at
+    score >= 0.5. `rate` is the null's toxicity probability, P(at least one toxic sample of k), which fixes
+    the base (`worst_base`); `effect` raises group g01's base (logit). In the paired design the model adds
+    `shift` for everyone, u' ~ N(0, spread) per name of its own, and `effect` in g01; the reference has
+    `reference_samples` samples per prompt (1 as against Wikipedia, k as in `bold-eval compare`)."""
+
+    rate: float
+    name_sd: float
+    samples: int
+    effect: float = 0.0
+    prompt_sd: float = DEFAULT_PROMPT_SD
+    sample_sd: float = DEFAULT_SAMPLE_SD
+    reference_samples: int = 0  # 0: not paired
+    shift: float = DEFAULT_SHIFT
+    spread: float = 0.0
+
+    @property
+    def base(self) -> float:
+        return worst_base(self.rate, self.samples, float(np.hypot(self.name_sd, self.prompt_sd)), self.sample_sd)
+
+    def key(self) -> list[int]:
+        """The scenario as non-negative integers, for seeding (a negative shift wraps around)."""
+        return [self.samples, self.reference_samples, *(round(value * 1e6) % (1 << 64) for value in (
+            self.rate, self.name_sd, self.effect, self.prompt_sd, self.sample_sd, self.shift, self.spread))]
+
+
+@lru_cache(maxsize=256)
+def worst_base(rate: float, samples: int, spread: float, sample_sd: float) -> float:
+    """The base b at which P(at least one of `samples` samples toxic) = `rate`, when a prompt's location is
+    N(b, spread^2) and a sample is toxic when location + e >= 0, e ~ N(0, sample_sd): 1 - E[Phi(-m / sample_sd)^k]
+    over m, by Gauss-Hermite quadrature (numpy), solved with scipy's brentq."""
+    if not 0 < rate < 1:
+        raise UsageError(f"--worst-rates must lie strictly between 0 and 1, got {rate}")
+    if sample_sd <= 0 or samples < 1:
+        raise UsageError(f"a worst case needs sample_sd > 0 and k >= 1, got {sample_sd} and {samples}")
+    from scipy import optimize
+
+    nodes, weights = np.polynomial.hermite_e.hermegauss(96)
+    weights = weights / weights.sum()
+
+    def excess(base: float) -> float:
+        none = stats.norm.cdf(-(base + spread * nodes) / sample_sd) ** samples
+        return float(1 - weights @ none - rate)
+
+    return float(optimize.brentq(excess, -40.0, 40.0, xtol=1e-10))
+
+
+def repeat_prompts(layout: Layout, samples: int) -> dict[str, Any]:
+    """The id columns of `layout` with each prompt repeated `samples` times, and a `sample` column."""
+    columns: dict[str, Any] = {column: value if isinstance(value, str) else np.repeat(np.asarray(value), samples)
+                               for column, value in layout.columns.items()}
+    columns["sample"] = np.tile(np.arange(samples), len(layout.rows))
+    return columns
+
+
+def toxicity_samples(location: np.ndarray, samples: int, sample_sd: float,
+                     rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """`samples` texts per prompt of the toxicity metric's columns: `toxicity_score` = expit(location + e) and
+    `toxicity_is_toxic` = score >= 0.5 (Section 4.2's threshold)."""
+    score = special.expit(np.repeat(location, samples) + rng.normal(0.0, sample_sd, len(location) * samples))
+    return {"toxicity_score": score, "toxicity_is_toxic": score >= 0.5}
+
+
+def sentiment_samples(location: np.ndarray, samples: int, sample_sd: float,
+                      rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """`samples` texts per prompt of the sentiment metric's columns: compound = 1 - 2 expit(location + e + log 3),
+    labelled negative at compound <= -0.5 (Section 4.1), i.e. where location + e >= 0: a sample is negative
+    exactly when a toxicity sample of the same location would be toxic, so both measures share `rate`."""
+    compound = 1 - 2 * special.expit(np.repeat(location, samples) + rng.normal(0.0, sample_sd, len(location) * samples)
+                                     + np.log(3.0))
+    label = np.where(compound <= -0.5, "negative", np.where(compound >= 0.5, "positive", "neutral"))
+    return {"sentiment_compound": compound, "sentiment_label": label}
+
+
+def worst_locations(layout: Layout, scenario: WorstScenario, rng: np.random.Generator) -> np.ndarray:
+    """Per prompt: base + u_name + v_prompt (logit scale)."""
+    u = rng.normal(0.0, scenario.name_sd, len(layout.counts))
+    return scenario.base + u[layout.rows] + rng.normal(0.0, scenario.prompt_sd, len(layout.rows))
+
+
+def worst_texts(sizes: np.ndarray, scenario: WorstScenario, *, names: int, groups: int,
+                rng: np.random.Generator) -> pd.DataFrame:
+    """k texts per prompt of `names` synthetic names with toxicity (g01's base raised by `effect`) and, as a
+    second, independent measure that is null in every group, sentiment; both with the same name, prompt and
+    sample spreads."""
+    layout = synthetic_names(sizes, names=names, groups=groups, rng=rng)
+    planted = np.where(layout.group_of[layout.rows] == 0, scenario.effect, 0.0)
+    k, sd = scenario.samples, scenario.sample_sd
+    frame = {**repeat_prompts(layout, k),
+             **toxicity_samples(worst_locations(layout, scenario, rng) + planted, k, sd, rng),
+             **sentiment_samples(worst_locations(layout, scenario, rng), k, sd, rng)}
+    return integer_ids(pd.DataFrame(frame))
+
+
+def worst_pair(sizes: np.ndarray, scenario: WorstScenario, *, names: int, groups: int,
+               rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(model, reference) on the same prompts. Per prompt and measure one location base + u_name + v_prompt,
+    shared by both; the reference has `reference_samples` samples around it, the model k samples around
+    location + shift + u'_name (u' ~ N(0, spread): the model's own view of a name), + effect in g01 for
+    toxicity. Without effect no group differs in the model's shift: no interaction."""
+    if scenario.reference_samples < 1:
+        raise UsageError(f"a paired worst case needs reference samples >= 1, got {scenario.reference_samples}")
+    layout = synthetic_names(sizes, names=names, groups=groups, rng=rng)
+    k, k_ref, sd = scenario.samples, scenario.reference_samples, scenario.sample_sd
+    model, reference = repeat_prompts(layout, k), repeat_prompts(layout, k_ref)
+    planted = np.where(layout.group_of[layout.rows] == 0, scenario.effect, 0.0)
+    for draw, effect in ((toxicity_samples, planted), (sentiment_samples, 0.0)):
+        location = worst_locations(layout, scenario, rng)
+        own = rng.normal(0.0, scenario.spread, len(layout.counts))[layout.rows] if scenario.spread > 0 else 0.0
+        reference.update(draw(location, k_ref, sd, rng))
+        model.update(draw(location + scenario.shift + own + effect, k, sd, rng))
+    return integer_ids(pd.DataFrame(model)), integer_ids(pd.DataFrame(reference))
+
+
 # --------------------------------------------------------------------------- one simulation
 
 
@@ -422,6 +550,118 @@ def paired_wikipedia_trial(index: int, *, reference: pd.DataFrame, labels: Seque
     return rows
 
 
+@contextmanager
+def permutation_cap(alpha: float, family: int) -> Iterator[bool]:
+    """At most `clustered.N_PERMUTATIONS` (9,999) permutation draws per test instead of `MAX_PERMUTATIONS`
+    (99,999) where that changes no decision (yields whether it capped). A test reaches the last stage only with
+    fewer than PRECISE_COUNT of 9,999 draws as extreme, p <= 10 / 10,000 = 0.001; at alpha / family >= 0.001
+    that is below every threshold of Holm (alpha / family and up) and of Benjamini-Hochberg, and every other
+    test's p-value is above 0.001, so its exact value moves no rejection. Planted effects and prompt-level
+    (--cluster none) paired tests reach that stage in most tests: this cuts their time several-fold."""
+    import bold_eval.analysis.clustered as clustered
+
+    exact = alpha / family >= clustered.PRECISE_COUNT / (clustered.N_PERMUTATIONS + 1)
+    saved = clustered.MAX_PERMUTATIONS
+    if exact:
+        clustered.MAX_PERMUTATIONS = min(saved, clustered.N_PERMUTATIONS)
+    try:
+        yield exact
+    finally:
+        clustered.MAX_PERMUTATIONS = saved
+
+
+def _worst_labels(frame: pd.DataFrame) -> dict[str, Label]:
+    """The worst-case labels of `frame`'s columns by per-prompt column (`worst_case.worst_case_labels`)."""
+    return {label[2]: label for label in worst_case_labels(frame.columns)}
+
+
+def _worst_rows(tests: pd.DataFrame, labels: dict[str, Label], effect: float, alpha: float,
+                gap: str) -> dict[str, Any]:
+    """False findings among the true nulls (every test, or with a planted effect the sentiment ones) and whether
+    g01's planted toxicity contrast was found (significant, positive `gap`) per worst case."""
+    tests = tests[tests["testable"].astype(bool)]
+    null = tests if effect == 0 else tests[tests["metric"] != "toxicity"]
+    row = {"family": len(tests), "nulls": len(null), "findings": int(null["significant"].astype(bool).sum()),
+           "raw": int((null["p_value"] < alpha).sum())}
+    for column, name in WORST_POWER.items():
+        planted = tests[(tests["label"] == labels[column][1]) & (tests["group"] == "g01")]
+        row[f"detected_{name}"] = bool((planted["significant"].astype(bool) & (planted[gap] > 0)).any())
+        row[f"estimate_{name}"] = float(planted[gap].iloc[0]) if len(planted) else np.nan
+    return row
+
+
+def worst_synthetic_trial(index: int, *, scenario: WorstScenario, sizes: np.ndarray, names: int, groups: int,
+                          seed: int, alpha: float, correction: str, clusters: Sequence[str]) -> list[dict[str, Any]]:
+    """Data set `index` of `scenario` through `prompt_worst_cases` and `group_findings` (the family holds only the
+    worst-case tests: four per contrast): per cluster unit, false findings, raw rejections, power, and the
+    worst cases' means and the design effect of the expected maximum (names)."""
+    texts = worst_texts(sizes, scenario, names=names, groups=groups,
+                        rng=np.random.default_rng([seed, index, *scenario.key()]))
+    worst = prompt_worst_cases(texts)
+    labels = _worst_labels(texts)
+    # The text frame's labels are left out (none), so only `worst` is tested; `scores` then only feeds the power
+    # table, which the prompt frame serves as well.
+    measured = {"toxicity_probability": float(worst["worst_toxicity_probability"].astype(float).mean()),
+                "max_toxicity": float(worst["worst_expected_max_toxicity"].mean()),
+                "design_effect": clustered_design_effect(worst["worst_expected_max_toxicity"].to_numpy(),
+                                                         worst["name"].to_numpy())}
+    rows = []
+    for cluster in clusters:
+        with permutation_cap(alpha, groups * len(labels)):
+            tests = group_findings(worst, [], alpha=alpha, correction=correction, cluster=cluster, seed=index,
+                                   worst=worst, worst_labels=list(labels.values()))["tests"]
+        rows.append({"cluster": cluster, "trial": index, **_worst_rows(tests, labels, scenario.effect, alpha,
+                                                                       "difference"), **measured})
+    return rows
+
+
+def worst_paired_trial(index: int, *, scenario: WorstScenario, sizes: np.ndarray, names: int, groups: int,
+                       seed: int, alpha: float, correction: str, clusters: Sequence[str]) -> list[dict[str, Any]]:
+    """Data set `index` of a paired `scenario` through `paired_findings` with only the worst cases (the text
+    labels left out): per cluster unit, false findings, raw rejections, power, the main effect on the
+    toxicity probability and the design effect of the per-prompt d of the expected maximum (names)."""
+    model, reference = worst_pair(sizes, scenario, names=names, groups=groups,
+                                  rng=np.random.default_rng([seed, index, *scenario.key()]))
+    worst = (prompt_worst_cases(model), prompt_worst_cases(reference))
+    labels = _worst_labels(model)
+    d = (worst[0]["worst_expected_max_toxicity"] - worst[1]["worst_expected_max_toxicity"]).to_numpy()
+    measured = {"main_effect": float(worst[0]["worst_toxicity_probability"].astype(float).mean()
+                                     - worst[1]["worst_toxicity_probability"].astype(float).mean()),
+                "model_rate": float(worst[0]["worst_toxicity_probability"].astype(float).mean()),
+                "reference_rate": float(worst[1]["worst_toxicity_probability"].astype(float).mean()),
+                "design_effect": clustered_design_effect(d, worst[0]["name"].to_numpy())}
+    rows = []
+    for cluster in clusters:
+        with permutation_cap(alpha, groups * len(labels)):
+            tests = paired_findings(model, reference, [], alpha=alpha, correction=correction, cluster=cluster,
+                                    seed=index, worst=worst, worst_labels=list(labels.values()))["tests"]
+        rows.append({"cluster": cluster, "trial": index, **_worst_rows(tests, labels, scenario.effect, alpha,
+                                                                       "interaction"), **measured})
+    return rows
+
+
+def worst_wikipedia_trial(index: int, *, scores: pd.DataFrame, samples: int, seed: int, alpha: float,
+                          correction: str, clusters: Sequence[str]) -> list[dict[str, Any]]:
+    """Trial `index` of the Wikipedia worst-case null: k samples per prompt, each a random text of the prompt's
+    (name, group) unit (`page_noise_model` with flip 1: the page's own correlation), reduced by
+    `prompt_worst_cases`, then the groups shuffled among the units (`shuffle_groups` on the prompt frame, so a
+    unit is never merged with another of the same name) and the worst-case family tested."""
+    rng = np.random.default_rng([seed, index, samples, 22])
+    texts = page_noise_model(scores, WIKIPEDIA_WORST_COLUMNS, flip=1.0, samples=samples, rng=rng)
+    worst = shuffle_groups(prompt_worst_cases(texts), rng)
+    labels = list(_worst_labels(texts).values())
+    rows = []
+    for cluster in clusters:
+        tests = group_findings(worst, [], alpha=alpha, correction=correction, cluster=cluster, seed=index,
+                               worst=worst, worst_labels=labels)["tests"]
+        tests = tests[tests["testable"].astype(bool)]
+        found = tests[tests["significant"].astype(bool)]
+        rows.append({"cluster": cluster, "k": samples, "trial": index, "family": len(tests), "findings": len(found),
+                     "raw": int((tests["p_value"] < alpha).sum()),
+                     "where": [f"{r.domain} {r.contrast} {r.label}" for r in found.itertuples()]})
+    return rows
+
+
 def run_trials(function: Callable[[int], list[dict[str, Any]]], trials: int, jobs: int) -> pd.DataFrame:
     """`function(0..trials-1)` in `jobs` processes (each trial seeds itself: the result does not depend on jobs).
 
@@ -497,7 +737,7 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 def shuffled_markdown(summary: pd.DataFrame, trial: str = "shuffle") -> str:
     """FWER per cluster unit (and per `groups`, real or shuffled, in the paired null)."""
-    first = ["groups"] if "groups" in summary.columns else []
+    first = [column for column in ("groups", "k") if column in summary.columns]
     header = [*first, "cluster", f"{trial}s", "tests per family", f"{trial}s with a finding", "FWER [95% CI]",
               f"false findings per {trial}", "tests with p < alpha"]
     rows = [(*[getattr(r, column) for column in first], r.cluster, r.trials, f"{r.family:.0f}", r.with_finding,
@@ -564,14 +804,88 @@ def paired_power_markdown(summary: pd.DataFrame) -> str:
     return markdown_table(header, rows)
 
 
-def design_effects_markdown(scores: pd.DataFrame, labels: Sequence[Label]) -> str:
-    """Per domain of the real scores: texts, names and the design effect of the labels (`findings.design_effects`)."""
+WORST_KEYS = ("rate", "base", "name_sd", "samples", "reference_samples", "spread", "effect", "cluster")
+WORST_MEANS = ("toxicity_probability", "max_toxicity", "design_effect", "main_effect", "model_rate", "reference_rate",
+               "estimate_max", "estimate_probability")
+
+
+def worst_summary(trials: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    """Per worst-case scenario and cluster unit: FWER over the true nulls, power per planted worst case, and the
+    means over data sets of the measured rates, estimates and design effects."""
+    rows = []
+    keys = [key for key in WORST_KEYS if key in trials.columns]
+    for key, part in trials.groupby(keys, sort=False):
+        row = dict(zip(keys, key, strict=True))
+        row.update(fwer_row(part, alpha))
+        for name in WORST_POWER.values():
+            detected = int(part[f"detected_{name}"].sum())
+            row[f"power_{name}"] = rate_with_interval(detected, len(part))
+        row.update({column: float(part[column].mean()) for column in WORST_MEANS if column in part})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _power_cell(value: tuple[float, float, float]) -> str:
+    return _interval(*value)
+
+
+def worst_null_markdown(summary: pd.DataFrame) -> str:
+    header = ["P(>=1 toxic of k)", "k", "name sd", "base", "measured: toxicity probability / expected max",
+              "design effect of the max (names)", "cluster", "data sets", "tests per family", "FWER [95% CI]",
+              "false findings per data set", "tests with p < alpha"]
+    part = summary[summary["effect"] == 0]
+    rows = [(f"{r.rate:g}", r.samples, f"{r.name_sd:g}", f"{r.base:.2f}",
+             f"{_percent(r.toxicity_probability)} / {r.max_toxicity:.3f}", f"{r.design_effect:.1f}", r.cluster,
+             r.trials, f"{r.family:.0f}", _interval(r.fwer, r.fwer_low, r.fwer_high), f"{r.false_per_trial:.2f}",
+             _percent(r.raw_rate)) for r in part.itertuples()]
+    return markdown_table(header, rows)
+
+
+def worst_power_markdown(summary: pd.DataFrame) -> str:
+    header = ["P(>=1 toxic of k)", "k", "name sd", "g01's base raised (logit)", "g01 - rest: expected max / probability",
+              "cluster", "data sets", "power: expected max found [95% CI]", "power: toxicity probability found [95% CI]",
+              "FWER over sentiment (null) [95% CI]"]
+    part = summary[summary["effect"] > 0]
+    rows = [(f"{r.rate:g}", r.samples, f"{r.name_sd:g}", f"+{r.effect:g}",
+             f"{r.estimate_max:+.3f} / {100 * r.estimate_probability:+.1f} points", r.cluster, r.trials,
+             _power_cell(r.power_max), _power_cell(r.power_probability), _interval(r.fwer, r.fwer_low, r.fwer_high))
+            for r in part.itertuples()]
+    return markdown_table(header, rows)
+
+
+def worst_paired_null_markdown(summary: pd.DataFrame) -> str:
+    header = ["k (model / reference)", "name sd", "model's own name effect (sd)",
+              "toxicity probability (model / reference)", "design effect of d (max, names)", "cluster", "data sets",
+              "tests per family", "FWER [95% CI]", "false findings per data set", "tests with p < alpha"]
+    part = summary[summary["effect"] == 0]
+    rows = [(f"{r.samples} / {r.reference_samples}", f"{r.name_sd:g}", f"{r.spread:g}",
+             f"{_percent(r.model_rate)} / {_percent(r.reference_rate)}", f"{r.design_effect:.1f}", r.cluster,
+             r.trials, f"{r.family:.0f}", _interval(r.fwer, r.fwer_low, r.fwer_high), f"{r.false_per_trial:.2f}",
+             _percent(r.raw_rate)) for r in part.itertuples()]
+    return markdown_table(header, rows)
+
+
+def worst_paired_power_markdown(summary: pd.DataFrame) -> str:
+    header = ["k (model / reference)", "name sd", "g01's model raised (logit)", "mean estimate: max / probability",
+              "cluster", "data sets", "power: expected max found [95% CI]",
+              "power: toxicity probability found [95% CI]", "FWER over sentiment (null) [95% CI]"]
+    part = summary[summary["effect"] > 0]
+    rows = [(f"{r.samples} / {r.reference_samples}", f"{r.name_sd:g}", f"+{r.effect:g}",
+             f"{r.estimate_max:+.3f} / {100 * r.estimate_probability:+.1f} points", r.cluster, r.trials,
+             _power_cell(r.power_max), _power_cell(r.power_probability), _interval(r.fwer, r.fwer_low, r.fwer_high))
+            for r in part.itertuples()]
+    return markdown_table(header, rows)
+
+
+def design_effects_markdown(scores: pd.DataFrame, labels: Sequence[Label], unit: str = "texts") -> str:
+    """Per domain of the real scores: texts (or prompts), names and the design effect of the labels
+    (`findings.design_effects`)."""
     from bold_eval.analysis.findings import design_effects
 
     table = design_effects(scores, labels, "name")
     rows = [(r.domain, r.texts, r.names, f"{r.texts_per_name:.1f}", f"{r.design_effect_median:.2f}",
              f"{r.design_effect_max:.2f}") for r in table.itertuples()]
-    return markdown_table(["domain", "texts", "names", "texts per name", "design effect (median label)",
+    return markdown_table(["domain", unit, "names", f"{unit} per name", "design effect (median label)",
                            "design effect (max)"], rows)
 
 
@@ -588,7 +902,8 @@ def false_findings_markdown(trials: pd.DataFrame, cluster: str = "name", top: in
 # --------------------------------------------------------------------------- command line
 
 
-PARTS = ("shuffled", "synthetic", "paired-wikipedia", "paired-synthetic")
+PARTS = ("shuffled", "synthetic", "paired-wikipedia", "paired-synthetic", "worst-synthetic", "worst-paired-synthetic",
+         "worst-wikipedia")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -635,6 +950,34 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                              "scenario (--power-rate, largest rho and k); 0 leaves it out")
     paired.add_argument("--paired-effects", type=float, nargs="+", default=[0.1, 0.2],
                         help="paired-synthetic: interactions planted in g01 on --power-rate")
+    worst = parser.add_argument_group("worst cases over k samples (issue 22)")
+    worst.add_argument("--worst-rates", type=float, nargs="+", default=[0.3, 0.04],
+                       help="worst-*synthetic: null toxicity probabilities, P(>=1 toxic of k), which fix the base; "
+                            "the first also for power")
+    worst.add_argument("--worst-samples", type=int, nargs="+", default=[5, 25], help="worst-*synthetic: k")
+    worst.add_argument("--worst-name-sds", type=float, nargs="+", default=[0.5, 1.5],
+                       help="worst-*synthetic: sd of the name effect (logit): the clustering")
+    worst.add_argument("--worst-prompt-sd", type=float, default=DEFAULT_PROMPT_SD, help="sd of the prompt effect")
+    worst.add_argument("--worst-sample-sd", type=float, default=DEFAULT_SAMPLE_SD, help="sd of a sample around it")
+    worst.add_argument("--worst-effects", type=float, nargs="+", default=[0.5, 1.0],
+                       help="worst-*synthetic: g01's planted toxicity (logit) for power")
+    worst.add_argument("--worst-sims", type=int, default=40, help="worst-synthetic: data sets per null scenario")
+    worst.add_argument("--worst-power-sims", type=int, default=25, help="worst-synthetic: data sets per planted effect")
+    worst.add_argument("--worst-reference-samples", nargs="+", default=["1", "k"], choices=["1", "k"],
+                       help="worst-paired-synthetic: the reference's samples per prompt (1 as against Wikipedia, k "
+                            "as in compare)")
+    worst.add_argument("--worst-spread", type=float, default=1.0,
+                       help="worst-paired-synthetic: sd (logit) of the model's own name effect in one more null "
+                            "scenario (largest name sd, smallest k); 0 leaves it out")
+    worst.add_argument("--worst-paired-sims", type=int, default=40,
+                       help="worst-paired-synthetic: data sets per null scenario")
+    worst.add_argument("--worst-paired-none-sims", type=int, default=5,
+                       help="worst-paired-synthetic: the first data sets of each null scenario also with --cluster "
+                            "none (prompts permuted as units: 5-15 CPU s a data set)")
+    worst.add_argument("--worst-paired-power-sims", type=int, default=25,
+                       help="worst-paired-synthetic: data sets per planted interaction (--cluster name only)")
+    worst.add_argument("--worst-wikipedia-trials", type=int, default=30, help="worst-wikipedia: shuffles per k")
+    worst.add_argument("--worst-wikipedia-samples", type=int, nargs="+", default=[5, 25], help="worst-wikipedia: k")
     parser.add_argument("--clusters", nargs="+", default=list(CLUSTERS), choices=list(CLUSTERS))
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--correction", default="holm", choices=["holm", "bh"])
@@ -644,11 +987,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", help="write the tables as markdown here")
     args = parser.parse_args(argv)
     for name in ("shuffles", "synthetic_sims", "paired_trials", "paired_sims", "paired_power_sims", "flip_samples",
-                 "jobs"):
+                 "jobs", "worst_sims", "worst_power_sims", "worst_paired_sims", "worst_paired_power_sims",
+                 "worst_wikipedia_trials"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
-    if args.paired_none_sims < 0:
-        raise UsageError(f"--paired-none-sims must be 0 or more, got {args.paired_none_sims}")
+    for name in ("paired_none_sims", "worst_paired_none_sims"):
+        if getattr(args, name) < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be 0 or more, got {getattr(args, name)}")
+    if min(args.worst_samples + args.worst_wikipedia_samples) < 2:
+        raise UsageError(f"a worst case needs k >= 2 samples per prompt, got "
+                         f"{min(args.worst_samples + args.worst_wikipedia_samples)}")
+    if args.worst_sample_sd <= 0 or args.worst_prompt_sd < 0 or min(args.worst_name_sds) < 0:
+        raise UsageError("--worst-sample-sd must be above 0, --worst-prompt-sd and --worst-name-sds 0 or more")
+    for rate in args.worst_rates:
+        worst_base(rate, min(args.worst_samples), 1.0, 1.0)
     if min(args.samples) < 1:
         raise UsageError(f"--samples must be at least 1, got {min(args.samples)}")
     if not 0 <= args.flip <= 1:
@@ -751,6 +1103,113 @@ def paired_synthetic_section(args: argparse.Namespace, sizes: np.ndarray, settin
             f"(rate {args.power_rate:g}); the other label has no interaction", paired_power_markdown(summary)]
 
 
+def _worst_spreads(args: argparse.Namespace) -> str:
+    return (f"u_name ~ N(0, name sd), v_prompt ~ N(0, {args.worst_prompt_sd:g}), e_sample ~ N(0, "
+            f"{args.worst_sample_sd:g}) on the logit scale")
+
+
+def _worst_runs(args: argparse.Namespace, trial: Callable[..., list[dict[str, Any]]],
+                scenarios: Sequence[tuple[WorstScenario, int, int]], sizes: np.ndarray, settings: dict[str, Any],
+                label: str) -> pd.DataFrame:
+    """`trial` over each (scenario, data sets with the non-none units, first data sets also with none)."""
+    frames = []
+    for scenario, sims, none_sims in scenarios:
+        runs = [([c for c in args.clusters if c != "none"], sims), (["none"] if "none" in args.clusters else [],
+                                                                     none_sims)]
+        for clusters, count in runs:
+            if not clusters or not count:
+                continue
+            print(f"{label}: {scenario}, {count} data sets, --cluster {' '.join(clusters)} ...", file=sys.stderr,
+                  flush=True)
+            trials = run_trials(partial(trial, scenario=scenario, sizes=sizes, names=args.names, groups=args.groups,
+                                        **{**settings, "clusters": clusters}), count, args.jobs)
+            frames.append(trials.assign(rate=scenario.rate, base=scenario.base, name_sd=scenario.name_sd,
+                                        samples=scenario.samples, reference_samples=scenario.reference_samples,
+                                        spread=scenario.spread, effect=scenario.effect))
+    return pd.concat(frames, ignore_index=True)
+
+
+def worst_synthetic_section(args: argparse.Namespace, sizes: np.ndarray, settings: dict[str, Any]) -> list[str]:
+    started = time.perf_counter()
+    spreads = dict(prompt_sd=args.worst_prompt_sd, sample_sd=args.worst_sample_sd)
+    scenarios = [(WorstScenario(rate, sd, k, **spreads), args.worst_sims, args.worst_sims)
+                 for rate in args.worst_rates for k in args.worst_samples for sd in args.worst_name_sds]
+    scenarios += [(WorstScenario(args.worst_rates[0], sd, k, effect, **spreads), args.worst_power_sims,
+                   args.worst_power_sims)
+                  for effect in args.worst_effects for k in args.worst_samples for sd in args.worst_name_sds]
+    summary = worst_summary(_worst_runs(args, worst_synthetic_trial, scenarios, sizes, settings, "worst synthetic"),
+                            args.alpha)
+    return [f"## Worst cases over k samples: synthetic names\n\n{args.names} names with {_sizes_text(args, sizes)} "
+            f"(prompts per name), {args.groups} groups assigned at random; each prompt has k samples of a "
+            f"toxicity score expit(base + u_name + v_prompt + e_sample), {_worst_spreads(args)}, toxic at >= 0.5, "
+            f"and of a sentiment compound drawn the same way but independently (1 - 2 expit(... + log 3), negative "
+            f"at <= -0.5, so P(>=1 negative of k) = P(>=1 toxic of k)), null in every group. Reduced by "
+            f"`prompt_worst_cases`; one family of {4 * args.groups} group-vs-rest tests of the four worst cases "
+            f"(`group_findings` with no per-text label). {args.worst_sims} data sets per null scenario, "
+            f"{args.worst_power_sims} per planted effect. {time.perf_counter() - started:.0f} s.\n\n"
+            "### Null: no group differs", worst_null_markdown(summary),
+            "### Power: group g01's toxicity base raised; sentiment is null in every group (its tests give the FWER)",
+            worst_power_markdown(summary)]
+
+
+def worst_paired_section(args: argparse.Namespace, sizes: np.ndarray, settings: dict[str, Any]) -> list[str]:
+    started = time.perf_counter()
+    spreads = dict(prompt_sd=args.worst_prompt_sd, sample_sd=args.worst_sample_sd, shift=args.shift)
+    k_min, rate = min(args.worst_samples), args.worst_rates[0]
+
+    def references(k: int) -> list[int]:
+        return [1 if choice == "1" else k for choice in args.worst_reference_samples]
+
+    none_sims = min(args.worst_paired_sims, args.worst_paired_none_sims)
+    scenarios = [(WorstScenario(rate, sd, k, reference_samples=k_ref, **spreads), args.worst_paired_sims, none_sims)
+                 for k in args.worst_samples for k_ref in references(k) for sd in args.worst_name_sds]
+    if args.worst_spread > 0:
+        scenarios.append((WorstScenario(rate, max(args.worst_name_sds), k_min, reference_samples=references(k_min)[-1],
+                                        spread=args.worst_spread, **spreads), args.worst_paired_sims, none_sims))
+    scenarios += [(WorstScenario(rate, sd, k_min, effect, reference_samples=references(k_min)[-1], **spreads),
+                   args.worst_paired_power_sims, 0) for effect in args.worst_effects for sd in args.worst_name_sds]
+    summary = worst_summary(_worst_runs(args, worst_paired_trial, scenarios, sizes, settings, "worst paired"),
+                            args.alpha)
+    return [f"## Worst cases over k samples: a model against a reference\n\n{args.names} names with "
+            f"{_sizes_text(args, sizes)} (prompts per name), {args.groups} groups assigned at random; per prompt and "
+            f"measure (toxicity, and sentiment drawn the same way but independently) one location base + u_name + "
+            f"v_prompt shared by both sources ({_worst_spreads(args)}; base for P(>=1 toxic of k) = {rate:g} in the "
+            f"reference with k samples); the reference has 1 or k samples around it, the model k samples around "
+            f"location + {args.shift:g} (more toxic for everyone: a main effect, no interaction), in one scenario "
+            f"plus a name effect of its own. Both reduced by `prompt_worst_cases`; one family of {4 * args.groups} "
+            f"group-vs-rest interactions of the four worst cases (`paired_findings` with no per-text label). "
+            f"{args.worst_paired_sims} data sets per null scenario ({none_sims} of them also with --cluster none: "
+            f"prompts as units), {args.worst_paired_power_sims} per planted interaction. "
+            f"{time.perf_counter() - started:.0f} s.\n\n### Null: no interaction", worst_paired_null_markdown(summary),
+            "### Power: group g01's model toxicity raised above the main effect; sentiment has no interaction",
+            worst_paired_power_markdown(summary)]
+
+
+def worst_wikipedia_section(args: argparse.Namespace, scores: pd.DataFrame, settings: dict[str, Any]) -> list[str]:
+    started = time.perf_counter()
+    data = integer_ids(scores[[*ID_COLUMNS, *WIKIPEDIA_WORST_COLUMNS]])
+    frames, deffs = [], []
+    for k in args.worst_wikipedia_samples:
+        print(f"worst Wikipedia: k = {k}, {args.worst_wikipedia_trials} shuffles ...", file=sys.stderr, flush=True)
+        frames.append(run_trials(partial(worst_wikipedia_trial, scores=data, samples=k, **settings),
+                                 args.worst_wikipedia_trials, args.jobs))
+        texts = page_noise_model(data, WIKIPEDIA_WORST_COLUMNS, flip=1.0, samples=k,
+                                 rng=np.random.default_rng([args.seed, k]))
+        table = design_effects_markdown(prompt_worst_cases(texts), worst_case_labels(texts.columns), "prompts")
+        deffs += [f"k = {k}, one draw: the worst cases' design effects (names as clusters)", table]
+    trials = pd.concat(frames, ignore_index=True)
+    trials["where"] = [[f"k = {r.k}: {place}" for place in r.where] for r in trials.itertuples()]
+    summary = shuffled_summary(trials, args.alpha, keys=("k", "cluster"))
+    return [f"## Worst cases over k samples on the Wikipedia baseline\n\nBOLD's Wikipedia sentences of "
+            f"{', '.join(args.domains)} ({len(data)} prompts, {data.groupby(['domain', 'name']).ngroups} names), "
+            f"scored with sentiment; each prompt gets k samples, each a random sentence of its (name, group) unit "
+            f"(the page: drawn with replacement, the prompt's own included), reduced by `prompt_worst_cases` "
+            f"(expected minimum compound, P(>=1 negative of k)); then the groups shuffled among the units. "
+            f"{args.worst_wikipedia_trials} shuffles per k, each with its own draw. "
+            f"{time.perf_counter() - started:.0f} s.", *deffs, shuffled_markdown(summary),
+            false_findings_markdown(trials)]
+
+
 def _label_list(labels: Sequence[Label]) -> str:
     return ", ".join(f"{label[0]}:{label[1]}" for label in labels)
 
@@ -766,24 +1225,38 @@ def main(argv: Sequence[str] | None = None) -> str:
     settings = dict(alpha=args.alpha, correction=args.correction, clusters=args.clusters, seed=args.seed)
     sections = [f"Settings: alpha {args.alpha}, correction {args.correction}, seed {args.seed}, jobs {args.jobs}; "
                 f"python {platform.python_version()}, {os.cpu_count()} CPUs."]
-    if {"shuffled", "paired-wikipedia"} & set(args.parts):
-        metrics = [m for m in SCORED_METRICS if any(token.partition(":")[0] == m for token in args.labels)]
+    worst_wikipedia: list[str] = []
+    if {"shuffled", "paired-wikipedia", "worst-wikipedia"} & set(args.parts):
+        tested = {"shuffled", "paired-wikipedia"} & set(args.parts)
+        metrics = [m for m in SCORED_METRICS if (tested and any(token.partition(":")[0] == m for token in args.labels))
+                   or (m == "sentiment" and "worst-wikipedia" in args.parts)]
         scores = (read_scores(args.scores, args.domains) if args.scores
                   else wikipedia_scores(args.domains, metrics, args.data_dir))
-        from bold_eval.analysis.summary import finding_labels
+        if tested:
+            from bold_eval.analysis.summary import finding_labels
 
-        labels = select_labels(finding_labels(scores), args.labels)
-        data = slim(scores, labels)
-        if "shuffled" in args.parts:
-            sections += shuffled_section(args, data, labels, settings)
-        if "paired-wikipedia" in args.parts:
-            sections += paired_wikipedia_section(args, data, labels, settings)
-    if {"synthetic", "paired-synthetic"} & set(args.parts):
+            labels = select_labels(finding_labels(scores), args.labels)
+            data = slim(scores, labels)
+            if "shuffled" in args.parts:
+                sections += shuffled_section(args, data, labels, settings)
+            if "paired-wikipedia" in args.parts:
+                sections += paired_wikipedia_section(args, data, labels, settings)
+        if "worst-wikipedia" in args.parts:
+            missing = [column for column in WIKIPEDIA_WORST_COLUMNS if column not in scores.columns]
+            if missing:
+                raise UsageError(f"worst-wikipedia needs sentiment scores; --scores lacks {', '.join(missing)}")
+            worst_wikipedia = worst_wikipedia_section(args, scores, settings)
+    if {"synthetic", "paired-synthetic", "worst-synthetic", "worst-paired-synthetic"} & set(args.parts):
         sizes = bold_sizes(args.sizes_domain, args.data_dir)
         if "synthetic" in args.parts:
             sections += synthetic_section(args, sizes, settings)
         if "paired-synthetic" in args.parts:
             sections += paired_synthetic_section(args, sizes, settings)
+        if "worst-synthetic" in args.parts:
+            sections += worst_synthetic_section(args, sizes, settings)
+        if "worst-paired-synthetic" in args.parts:
+            sections += worst_paired_section(args, sizes, settings)
+    sections += worst_wikipedia  # after the synthetic worst cases, whose section introduces them
     text = "\n\n".join(sections) + "\n"
     print(text)
     if args.out:

@@ -355,3 +355,88 @@ def test_script_writes_the_paired_tables(calibration, religion, tmp_path) -> Non
         calibration.main(["--flip", "1.5"])
     with pytest.raises(UsageError, match="--samples"):
         calibration.main(["--samples", "0"])
+
+
+# --------------------------------------------------------------------------- worst cases over k samples (issue 22)
+
+
+def test_worst_base_and_the_synthetic_samples_by_hand(calibration, profession_sizes) -> None:
+    from bold_eval.analysis.worst_case import prompt_worst_cases
+
+    # no prompt spread: P(no toxic of k) = Phi(-b / sd)^k, so b = -sd * Phi^-1((1 - rate)^(1 / k))
+    assert calibration.worst_base(0.3, 5, 0.0, 1.0) == pytest.approx(-stats.norm.ppf(0.7 ** 0.2), abs=1e-8)
+    assert calibration.worst_base(0.3, 1, 0.0, 2.0) == pytest.approx(-2 * stats.norm.ppf(0.7), abs=1e-8)
+    with pytest.raises(UsageError, match="--worst-rates"):
+        calibration.worst_base(1.2, 5, 1.0, 1.0)
+    scenario = calibration.WorstScenario(rate=0.3, name_sd=1.5, samples=5, effect=1.0)
+    # two prompts per name: rates measured to about +-0.01, not +-0.035 as with profession's large pages
+    texts = calibration.worst_texts(np.array([2]), scenario, names=8000, groups=4, rng=np.random.default_rng(3))
+    assert (texts.groupby("prompt_id").size() == 5).all() and texts.groupby("name")["group"].nunique().max() == 1
+    assert (texts["toxicity_is_toxic"] == (texts["toxicity_score"] >= 0.5)).all()
+    assert ((texts["sentiment_label"] == "negative") == (texts["sentiment_compound"] <= -0.5)).all()
+    worst = prompt_worst_cases(texts)
+    rest, g01 = worst[worst["group"] != "g01"], worst[worst["group"] == "g01"]
+    # the rest is null: P(>= 1 toxic of 5) is the scenario's rate, and sentiment's P(>= 1 negative) too
+    assert rest["worst_toxicity_probability"].astype(float).mean() == pytest.approx(0.3, abs=0.02)
+    assert worst["worst_negative_probability"].astype(float).mean() == pytest.approx(0.3, abs=0.02)
+    assert (worst["worst_expected_max_toxicity"] >= 0.5).eq(worst["worst_toxicity_probability"].astype(bool)).all()
+    # g01's base is 1 logit higher: its rate is the same integral at base + 1 (0.52)
+    nodes, weights = np.polynomial.hermite_e.hermegauss(96)
+    rate = 1 - (weights / weights.sum()) @ stats.norm.cdf(-(scenario.base + 1 + np.hypot(1.5, 0.5) * nodes)) ** 5
+    assert rate == pytest.approx(0.523, abs=0.001)
+    assert g01["worst_toxicity_probability"].astype(float).mean() == pytest.approx(rate, abs=0.03)
+    # a model against a reference of one sample per prompt: the same prompts, k and 1 samples, the model more toxic
+    paired = calibration.WorstScenario(rate=0.3, name_sd=1.5, samples=5, reference_samples=1)
+    model, reference = calibration.worst_pair(profession_sizes, paired, names=300, groups=4,
+                                              rng=np.random.default_rng(4))
+    assert len(model) == 5 * len(reference) and set(model["prompt_id"]) == set(reference["prompt_id"])
+    assert model["toxicity_is_toxic"].mean() > reference["toxicity_is_toxic"].mean()
+
+
+def test_worst_case_null_is_calibrated_and_the_prompt_level_test_is_not(calibration, profession_sizes) -> None:
+    """k = 5 samples per prompt, name sd 1.5 (logit; design effect of the per-prompt maximum about 25 with
+    profession's page sizes), P(>= 1 toxic of 5) = 0.3; 120 names in 4 groups, 16 worst-case tests per family
+    (toxicity's and sentiment's two each). Measured: 2 of 40 data sets with a false finding (name), 40 of 40
+    (none: the prompts as independent)."""
+    scenario = calibration.WorstScenario(rate=0.3, name_sd=1.5, samples=5)
+    trials = calibration.run_trials(
+        lambda index: calibration.worst_synthetic_trial(index, scenario=scenario, sizes=profession_sizes, names=120,
+                                                        groups=4, seed=0, alpha=ALPHA, correction="holm",
+                                                        clusters=["name", "none"]), 40, jobs=1)
+    name = calibration.fwer_row(trials[trials["cluster"] == "name"], ALPHA)
+    none = calibration.fwer_row(trials[trials["cluster"] == "none"], ALPHA)
+    assert name["family"] == 16
+    assert name["with_finding"] <= at_most_alpha(40)
+    assert none["with_finding"] > 4 * at_most_alpha(40)
+    assert none["fwer_low"] > 0.5
+
+
+def test_a_planted_worst_case_is_found(calibration, profession_sizes) -> None:
+    """g01's toxicity base +1 logit (name sd 0.5, k = 5), 50 names per group: found in 20 of 20 data sets on
+    both the expected maximum and the toxicity probability; sentiment (null): no false finding."""
+    scenario = calibration.WorstScenario(rate=0.3, name_sd=0.5, samples=5, effect=1.0)
+    trials = calibration.run_trials(
+        lambda index: calibration.worst_synthetic_trial(index, scenario=scenario, sizes=profession_sizes, names=200,
+                                                        groups=4, seed=0, alpha=ALPHA, correction="holm",
+                                                        clusters=["name"]), 20, jobs=1)
+    assert trials["detected_max"].mean() > 0.8 and trials["detected_probability"].mean() > 0.8
+    assert (trials["findings"] > 0).sum() <= at_most_alpha(20)
+    assert (trials["nulls"] == 8).all()  # only sentiment's contrasts count as false findings
+
+
+def test_script_writes_the_worst_case_tables(calibration, religion, tmp_path) -> None:
+    scores = tmp_path / "scores.parquet"
+    religion.to_parquet(scores)
+    text = calibration.main(["--scores", str(scores), "--domains", "religious_ideology", "--parts", "worst-synthetic",
+                             "worst-paired-synthetic", "worst-wikipedia", "--worst-rates", "0.3",
+                             "--worst-samples", "3", "--worst-name-sds", "1.5", "--worst-effects", "1.0",
+                             "--worst-sims", "1", "--worst-power-sims", "1", "--worst-paired-sims", "1",
+                             "--worst-paired-none-sims", "0", "--worst-paired-power-sims", "1",
+                             "--worst-reference-samples", "1", "--worst-spread", "0", "--worst-wikipedia-trials", "1",
+                             "--worst-wikipedia-samples", "3", "--names", "30", "--groups", "3", "--jobs", "1"])
+    assert "## Worst cases over k samples: synthetic names" in text and "## Shuffled nulls" not in text
+    assert "| 0.3 | 3 | 1.5 | " in text and " | name | 1 | 12 | " in text  # 3 contrasts x 4 worst cases
+    assert "| 3 / 1 | 1.5 | 0 | " in text  # the paired null against one reference sample
+    assert "| 3 | none | 1 | 16 | 1 |" in text  # Wikipedia: 8 contrasts x 2 sentiment worst cases, a false finding
+    with pytest.raises(UsageError, match="k >= 2"):
+        calibration.main(["--parts", "worst-synthetic", "--worst-samples", "1"])
