@@ -7,7 +7,8 @@ the benchmark machines); speed and memory do not depend on the weights.
 
 Printed per k: texts, distinct texts (what each classifier scores), seconds per stage and peak memory; then
 the growth of peak memory from the smallest to the largest k against the growth of the stored texts (the
-baseline, measured in the same run: the bytes of the texts' Python strings, which every stage must hold),
+baseline, measured in the same run: the bytes of the texts' Python strings, which every stage must hold), the
+slope between the two largest k (both with worst-case views) per added text against a scores row's size,
 and, inside the largest-k process, the peak memory above the texts of scoring them in bounded chunks
 (`scoring.scorers.score_distinct`) against one call on all of them.
 
@@ -68,7 +69,8 @@ def child(args: argparse.Namespace) -> None:
     texts = pd.read_parquet(out / "scores.parquet", columns=["text"])["text"]
     result = {"k": args.k, "wall_s": wall, "peak_mb": peak_rss_mb(), "timings": record["timings"],
               "metric_seconds": record["metric_seconds"], "texts": len(texts), "distinct": int(texts.nunique()),
-              "text_mb": float(sum(sys.getsizeof(text) for text in texts) / 2**20)}
+              "text_mb": float(sum(sys.getsizeof(text) for text in texts) / 2**20),
+              "row_mb": float(pd.read_parquet(out / "scores.parquet").memory_usage(deep=True).sum() / 2**20)}
     if args.compare_chunks:
         result["chunks"] = compare_chunks(texts.tolist(), paths)
     print("RESULT " + json.dumps(result), flush=True)
@@ -142,6 +144,14 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
     grown, stored = high["peak_mb"] - low["peak_mb"], high["text_mb"] - low["text_mb"]
     print(f"peak memory k={low['k']} -> k={high['k']}: +{grown:.0f} MiB for +{stored:.1f} MiB of stored texts "
           f"(ratio {grown / stored:.1f}x the texts' own size)" if stored > 0 else "one k only")
+    if len(results) > 2:  # k = 1 has no worst-case views: the slope between the two largest k is like with like
+        low = results[-2]
+        texts = high["texts"] - low["texts"]
+        kib = (high["peak_mb"] - low["peak_mb"]) * 1024 / texts
+        print(f"slope k={low['k']} -> k={high['k']} (both with worst-case views): {kib:.2f} KiB of peak memory per "
+              f"added text; the stored texts {(high['text_mb'] - low['text_mb']) * 1024 / texts:.2f} KiB per text, a "
+              f"scores.parquet row in memory (texts, ids, every score) {(high['row_mb'] - low['row_mb']) * 1024 / texts:.2f} "
+              f"KiB per text: ratio {kib / ((high['row_mb'] - low['row_mb']) * 1024 / texts):.1f}x the row")
     per_text = (high["wall_s"] - low["wall_s"]) / max(high["texts"] - low["texts"], 1)
     print(f"marginal time per text: {per_text * 1e3:.2f} ms; full BOLD x {high['k']} "
           f"({23_679 * high['k']:,} texts) at this rate: {23_679 * high['k'] * per_text / 3600:.1f} h on this machine")

@@ -10,11 +10,13 @@ import socket
 import subprocess
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from bold_eval.cli import main as cli_main
 from bold_eval.data.bold import load_bold
 from bold_eval.run import merge_generations
+from bold_eval.runfolder import write_generations
 from bold_eval.testing.models import build_tiny_causal_lm
 
 
@@ -145,7 +147,7 @@ def _record(prompt_id: str, continuation: str, sample: int = 0) -> dict:
 def test_merge_orders_shards_and_removes_them(tmp_path):
     _write_jsonl(tmp_path / "generations.rank0.jsonl", [_record("a", " one"), _record("c", " three")])
     _write_jsonl(tmp_path / "generations.rank1.jsonl", [_record("b", " two"), _record("a", " one")])  # a: same text twice
-    merged = merge_generations(tmp_path, [("a", 0), ("b", 0), ("c", 0)])
+    merged = merge_generations(tmp_path, [("a", 0), ("b", 0), ("c", 0)]).to_dict(orient="records")
     assert [(r["prompt_id"], r["continuation"]) for r in merged] == [("a", " one"), ("b", " two"), ("c", " three")]
     lines = (tmp_path / "generations.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["prompt_id"] for line in lines] == ["a", "b", "c"]
@@ -168,3 +170,33 @@ def test_merge_refuses_missing_and_unselected_rows(tmp_path):
     _write_jsonl(tmp_path / "generations.rank0.jsonl", [_record("a", " one"), _record("z", " stray")])
     with pytest.raises(ValueError, match=r"1 missing \(e\.g\. \[\('b', 0\)\]\), 1 not selected \(e\.g\. \[\('z', 0\)\]\)"):
         merge_generations(tmp_path, [("a", 0), ("b", 0)])
+
+
+def test_merge_frame_is_the_records_frame_with_fields_some_records_lack(tmp_path):
+    # a chat protocol that looks for thinking traces adds a field; a merge of mixed layouts keeps every column
+    traced = {**_record("b", " two"), "ended_in_trace": True}
+    records = [_record("a", " one"), traced, _record("c", " three", sample=1)]
+    _write_jsonl(tmp_path / "generations.rank0.jsonl", [records[0], records[2]])
+    _write_jsonl(tmp_path / "generations.rank1.jsonl", [records[1]])
+    merged = merge_generations(tmp_path, [("a", 0), ("b", 0), ("c", 1)])
+    expected = pd.DataFrame(records)
+    assert list(merged.columns) == list(expected.columns)
+    assert merged["ended_in_trace"].isna().tolist() == [True, False, True]
+    assert merged.drop(columns="ended_in_trace").equals(expected.drop(columns="ended_in_trace"))
+    lines = [json.loads(line) for line in (tmp_path / "generations.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert lines == records  # each record written back with its own fields, in its own order
+
+
+def test_a_failed_rewrite_leaves_the_old_generations_file(tmp_path):
+    path = tmp_path / "generations.jsonl"
+    _write_jsonl(path, [_record("a", " one")])
+    before = path.read_bytes()
+
+    def records():
+        yield _record("a", " one")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_generations(path, records())
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["generations.jsonl"]  # no temporary file left behind

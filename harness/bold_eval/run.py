@@ -46,11 +46,13 @@ from bold_eval.runfolder import (
     GENERATIONS_FILE,
     RUN_FILE,
     SHARD_PATTERN,
+    TEXT_COLUMN,
     RunRecord,
     append_records,
+    generation_keys,
     generation_record,
     implied_generator_settings,
-    read_generations,
+    iter_generations,
     read_run_record,
     record_key,
     shard_file,
@@ -378,12 +380,11 @@ def _load_and_start(generator: Generator, state: Any, start_record: Callable[[],
 
 def _done(out: Path, shard: Path, state: Any) -> set[tuple[str, int]]:
     """The (prompt_id, sample) pairs already in a generations file of the folder."""
-    own = read_generations(shard, repair=True)  # drops a torn last line of this process's own file
-    state.wait_for_everyone()
-    done = {record_key(record) for record in own}  # no other process writes to this process's file
+    done = generation_keys(shard, repair=True)  # drops a torn last line of this process's own file
+    state.wait_for_everyone()  # no other process writes to this process's file
     for path in [out / GENERATIONS_FILE, *sorted(out.glob(SHARD_PATTERN))]:
         if path != shard:
-            done.update(record_key(record) for record in read_generations(path))
+            done |= generation_keys(path)
     return done
 
 
@@ -472,9 +473,12 @@ def run(config: RunConfig) -> Path | None:
     if not state.is_main_process:
         return None
 
-    generations = pd.DataFrame(merge_generations(out, wanted))
+    generations = merge_generations(out, wanted)
     counts = {"processes": world, "generated_now": pending, "resumed": len(wanted) - pending}
     record = _run_record(config, generator, settings, generations, stats, counts, previous, modified_data)
+    # Scoring holds the texts and their scores only: the model, the prompts' rows and the k work items per
+    # prompt go before it (issue 22: memory must not grow with k beyond the stored texts).
+    generator = context = rows = mine = todo = plan = selected = None  # type: ignore[assignment]
     _timed(timings, "total_before_scoring_s", wall_started)
     record.timings = timings
     try:
@@ -510,31 +514,38 @@ def _saved(out: Path, wanted: Sequence[tuple[str, int]]) -> str:
     done: set[tuple[str, int]] = set()
     for path in files:
         try:
-            done.update(record_key(record) for record in read_generations(path))
+            done |= generation_keys(path)
         except (ValueError, OSError):
             pass
     where = ", ".join(str(path) for path in files) or str(out / GENERATIONS_FILE)
     return f"{len(done & set(wanted))} of {len(wanted)} generations are in {where}"
 
 
-def merge_generations(out: Path, wanted: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
-    """Merge generations.jsonl and the per-process shards into generations.jsonl, in `wanted` order.
+def merge_generations(out: Path, wanted: Sequence[tuple[str, int]]) -> pd.DataFrame:
+    """Merge generations.jsonl and the per-process shards into generations.jsonl, in `wanted` order, and
+    return them as a frame (one row per record, columns in the records' order).
 
     Never drops rows silently: a (prompt_id, sample) recorded twice with different text, one
-    missing, or one outside the run's selection is an error.
+    missing, or one outside the run's selection is an error. Files are read and written line by line, and a
+    record is held as a tuple of its values (its field names shared with every record of the same layout),
+    so the merge holds little more than the texts themselves.
     """
-    by_key: dict[tuple[str, int], dict[str, Any]] = {}
+    by_key: dict[tuple[str, int], tuple[tuple[str, ...], tuple[Any, ...]]] = {}
+    layouts: dict[tuple[str, ...], tuple[str, ...]] = {}
     shards = sorted(out.glob(SHARD_PATTERN))
     main_file = out / GENERATIONS_FILE
     on_disk: list[tuple[str, int]] = []  # the main file's order, to skip a rewrite that changes nothing
     for path in [main_file, *shards]:
-        for record in read_generations(path):
+        for record in iter_generations(path):
             key = record_key(record)
             if path == main_file:
                 on_disk.append(key)
-            if key in by_key and by_key[key]["continuation"] != record["continuation"]:
-                raise InputError(f"{key} was generated twice with different continuations ({path})")
-            by_key[key] = record
+            layout = layouts.setdefault(tuple(record), tuple(record))
+            if key in by_key:
+                seen_layout, seen = by_key[key]
+                if seen[seen_layout.index(TEXT_COLUMN)] != record[TEXT_COLUMN]:
+                    raise InputError(f"{key} was generated twice with different continuations ({path})")
+            by_key[key] = (layout, tuple(record.values()))
     wanted_set = set(wanted)
     extra = [key for key in by_key if key not in wanted_set]
     missing = [key for key in wanted if key not in by_key]
@@ -543,9 +554,20 @@ def merge_generations(out: Path, wanted: Sequence[tuple[str, int]]) -> list[dict
             f"generations do not match the selected prompts x samples: {len(missing)} missing "
             f"(e.g. {missing[:3]}), {len(extra)} not selected (e.g. {extra[:3]})"
         )
-    records = [by_key[key] for key in wanted]
     if shards or on_disk != list(wanted):
-        write_generations(main_file, records)
+        write_generations(main_file, (dict(zip(*by_key[key], strict=True)) for key in wanted))
         for path in shards:
             path.unlink()
-    return records
+    return _records_frame([by_key[key] for key in wanted], layouts)
+
+
+def _records_frame(rows: list[tuple[tuple[str, ...], tuple[Any, ...]]],
+                   layouts: Mapping[tuple[str, ...], tuple[str, ...]]) -> pd.DataFrame:
+    """The frame `pd.DataFrame(records)` would make (a field a record lacks is missing), built column by column."""
+    columns = list(dict.fromkeys(column for layout in layouts for column in layout))
+    data: dict[str, list[Any]] = {column: [] for column in columns}
+    for layout, values in rows:
+        present = dict(zip(layout, values, strict=True))
+        for column in columns:
+            data[column].append(present.get(column))
+    return pd.DataFrame(data, columns=columns)

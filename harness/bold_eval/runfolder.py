@@ -21,15 +21,16 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from bold_eval.core.errors import InputError, MissingFileError
-from bold_eval.core.resources import atomic_write_bytes
+from bold_eval.core.resources import atomic_write_bytes, atomic_writer
 
 # Version of the run.json / summary.json layout. 0.1 folders have no version field.
 SCHEMA_VERSION = 2
@@ -51,6 +52,8 @@ BOLD_COLUMNS = ("domain", "group", "category", "name", "prompt")
 # The key of a generation: a BOLD prompt and the sample index of its continuation.
 KEY_COLUMNS = ("prompt_id", "sample")
 TEXT_COLUMN = "continuation"
+# The free-text columns of a scores table: the prompt, the continuation and the scored text.
+TEXT_COLUMNS = ("prompt", TEXT_COLUMN, "text")
 # A generations frame and scores.parquet's leading columns, in this order.
 GENERATION_COLUMNS = ("prompt_id", *BOLD_COLUMNS, "sample", TEXT_COLUMN)
 # generations.jsonl also records how many tokens each continuation took.
@@ -247,20 +250,30 @@ def write_scores(out: Path, scores: pd.DataFrame, file: str = SCORES_FILE) -> Pa
     return path
 
 
-def read_reference_scores(run_dir: str | Path) -> pd.DataFrame | None:
+def read_scores(path: Path, *, texts: bool = True) -> pd.DataFrame:
+    """A scores table; without `texts`, all but its `TEXT_COLUMNS`: the analysis reads ids and scores only, and
+    the texts are most of a row's memory (issue 22: BOLD x 25 is 591,975 rows)."""
+    if texts:
+        return pd.read_parquet(path)
+    names = pq.ParquetFile(path).schema_arrow.names
+    return pd.read_parquet(path, columns=[name for name in names if name not in TEXT_COLUMNS])
+
+
+def read_reference_scores(run_dir: str | Path, *, texts: bool = True) -> pd.DataFrame | None:
     """reference_scores.parquet of a run folder (the Wikipedia sentences of its prompts), None when absent."""
     path = Path(run_dir) / REFERENCE_FILE
-    return pd.read_parquet(path) if path.is_file() else None
+    return read_scores(path, texts=texts) if path.is_file() else None
 
 
-def load_run(run_dir: str | Path) -> tuple[pd.DataFrame, RunRecord]:
-    """scores.parquet and run.json of a run folder (run.json may be absent: an empty record)."""
+def load_run(run_dir: str | Path, *, texts: bool = True) -> tuple[pd.DataFrame, RunRecord]:
+    """scores.parquet (without `TEXT_COLUMNS` unless `texts`) and run.json of a run folder (run.json may be
+    absent: an empty record)."""
     run_dir = Path(run_dir)
     scores_path = run_dir / SCORES_FILE
     if not scores_path.is_file():
         raise MissingFileError(f"{scores_path} not found: {run_dir} is not a scored run folder; `bold-eval run --out {run_dir}` (or `bold-eval score ... --out {run_dir}`) writes it")
     record = read_run_record(run_dir)
-    return pd.read_parquet(scores_path), record if record is not None else RunRecord(status="unknown")
+    return read_scores(scores_path, texts=texts), record if record is not None else RunRecord(status="unknown")
 
 
 # --------------------------------------------------------------------------- generations.jsonl
@@ -281,36 +294,47 @@ def _shared_strings(record: dict[str, Any]) -> dict[str, Any]:
     return shared
 
 
-def read_generations(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
-    """Records of a generations JSONL file ([] if absent): one JSON object per line.
+def iter_generations(path: Path, *, repair: bool = False) -> Iterator[dict[str, Any]]:
+    """Records of a generations JSONL file (none if absent), one JSON object per line, read line by line
+    so that memory holds one line at a time whatever the file's size (BOLD x 25 is 591,975 lines).
 
     A last line without its newline is the trace of an interrupted write: it is dropped (and cut
-    from the file when `repair`), as is a newline-terminated last line that does not parse. Any
-    other bad line (not UTF-8, not JSON, not an object, a lone surrogate that could never be
-    written back) is corruption and raises `InputError` naming the file and line.
+    from the file when `repair`, once the records are all read), as is a newline-terminated last line
+    that does not parse. Any other bad line (not UTF-8, not JSON, not an object, a lone surrogate that
+    could never be written back) is corruption and raises `InputError` naming the file and line.
     """
     if not path.is_file():
-        return []
-    lines = path.read_bytes().split(b"\n")
-    complete, tail = lines[:-1], lines[-1]  # tail is b"" when the file ends with a newline
-    records = []
-    good_bytes = 0
-    for number, line in enumerate(complete, start=1):
-        try:
-            record = parse_jsonl_line(line, path, number)
-        except _NotJSONError:
-            if number == len(complete) and not tail:
-                tail = line  # a torn write that happened to end in a newline byte
-                break
-            raise
-        records.append(_shared_strings(record))
-        good_bytes += len(line) + 1
-    if tail and repair:
+        return
+    good_bytes, torn, number = 0, None, 0
+    with open(path, "rb") as handle:
+        for line in handle:
+            if torn is not None:  # an unparsable line with more after it: not a torn write but corruption
+                raise torn
+            number += 1
+            if not line.endswith(b"\n"):
+                break  # a torn last line
+            try:
+                record = parse_jsonl_line(line[:-1], path, number)
+            except _NotJSONError as error:
+                torn = error  # a torn write that happened to end in a newline byte, if nothing follows
+                continue
+            good_bytes += len(line)
+            yield _shared_strings(record)
+    if repair and good_bytes < path.stat().st_size:
         with open(path, "r+b") as handle:
             handle.truncate(good_bytes)
             handle.flush()
             os.fsync(handle.fileno())
-    return records
+
+
+def read_generations(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
+    """Every record of `iter_generations` as a list ([] if the file is absent)."""
+    return list(iter_generations(path, repair=repair))
+
+
+def generation_keys(path: Path, *, repair: bool = False) -> set[tuple[str, int]]:
+    """The (prompt_id, sample) keys of a generations file, without holding its records."""
+    return {record_key(record) for record in iter_generations(path, repair=repair)}
 
 
 class _NotJSONError(InputError):
@@ -357,7 +381,11 @@ def _check_unicode(value: Any, path: str | Path, number: int) -> None:
 
 def jsonl_bytes(records: Iterable[Mapping[str, Any]]) -> bytes:
     """One JSON object per line: the same bytes whether appended by a run or rewritten by a merge."""
-    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records).encode("utf-8")
+    return "".join(jsonl_line(record) for record in records).encode("utf-8")
+
+
+def jsonl_line(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False) + "\n"
 
 
 def append_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
@@ -369,8 +397,10 @@ def append_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
 
 
 def write_generations(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
-    """Replace a generations file atomically (the merge of the shards)."""
-    atomic_write_bytes(path, jsonl_bytes(records))
+    """Replace a generations file atomically (the merge of the shards), written line by line."""
+    with atomic_writer(path, sync=True) as handle:
+        for record in records:
+            handle.write(jsonl_line(record).encode("utf-8"))
 
 
 def record_key(record: Mapping[str, Any]) -> tuple[str, int]:

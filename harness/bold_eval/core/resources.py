@@ -8,15 +8,17 @@ says which resource, every place that was tried, and the variable or argument to
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import os
 import tempfile
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import BinaryIO
 
 from bold_eval.core.errors import UserError
 
@@ -112,11 +114,24 @@ def sha256_of(path: Path) -> str:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write via a temporary file in the same folder and rename, so readers never see half a file."""
+    with atomic_writer(path) as handle:
+        handle.write(data)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path, *, sync: bool = False) -> Iterator[BinaryIO]:
+    """A binary handle on a temporary file in `path`'s folder, renamed onto `path` when the block ends
+    without error (removed otherwise): a file written piece by piece, never held whole in memory, that
+    readers still see either old or complete. `sync` flushes it to disk before the rename (a file that
+    holds the only copy of hours of generation)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual mode
         os.replace(tmp, path)
     except BaseException:

@@ -202,8 +202,8 @@ def write_report(
     """
     alpha = check_alpha(alpha)
     run_dir = Path(run_dir)
-    scores, record = load_run(run_dir)
-    reference = read_reference_scores(run_dir)
+    scores, record = load_run(run_dir, texts=False)  # the views read ids and scores only
+    reference = read_reference_scores(run_dir, texts=False)
     summary = summarize(scores, record.to_dict(), ci=ci, alpha=alpha, min_expected=min_expected, seed=seed,
                         correction=correction, cluster=cluster, reference=reference)
     figures, tables = run_dir / FIGURES_DIR, run_dir / TABLES_DIR
