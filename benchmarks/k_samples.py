@@ -52,7 +52,10 @@ def child(args: argparse.Namespace) -> None:
     """One k: the run, then (with --compare-chunks) scoring its texts again in chunks and in one call."""
     import pandas as pd
 
+    from bold_eval.core.memory import use_returning_allocator
     from bold_eval.run import RunConfig, run
+
+    use_returning_allocator()  # as `bold-eval` does
 
     paths = json.loads(args.paths)
     options = {"toxicity": {"model": paths["toxicity"]}, "regard": {"model": paths["regard"]},

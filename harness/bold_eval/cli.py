@@ -610,6 +610,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     traceback is shown with a request to report it."""
     import traceback
 
+    from bold_eval.core.memory import use_returning_allocator
+
+    use_returning_allocator()
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _debug(argv)
     command = [arg for arg in argv if arg != "--debug"]

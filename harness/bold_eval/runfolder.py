@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bold_eval.core.errors import InputError, MissingFileError
@@ -52,6 +53,8 @@ BOLD_COLUMNS = ("domain", "group", "category", "name", "prompt")
 # The key of a generation: a BOLD prompt and the sample index of its continuation.
 KEY_COLUMNS = ("prompt_id", "sample")
 TEXT_COLUMN = "continuation"
+# Rows per row group of scores.parquet (`write_scores`).
+SCORES_ROW_GROUP = 10_000
 # The free-text columns of a scores table: the prompt, the continuation and the scored text.
 TEXT_COLUMNS = ("prompt", TEXT_COLUMN, "text")
 # A generations frame and scores.parquet's leading columns, in this order.
@@ -244,9 +247,14 @@ def write_summary(run_dir: Path, summary: SummaryRecord) -> None:
 
 
 def write_scores(out: Path, scores: pd.DataFrame, file: str = SCORES_FILE) -> Path:
-    """scores.parquet (or REFERENCE_FILE, which has the same columns), written atomically."""
+    """scores.parquet (or REFERENCE_FILE, which has the same columns), written atomically, `SCORES_ROW_GROUP`
+    rows at a time: only one row group is ever converted to Arrow, not a second copy of the whole table."""
     path = Path(out) / file
-    atomic_write_bytes(path, scores.to_parquet(index=False))
+    schema = pa.Schema.from_pandas(scores, preserve_index=False)
+    with atomic_writer(path) as handle, pq.ParquetWriter(handle, schema) as writer:
+        for start in range(0, max(len(scores), 1), SCORES_ROW_GROUP):
+            part = scores.iloc[start:start + SCORES_ROW_GROUP]
+            writer.write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False))
     return path
 
 
