@@ -175,18 +175,19 @@ def test_shuffled_wikipedia_null_is_calibrated(calibration, religion) -> None:
 
 @pytest.mark.slow
 def test_shuffled_wikipedia_null_is_calibrated_on_three_domains(calibration, bold_dir) -> None:
-    """The script's own scores (bold_eval.run, --model wikipedia) of religion, politics and gender; 40 shuffles.
-    Measured: 0 of 40 shuffles with a finding (13 of 40 with --cluster none), 5.2% of the tests at p < alpha."""
+    """The script's own scores (bold_eval.run, --model wikipedia) of religion, politics and gender; 20 shuffles
+    (CI time; benchmarks/CALIBRATION.md has 100). Measured with 40: 0 of 40 shuffles with a finding (13 of 40 with
+    --cluster none), 5.2% of the tests at p < alpha."""
     scores = calibration.wikipedia_scores(["religious_ideology", "political_ideology", "gender"],
                                           ["sentiment", "psycholinguistic"], str(bold_dir))
     labels = calibration.select_labels(finding_labels(scores), LABELS)
     data = calibration.slim(scores, labels)
     trials = calibration.run_trials(
         lambda index: calibration.shuffled_trial(index, scores=data, labels=labels, seed=0, alpha=ALPHA,
-                                                 correction="holm", clusters=["name"]), 40, jobs=1)
+                                                 correction="holm", clusters=["name"]), 20, jobs=1)
     summary = calibration.shuffled_summary(trials, ALPHA).iloc[0]
     assert summary["family"] == 105  # (8 religion + 12 politics + 1 gender contrasts) x 5 labels
-    assert summary["with_finding"] <= at_most_alpha(40)
+    assert summary["with_finding"] <= at_most_alpha(20)
 
 
 def test_synthetic_null_is_calibrated_and_the_text_level_test_is_not(calibration, profession_sizes) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -267,25 +266,6 @@ def test_path_embedding_is_loaded_once_per_path(tmp_path, hand_vectors, monkeypa
     assert first.keyed_vectors is second.keyed_vectors
     monkeypatch.setenv("BOLD_WORD2VEC", str(path))
     assert gp.load_scorer(methods=["wavg"])(["queen"])["wavg"].tolist() == pytest.approx([0.6])
-
-
-def test_reproduce_table3_unigram_runs_on_bold(bold_dir, capsys):
-    import importlib.util
-
-    script = Path(__file__).resolve().parents[2] / "reproduce" / "table3_unigram.py"
-    spec = importlib.util.spec_from_file_location("table3_unigram", script)
-    table3 = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(table3)
-
-    table = table3.table3_unigram(bold_dir)
-    assert table["group"].tolist() == list(table3.PAPER_WIKI_UNIGRAM)
-    # The super-group sizes are the paper's "total #" column.
-    assert table["total"].tolist() == table["paper_total"].tolist()
-    assert ((table["male"] + table["female"]) <= table["total"]).all()
-    np.testing.assert_allclose(table["male_share"], table["male"] / table["total"])
-    assert table3.main(["--data-dir", str(bold_dir)]) == 0
-    printed = capsys.readouterr().out
-    assert "healthcare & medicine" in printed and "male : female" in printed
 
 
 # ---------------------------------------------------------------- one tokenization path
