@@ -5,7 +5,7 @@
 # Both create .venv on first use, install torch==2.13.0 when no torch is present
 # (never a CUDA build resolved by pip), the package with its dev extras (every optional extra
 # included), and the embedded model. Also:
-#   make test-fast   the tests not marked slow (under a minute)
+#   make test-fast   the tests not marked slow (each under about 3 s; a few minutes in all)
 #   make lint        ruff check .
 #   make test-min    the fast tests in .venv-min, where every dependency is at its declared lower
 #                    bound (constraints-min.txt); CI runs it so the bounds in setup.cfg stay true
@@ -16,6 +16,18 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 SHARED_DATA ?= $(abspath ../shared/data)
 OUT ?= runs/embedded
+# Test processes (pytest-xdist, whole files per process so module fixtures are built once): 2 fits the 2-core
+# CI machine. Each process runs torch on one thread (unless OMP_NUM_THREADS is set): two processes with two
+# threads each were slower than one process (1014 s against 792 s), one thread each is faster (RESULTS.md,
+# "test suite"). `make test PYTEST_WORKERS=0` runs in one process with torch's default threads.
+PYTEST_WORKERS ?= 2
+ifeq ($(PYTEST_WORKERS),0)
+PYTEST_ENV :=
+PYTEST_ARGS := -q
+else
+PYTEST_ENV := env OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1}
+PYTEST_ARGS := -q -n $(PYTEST_WORKERS) --dist loadfile
+endif
 
 # Offline defaults: point the BOLD_* variables at ../shared/data when it exists
 # and the user has not set them already.
@@ -57,13 +69,13 @@ run: $(VENV)/.installed
 	$(VENV)/bin/bold-eval run --model embedded --domains gender,race --limit 300 --out $(OUT)
 
 test: $(VENV)/.installed
-	$(PY) -m pytest -q
+	$(PYTEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.installed
-	$(PY) -m pytest -q -m "not slow"
+	$(PYTEST_ENV) $(PY) -m pytest $(PYTEST_ARGS) -m "not slow"
 
 test-min: $(VENV_MIN)/.installed
-	$(VENV_MIN)/bin/python -m pytest -q -m "not slow"
+	$(PYTEST_ENV) $(VENV_MIN)/bin/python -m pytest $(PYTEST_ARGS) -m "not slow"
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

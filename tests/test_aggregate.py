@@ -456,6 +456,7 @@ def test_findings_by_name_permute_single_text_names_and_give_the_gap_a_cluster_t
     assert (gap["ci_low"], gap["ci_high"]) == pytest.approx((0.3 - half, 0.3 + half))
 
 
+@pytest.mark.slow
 def test_findings_test_small_groups_and_rare_labels_instead_of_dropping_them() -> None:
     """Religion with 2 texts per group (x 1 of 2 negative, y 0 of 2): four names, so the permutation test,
     in the family all the same. Of the C(4, 2) = 6 splits of the names each puts the negative text with one

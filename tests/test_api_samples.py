@@ -234,6 +234,7 @@ def _lines(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "generations.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.slow
 def test_resume_completes_a_prompt_whose_samples_are_partly_on_disk(tmp_path):
     """Samples lost from disk (a torn write) are asked again with n = the missing count, seeded by the first
     missing sample; finished ones are never asked again."""
@@ -260,6 +261,7 @@ def test_resume_completes_a_prompt_whose_samples_are_partly_on_disk(tmp_path):
     assert info["samples_per_request"]["requests_with_n"] == 1 and info["server"]["n"] == "honoured"
 
 
+@pytest.mark.slow
 def test_resume_keeps_a_folder_asked_one_request_per_sample(tmp_path):
     """A folder whose k samples were asked one request each (made with n_per_request=false, or before n = k
     existed) resumes under the default the same way, with a warning, instead of refusing."""

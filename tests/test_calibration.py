@@ -158,6 +158,7 @@ def test_select_labels_by_metric_or_label_and_errors(calibration, religion, tmp_
 # --------------------------------------------------------------------------- calibration
 
 
+@pytest.mark.slow
 def test_shuffled_wikipedia_null_is_calibrated(calibration, religion) -> None:
     """40 shuffles of religious_ideology (80 pages, 8 texts each): 40 tests per family (7 groups vs rest and
     Christianity vs Islam, 5 labels). Measured: 1 of 40 shuffles with a finding (name), 5 of 40 (none):
@@ -175,21 +176,23 @@ def test_shuffled_wikipedia_null_is_calibrated(calibration, religion) -> None:
 
 @pytest.mark.slow
 def test_shuffled_wikipedia_null_is_calibrated_on_three_domains(calibration, bold_dir) -> None:
-    """The script's own scores (bold_eval.run, --model wikipedia) of religion, politics and gender; 20 shuffles
+    """The script's own scores (bold_eval.run, --model wikipedia) of religion, politics and gender; 10 shuffles
     (CI time; benchmarks/CALIBRATION.md has 100). Measured with 40: 0 of 40 shuffles with a finding (13 of 40 with
-    --cluster none), 5.2% of the tests at p < alpha."""
+    --cluster none), 5.2% of the tests at p < alpha. Without the correction nearly every shuffle of a 105-test
+    family has a finding, so 10 catch that; text-level tests (13 of 40) would fail the 2-of-10 bound 68% of the time."""
     scores = calibration.wikipedia_scores(["religious_ideology", "political_ideology", "gender"],
                                           ["sentiment", "psycholinguistic"], str(bold_dir))
     labels = calibration.select_labels(finding_labels(scores), LABELS)
     data = calibration.slim(scores, labels)
     trials = calibration.run_trials(
         lambda index: calibration.shuffled_trial(index, scores=data, labels=labels, seed=0, alpha=ALPHA,
-                                                 correction="holm", clusters=["name"]), 20, jobs=1)
+                                                 correction="holm", clusters=["name"]), 10, jobs=1)
     summary = calibration.shuffled_summary(trials, ALPHA).iloc[0]
     assert summary["family"] == 105  # (8 religion + 12 politics + 1 gender contrasts) x 5 labels
-    assert summary["with_finding"] <= at_most_alpha(20)
+    assert summary["with_finding"] <= at_most_alpha(10)
 
 
+@pytest.mark.slow
 def test_synthetic_null_is_calibrated_and_the_text_level_test_is_not(calibration, profession_sizes) -> None:
     """Beta-binomial labels (rate 0.3, rho 0.2: design effect 8.2 with profession's page sizes), 120 names in
     4 groups, 8 tests per family. Measured: 2 of 40 data sets with a false finding (name), 35 of 40 (none)."""
@@ -205,6 +208,7 @@ def test_synthetic_null_is_calibrated_and_the_text_level_test_is_not(calibration
     assert none["fwer_low"] > 0.5
 
 
+@pytest.mark.slow
 def test_a_large_planted_difference_is_found(calibration, profession_sizes, small_family_draws) -> None:
     """+25 points on a 0.3 rate in one of 4 groups (rho 0.05), 50 names per group. Measured: found in 20 of
     20 data sets (power > 0.8); the second, null label of the same family: no false finding."""
@@ -287,6 +291,7 @@ def test_page_noise_model_keeps_each_units_expected_rate(calibration) -> None:
         calibration.page_noise_model(reference, ["label"], flip=1.5, samples=1, rng=np.random.default_rng(0))
 
 
+@pytest.mark.slow
 def test_paired_synthetic_null_is_calibrated_and_the_prompt_level_test_is_not(calibration, profession_sizes,
                                                                               small_family_draws) -> None:
     """A model 0.5 logits above the reference for every name, with its own name effect (sd 1 logit, so the
@@ -307,6 +312,7 @@ def test_paired_synthetic_null_is_calibrated_and_the_prompt_level_test_is_not(ca
     assert none["with_finding"] > 2 * at_most_alpha(12)
 
 
+@pytest.mark.slow
 def test_paired_wikipedia_null_is_calibrated(calibration, religion) -> None:
     """religious_ideology's Wikipedia scores against a page-noise model of them (5 texts per prompt, a fifth
     with the labels of another text of the page), groups shuffled in both frames; 30 models, 40 tests each.
@@ -323,6 +329,7 @@ def test_paired_wikipedia_null_is_calibrated(calibration, religion) -> None:
     assert summary["with_finding"] <= at_most_alpha(30)
 
 
+@pytest.mark.slow
 def test_a_large_planted_interaction_is_found(calibration, profession_sizes, small_family_draws) -> None:
     """g01's model rate +30 points above its reference beyond the main effect (rate 0.3, rho 0.05, k = 5), 50
     names per group. Measured: found in 20 of 20 data sets (mean estimate +29.7 points); no false finding on
@@ -338,6 +345,7 @@ def test_a_large_planted_interaction_is_found(calibration, profession_sizes, sma
     assert (trials["nulls"] == 4).all()
 
 
+@pytest.mark.slow
 def test_script_writes_the_paired_tables(calibration, religion, tmp_path) -> None:
     scores = tmp_path / "scores.parquet"
     religion.to_parquet(scores)
@@ -394,6 +402,7 @@ def test_worst_base_and_the_synthetic_samples_by_hand(calibration, profession_si
     assert model["toxicity_is_toxic"].mean() > reference["toxicity_is_toxic"].mean()
 
 
+@pytest.mark.slow
 def test_worst_case_null_is_calibrated_and_the_prompt_level_test_is_not(calibration, profession_sizes) -> None:
     """k = 5 samples per prompt, name sd 1.5 (logit; design effect of the per-prompt maximum about 25 with
     profession's page sizes), P(>= 1 toxic of 5) = 0.3; 120 names in 4 groups, 16 worst-case tests per family
@@ -412,6 +421,7 @@ def test_worst_case_null_is_calibrated_and_the_prompt_level_test_is_not(calibrat
     assert none["fwer_low"] > 0.5
 
 
+@pytest.mark.slow
 def test_a_planted_worst_case_is_found(calibration, profession_sizes) -> None:
     """g01's toxicity base +1 logit (name sd 0.5, k = 5), 50 names per group: found in 20 of 20 data sets on
     both the expected maximum and the toxicity probability; sentiment (null): no false finding."""

@@ -249,6 +249,7 @@ def _run_here(folder, out, **chat):
                          limit=4, metrics=["sentiment"], reference=False, progress=False))
 
 
+@pytest.mark.slow
 def test_texts_cut_inside_the_trace_are_counted_and_never_scored(thinking_folder, tmp_path):
     out = tmp_path / "run"
     result = _run(thinking_folder, out, "--chat-template", "instruct", limit="8")
@@ -280,6 +281,7 @@ def test_enable_thinking_false_reaches_the_template(thinking_folder, tmp_path):
     assert run_json["thinking"]["ended_in_trace"] == 0
 
 
+@pytest.mark.slow
 def test_resuming_with_another_protocol_is_refused_and_old_folders_resume(thinking_folder, tmp_path):
     from bold_eval.run import ConfigMismatchError
 
@@ -298,6 +300,7 @@ def test_resuming_with_another_protocol_is_refused_and_old_folders_resume(thinki
     _run_here(thinking_folder, raw, chat_template="none")  # resumes: no chat_template recorded meant none
 
 
+@pytest.mark.slow
 def test_compare_of_a_none_and_a_prefill_run_says_the_protocols_differ(thinking_folder, tmp_path):
     from bold_eval.report.compare import compare_runs
 
@@ -326,6 +329,7 @@ def test_chat_flags_that_cannot_apply_are_refused(tmp_path, flags, message):
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_base_model_without_a_template_refuses_a_chat_protocol(tmp_path, bold_sentences):
     from bold_eval.testing.models import build_tiny_causal_lm
 

@@ -147,6 +147,8 @@ def test_a_killed_run_resumes_without_re_requesting_finished_prompts(served, tmp
         seeds = {request_seed(0, prompt_id, sample): (prompt_id, sample) for prompt_id, sample in keys}
         resumed = []  # requests that arrived from the second run
         for body, count in proxy.seen.items():
+            if not body.strip():  # a connection the killed run opened and never wrote to (late to the proxy under load)
+                continue
             resumed += [seeds[json.loads(body)["seed"]]] * (count - arrived_before.get(body, 0))
     assert sorted(resumed) == sorted(set(keys) - set(finished))  # only the missing ones, each once
 

@@ -24,6 +24,7 @@ def _lines(path):
 
 
 @pytest.mark.parametrize("api", ["completions", "chat"])
+@pytest.mark.slow
 def test_base_url_runs_through_the_server_to_the_report(tmp_path, api, monkeypatch):
     from bold_eval.testing.servers import InstantServer
 
@@ -71,6 +72,7 @@ def test_api_flags_are_checked_against_the_generator(tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_model_args_reach_from_pretrained_and_the_fingerprint(tmp_path, bold_sentences, monkeypatch, capsys):
     from bold_eval.testing.models import build_tiny_causal_lm
 

@@ -327,6 +327,7 @@ def test_bootstrap_interval_resamples_names_and_matches_the_cluster_standard_err
 
 
 @pytest.mark.parametrize("names_per_side", [2, 3, 10, 100, 300])
+@pytest.mark.slow
 def test_p_values_are_in_zero_one(names_per_side: int) -> None:
     """Null, moderate and perfectly separated data: every p-value lies in (0, 1]. The separated case with
     300 names a side draws all 99,999 permutations (none as extreme) and is 1 / 100,000."""
@@ -340,6 +341,7 @@ def test_p_values_are_in_zero_one(names_per_side: int) -> None:
         assert 0 < p_value <= 1
 
 
+@pytest.mark.slow
 def test_p_value_of_a_perfect_separation_is_the_monte_carlo_floor() -> None:
     """1000 names a side, every text of side a with the label and none of side b: no draw is as extreme, so
     the p-value is (0 + 1) / (99,999 + 1) = 1e-5, never 0 (a p-value of 0 claims an impossible certainty) and

@@ -189,6 +189,7 @@ def monte_carlo_error(p_value: float, draws: int = 999) -> float:
     return 4 * math.sqrt(p_value * (1 - p_value) / draws) + 1 / 1000
 
 
+@pytest.mark.slow
 def test_names_as_units_test_every_row_and_rare_labels_too() -> None:
     """Two texts per name: every test is the cluster permutation test, with half as many names as texts. Each
     name's texts share the negative label here, so the test moves 0-1 names, and its p-value is the exact one
@@ -438,6 +439,7 @@ def test_paired_findings_interaction_by_hand() -> None:
         both[["interaction", "statistic", "p_value"]].to_numpy())
 
 
+@pytest.mark.slow
 def test_paired_findings_permutation_p_over_eight_prompts_is_the_exact_one() -> None:
     """Each of p1-p4 twice (new prompt ids and names): d = (1, 0, 1, 0) on side a against (0, 0.5, 0, 0.5).
     Studentized: 0.25 / sqrt(1/3 / 4 + 1/12 / 4) = 0.774597. All C(8, 4) = 70 splits, enumerated: 46 are as

@@ -433,6 +433,7 @@ def mlm_folder(tmp_path, tokenizer, monkeypatch):
     return folder
 
 
+@pytest.mark.slow
 def test_cli_detects_a_masked_lm_and_runs_it_by_gibbs_sampling_through_report(tmp_path, mlm_folder):
     """`bold-eval run --model DIR --limit N` on a BertForMaskedLM folder, without --generator: the
     config is read, the Gibbs sampler runs with the flags' settings, and the report says so."""

@@ -74,6 +74,7 @@ def test_the_registry_holds_the_paper_metrics_then_registered_ones(exclaim) -> N
         unregister_metric("sentiment")
 
 
+@pytest.mark.slow
 def test_a_registered_metric_runs_reports_compares_and_validates(exclaim, tmp_path: Path, bold_dir: Path,
                                                                  capsys) -> None:
     common = ["--data-dir", str(bold_dir), "--metrics", "sentiment", "exclaim", "--no-reference"]

@@ -60,6 +60,7 @@ def _record(out: Path) -> dict:
     return json.loads((out / "run.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_model_run_scores_the_wikipedia_sentences_of_its_prompts(tmp_path, tiny_model, classifiers, cache):
     model_run, wiki_run = tmp_path / "model", tmp_path / "wiki"
     run(_config(model_run, tiny_model, classifiers, num_samples=2))
@@ -94,6 +95,7 @@ def test_model_run_scores_the_wikipedia_sentences_of_its_prompts(tmp_path, tiny_
     assert sorted(path.name.split("-")[0] for path in cache.glob("*.parquet")) == ["regard", "toxicity"]
 
 
+@pytest.mark.slow
 def test_a_second_run_reads_the_classifier_scores_from_the_cache(tmp_path, tiny_model, classifiers, cache):
     first, second = tmp_path / "seed3", tmp_path / "seed4"
     run(_config(first, tiny_model, classifiers))

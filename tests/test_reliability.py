@@ -233,6 +233,7 @@ def test_the_pinned_data_gives_table_1_counts_and_no_modification(bold_dir):
 
 
 @pytest.mark.parametrize("count", [0, 1, 3, 7])
+@pytest.mark.slow
 def test_readers_return_one_result_per_input_row(count, tmp_path, bold_dir):
     bold = data.load_bold("religious_ideology", data_dir=bold_dir).to_pandas().head(count)
     rows = [{"prompt_id": pid, "sample": 0, "continuation": f" text {i}"} for i, pid in enumerate(bold["prompt_id"])]
@@ -349,6 +350,7 @@ class Kill(Exception):
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.slow
 def test_resume_after_kills_at_several_batches_is_byte_identical(dtype, tmp_path, tiny_lm_dir):
     reference = tmp_path / "reference"
     run(_tiny_config(reference, tiny_lm_dir, dtype=dtype))

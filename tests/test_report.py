@@ -107,6 +107,7 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_dir
 
 
+@pytest.mark.slow
 def test_report_has_every_section_and_the_run_settings(full_run: Path) -> None:
     report = (full_run / "report.md").read_text()
     for heading in ("# BOLD evaluation: gpt2", "## What was run", "### Metrics", "## Sentiment", "## Toxicity",
@@ -269,6 +270,7 @@ def test_compare_puts_one_row_per_model(tmp_path: Path) -> None:
     assert payload["interactions"]["family"] == interactions["testable"].sum() > 0
 
 
+@pytest.mark.slow
 def test_cli_report_and_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def sentiment_only(seed: int) -> pd.DataFrame:  # one figure per domain only, to keep the test fast
         scores = synthetic_scores(prompts_per_group=5, samples=1, seed=seed)
@@ -286,6 +288,7 @@ def test_cli_report_and_compare(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "scores.parquet not found" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_compare_refuses_different_prompt_sets_unless_allowed(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """Runs pair by prompt, each prompt's samples summarized first: one sample per prompt against two is the
@@ -312,6 +315,7 @@ def test_compare_refuses_different_prompt_sets_unless_allowed(tmp_path: Path,
     assert "**WIKI** (baseline): 128 texts compared (of 131)" in text
 
 
+@pytest.mark.slow
 def test_report_labels_follow_alpha_and_bad_alpha_is_a_usage_error(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = write_run(tmp_path / "run", synthetic_scores(prompts_per_group=30, samples=1))
@@ -331,6 +335,7 @@ def test_report_labels_follow_alpha_and_bad_alpha_is_a_usage_error(tmp_path: Pat
         main(["compare", str(run_dir), "--alpha", "1.5"])
 
 
+@pytest.mark.slow
 def test_small_run_says_so_before_any_number(tmp_path: Path) -> None:
     """Two texts per group: every comparison is tested (rare labels and small groups are never dropped), but no
     domain could find a realistic difference, and the report says so before any number; no group has the ten

@@ -63,6 +63,7 @@ def test_paper_constants_are_the_printed_tables(table3, tables9_11):
     assert len(rows) == 16 and tables9_11.PAPER.shape == (16, len(psycholinguistic.CATEGORIES))
 
 
+@pytest.mark.slow
 def test_table3_unigram_wiki_rows_match_the_paper_and_the_run(tmp_path, bold_dir, table3, capsys):
     out = tmp_path / "wiki"
     assert cli_main(["run", "--model", "wikipedia", "--domains", "profession", "--metrics", "gender_polarity",
@@ -108,6 +109,7 @@ def wiki_scores(wiki_run, tables9_11) -> pd.DataFrame:
     return tables9_11.table_rows(wikipedia_scores(tables9_11.DOMAINS, ["psycholinguistic"], run_dir=wiki_run))
 
 
+@pytest.mark.slow
 def test_tables9_11_wiki_rows_are_near_the_paper(wiki_scores, tables9_11):
     assert len(wiki_scores) == 9641
     ours = tables9_11.view_percentages(wiki_scores)  # the report's aggregation

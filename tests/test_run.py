@@ -75,6 +75,7 @@ def test_limit_is_a_seeded_random_sample_stratified_round_robin_over_groups(bold
         select_prompts(bold, ["gendre"], 3)
 
 
+@pytest.mark.slow
 def test_limit_sample_is_representative_of_each_group(bold):
     """Over 200 seeds, the one prompt drawn per religion group sits anywhere in the group: its position
     (0 = BOLD's first prompt of the group, 1 = its last) averages 0.5 for a uniform draw, with standard
@@ -240,6 +241,7 @@ def test_several_samples_per_prompt(tmp_path, tiny_model):
         run(_config(tmp_path / "wiki", "wikipedia", num_samples=2))
 
 
+@pytest.mark.slow
 def test_a_prompt_with_some_of_its_k_samples_on_disk_is_completed_not_duplicated(tmp_path, tiny_model):
     """k = 3 in batches of 2: a kill after the first batch leaves prompt A with samples 0 and 1 on disk; the resume
     generates A's sample 2 and the rest, never A's first two again, and ends with the uninterrupted run's file."""
@@ -265,6 +267,7 @@ def test_a_prompt_with_some_of_its_k_samples_on_disk_is_completed_not_duplicated
     assert records == expected and len({(r["prompt_id"], r["sample"]) for r in records}) == 9
 
 
+@pytest.mark.slow
 def test_a_folder_made_without_a_shared_prefill_resumes_without_it(tmp_path, tiny_model):
     """k samples made before the shared prefill existed (run.json without share_prefill): the default resumes
     the folder's way, with a warning; share_prefill=false makes the same texts from the start."""

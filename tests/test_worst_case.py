@@ -112,6 +112,7 @@ def test_worst_cases_join_the_findings_family() -> None:
     assert found["family"] == int(found["tests"]["testable"].sum()) and worst["significant"]
 
 
+@pytest.mark.slow
 def test_the_report_and_compare_show_and_test_worst_cases(tmp_path: Path) -> None:
     from bold_eval.report.compare import compare_runs
     from bold_eval.report.run_report import write_report
