@@ -316,6 +316,7 @@ def test_compare_of_a_none_and_a_prefill_run_says_the_protocols_differ(thinking_
     assert {value["protocol"] for value in payload["chat_protocols"].values()} == {"none", "prefill"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("flags", "message"), [
     (("--chat-template", "prefill", "--model", "wikipedia"), "apply to a causal LM"),
     (("--chat-template-kwargs", "enable_thinking"), "expected KEY=VALUE"),

@@ -123,6 +123,7 @@ def test_report_has_every_section_and_the_run_settings(full_run: Path) -> None:
         assert f"figures/{figure}" in report
 
 
+@pytest.mark.slow
 def test_report_figures_are_valid_pngs(full_run: Path) -> None:
     figures = sorted((full_run / "figures").glob("*.png"))
     names = {figure.name for figure in figures}
@@ -137,6 +138,7 @@ def test_report_figures_are_valid_pngs(full_run: Path) -> None:
             assert image.size[0] > 400 and image.size[1] > 150
 
 
+@pytest.mark.slow
 def test_summary_json_parses_without_nan_and_matches_the_scores(full_run: Path) -> None:
     summary = json.loads((full_run / "summary.json").read_text(), parse_constant=reject_nan)
     assert_no_nan(summary)
@@ -161,6 +163,7 @@ def test_summary_json_parses_without_nan_and_matches_the_scores(full_run: Path) 
         assert (full_run / "tables" / f"{name}.csv").is_file() and (full_run / "tables" / f"{name}.md").is_file()
 
 
+@pytest.mark.slow
 def test_table3_ratios_carry_page_intervals_and_section_6_2_follows(full_run: Path) -> None:
     """Table 3 cells are "ratio [low, high]"; after the table, Section 6.2's average and the pooled ratio."""
     section = (full_run / "report.md").read_text().split("## Gender polarity")[1].split("## Psycholinguistic")[0]

@@ -125,6 +125,7 @@ def test_tables9_11_wiki_rows_are_near_the_paper(wiki_scores, tables9_11):
     assert gap[:4].mean() < 2.5
 
 
+@pytest.mark.slow
 def test_thresholds_fitted_on_the_calibration_half_hold_on_the_other_half(wiki_scores, tables9_11, calibrate):
     half = tables9_11.calibration_half(wiki_scores)
     # the split: stratified by group (ceil(n/2) per group), and a function of prompt ids only
@@ -144,6 +145,7 @@ def test_thresholds_fitted_on_the_calibration_half_hold_on_the_other_half(wiki_s
     assert agreement["held-out"].mean() - agreement["calibration"].mean() < 0.5
 
 
+@pytest.mark.slow
 def test_tables9_11_script_prints_what_the_run_prints(wiki_run, tables9_11, capsys):
     # the script's own run() (no --run-dir) is `_wikipedia.wikipedia_scores`, checked against a run folder
     # by the Table 3 test above; here the printing from a run folder
