@@ -21,12 +21,11 @@ OUT ?= runs/embedded
 # threads each were slower than one process (1014 s against 792 s), one thread each is faster (RESULTS.md,
 # "test suite"). `make test PYTEST_WORKERS=0` runs in one process with torch's default threads.
 PYTEST_WORKERS ?= 2
-ifeq ($(PYTEST_WORKERS),0)
 PYTEST_ENV :=
 PYTEST_ARGS := -q
-else
+ifneq ($(PYTEST_WORKERS),0)
 PYTEST_ENV := env OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1}
-PYTEST_ARGS := -q -n $(PYTEST_WORKERS) --dist loadfile
+PYTEST_ARGS += -n $(PYTEST_WORKERS) --dist loadfile
 endif
 
 # Offline defaults: point the BOLD_* variables at ../shared/data when it exists
