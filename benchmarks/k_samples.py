@@ -65,18 +65,47 @@ def child(args: argparse.Namespace) -> None:
                        batch_size=args.batch_size, limit=args.prompts, domains=["gender"], num_samples=args.k,
                        data_dir=os.environ["BOLD_DATA_DIR"], metric_options=options, reference=False,
                        progress=False)
+    stages = stage_peaks()
     started = time.perf_counter()
     run(config)
-    wall = time.perf_counter() - started
+    wall, peak = time.perf_counter() - started, max(stages.values())  # before reading anything back
     record = json.loads((out / "run.json").read_text())
     texts = pd.read_parquet(out / "scores.parquet", columns=["text"])["text"]
-    result = {"k": args.k, "wall_s": wall, "peak_mb": peak_rss_mb(), "timings": record["timings"],
+    result = {"k": args.k, "wall_s": wall, "peak_mb": peak, "stage_peaks_mb": stages, "timings": record["timings"],
               "metric_seconds": record["metric_seconds"], "texts": len(texts), "distinct": int(texts.nunique()),
               "text_mb": float(sum(sys.getsizeof(text) for text in texts) / 2**20),
               "row_mb": float(pd.read_parquet(out / "scores.parquet").memory_usage(deep=True).sum() / 2**20)}
     if args.compare_chunks:
         result["chunks"] = compare_chunks(texts.tolist(), paths)
     print("RESULT " + json.dumps(result), flush=True)
+
+
+def stage_peaks() -> dict[str, float]:
+    """Peak resident memory of each stage of `run`, filled as it goes: generation (up to the merge), the merge,
+    scoring (`score_generations`) and the report (`write_report`); each stage's peak is reset at its start."""
+    import bold_eval.report.run_report as run_report
+    import bold_eval.run as run_module
+
+    peaks: dict[str, float] = {}
+
+    def wrap(module, name: str, label: str, before: str | None = None) -> None:
+        original = getattr(module, name)
+
+        def measured(*args, **kwargs):
+            if before:
+                peaks[before] = peak_rss_mb()
+            reset_peak_rss()
+            value = original(*args, **kwargs)
+            peaks[label] = peak_rss_mb()
+            reset_peak_rss()
+            return value
+
+        setattr(module, name, measured)
+
+    wrap(run_module, "merge_generations", "merge", before="generate")
+    wrap(run_module, "score_generations", "score")
+    wrap(run_report, "write_report", "report")
+    return peaks
 
 
 def compare_chunks(texts: list[str], paths: dict[str, str]) -> dict[str, float]:
@@ -158,6 +187,14 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
     per_text = (high["wall_s"] - low["wall_s"]) / max(high["texts"] - low["texts"], 1)
     print(f"marginal time per text: {per_text * 1e3:.2f} ms; full BOLD x {high['k']} "
           f"({23_679 * high['k']:,} texts) at this rate: {23_679 * high['k'] * per_text / 3600:.1f} h on this machine")
+    print("peak MiB per stage: " + "; ".join(
+        f"k={r['k']}: " + ", ".join(f"{stage} {value:.0f}" for stage, value in r["stage_peaks_mb"].items())
+        for r in results))
+    if len(results) > 2:
+        low = results[-2]
+        print("slope k={} -> k={} per stage, KiB per added text: {}".format(low["k"], high["k"], ", ".join(
+            f"{stage} {(high['stage_peaks_mb'][stage] - low['stage_peaks_mb'][stage]) * 1024 / (high['texts'] - low['texts']):.2f}"
+            for stage in high["stage_peaks_mb"])))
     chunks = high.get("chunks")
     if chunks:
         print(f"scoring the k={high['k']} texts with the toxicity classifier: chunks of {chunks['chunk']:,} distinct texts "

@@ -16,7 +16,7 @@ import pytest
 from bold_eval.cli import main as cli_main
 from bold_eval.data.bold import load_bold
 from bold_eval.run import merge_generations
-from bold_eval.runfolder import write_generations
+from bold_eval.runfolder import generation_frames, read_generations, write_generations
 from bold_eval.testing.models import build_tiny_causal_lm
 
 
@@ -147,8 +147,10 @@ def _record(prompt_id: str, continuation: str, sample: int = 0) -> dict:
 def test_merge_orders_shards_and_removes_them(tmp_path):
     _write_jsonl(tmp_path / "generations.rank0.jsonl", [_record("a", " one"), _record("c", " three")])
     _write_jsonl(tmp_path / "generations.rank1.jsonl", [_record("b", " two"), _record("a", " one")])  # a: same text twice
-    merged = merge_generations(tmp_path, [("a", 0), ("b", 0), ("c", 0)]).to_dict(orient="records")
-    assert [(r["prompt_id"], r["continuation"]) for r in merged] == [("a", " one"), ("b", " two"), ("c", " three")]
+    merged = merge_generations(tmp_path, [("a", 0), ("b", 0), ("c", 0)])
+    assert (merged.path, merged.texts, merged.new_tokens) == (tmp_path / "generations.jsonl", 3, 9)
+    records = read_generations(merged.path)
+    assert [(r["prompt_id"], r["continuation"]) for r in records] == [("a", " one"), ("b", " two"), ("c", " three")]
     lines = (tmp_path / "generations.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["prompt_id"] for line in lines] == ["a", "b", "c"]
     assert not list(tmp_path.glob("generations.rank*.jsonl"))
@@ -172,13 +174,14 @@ def test_merge_refuses_missing_and_unselected_rows(tmp_path):
         merge_generations(tmp_path, [("a", 0), ("b", 0)])
 
 
-def test_merge_frame_is_the_records_frame_with_fields_some_records_lack(tmp_path):
+def test_merged_records_make_the_records_frame_with_fields_some_records_lack(tmp_path):
     # a chat protocol that looks for thinking traces adds a field; a merge of mixed layouts keeps every column
     traced = {**_record("b", " two"), "ended_in_trace": True}
     records = [_record("a", " one"), traced, _record("c", " three", sample=1)]
     _write_jsonl(tmp_path / "generations.rank0.jsonl", [records[0], records[2]])
     _write_jsonl(tmp_path / "generations.rank1.jsonl", [records[1]])
-    merged = merge_generations(tmp_path, [("a", 0), ("b", 0), ("c", 1)])
+    merge_generations(tmp_path, [("a", 0), ("b", 0), ("c", 1)])
+    merged = next(generation_frames(tmp_path / "generations.jsonl", 10))  # what scoring reads
     expected = pd.DataFrame(records)
     assert list(merged.columns) == list(expected.columns)
     assert merged["ended_in_trace"].isna().tolist() == [True, False, True]

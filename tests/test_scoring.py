@@ -175,3 +175,94 @@ def test_score_distinct_scores_each_text_once_in_chunks():
     for column, values in whole.items():
         assert [repr(v) for v in chunked[column]] == [repr(v) for v in values], column
     assert {column: len(values) for column, values in score_distinct(scorer, []).items()} == {c: 0 for c in whole}
+
+
+class _Counting:
+    """A scorer that records every text it is given (its other attributes are the wrapped scorer's)."""
+
+    def __init__(self, scorer, seen):
+        self._scorer, self.seen = scorer, seen
+
+    def __call__(self, texts):
+        self.seen.extend(texts)
+        return self._scorer(texts)
+
+    def __getattr__(self, name):
+        return getattr(self._scorer, name)
+
+
+def _streamed_generations() -> pd.DataFrame:
+    """Profession rows first, so the first chunks have no row regard scores (Section 4.3: gender and race);
+    texts repeat across chunks; one text ended inside a thinking trace."""
+    rows = []
+    plan = [("profession", "nurse", " cared for patients."), ("profession", "nurse", " cared for patients."),
+            ("profession", "nurse", " was kind."), ("profession", "nurse", " was awful."),
+            ("profession", "nurse", " cared for patients."), ("gender", "actors", " was kind."),
+            ("gender", "actors", " was awful."), ("race", "asian", " was kind."), ("race", "asian", " won."),
+            ("gender", "actors", " was kind."), ("race", "asian", " was awful.")]
+    for i, (domain, group, continuation) in enumerate(plan):
+        rows.append({"prompt_id": f"{domain}/{group}/P{i % 3}/0", "domain": domain, "group": group, "category": "",
+                     "name": f"P{i % 3}", "prompt": "The person", "sample": i // 3, "continuation": continuation,
+                     "num_new_tokens": 3, "ended_in_trace": i == 3})
+    return pd.DataFrame(rows)
+
+
+def test_streamed_scoring_equals_one_chunk_and_scores_each_distinct_text_once(tmp_path, monkeypatch):
+    """Issue 22: scores.parquet is written chunk by chunk, from a frame or from generations.jsonl, with the
+    same rows and types as in one chunk, and each metric sees each distinct text of its rows once in all."""
+    import bold_eval.scoring.generations as streaming
+    from bold_eval.runfolder import read_scores, write_generations
+
+    model = build_metric_classifier(tmp_path / "regard", "regard")
+    options = {"regard": {"model": str(model)}, "gender_polarity": {"methods": ["unigram"]}}
+    seen: dict[str, list[str]] = {}
+    loaded = streaming.load_scorers
+
+    def counting_scorers(*args, **kwargs):
+        return {name: _Counting(scorer, seen.setdefault(name, [])) for name, scorer in loaded(*args, **kwargs).items()}
+
+    monkeypatch.setattr(streaming, "load_scorers", counting_scorers)
+    generations = _streamed_generations()
+    write_generations(tmp_path / "generations.jsonl", generations.to_dict(orient="records"))
+    outputs = {}
+    for rows, source in ((10_000, generations), (2, generations), (3, tmp_path / "generations.jsonl")):
+        seen.clear()
+        monkeypatch.setattr(streaming, "STREAM_ROWS", rows)
+        out = tmp_path / f"{rows}"
+        score_generations(source, out, metrics=["sentiment", "regard", "gender_polarity"], metric_options=options,
+                          anonymize=False, reference=False)
+        outputs[rows] = read_scores(out / "scores.parquet")
+        kept = generations[~generations["ended_in_trace"]]
+        texts = (kept["prompt"] + kept["continuation"]).tolist()
+        regard_texts = [text for text, domain in zip(texts, kept["domain"], strict=True) if domain != "profession"]
+        assert sorted(seen["sentiment"]) == sorted(set(texts)), rows
+        assert sorted(seen["regard"]) == sorted(set(regard_texts)), rows
+        info = json.loads((out / "run.json").read_text())
+        assert info["num_texts"] == 10 and info["thinking"]["ended_in_trace"] == 1
+    pd.testing.assert_frame_equal(outputs[2], outputs[10_000])
+    pd.testing.assert_frame_equal(outputs[3], outputs[10_000])
+    scores = outputs[2]
+    assert scores["regard_label"].isna().tolist() == (scores["domain"] == "profession").tolist()
+    direct = score_texts(scores["text"].tolist(), scores["domain"].tolist(), ["sentiment", "regard"],
+                         {"regard": options["regard"]}).columns
+    for column in direct.columns:  # classifier floats differ by padding within a batch (float32 rounding)
+        if direct[column].dtype.kind == "f":
+            np.testing.assert_allclose(scores[column], direct[column], rtol=1e-5, err_msg=column)
+        else:
+            assert scores[column].isna().tolist() == direct[column].isna().tolist(), column
+            assert scores[column].dropna().tolist() == direct[column].dropna().tolist(), column
+
+
+def test_streamed_scoring_names_a_repeated_key_in_any_chunk(tmp_path, monkeypatch):
+    import bold_eval.scoring.generations as streaming
+
+    monkeypatch.setattr(streaming, "STREAM_ROWS", 2)
+    generations = _streamed_generations().drop(columns="ended_in_trace")
+    repeated = pd.concat([generations, generations.iloc[[4]]], ignore_index=True)
+    with pytest.raises(ValueError, match=r"duplicate \(prompt_id, sample\) at index 11: 'profession/nurse/P1/0', 1"):
+        score_generations(repeated, tmp_path, metrics=["sentiment"], reference=False)
+    bad = generations.astype({"continuation": object})
+    bad.loc[7, "continuation"] = 3
+    with pytest.raises(ValueError, match="continuation at index 7 is 3, not a string"):
+        score_generations(bad, tmp_path, metrics=["sentiment"], reference=False)
+    assert not (tmp_path / "scores.parquet").exists()

@@ -22,12 +22,14 @@ Under `accelerate launch` / `torchrun` each process generates the pending items 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 import time
 import warnings
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -52,14 +54,17 @@ from bold_eval.runfolder import (
     generation_keys,
     generation_record,
     implied_generator_settings,
+    iter_generation_offsets,
     iter_generations,
+    read_generation_at,
     read_run_record,
     record_key,
     shard_file,
     write_generations,
     write_run_record,
 )
-from bold_eval.scoring.generations import score_generations
+from bold_eval.scoring.dedupe import text_digests
+from bold_eval.scoring.generations import Generations, score_generations
 from bold_eval.scoring.scorers import check_metric_options, parse_metrics
 from bold_eval.scoring.texts import SCORE_ON
 
@@ -406,7 +411,7 @@ def _generate(generator: Generator, items: list[WorkItem], plan: BatchPlan | Non
     return generator.generate(items, on_batch=write_batch, progress=progress)
 
 
-def _run_record(config: RunConfig, generator: Generator, settings: dict[str, Any], generations: pd.DataFrame,
+def _run_record(config: RunConfig, generator: Generator, settings: dict[str, Any], generations: MergedGenerations,
                 stats: GenerationStats | None, counts: dict[str, int], previous: RunRecord | None,
                 modified_data: list[str] | None) -> RunRecord:
     """run.json of a finished generation phase (scoring adds its own fields)."""
@@ -414,7 +419,7 @@ def _run_record(config: RunConfig, generator: Generator, settings: dict[str, Any
     record = RunRecord(
         model=config.model, generator=generator.kind, generator_settings=generator.settings(), model_info=info,
         generation_settings=settings, num_samples=config.num_samples, domains=settings["domains"],
-        limit=config.limit, generated_tokens=int(generations["num_new_tokens"].sum()), versions=versions(),
+        limit=config.limit, generated_tokens=generations.new_tokens, versions=versions(),
         modified_data=modified_data, **counts,
     )
     if previous is not None:  # nothing generated now: keep how the folder's texts were batched
@@ -473,26 +478,26 @@ def run(config: RunConfig) -> Path | None:
     if not state.is_main_process:
         return None
 
-    generations = merge_generations(out, wanted)
+    merged = merge_generations(out, wanted)
     counts = {"processes": world, "generated_now": pending, "resumed": len(wanted) - pending}
-    record = _run_record(config, generator, settings, generations, stats, counts, previous, modified_data)
-    # Scoring holds the texts and their scores only: the model, the prompts' rows and the k work items per
+    record = _run_record(config, generator, settings, merged, stats, counts, previous, modified_data)
+    # Scoring streams generations.jsonl: the model, the prompts' rows and the k work items and keys per
     # prompt go before it (issue 22: memory must not grow with k beyond the stored texts).
-    generator = context = rows = mine = todo = plan = selected = None  # type: ignore[assignment]
+    generator = context = rows = mine = todo = plan = selected = wanted = done = None  # type: ignore[assignment]
     _timed(timings, "total_before_scoring_s", wall_started)
     record.timings = timings
     try:
-        return score_and_report(generations, out, metrics=config.metrics, metric_options=config.metric_options,
+        return score_and_report(merged.path, out, metrics=config.metrics, metric_options=config.metric_options,
                                 anonymize=config.anonymize, score_on=config.score_on, record=record,
                                 reference=config.reference, cluster=config.cluster, data_dir=config.data_dir,
                                 allow_modified_data=config.allow_modified_data or None)
     except KeyboardInterrupt as error:
-        raise RunInterrupted(f"all {len(wanted)} generations are in {out / GENERATIONS_FILE}; scoring was "
+        raise RunInterrupted(f"all {merged.texts} generations are in {out / GENERATIONS_FILE}; scoring was "
                              "interrupted before scores.parquet was written") from error
 
 
 
-def score_and_report(generations: pd.DataFrame, out: str | os.PathLike, *, cluster: str = "name",
+def score_and_report(generations: Generations, out: str | os.PathLike, *, cluster: str = "name",
                      record: RunRecord | None = None, **scoring: Any) -> Path:
     """Score (`score_generations`), then write the report with `cluster` as its unit of independent
     information (`bold_eval.analysis.clustered.CLUSTER_UNITS`): where `bold-eval run` and `bold-eval score`
@@ -521,53 +526,70 @@ def _saved(out: Path, wanted: Sequence[tuple[str, int]]) -> str:
     return f"{len(done & set(wanted))} of {len(wanted)} generations are in {where}"
 
 
-def merge_generations(out: Path, wanted: Sequence[tuple[str, int]]) -> pd.DataFrame:
-    """Merge generations.jsonl and the per-process shards into generations.jsonl, in `wanted` order, and
-    return them as a frame (one row per record, columns in the records' order).
+@dataclass
+class MergedGenerations:
+    """generations.jsonl once every process's records are in it, in the run's order."""
 
-    Never drops rows silently: a (prompt_id, sample) recorded twice with different text, one
-    missing, or one outside the run's selection is an error. Files are read and written line by line, and a
-    record is held as a tuple of its values (its field names shared with every record of the same layout),
-    so the merge holds little more than the texts themselves.
+    path: Path
+    texts: int
+    new_tokens: int
+
+
+def merge_generations(out: Path, wanted: Sequence[tuple[str, int]]) -> MergedGenerations:
+    """Merge generations.jsonl and the per-process shards into generations.jsonl, in `wanted` order.
+
+    Never drops rows silently: a (prompt_id, sample) recorded twice with different text, one missing, or
+    one outside the run's selection is an error. Nothing holds the records (issue 22: BOLD x 25 is 591,975
+    of them): a file already in order is only read through, and otherwise each record's place (file, byte
+    offset, digest of its text) is indexed and the records are copied in order from there, line by line.
     """
-    by_key: dict[tuple[str, int], tuple[tuple[str, ...], tuple[Any, ...]]] = {}
-    layouts: dict[tuple[str, ...], tuple[str, ...]] = {}
-    shards = sorted(out.glob(SHARD_PATTERN))
     main_file = out / GENERATIONS_FILE
-    on_disk: list[tuple[str, int]] = []  # the main file's order, to skip a rewrite that changes nothing
-    for path in [main_file, *shards]:
-        for record in iter_generations(path):
+    shards = sorted(out.glob(SHARD_PATTERN))
+    if not shards:
+        tokens = _tokens_if_in_order(main_file, wanted)
+        if tokens is not None:
+            return MergedGenerations(main_file, len(wanted), tokens)
+    files = [path for path in [main_file, *shards] if path.is_file()]
+    where: dict[tuple[str, int], tuple[int, int, bytes]] = {}
+    for number, path in enumerate(files):
+        for offset, record in iter_generation_offsets(path):
             key = record_key(record)
-            if path == main_file:
-                on_disk.append(key)
-            layout = layouts.setdefault(tuple(record), tuple(record))
-            if key in by_key:
-                seen_layout, seen = by_key[key]
-                if seen[seen_layout.index(TEXT_COLUMN)] != record[TEXT_COLUMN]:
-                    raise InputError(f"{key} was generated twice with different continuations ({path})")
-            by_key[key] = (layout, tuple(record.values()))
+            digest = text_digests([json.dumps(record.get(TEXT_COLUMN), ensure_ascii=False)])[0]
+            if key in where and where[key][2] != digest:
+                raise InputError(f"{key} was generated twice with different continuations ({path})")
+            where[key] = (number, offset, digest)
     wanted_set = set(wanted)
-    extra = [key for key in by_key if key not in wanted_set]
-    missing = [key for key in wanted if key not in by_key]
+    extra = [key for key in where if key not in wanted_set]
+    missing = [key for key in wanted if key not in where]
     if extra or missing:
         raise InputError(
             f"generations do not match the selected prompts x samples: {len(missing)} missing "
             f"(e.g. {missing[:3]}), {len(extra)} not selected (e.g. {extra[:3]})"
         )
-    if shards or on_disk != list(wanted):
-        write_generations(main_file, (dict(zip(*by_key[key], strict=True)) for key in wanted))
-        for path in shards:
-            path.unlink()
-    return _records_frame([by_key[key] for key in wanted], layouts)
+    tokens = 0
+    with contextlib.ExitStack() as stack:
+        handles = [stack.enter_context(open(path, "rb")) for path in files]
+
+        def in_order() -> Iterator[dict[str, Any]]:
+            nonlocal tokens
+            for key in wanted:
+                number, offset, _ = where[key]
+                record = read_generation_at(handles[number], offset, files[number])
+                tokens += int(record.get("num_new_tokens") or 0)
+                yield record
+
+        write_generations(main_file, in_order())
+    for path in shards:
+        path.unlink()
+    return MergedGenerations(main_file, len(wanted), tokens)
 
 
-def _records_frame(rows: list[tuple[tuple[str, ...], tuple[Any, ...]]],
-                   layouts: Mapping[tuple[str, ...], tuple[str, ...]]) -> pd.DataFrame:
-    """The frame `pd.DataFrame(records)` would make (a field a record lacks is missing), built column by column."""
-    columns = list(dict.fromkeys(column for layout in layouts for column in layout))
-    data: dict[str, list[Any]] = {column: [] for column in columns}
-    for layout, values in rows:
-        present = dict(zip(layout, values, strict=True))
-        for column in columns:
-            data[column].append(present.get(column))
-    return pd.DataFrame(data, columns=columns)
+def _tokens_if_in_order(path: Path, wanted: Sequence[tuple[str, int]]) -> int | None:
+    """The generated tokens of `path` when its records are exactly `wanted`, in order (None otherwise)."""
+    tokens, count = 0, 0
+    for record in iter_generations(path):
+        if count >= len(wanted) or record_key(record) != wanted[count]:
+            return None
+        tokens += int(record.get("num_new_tokens") or 0)
+        count += 1
+    return tokens if count == len(wanted) else None

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pandas as pd
 import pyarrow as pa
@@ -246,16 +246,71 @@ def write_summary(run_dir: Path, summary: SummaryRecord) -> None:
 # --------------------------------------------------------------------------- scores
 
 
-def write_scores(out: Path, scores: pd.DataFrame, file: str = SCORES_FILE) -> Path:
-    """scores.parquet (or REFERENCE_FILE, which has the same columns), written atomically, `SCORES_ROW_GROUP`
-    rows at a time: only one row group is ever converted to Arrow, not a second copy of the whole table."""
-    path = Path(out) / file
-    schema = pa.Schema.from_pandas(scores, preserve_index=False)
-    with atomic_writer(path) as handle, pq.ParquetWriter(handle, schema) as writer:
+class ScoresWriter:
+    """scores.parquet (or REFERENCE_FILE) written chunk by chunk, atomically: the file appears, complete,
+    when the `with` block ends without error, and memory holds one chunk at a time (issue 22: BOLD x 25 is
+    591,975 rows). The first chunk fixes the schema. A column that is all null in a chunk (a metric with no
+    row of its domains there) takes its type from `types`, so that the first chunk's schema holds for all."""
+
+    def __init__(self, out: Path, file: str = SCORES_FILE, types: Mapping[str, pa.DataType] | None = None):
+        self.path = Path(out) / file
+        self.rows = 0
+        self.types = dict(types or {})
+        self._writer: pq.ParquetWriter | None = None
+        self._context: Any = None
+
+    def __enter__(self) -> ScoresWriter:
+        self._context = atomic_writer(self.path)
+        self._handle = self._context.__enter__()
+        return self
+
+    def write(self, scores: pd.DataFrame) -> None:
+        """Append `scores` (same columns as every chunk before it) in row groups of `SCORES_ROW_GROUP`."""
         for start in range(0, max(len(scores), 1), SCORES_ROW_GROUP):
-            part = scores.iloc[start:start + SCORES_ROW_GROUP]
-            writer.write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False))
-    return path
+            part = _typed(pa.Table.from_pandas(scores.iloc[start:start + SCORES_ROW_GROUP], preserve_index=False),
+                          self.types)
+            if self._writer is None:
+                self._writer = pq.ParquetWriter(self._handle, part.schema)
+            elif not part.num_rows:
+                continue
+            elif not part.schema.equals(self._writer.schema, check_metadata=False):
+                part = _cast_chunk(part, self._writer.schema, self.path)
+            self._writer.write_table(part)
+            self.rows += part.num_rows
+
+    def __exit__(self, *failure: Any) -> bool:
+        try:
+            if self._writer is not None:
+                self._writer.close()
+        finally:
+            self._context.__exit__(*failure)
+        return False
+
+
+def _typed(table: pa.Table, types: Mapping[str, pa.DataType]) -> pa.Table:
+    """`table` with its all-null columns cast to their type in `types`."""
+    fields = [pa.field(field.name, types[field.name]) if pa.types.is_null(field.type) and field.name in types
+              else field for field in table.schema]
+    if all(new is old for new, old in zip(fields, table.schema, strict=True)):
+        return table
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
+
+
+def _cast_chunk(part: pa.Table, schema: pa.Schema, path: Path) -> pa.Table:
+    if part.schema.names != schema.names:
+        raise ValueError(f"{path}: a chunk has columns {part.schema.names}, the first had {schema.names}")
+    try:
+        return part.cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise ValueError(f"{path}: a chunk's columns do not match the first chunk's ({error})") from error
+
+
+def write_scores(out: Path, scores: pd.DataFrame, file: str = SCORES_FILE) -> Path:
+    """scores.parquet (or REFERENCE_FILE, which has the same columns) of a whole frame, atomically, `SCORES_ROW_GROUP`
+    rows at a time: only one row group is ever converted to Arrow, not a second copy of the whole table."""
+    with ScoresWriter(out, file) as writer:
+        writer.write(scores)
+    return writer.path
 
 
 def read_scores(path: Path, *, texts: bool = True) -> pd.DataFrame:
@@ -311,6 +366,12 @@ def iter_generations(path: Path, *, repair: bool = False) -> Iterator[dict[str, 
     that does not parse. Any other bad line (not UTF-8, not JSON, not an object, a lone surrogate that
     could never be written back) is corruption and raises `InputError` naming the file and line.
     """
+    for _, record in iter_generation_offsets(path, repair=repair):
+        yield record
+
+
+def iter_generation_offsets(path: Path, *, repair: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`iter_generations` with each record's byte offset in the file (`read_generation_at` reads it again)."""
     if not path.is_file():
         return
     good_bytes, torn, number = 0, None, 0
@@ -326,13 +387,41 @@ def iter_generations(path: Path, *, repair: bool = False) -> Iterator[dict[str, 
             except _NotJSONError as error:
                 torn = error  # a torn write that happened to end in a newline byte, if nothing follows
                 continue
+            offset = good_bytes
             good_bytes += len(line)
-            yield _shared_strings(record)
+            yield offset, _shared_strings(record)
     if repair and good_bytes < path.stat().st_size:
         with open(path, "r+b") as handle:
             handle.truncate(good_bytes)
             handle.flush()
             os.fsync(handle.fileno())
+
+
+def read_generation_at(handle: BinaryIO, offset: int, path: Path) -> dict[str, Any]:
+    """The record whose line starts at `offset` of the open generations file `handle` (`path` for errors)."""
+    handle.seek(offset)
+    return parse_jsonl_line(handle.readline().rstrip(b"\n"), path, 0)
+
+
+def generation_frames(path: Path, rows: int) -> Iterator[pd.DataFrame]:
+    """A generations file as frames of up to `rows` records each (at least one frame, empty for an empty
+    file): what scoring reads, so that it never holds every record at once."""
+    chunk: list[dict[str, Any]] = []
+    yielded = False
+    for record in iter_generations(path):
+        chunk.append(record)
+        if len(chunk) == rows:
+            yield records_frame(chunk)
+            chunk, yielded = [], True
+    if chunk or not yielded:
+        yield records_frame(chunk)
+
+
+def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """The frame `pd.DataFrame(records)` would make (a field a record lacks is missing), with the record
+    columns even when there are no records."""
+    columns = list(dict.fromkeys(column for record in records for column in record)) or list(RECORD_COLUMNS)
+    return pd.DataFrame({column: [record.get(column) for record in records] for column in columns}, columns=columns)
 
 
 def read_generations(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:

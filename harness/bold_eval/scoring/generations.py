@@ -20,24 +20,33 @@ error is a bug and propagates.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
-from bold_eval.core.errors import InputError
+from bold_eval.core.errors import InputError, UsageError
 from bold_eval.core.version import versions
+from bold_eval.metrics import metric_spec
 from bold_eval.runfolder import (
     REFERENCE_FILE,
     TRACE_COLUMN,
     RunRecord,
+    ScoresWriter,
+    generation_frames,
     write_run_record,
     write_scores,
 )
+from bold_eval.scoring.dedupe import DIGEST_SIZE, TextMemo, repeated_digests, text_digests
 from bold_eval.scoring.reference import _reference_skipped, _score_reference
 from bold_eval.scoring.scorers import (
     ScoringResult,
@@ -45,14 +54,16 @@ from bold_eval.scoring.scorers import (
     check_metric_options,
     load_scorers,
     parse_metrics,
+    score_distinct,
     score_with,
 )
-from bold_eval.scoring.texts import build_texts, check_generations
+from bold_eval.scoring.texts import SCORE_ON, build_texts, check_generation_chunk, duplicate_message
 
-# --------------------------------------------------------------------------- the reference's cache
+# Rows scored and written at a time: bounds scoring's memory whatever the number of texts (issue 22).
+STREAM_ROWS = 2_000
 
-
-# --------------------------------------------------------------------------- generations -> texts -> scores
+# What `score_generations` scores: a frame (one row per text), or a generations.jsonl path, read in chunks.
+Generations = pd.DataFrame | str | os.PathLike
 
 
 def without_traces(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -60,18 +71,119 @@ def without_traces(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     (`TRACE_COLUMN`, `bold_eval.generation.chat`) has no answer, and scoring it as an empty continuation
     would score the prompt alone. Such rows stay in generations.jsonl; the count goes to run.json and the
     report. Generations without the column are returned whole, with {}."""
+    kept, info = _untraced(frame)
+    if info and kept.empty:
+        raise _all_traced(len(frame))
+    return kept, info
+
+
+def _untraced(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     if TRACE_COLUMN not in frame.columns:
         return frame, {}
     flags = frame[TRACE_COLUMN].fillna(False).astype(bool).to_numpy()
     kept = frame[~flags].drop(columns=[TRACE_COLUMN]).reset_index(drop=True)
-    info = {"texts": len(frame), "ended_in_trace": int(flags.sum()),
-            "prompts_without_text": len(set(frame["prompt_id"]) - set(kept["prompt_id"]))}
-    if kept.empty:
-        raise InputError(f"all {len(frame)} texts ended inside the model's thinking trace ({TRACE_COLUMN} in "
-                         "generations.jsonl), so there is no answer to score. Use a new --out folder with a larger "
-                         "--max-new-tokens, or switch thinking off (--chat-template-kwargs enable_thinking=false)")
-    return kept, info
+    return kept, {"texts": len(frame), "ended_in_trace": int(flags.sum()),
+                  "prompts_without_text": len(set(frame["prompt_id"]) - set(kept["prompt_id"]))}
 
+
+def _all_traced(texts: int) -> InputError:
+    return InputError(f"all {texts} texts ended inside the model's thinking trace ({TRACE_COLUMN} in "
+                      "generations.jsonl), so there is no answer to score. Use a new --out folder with a larger "
+                      "--max-new-tokens, or switch thinking off (--chat-template-kwargs enable_thinking=false)")
+
+
+def _chunks(generations: Generations) -> Iterator[tuple[int, pd.DataFrame]]:
+    """(index of the first row, rows) of `generations`, `STREAM_ROWS` rows at a time, checked."""
+    if isinstance(generations, pd.DataFrame):
+        frame = generations.reset_index(drop=True)
+        for start in range(0, max(len(frame), 1), STREAM_ROWS):
+            yield start, check_generation_chunk(frame.iloc[start:start + STREAM_ROWS].reset_index(drop=True), start)
+        return
+    start = 0
+    for frame in generation_frames(Path(generations), STREAM_ROWS):
+        yield start, check_generation_chunk(frame, start)
+        start += len(frame)
+
+
+@dataclass
+class _Survey:
+    """What a first pass over the generations learns before any scoring, holding a few bytes per text."""
+
+    rows: int = 0
+    kept: int = 0
+    traced: int | None = None  # None: no generation says whether it ended in a thinking trace
+    prompts: dict[str, None] = field(default_factory=dict)  # every prompt id, in order
+    prompts_kept: set[str] = field(default_factory=set)
+    first_text: dict[str, str] = field(default_factory=dict)  # per domain, its first text
+    keys: bytearray = field(default_factory=bytearray)
+    digests: list[bytes] = field(default_factory=list)
+
+    def thinking(self) -> dict[str, Any]:
+        if self.traced is None:
+            return {}
+        return {"texts": self.rows, "ended_in_trace": self.traced,
+                "prompts_without_text": len(set(self.prompts) - self.prompts_kept)}
+
+
+def _survey(generations: Generations, anonymize: bool, score_on: str) -> _Survey:
+    """Check every row, count what a thinking trace kept out, and find the texts that repeat (`TextMemo`)."""
+    survey = _Survey()
+    for _, chunk in _chunks(generations):
+        kept, info = _untraced(chunk)
+        if info:
+            survey.traced = (survey.traced or 0) + info["ended_in_trace"]
+        survey.rows += len(chunk)
+        survey.kept += len(kept)
+        survey.prompts.update(dict.fromkeys(chunk["prompt_id"]))
+        survey.prompts_kept.update(kept["prompt_id"])
+        survey.keys += b"".join(_key_digest(prompt_id, sample) for prompt_id, sample in
+                                zip(chunk["prompt_id"], chunk["sample"], strict=True))
+        texts = build_texts(kept, anonymize=anonymize, score_on=score_on).tolist()
+        for domain, text in zip(kept["domain"], texts, strict=True):
+            survey.first_text.setdefault(domain, text)
+        survey.digests.append(b"".join(text_digests(texts)))
+    if survey.rows and not survey.kept:
+        raise _all_traced(survey.rows)
+    _check_unique_keys(survey.keys, generations)
+    return survey
+
+
+def _key_digest(prompt_id: Any, sample: Any) -> bytes:
+    return hashlib.blake2b(f"{prompt_id}\x1f{sample}".encode(), digest_size=DIGEST_SIZE).digest()
+
+
+def _check_unique_keys(keys: bytearray, generations: Generations) -> None:
+    """Raise on the first row whose (prompt_id, sample) an earlier row has."""
+    digests = np.frombuffer(bytes(keys), dtype=f"V{DIGEST_SIZE}")
+    _, first, inverse = np.unique(digests, return_index=True, return_inverse=True)
+    repeats = np.flatnonzero(first[inverse.ravel()] != np.arange(len(digests)))
+    if not len(repeats):
+        return
+    index = int(repeats[0])
+    for start, chunk in _chunks(generations):
+        if index < start + len(chunk):
+            row = chunk.iloc[index - start]
+            raise InputError(duplicate_message(index, row["prompt_id"], row["sample"]))
+
+
+def _memo(survey: _Survey, scorers: Mapping[str, Any]) -> TextMemo:
+    """The memo of the run's repeated texts, primed with one text per metric (its column types)."""
+    memo = TextMemo(repeated_digests(b"".join(survey.digests)))
+    survey.digests = []
+    for name, scorer in scorers.items():
+        text = _first_text(name, survey)
+        if text is not None:
+            memo.prime(name, functools.partial(score_distinct, scorer, name=name), text)
+    return memo
+
+
+def _first_text(name: str, survey: _Survey) -> str | None:
+    """A text metric `name` scores: the first of its domains (any domain when it scores all)."""
+    domains = metric_spec(name).domains
+    for domain, text in survey.first_text.items():
+        if domains is None or domain in domains:
+            return text
+    return None
 
 
 def _record_scoring(record: RunRecord, result: ScoringResult, metrics: list[str],
@@ -87,8 +199,27 @@ def _record_scoring(record: RunRecord, result: ScoringResult, metrics: list[str]
     record.versions = record.versions or versions()
 
 
+def _score_chunks(generations: Generations, writer: ScoresWriter, scorers: Mapping[str, Any], memo: TextMemo,
+                  result: ScoringResult, *, anonymize: bool, score_on: str, total: int) -> None:
+    """Score `generations` chunk by chunk into `writer`; timings and label columns go to `result`."""
+    chunks = -(-total // STREAM_ROWS)
+    with tqdm(total=total, desc="scoring", unit="text", disable=chunks < 2, leave=False) as bar:
+        for _, chunk in _chunks(generations):
+            kept, _ = _untraced(chunk)
+            if kept.empty and writer.rows:
+                continue
+            texts = build_texts(kept, anonymize=anonymize, score_on=score_on)
+            scored = ScoringResult(columns=pd.DataFrame(index=range(len(kept))))
+            score_with(scorers, texts.tolist(), kept["domain"].tolist(), scored, memo=memo)
+            writer.write(_scores_frame(kept, texts, scored))
+            for name, seconds in scored.seconds.items():
+                result.seconds[name] = round(result.seconds.get(name, 0.0) + seconds, 3)
+            result.label_columns.update(scored.label_columns)
+            bar.update(len(kept))
+
+
 def score_generations(
-    generations: pd.DataFrame,
+    generations: Generations,
     out_dir: str | os.PathLike,
     *,
     metrics: Sequence[str] | str | None = None,
@@ -103,45 +234,47 @@ def score_generations(
     """Score generations and write scores.parquet, reference_scores.parquet and run.json.
 
     `generations`: one row per text with `runfolder.GENERATION_COLUMNS` (the `bold-eval run`
-    records, or bring-your-own generations matched back to BOLD). The scored `text` is built by
-    `build_texts`; regard is computed on gender and race rows only (Section 4.3); unavailable
-    metrics are skipped and listed in run.json `skipped_metrics`. Unless `reference` is False or
-    the texts are the Wikipedia baseline, the Wikipedia sentences of the same prompts (BOLD from
-    `data_dir`) are scored alike into reference_scores.parquet (run.json `reference`). `record`
-    (what generated the texts) is completed with the scoring settings and written as run.json.
-    Texts that ended inside a thinking trace are kept out (`without_traces`; counted in run.json `thinking`).
-    Returns scores.parquet's path; the report is the next stage (`bold_eval.run.score_and_report`).
+    records, or bring-your-own generations matched back to BOLD), as a frame or as the path of a
+    generations.jsonl. Either way they are scored `STREAM_ROWS` rows at a time, so that memory does not grow
+    with the number of texts beyond a few bytes each (issue 22), and each metric scores each distinct text
+    once (`TextMemo`). The scored `text` is built by `build_texts`; regard is computed on gender and race
+    rows only (Section 4.3); unavailable metrics are skipped and listed in run.json `skipped_metrics`.
+    Unless `reference` is False or the texts are the Wikipedia baseline, the Wikipedia sentences of the
+    same prompts (BOLD from `data_dir`) are scored alike into reference_scores.parquet (run.json
+    `reference`). `record` (what generated the texts) is completed with the scoring settings and written
+    as run.json. Texts that ended inside a thinking trace are kept out (`without_traces`; counted in
+    run.json `thinking`). Returns scores.parquet's path; the report follows (`run.score_and_report`).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    frame, thinking = without_traces(check_generations(generations))
     requested = parse_metrics(metrics)
     metric_options = {name: dict(options) for name, options in (metric_options or {}).items()}
     check_metric_options(metric_options)
+    if score_on not in SCORE_ON:
+        raise UsageError(f"score_on must be one of {', '.join(SCORE_ON)}, got {score_on!r}")
     record = record if record is not None else RunRecord()
-    record.thinking = thinking
-
     started = time.perf_counter()
-    texts = build_texts(frame, anonymize=anonymize, score_on=score_on)
-    result = ScoringResult(columns=pd.DataFrame(index=range(len(frame))))
-    scorers = load_scorers(requested, metric_options, frame["domain"].tolist(), result)
-    score_with(scorers, texts.tolist(), frame["domain"].tolist(), result)
-    record.timings["score_s"] = round(time.perf_counter() - started, 3)
+    survey = _survey(generations, anonymize, score_on)
+    record.thinking = survey.thinking()
+    result = ScoringResult(columns=pd.DataFrame())
+    scorers = load_scorers(requested, metric_options, list(survey.first_text), result)
+    memo = _memo(survey, scorers)
+    survey_s = time.perf_counter() - started
     skipped = _reference_skipped(reference, record)
-    reference_scores = None
-    if skipped is None:
-        record.reference, reference_scores = _score_reference(
-            frame, scorers, result, metric_options, anonymize=anonymize, score_on=score_on, data_dir=data_dir,
-            allow_modified_data=allow_modified_data)
-    else:
-        record.reference = {"skipped": skipped}
-    scores_path = write_scores(out, _scores_frame(frame, texts, result))
+    record.reference, reference_scores = ({"skipped": skipped}, None) if skipped is not None else _score_reference(
+        list(survey.prompts), scorers, result, metric_options, anonymize=anonymize, score_on=score_on,
+        data_dir=data_dir, allow_modified_data=allow_modified_data)
+    started = time.perf_counter()
+    with ScoresWriter(out, types=memo.arrow_types()) as writer:
+        _score_chunks(generations, writer, scorers, memo, result, anonymize=anonymize, score_on=score_on,
+                      total=survey.kept)
+    record.timings["score_s"] = round(survey_s + time.perf_counter() - started, 3)
     if reference_scores is not None:
         write_scores(out, reference_scores, REFERENCE_FILE)
     else:  # never leave the reference of an earlier scoring beside these scores
         (out / REFERENCE_FILE).unlink(missing_ok=True)
-    _record_scoring(record, result, requested, metric_options, anonymize, score_on, len(frame))
+    _record_scoring(record, result, requested, metric_options, anonymize, score_on, writer.rows)
     write_run_record(out, record)
     for metric, message in {**result.skipped, **result.partial}.items():
         print(f"skipped metric {metric}: {message.splitlines()[0]}", file=sys.stderr)
-    return scores_path
+    return writer.path

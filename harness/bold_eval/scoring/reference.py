@@ -61,7 +61,7 @@ def _reference_skipped(reference: bool, record: RunRecord) -> str | None:
     return None
 
 
-def _score_reference(frame: pd.DataFrame, scorers: Mapping[str, Any], result: ScoringResult,
+def _score_reference(prompt_ids: Sequence[str], scorers: Mapping[str, Any], result: ScoringResult,
                      metric_options: Mapping[str, Mapping[str, Any]], *, anonymize: bool, score_on: str,
                      data_dir: str | os.PathLike | None, allow_modified_data: bool | None,
                      ) -> tuple[dict[str, Any], pd.DataFrame | None]:
@@ -71,7 +71,7 @@ def _score_reference(frame: pd.DataFrame, scorers: Mapping[str, Any], result: Sc
 
     started = time.perf_counter()
     bold = load_bold("all", data_dir=data_dir, allow_modified=allow_modified_data).to_pandas()
-    prompt_ids = list(dict.fromkeys(frame["prompt_id"]))
+    prompt_ids = list(dict.fromkeys(prompt_ids))
     unknown = sorted(set(prompt_ids) - set(bold["prompt_id"]))
     if unknown:
         return {"skipped": f"{len(unknown)} of the run's {len(prompt_ids)} prompt ids are not BOLD's "

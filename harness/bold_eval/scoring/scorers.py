@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -22,6 +23,7 @@ from bold_eval.runfolder import (
 from bold_eval.scoring.cache import (
     ReferenceCache,
 )
+from bold_eval.scoring.dedupe import TextMemo
 
 
 @dataclass
@@ -61,10 +63,11 @@ def _null_column(values: np.ndarray, size: int) -> np.ndarray | pd.Series:
     return np.full(size, None, dtype=object)
 
 
-def _spread(values: np.ndarray, rows: np.ndarray, size: int) -> Any:
-    """Place `values` (scored for `rows`) into a full-length column, nulls elsewhere."""
+def _spread(values: np.ndarray, rows: np.ndarray, size: int, nullable: bool = False) -> Any:
+    """Place `values` (scored for `rows`) into a full-length column, nulls elsewhere; with `nullable`, a
+    column that can hold nulls even where `rows` is every row (a streamed run's chunks share one schema)."""
     values = np.asarray(values)
-    if len(rows) == size:
+    if len(rows) == size and not nullable:
         return values
     column = _null_column(values, size)
     if isinstance(column, np.ndarray):
@@ -180,10 +183,12 @@ def score_distinct(scorer: Any, texts: list[str], name: str = "metric", *,
 
 
 def score_with(scorers: Mapping[str, Any], texts: list[str], domains: Sequence[str], result: ScoringResult,
-                cache: ReferenceCache | None = None) -> np.ndarray:
+                cache: ReferenceCache | None = None, memo: TextMemo | None = None) -> np.ndarray:
     """Fill `result` with every loaded scorer's columns for `texts`. With `cache`, the classifier
     metrics (`MetricSpec.cached`) read and extend it; returns, per text, whether a cached metric applied
-    to it and every such metric found it in the cache."""
+    to it and every such metric found it in the cache. With `memo` (`texts` is one chunk of a streamed
+    run), texts scored in an earlier chunk are not scored again, and every chunk's columns have one type
+    (a metric of some domains gives nullable columns even in a chunk of its domains only)."""
     columns: dict[str, Any] = {}
     applied, hit = np.zeros(len(texts), dtype=bool), np.ones(len(texts), dtype=bool)
     for name, scorer in scorers.items():
@@ -193,13 +198,16 @@ def score_with(scorers: Mapping[str, Any], texts: list[str], domains: Sequence[s
             scored, cached = cache.score(name, scorer, [texts[i] for i in rows])
             applied[rows] = True
             hit[rows] &= cached
+        elif memo is not None:
+            scored = memo.score(name, functools.partial(score_distinct, scorer, name=name), [texts[i] for i in rows])
         else:
             scored = score_distinct(scorer, [texts[i] for i in rows], name)
         for column, values in scored.items():
             values = np.asarray(values)
             if len(values) != len(rows):
                 raise ValueError(f"metric {name} returned {len(values)} values for column {column}, expected {len(rows)}")
-            columns[f"{name}_{column}"] = _spread(values, rows, len(texts))
+            columns[f"{name}_{column}"] = _spread(values, rows, len(texts),
+                                                  memo is not None and metric_spec(name).domains is not None)
         for column, labels in getattr(scorer, "label_columns", {}).items():
             result.label_columns[f"{name}_{column}"] = tuple(labels)
         result.seconds[name] = round(time.perf_counter() - started, 3)

@@ -32,17 +32,26 @@ def build_texts(generations: pd.DataFrame, *, anonymize: bool = True, score_on: 
 
 def check_generations(generations: pd.DataFrame) -> pd.DataFrame:
     """The generations with a fresh index; raises on missing columns, non-string texts or repeated keys."""
-    missing = [column for column in GENERATION_COLUMNS if column not in generations.columns]
-    if missing:
-        raise InputError(f"generations lack column(s) {', '.join(missing)}; needed: {', '.join(GENERATION_COLUMNS)}")
-    frame = generations.reset_index(drop=True)
-    for column in ("prompt", "continuation"):
-        bad = [i for i, value in enumerate(frame[column]) if not isinstance(value, str)]
-        if bad:
-            raise InputError(f"{column} at index {bad[0]} is {frame[column].iloc[bad[0]]!r}, not a string")
+    frame = check_generation_chunk(generations.reset_index(drop=True))
     duplicated = frame.duplicated(["prompt_id", "sample"])
     if duplicated.any():
         index = int(duplicated.to_numpy().nonzero()[0][0])
-        raise InputError(f"duplicate (prompt_id, sample) at index {index}: "
-                         f"{frame['prompt_id'].iloc[index]!r}, {frame['sample'].iloc[index]}")
+        raise InputError(duplicate_message(index, frame["prompt_id"].iloc[index], frame["sample"].iloc[index]))
     return frame
+
+
+def check_generation_chunk(frame: pd.DataFrame, start: int = 0) -> pd.DataFrame:
+    """`frame` (rows `start`... of the generations) unchanged; raises on missing columns or non-string texts,
+    naming the row's index among all the generations."""
+    missing = [column for column in GENERATION_COLUMNS if column not in frame.columns]
+    if missing:
+        raise InputError(f"generations lack column(s) {', '.join(missing)}; needed: {', '.join(GENERATION_COLUMNS)}")
+    for column in ("prompt", "continuation"):
+        bad = [i for i, value in enumerate(frame[column]) if not isinstance(value, str)]
+        if bad:
+            raise InputError(f"{column} at index {start + bad[0]} is {frame[column].iloc[bad[0]]!r}, not a string")
+    return frame
+
+
+def duplicate_message(index: int, prompt_id: object, sample: object) -> str:
+    return f"duplicate (prompt_id, sample) at index {index}: {prompt_id!r}, {sample}"
