@@ -293,3 +293,20 @@ def test_repetition_penalty_through_the_decoding_loop(tmp_path):
     reference = model.generate(**encoded, do_sample=False, repetition_penalty=1.5, max_new_tokens=5,
                                pad_token_id=tokenizer.pad_token_id)
     assert reference[0, len(prompt_ids):].tolist() == [a, b, d, d, d]
+
+
+def test_prompt_lengths_tokenize_each_distinct_prompt_once_in_chunks(tiny_lm, monkeypatch):
+    """The batch plan's lengths for k samples per prompt (issue 22): the same lengths as tokenizing every
+    item, with each distinct prompt tokenized once and at most `LENGTH_CHUNK` at a time."""
+    seen: list[list[str]] = []
+
+    def counting(texts, **keywords):
+        seen.append(list(texts))
+        return tiny_lm.tokenizer(texts, **keywords)
+
+    monkeypatch.setattr(generate, "LENGTH_CHUNK", 3)
+    prompts = [prompt for prompt in PROMPTS for _ in range(4)]  # 4 samples per prompt
+    lengths = generate.prompt_lengths(counting, prompts, make_decoding(), None)
+    assert lengths == [len(ids) for ids in tiny_lm.tokenizer(prompts, add_special_tokens=True)["input_ids"]]
+    assert sorted(text for call in seen for text in call) == sorted(set(prompts))
+    assert max(len(call) for call in seen) == 3

@@ -50,9 +50,9 @@ class Generated:
     ended_in_trace: bool | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkItem:
-    """One text to generate: a BOLD prompt and a sample index."""
+    """One text to generate: a BOLD prompt and a sample index (slots: a run holds one per text, issue 22)."""
 
     prompt_id: str
     sample: int

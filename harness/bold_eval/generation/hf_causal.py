@@ -160,6 +160,30 @@ def model_inputs(tokenizer: Any, prompts: Sequence[str], decoding: DecodingConfi
     return [chat.render(tokenizer, text) for text in texts], {"add_special_tokens": False}
 
 
+# Distinct prompts tokenized at a time to measure their lengths for the batch plan: bounds the tokenizer's
+# per-text objects whatever the number of prompts.
+LENGTH_CHUNK = 4_096
+
+
+def prompt_lengths(tokenizer: Any, prompts: Sequence[str], decoding: DecodingConfig,
+                   chat: ChatProtocol | None) -> list[int]:
+    """Each prompt's length in model-input tokens (chat template applied), for the batch plan. The k samples of
+    a prompt share it, so each distinct prompt is tokenized once, `LENGTH_CHUNK` at a time (issue 22)."""
+    position: dict[str, int] = {}
+    for prompt in prompts:
+        position.setdefault(prompt, len(position))
+    distinct, found = list(position), []
+    for start in range(0, len(distinct), LENGTH_CHUNK):
+        part = distinct[start:start + LENGTH_CHUNK]
+        if chat is None or not chat.chat:
+            ids = tokenizer(part, add_special_tokens=True)["input_ids"]
+        else:
+            texts, keywords = model_inputs(tokenizer, part, decoding, chat)
+            ids = tokenizer(texts, **keywords)["input_ids"]
+        found.extend(len(row) for row in ids)
+    return [found[position[prompt]] for prompt in prompts]
+
+
 def _base_forward(model: Any) -> Any:
     """The transformers forward under a PEFT wrapper (a quantized model keeps its unmerged adapter)."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
@@ -313,10 +337,7 @@ def generate_items(model: Any, tokenizer: Any, items: Sequence[WorkItem], decodi
         return stats
 
     def lengths(planned: list[WorkItem]) -> list[int]:
-        if chat is None or not chat.chat:
-            return [len(ids) for ids in tokenizer([item.prompt for item in planned], add_special_tokens=True)["input_ids"]]
-        texts, keywords = model_inputs(tokenizer, [item.prompt for item in planned], decoding, chat)
-        return [len(ids) for ids in tokenizer(texts, **keywords)["input_ids"]]
+        return prompt_lengths(tokenizer, [item.prompt for item in planned], decoding, chat)
 
     def one_batch(batch: list[WorkItem]) -> list[Generated]:
         draws = np.stack([uniform_draws(seed, item.prompt_id, item.sample, decoding.max_new_tokens) for item in batch])
