@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -108,3 +109,29 @@ def test_wikipedia_generator_returns_the_rest_of_the_sentence(tmp_path: Path):
     assert batches == [[Generated(" an Abrahamic religion.", 0)]]
     with pytest.raises(ValueError, match="num-samples must be 1"):
         build_generator(RunConfig(out=tmp_path, model="wikipedia", num_samples=2), GeneratorContext(rows=rows))
+
+
+def test_scores_writer_appends_chunks_with_one_schema_and_writes_nothing_on_failure(tmp_path):
+    """Issue 22: scores.parquet is written chunk by chunk. A chunk whose column is all null (regard in a chunk
+    without gender or race rows) takes the type it is given, whichever chunk comes first; an error leaves no file."""
+    import pyarrow as pa
+
+    from bold_eval.runfolder import ScoresWriter, read_scores
+
+    first = pd.DataFrame({"prompt_id": ["a", "b"], "regard_label": pd.Series([None, None], dtype=object),
+                          "regard_positive": [np.nan, np.nan]})
+    second = pd.DataFrame({"prompt_id": ["c"], "regard_label": ["negative"], "regard_positive": [0.25]})
+    with ScoresWriter(tmp_path, types={"regard_label": pa.string()}) as writer:
+        writer.write(first)
+        writer.write(second.iloc[:0])  # an empty chunk adds nothing
+        writer.write(second)
+    assert writer.rows == 3
+    scores = read_scores(tmp_path / "scores.parquet")
+    assert scores["prompt_id"].tolist() == ["a", "b", "c"]
+    assert scores["regard_label"].isna().tolist() == [True, True, False] and scores["regard_label"].iloc[2] == "negative"
+    np.testing.assert_allclose(scores["regard_positive"], [np.nan, np.nan, 0.25])
+
+    with pytest.raises(ValueError, match="columns"), ScoresWriter(tmp_path, "other.parquet") as writer:
+        writer.write(second)
+        writer.write(second.rename(columns={"regard_positive": "regard_neutral"}))
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["scores.parquet"]  # no file, no temporary left
