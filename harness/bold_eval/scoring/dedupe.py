@@ -57,9 +57,6 @@ class TextMemo:
         self._dtypes[name] = {column: _column_dtype(np.asarray(values)) for column, values in scored.items()}
         self._scores.setdefault(name, {})[text_digests([text])[0]] = tuple(values[0] for values in scored.values())
 
-    def dtypes(self, name: str) -> dict[str, np.dtype]:
-        return dict(self._dtypes.get(name, {}))
-
     def score(self, name: str, score: Scorer, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Metric `name`'s columns for `texts`: those met before from the memo, the rest by `score` (which
         scores each distinct text of a call once), and the repeated ones among them kept for later chunks."""

@@ -21,7 +21,6 @@ error is a bug and propagates.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import sys
 import time
@@ -34,7 +33,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from bold_eval.core.errors import InputError, UsageError
+from bold_eval.core.errors import InputError
 from bold_eval.core.version import versions
 from bold_eval.metrics import metric_spec
 from bold_eval.runfolder import (
@@ -57,7 +56,7 @@ from bold_eval.scoring.scorers import (
     score_distinct,
     score_with,
 )
-from bold_eval.scoring.texts import SCORE_ON, build_texts, check_generation_chunk, duplicate_message
+from bold_eval.scoring.texts import build_texts, check_generation_chunk, duplicate_message
 
 # Rows scored and written at a time: bounds scoring's memory whatever the number of texts (issue 22).
 STREAM_ROWS = 2_000
@@ -71,13 +70,6 @@ def without_traces(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     (`TRACE_COLUMN`, `bold_eval.generation.chat`) has no answer, and scoring it as an empty continuation
     would score the prompt alone. Such rows stay in generations.jsonl; the count goes to run.json and the
     report. Generations without the column are returned whole, with {}."""
-    kept, info = _untraced(frame)
-    if info and kept.empty:
-        raise _all_traced(len(frame))
-    return kept, info
-
-
-def _untraced(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     if TRACE_COLUMN not in frame.columns:
         return frame, {}
     flags = frame[TRACE_COLUMN].fillna(False).astype(bool).to_numpy()
@@ -115,8 +107,8 @@ class _Survey:
     prompts: dict[str, None] = field(default_factory=dict)  # every prompt id, in order
     prompts_kept: set[str] = field(default_factory=set)
     first_text: dict[str, str] = field(default_factory=dict)  # per domain, its first text
-    keys: bytearray = field(default_factory=bytearray)
-    digests: list[bytes] = field(default_factory=list)
+    keys: list[bytes] = field(default_factory=list)  # per chunk, the digests of its (prompt_id, sample)
+    digests: list[bytes] = field(default_factory=list)  # per chunk, the digests of its texts
 
     def thinking(self) -> dict[str, Any]:
         if self.traced is None:
@@ -129,32 +121,29 @@ def _survey(generations: Generations, anonymize: bool, score_on: str) -> _Survey
     """Check every row, count what a thinking trace kept out, and find the texts that repeat (`TextMemo`)."""
     survey = _Survey()
     for _, chunk in _chunks(generations):
-        kept, info = _untraced(chunk)
+        kept, info = without_traces(chunk)
         if info:
             survey.traced = (survey.traced or 0) + info["ended_in_trace"]
         survey.rows += len(chunk)
         survey.kept += len(kept)
         survey.prompts.update(dict.fromkeys(chunk["prompt_id"]))
         survey.prompts_kept.update(kept["prompt_id"])
-        survey.keys += b"".join(_key_digest(prompt_id, sample) for prompt_id, sample in
-                                zip(chunk["prompt_id"], chunk["sample"], strict=True))
+        survey.keys.append(b"".join(text_digests(f"{prompt_id}\x1f{sample}" for prompt_id, sample in
+                                                 zip(chunk["prompt_id"], chunk["sample"], strict=True))))
         texts = build_texts(kept, anonymize=anonymize, score_on=score_on).tolist()
         for domain, text in zip(kept["domain"], texts, strict=True):
             survey.first_text.setdefault(domain, text)
         survey.digests.append(b"".join(text_digests(texts)))
     if survey.rows and not survey.kept:
         raise _all_traced(survey.rows)
-    _check_unique_keys(survey.keys, generations)
+    _check_unique_keys(b"".join(survey.keys), generations)
+    survey.keys = []
     return survey
 
 
-def _key_digest(prompt_id: Any, sample: Any) -> bytes:
-    return hashlib.blake2b(f"{prompt_id}\x1f{sample}".encode(), digest_size=DIGEST_SIZE).digest()
-
-
-def _check_unique_keys(keys: bytearray, generations: Generations) -> None:
+def _check_unique_keys(keys: bytes, generations: Generations) -> None:
     """Raise on the first row whose (prompt_id, sample) an earlier row has."""
-    digests = np.frombuffer(bytes(keys), dtype=f"V{DIGEST_SIZE}")
+    digests = np.frombuffer(keys, dtype=f"V{DIGEST_SIZE}")
     _, first, inverse = np.unique(digests, return_index=True, return_inverse=True)
     repeats = np.flatnonzero(first[inverse.ravel()] != np.arange(len(digests)))
     if not len(repeats):
@@ -205,7 +194,7 @@ def _score_chunks(generations: Generations, writer: ScoresWriter, scorers: Mappi
     chunks = -(-total // STREAM_ROWS)
     with tqdm(total=total, desc="scoring", unit="text", disable=chunks < 2, leave=False) as bar:
         for _, chunk in _chunks(generations):
-            kept, _ = _untraced(chunk)
+            kept, _ = without_traces(chunk)
             if kept.empty and writer.rows:
                 continue
             texts = build_texts(kept, anonymize=anonymize, score_on=score_on)
@@ -250,8 +239,6 @@ def score_generations(
     requested = parse_metrics(metrics)
     metric_options = {name: dict(options) for name, options in (metric_options or {}).items()}
     check_metric_options(metric_options)
-    if score_on not in SCORE_ON:
-        raise UsageError(f"score_on must be one of {', '.join(SCORE_ON)}, got {score_on!r}")
     record = record if record is not None else RunRecord()
     started = time.perf_counter()
     survey = _survey(generations, anonymize, score_on)

@@ -30,16 +30,6 @@ def build_texts(generations: pd.DataFrame, *, anonymize: bool = True, score_on: 
     return pd.Series(texts, index=generations.index, name="text", dtype=object)
 
 
-def check_generations(generations: pd.DataFrame) -> pd.DataFrame:
-    """The generations with a fresh index; raises on missing columns, non-string texts or repeated keys."""
-    frame = check_generation_chunk(generations.reset_index(drop=True))
-    duplicated = frame.duplicated(["prompt_id", "sample"])
-    if duplicated.any():
-        index = int(duplicated.to_numpy().nonzero()[0][0])
-        raise InputError(duplicate_message(index, frame["prompt_id"].iloc[index], frame["sample"].iloc[index]))
-    return frame
-
-
 def check_generation_chunk(frame: pd.DataFrame, start: int = 0) -> pd.DataFrame:
     """`frame` (rows `start`... of the generations) unchanged; raises on missing columns or non-string texts,
     naming the row's index among all the generations."""
