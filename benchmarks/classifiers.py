@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--model-dir", default=None, help="reuse/keep the random BERT-base model here")
     parser.add_argument("--no-bf16", action="store_true")
+    parser.add_argument("--devices", default="auto", help="comma list (cpu,cuda); auto: cpu, and cuda if present")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -101,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
               f"(12 layers, hidden 768) with toxic-bert's 6 labels; torch {torch.__version__}, "
               f"{torch.get_num_threads()} threads, batch size {args.batch_size or 'default (16 CPU, 64 GPU)'}")
         rows = []
-        devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+        devices = (["cpu"] + (["cuda"] if torch.cuda.is_available() else []) if args.devices == "auto"
+                   else args.devices.split(","))
         for device in devices:
             base_seconds, base_scores = run_pipeline(directory, texts, device)
             rows.append((f"{device} pipeline (baseline, batch 1)", base_seconds, 0.0, 1.0))

@@ -61,8 +61,8 @@ def child(args: argparse.Namespace) -> None:
     options = {"toxicity": {"model": paths["toxicity"]}, "regard": {"model": paths["regard"]},
                "gender_polarity": {"embedding": paths["embedding"], "debias": False}}
     out = Path(args.out)
-    config = RunConfig(out=out, model=paths["lm"], generator="hf-causal", dtype="float32", device=args.device,
-                       batch_size=args.batch_size, limit=args.prompts, domains=["gender"], num_samples=args.k,
+    config = RunConfig(out=out, model=paths["lm"], generator="hf-causal", dtype=args.dtype, device=args.device,
+                       batch_size=args.batch_size if args.batch_size == "auto" else int(args.batch_size), limit=args.prompts, domains=["gender"], num_samples=args.k,
                        data_dir=os.environ["BOLD_DATA_DIR"], metric_options=options, reference=False,
                        progress=False)
     stages = stage_peaks()
@@ -132,7 +132,8 @@ def main() -> None:
     parser.add_argument("--ks", default="1,5,25", help="comma list of samples per prompt")
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--hidden", type=int, default=768)
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", default="64", help="generation batch size, or auto (the run's default)")
+    parser.add_argument("--dtype", default="float32", help="the LM's dtype (auto: the run's default)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--k", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -155,7 +156,7 @@ def main() -> None:
     for k in ks:
         command = [sys.executable, __file__, "--k", str(k), "--out", str(workdir / f"k{k}"), "--paths",
                    json.dumps(paths), "--prompts", str(args.prompts), "--batch-size", str(args.batch_size),
-                   "--device", args.device, *(["--compare-chunks"] if k == ks[-1] else [])]
+                   "--dtype", args.dtype, "--device", args.device, *(["--compare-chunks"] if k == ks[-1] else [])]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit(f"k={k} failed:\n{done.stderr[-4000:]}")
@@ -165,7 +166,7 @@ def main() -> None:
 
 def report(results: list[dict], args: argparse.Namespace) -> None:
     print(f"{args.prompts} gender prompts; LM and classifiers {args.layers} layers x {args.hidden} hidden "
-          f"(random weights); batch size {args.batch_size}")
+          f"(random weights); batch size {args.batch_size}; LM dtype {args.dtype}; device {args.device}")
     print(f"{'k':>3} {'texts':>7} {'distinct':>8} {'generate s':>10} {'score s':>8} {'report s':>8} {'wall s':>7} "
           f"{'peak MiB':>8} {'texts MiB':>9}")
     for r in results:
