@@ -483,7 +483,7 @@ def test_validation_names_the_option(alpha) -> None:
 
 def test_permutation_draws_do_not_depend_on_the_block_size(monkeypatch):
     # the null distribution is drawn block by block to bound memory; the draws are the same at any block size,
-    # and equal to summing the drawn units' moments directly
+    # and equal to summing the moments of the units whose shuffled side label is side a
     from bold_eval.analysis import clustered
 
     rng = np.random.default_rng(4)
@@ -494,8 +494,12 @@ def test_permutation_draws_do_not_depend_on_the_block_size(monkeypatch):
     monkeypatch.setattr(clustered, "PERMUTATION_BLOCK", 23 * 7)  # blocks of 7 draws, the last one short
     blocked = clustered._null_distributions(moments, 9, 1000, np.random.default_rng(7))
     np.testing.assert_array_equal(whole[1], blocked[1])
-    order = np.random.default_rng(7).permuted(np.broadcast_to(np.arange(23), (1000, 23)), axis=1)[:, :9]
-    sums_a = moments[:, order].sum(axis=-1)
+    # the same shuffles applied to unit indices: unit j is on side a where the label it received came from
+    # one of the first 9 positions
+    order = np.random.default_rng(7).permuted(np.broadcast_to(np.arange(23), (1000, 23)), axis=1)
+    chosen = order < 9
+    assert (chosen.sum(axis=1) == 9).all()
+    sums_a = np.stack([np.where(chosen, row, 0.0).sum(axis=1) for row in moments])
     direct = clustered._statistics(sums_a, moments.sum(axis=1, keepdims=True) - sums_a)
     np.testing.assert_allclose(whole[0], direct[0], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(whole[1], direct[1], rtol=1e-9)
