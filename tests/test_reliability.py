@@ -379,6 +379,28 @@ def test_resume_after_kills_at_several_batches_is_byte_identical(dtype, tmp_path
                                       pd.read_parquet(reference / "scores.parquet"))
 
 
+@pytest.mark.parametrize("edit", ["drop prompt_id", "sample as text", "negative sample"])
+def test_a_generations_record_without_its_key_is_named_on_resume(edit, tmp_path, tiny_lm_dir):
+    # resume and the merge match records on (prompt_id, sample): an edited record is named by file and line,
+    # never a KeyError, and the file is left as it was
+    out = tmp_path / "out"
+    with pytest.raises(Kill):
+        run(_tiny_config(out, tiny_lm_dir, on_batch_written=lambda batch: (_ for _ in ()).throw(Kill())))
+    path = out / "generations.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    record = json.loads(lines[1])
+    if edit == "drop prompt_id":
+        del record["prompt_id"]
+    else:
+        record["sample"] = "0" if edit == "sample as text" else -1
+    lines[1] = json.dumps(record) + "\n"
+    path.write_text("".join(lines), encoding="utf-8")
+    before = path.read_bytes()
+    with pytest.raises(InputError, match=r"generations\.jsonl, line 2: a generations record needs a prompt_id"):
+        run(_tiny_config(out, tiny_lm_dir))
+    assert path.read_bytes() == before
+
+
 def test_resume_with_another_batch_size_is_refused(tmp_path, tiny_lm_dir):
     out = tmp_path / "out"
     with pytest.raises(Kill):

@@ -387,6 +387,7 @@ def iter_generation_offsets(path: Path, *, repair: bool = False) -> Iterator[tup
             except _NotJSONError as error:
                 torn = error  # a torn write that happened to end in a newline byte, if nothing follows
                 continue
+            _check_key(record, path, number)
             offset = good_bytes
             good_bytes += len(line)
             yield offset, _shared_strings(record)
@@ -395,6 +396,20 @@ def iter_generation_offsets(path: Path, *, repair: bool = False) -> Iterator[tup
             handle.truncate(good_bytes)
             handle.flush()
             os.fsync(handle.fileno())
+
+
+def _check_key(record: Mapping[str, Any], path: Path, number: int) -> None:
+    """Every record of a run's generations file is keyed by (prompt_id, sample): resume, the merge and the
+    scores all match on that key, so a record without it (an edited or foreign file) is named here, not met
+    later as a KeyError."""
+    prompt_id, sample = record.get("prompt_id"), record.get("sample")
+    if (not isinstance(prompt_id, str) or isinstance(sample, bool) or not isinstance(sample, int)
+            or sample < 0):
+        raise InputError(
+            f"{path}, line {number}: a generations record needs a prompt_id (text) and a sample (a whole number "
+            f">= 0); this one has prompt_id={prompt_id!r}, sample={sample!r}. The file was edited or is not "
+            "the generations.jsonl of a bold-eval run: restore it, or move it away and run again to generate "
+            "its prompts anew (`bold-eval score` takes generations made elsewhere)")
 
 
 def read_generation_at(handle: BinaryIO, offset: int, path: Path) -> dict[str, Any]:
