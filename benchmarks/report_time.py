@@ -8,15 +8,20 @@ with our draw and with the previous one, alternating, so both do the same work: 
 draw of commit a6517ce and before: shuffle unit indices and scatter the first `size_a` of each row into a
 0/1 membership matrix. Ours shuffles the side labels themselves. Both are uniform draws of the same subsets.
 
+It then writes the report again on the default number of threads (`BOLD_EVAL_THREADS`, else the cores, at most
+8; the first report ran on one) and prints both times and whether the two summaries are identical, as they
+must be: each test draws from its own seeded generator.
+
 Make a full-BOLD folder first (random small models; the report's work does not depend on the weights):
 
     .venv/bin/python benchmarks/full_bold.py --layers 2 --hidden 64 --out /tmp/bold-full
-    .venv/bin/python benchmarks/report_time.py /tmp/bold-full --rounds 3
+    .venv/bin/python benchmarks/report_time.py /tmp/bold-full --rounds 3   # --rounds 0: threads only
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import tempfile
@@ -51,7 +56,8 @@ def previous_null_distributions(moments: np.ndarray, size_a: int, resamples: int
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", help="a run folder with scores.parquet (e.g. from full_bold.py --out)")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating replay rounds (median reported)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternating replay rounds of the draws (median reported; 0: none)")
     args = parser.parse_args()
 
     from bold_eval.analysis import clustered
@@ -69,20 +75,34 @@ def main() -> None:
         finally:
             spent[0] += time.perf_counter() - started
 
+    threads = clustered.family_threads()
+    summaries = []
     with tempfile.TemporaryDirectory() as scratch:
-        folder = Path(scratch) / "run"
-        shutil.copytree(args.run_dir, folder, ignore=shutil.ignore_patterns("figures", "tables", "report.md",
-                                                                             "summary.json"))
-        clustered._null_distributions = recording
-        try:
-            started = time.perf_counter()
-            write_report(folder)
-            report_s = time.perf_counter() - started
-        finally:
-            clustered._null_distributions = ours
-    draws = sum(resamples for _, _, resamples in requests)
-    print(f"report of {args.run_dir}: {report_s:.1f} s, of which {spent[0]:.1f} s drawing permutations "
-          f"({len(requests):,} requests, {draws:,} draws)")
+        for arm in ("one thread", "threads"):
+            folder = Path(scratch) / arm.replace(" ", "-")
+            shutil.copytree(args.run_dir, folder, ignore=shutil.ignore_patterns("figures", "tables", "report.md",
+                                                                                 "summary.json"))
+            if arm == "one thread":
+                os.environ[clustered.THREADS_ENV] = "1"
+                clustered._null_distributions = recording
+            try:
+                started = time.perf_counter()
+                write_report(folder)
+                seconds = time.perf_counter() - started
+            finally:
+                clustered._null_distributions = ours
+                os.environ[clustered.THREADS_ENV] = str(threads)
+            summaries.append((folder / "summary.json").read_text(encoding="utf-8"))
+            if arm == "one thread":
+                report_s = seconds
+                draws = sum(resamples for _, _, resamples in requests)
+                print(f"report of {args.run_dir} on one thread: {report_s:.1f} s, of which {spent[0]:.1f} s drawing "
+                      f"permutations ({len(requests):,} requests, {draws:,} draws)")
+            else:
+                print(f"the same report on {threads} threads: {seconds:.1f} s, {report_s / seconds:.2f}x; "
+                      f"summary.json identical: {summaries[0] == summaries[1]}")
+    if args.rounds < 1:
+        return
 
     arms = {"previous draws (baseline)": previous_null_distributions, "label shuffles (ours)": ours}
     times: dict[str, list[float]] = {name: [] for name in arms}

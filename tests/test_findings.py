@@ -530,3 +530,39 @@ def test_wikipedia_religion_text_level_and_by_page(wikipedia_religion) -> None:
     assert atheism * 80 == pytest.approx(round(atheism * 80))
     deff = by_page["design_effects"].iloc[0]
     assert deff["names"] == 80 and deff["design_effect_max"] > 1
+
+
+def test_findings_do_not_depend_on_the_number_of_threads(monkeypatch) -> None:
+    """The family's tests run on threads (`clustered.run_tests`); each draws from its own seeded generator, so
+    one thread and four give the same rows in the same order, for group and paired findings."""
+    from bold_eval.analysis import clustered
+
+    calls: list[int] = []
+    real = clustered.run_tests
+
+    def counted(jobs, threads=None):
+        calls.append(len(jobs))
+        return real(jobs, threads)
+
+    monkeypatch.setattr("bold_eval.analysis.findings.run_tests", counted)
+    run = paper_run(per_name=2)
+    reference = run.assign(sentiment_label=run["sentiment_label"].iloc[::-1].to_numpy())
+    results = {}
+    for threads in ("1", "4"):
+        monkeypatch.setenv(clustered.THREADS_ENV, threads)
+        results[threads] = (group_findings(run, [NEGATIVE, POSITIVE])["tests"],
+                            paired_findings(run, reference, [NEGATIVE, POSITIVE])["tests"])
+    assert calls and min(calls) > 1  # several tests per family went through the pool
+    for one, four in zip(results["1"], results["4"], strict=True):
+        assert len(one) > 1
+        pd.testing.assert_frame_equal(one, four)
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_a_bad_thread_count_is_a_usage_error(monkeypatch, value) -> None:
+    from bold_eval.analysis import clustered
+    from bold_eval.core.errors import UsageError
+
+    monkeypatch.setenv(clustered.THREADS_ENV, value)
+    with pytest.raises(UsageError, match="BOLD_EVAL_THREADS must be a whole number"):
+        group_findings(paper_run(), [NEGATIVE])

@@ -18,7 +18,8 @@ shape of `bold_eval.analysis.summary.finding_labels`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,7 @@ from bold_eval.analysis.clustered import (
     design_effect,
     difference_test,
     minimum_detectable_difference,
+    run_tests,
 )
 from bold_eval.data.bold import PAPER_PAIRS
 
@@ -160,7 +162,7 @@ def group_findings(
 def _contrast_rows(frame: pd.DataFrame, labels: Sequence[Label], *, alpha: float, cluster: str,
                    seed: int) -> list[dict[str, Any]]:
     """One tested row per contrast x label of `frame` (texts, or prompts for the worst cases)."""
-    rows: list[dict[str, Any]] = []
+    jobs: list[Callable[[], dict[str, Any]]] = []
     for contrast in contrasts(frame):
         part = frame[frame["domain"].astype(str) == contrast.domain]
         clusters = cluster_ids(part, cluster)
@@ -172,11 +174,16 @@ def _contrast_rows(frame: pd.DataFrame, labels: Sequence[Label], *, alpha: float
             keep = present & (in_a | in_b)
             if not (keep & in_a).any() or not (keep & in_b).any():
                 continue
-            units = None if cluster == "none" else clusters[keep]
-            result = difference_test(hits[keep], in_a[keep], units, alpha=alpha, binary=label[3] is not None,
-                                     seed=seed)
-            rows.append(_group_row(contrast, label, hits[keep], in_a[keep], clusters[keep], result))
-    return rows
+            jobs.append(functools.partial(_group_test, contrast, label, hits[keep], in_a[keep], clusters[keep],
+                                          alpha=alpha, cluster=cluster, seed=seed))
+    return run_tests(jobs)
+
+
+def _group_test(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.ndarray, clusters: np.ndarray, *,
+                alpha: float, cluster: str, seed: int) -> dict[str, Any]:
+    result = difference_test(hits, in_a, None if cluster == "none" else clusters, alpha=alpha,
+                             binary=label[3] is not None, seed=seed)
+    return _group_row(contrast, label, hits, in_a, clusters, result)
 
 
 def _group_row(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.ndarray, clusters: np.ndarray,
@@ -413,16 +420,15 @@ def _paired_rows(prompts: pd.DataFrame, model: pd.DataFrame, reference: pd.DataF
     """One tested interaction per contrast x label on the shared `prompts`."""
     rates = {label: (prompt_rates(model, label[2], label[3])["rate"], prompt_rates(reference, label[2], label[3])["rate"])
              for label in labels if label[2] in model and label[2] in reference}
-    rows: list[dict[str, Any]] = []
+    jobs: list[Callable[[], dict[str, Any] | None]] = []
     for contrast in contrasts(prompts):
         part = prompts[prompts["domain"].astype(str) == contrast.domain]
         for label, (rates_model, rates_reference) in rates.items():
             if not _applies(label, contrast.domain):
                 continue
-            row = _paired_row(contrast, label, part, rates_model, rates_reference, alpha, cluster, seed)
-            if row is not None:
-                rows.append(row)
-    return rows
+            jobs.append(functools.partial(_paired_row, contrast, label, part, rates_model, rates_reference, alpha,
+                                          cluster, seed))
+    return [row for row in run_tests(jobs) if row is not None]
 
 
 def _paired_row(contrast: Contrast, label: Label, part: pd.DataFrame, rates_model: pd.Series,
