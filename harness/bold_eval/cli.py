@@ -10,7 +10,7 @@ import argparse
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bold_eval.core.errors import DEBUG_ENV, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, UserError
@@ -19,6 +19,25 @@ from bold_eval.core.errors import DEBUG_ENV, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_
 def _comma_list(text: str) -> list[str]:
     """`a,b` -> ["a", "b"]: comma lists as lm-eval takes them, beside space-separated values."""
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _whole_number(minimum: int) -> Callable[[str], int]:
+    """argparse type: a whole number >= `minimum` (a usage error naming the flag otherwise, before any work)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = f"whole number >= {minimum}"
+    return parse
+
+
+_SEED = _whole_number(0)
+_COUNT = _whole_number(1)
 
 
 class _Extend(argparse.Action):
@@ -155,16 +174,16 @@ def _add_run_decoding_arguments(run: argparse.ArgumentParser) -> None:
     from bold_eval.generation.decoding import DEFAULT_MAX_NEW_TOKENS, PRESETS
     from bold_eval.generation.gibbs import DEFAULT_MAX_NEW_TOKENS as GIBBS_MAX_NEW_TOKENS
 
-    run.add_argument("--max-new-tokens", type=int, default=None,
+    run.add_argument("--max-new-tokens", type=_COUNT, default=None,
                      help=f"tokens per continuation (default {DEFAULT_MAX_NEW_TOKENS} for causal LMs, our choice: the paper "
                           "gives no length for GPT-2/CTRL; "
                           f"{GIBBS_MAX_NEW_TOKENS} for gibbs-mlm: appendix A.2.1's max sentence length)")
-    run.add_argument("--seed", type=int, default=0,
+    run.add_argument("--seed", type=_SEED, default=0,
                      help="seed of every text's own random stream (default 0). Same command, seed, machine and "
                           "process count: the same texts, also after a resume (it replays the recorded batches). "
                           "Another --batch-size, --dtype, device or thread count can change tokens that sit on a "
                           "sampling boundary (common under bfloat16, rare under float32)")
-    run.add_argument("--num-samples", type=int, default=1, help="continuations per prompt (column `sample`)")
+    run.add_argument("--num-samples", type=_COUNT, default=1, help="continuations per prompt (column `sample`)")
     run.add_argument("--decoding", choices=tuple(PRESETS), default=None,
                      help="appendix A.2 preset for causal LMs: gpt2 (default; top-k 40, top-p 0.95) or ctrl "
                           "(top-p 0.9, repetition penalty 1.2, needs --control-code)")
@@ -220,7 +239,7 @@ def _add_run_api_arguments(run: argparse.ArgumentParser) -> None:
     api.add_argument("--api", choices=API_MODES, default=None,
                      help="completions (default: /v1/completions, plain continuation as BOLD measures) or chat "
                           "(/v1/chat/completions, for chat-only endpoints: --chat-template instruct by default, or prefill)")
-    api.add_argument("--concurrency", type=int, default=None,
+    api.add_argument("--concurrency", type=_COUNT, default=None,
                      help=f"requests in flight at once (default {API_CONCURRENCY})")
     api.add_argument("--api-key-env", default=None, metavar="NAME",
                      help=f"environment variable holding the API key (default {API_KEY_ENV}; never written anywhere)")
@@ -236,11 +255,11 @@ def _add_run_gibbs_arguments(run: argparse.ArgumentParser) -> None:
     gibbs = run.add_argument_group("Gibbs sampling from a masked LM (--generator gibbs-mlm; appendix A.2.1)")
     gibbs.add_argument("--gibbs-temperature", type=float, default=None,
                        help=f"draw from softmax(logits / T) (default {GIBBS_TEMPERATURE})")
-    gibbs.add_argument("--gibbs-burn-in", type=int, default=None,
+    gibbs.add_argument("--gibbs-burn-in", type=_SEED, default=None,
                        help=f"first iterations that sample the whole vocabulary (default {GIBBS_BURN_IN})")
-    gibbs.add_argument("--gibbs-max-iter", type=int, default=None,
+    gibbs.add_argument("--gibbs-max-iter", type=_COUNT, default=None,
                        help=f"iterations in all, burn-in included (default {GIBBS_MAX_ITER})")
-    gibbs.add_argument("--gibbs-top-k", type=int, default=None,
+    gibbs.add_argument("--gibbs-top-k", type=_SEED, default=None,
                        help=f"after burn-in, sample the k most probable tokens; 0: argmax (default {GIBBS_TOP_K})")
 
 
@@ -248,10 +267,10 @@ def _add_run_data_arguments(run: argparse.ArgumentParser) -> None:
     """Which BOLD prompts to run: domains and a stratified sample."""
     run.add_argument("--domains", nargs="+", type=_comma_list, action=_Extend, default=None,
                      help="BOLD domains to run, space- or comma-separated (default: all five)")
-    run.add_argument("--limit", type=int, default=None,
+    run.add_argument("--limit", type=_COUNT, default=None,
                      help="at most N prompts per domain: a random sample (drawn with --sample-seed) stratified by "
                           "group, groups taking turns; every group is present when N >= its number of groups")
-    run.add_argument("--sample-seed", type=int, default=0,
+    run.add_argument("--sample-seed", type=_SEED, default=0,
                      help="seed of the --limit sample (default 0), independent of --seed: runs of one model with "
                           "different --seed values get the same prompts, so `compare` can pair them")
 
@@ -269,10 +288,16 @@ def _metric_options(args: argparse.Namespace) -> dict:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from bold_eval.core.devices import check_device
     from bold_eval.generation.choice import GeneratorChoiceError, choose_generator
     from bold_eval.generation.decoding import DEFAULT_MAX_NEW_TOKENS, DEFAULT_PRESET, make_decoding
     from bold_eval.run import ConfigMismatchError, RunConfig, run
 
+    check_device(args.device)
+    if args.base_url is not None:
+        from bold_eval.generation.http_client import normalize_base_url
+
+        normalize_base_url(args.base_url)
     batch_size = args.batch_size
     if batch_size != "auto":
         if not str(batch_size).isdigit() or int(batch_size) < 1:
@@ -296,6 +321,7 @@ def _run(args: argparse.Namespace) -> int:
         domains=args.domains, limit=args.limit, sample_seed=args.sample_seed, data_dir=args.data_dir,
         metrics=args.metrics, anonymize=args.anonymize, score_on=args.score_on, reference=args.reference,
         cluster=args.cluster, progress=not args.no_progress, allow_modified_data=bool(args.allow_modified_data),
+        command=getattr(args, "command_line", None),
     )
     try:
         report = run(config)
@@ -337,7 +363,7 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
                         help="multiple-comparison correction of the findings over the report's whole family of "
                              "group-vs-rest tests: holm (default; family-wise error rate) or bh "
                              "(Benjamini-Hochberg; false discovery rate)")
-    report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    report.add_argument("--seed", type=_SEED, default=0, help="bootstrap seed (default 0)")
     _add_cluster(report)
     report.set_defaults(handler=_report)
 
@@ -414,7 +440,8 @@ def _score(args: argparse.Namespace) -> int:
     protocol = {key: source.pop(key) for key in ("chat_template", "system_instruction") if key in source}
     record = RunRecord(model=args.model or source.get("model") or args.generations,
                        generator_settings={key: value for key, value in protocol.items() if value is not None},
-                       generations={**report.as_run_info(), **source}, modified_data=_modified_data(args))
+                       generations={**report.as_run_info(), **source}, modified_data=_modified_data(args),
+                       command=getattr(args, "command_line", None))
     path = score_and_report(
         generations, args.out, metrics=args.metrics, metric_options=metric_options, anonymize=args.anonymize,
         score_on=args.score_on, record=record, reference=args.reference, cluster=args.cluster,
@@ -531,8 +558,8 @@ def _add_validate(subparsers: argparse._SubParsersAction) -> None:
                           help="Sheng et al. files to read (default: every annotated sample once)")
     validate.add_argument("--sheng2019-dir", default=None,
                           help="local copy of ewsheng/nlg-bias/data (regard/, sentiment/); default $BOLD_SHENG2019_DIR")
-    validate.add_argument("--n-resamples", type=int, default=9999, help="bootstrap resamples (default 9999)")
-    validate.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    validate.add_argument("--n-resamples", type=_COUNT, default=9999, help="bootstrap resamples (default 9999)")
+    validate.add_argument("--seed", type=_SEED, default=0, help="bootstrap seed (default 0)")
     validate.set_defaults(handler=_validate)
 
 
@@ -618,6 +645,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = [arg for arg in argv if arg != "--debug"]
     try:
         args = build_parser().parse_args(command)
+        args.command_line = shlex.join(["bold-eval", *command])  # recorded in run.json, named by messages
+        from bold_eval.core.environment import check_environment
+
+        check_environment(args.command)  # every variable the command reads, before any work
+        _check_output_folder(args)
         return int(args.handler(args) or 0)
     except KeyboardInterrupt as error:
         if debug:
@@ -636,10 +668,54 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(_one_paragraph(error.code), file=sys.stderr)  # a handler's usage message
         return EXIT_USAGE
-    except Exception:
+    except Exception as error:
+        fault = _environment_fault(error)
+        if fault is not None:  # a full disk, no permission, ...: the machine's fault, not a bug
+            if debug:
+                traceback.print_exc()
+            print(f"bold-eval: error: {_one_paragraph(fault)}", file=sys.stderr)
+            return fault.exit_status
         traceback.print_exc()
         print(_bug_report_request(), file=sys.stderr)
         return EXIT_ERROR
+
+
+# The folder each command writes into (argument name, how the message calls it); checked before any work.
+_OUTPUT_FOLDERS = {"run": ("out", "--out"), "score": ("out", "--out"), "compare": ("out", "--out"),
+                   "validate": ("out", "--out"), "report": ("run_dir", "the run folder"),
+                   "publish": ("dry_run", "--dry-run"), "publish-results": ("dry_run", "--dry-run")}
+
+
+def _check_output_folder(args: argparse.Namespace) -> None:
+    """A folder the command will write that cannot be written (no permission, a read-only disk, a file in the
+    way) stops it now, before a model is loaded. A run folder to report on must exist first (its own message)."""
+    from pathlib import Path
+
+    from bold_eval.core.storage import check_writable_folder
+
+    attribute, option = _OUTPUT_FOLDERS.get(args.command, (None, ""))
+    if args.command == "dataset" and getattr(args, "dataset_command", None) == "export":
+        attribute, option = "out", "the export folder"
+    folder = getattr(args, attribute, None) if attribute else None
+    if folder is None or (args.command == "report" and not Path(folder).is_dir()):
+        return
+    check_writable_folder(folder, option)
+
+
+def _environment_fault(error: BaseException) -> UserError | None:
+    """The `StorageError` for a fault of the machine raised where no writer named its file (an `OSError`
+    with an errno such as ENOSPC, also as the cause or context of another error), else None."""
+    from bold_eval.core.storage import storage_error
+
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError):
+            found = storage_error(error, action="reading or writing")
+            if found is not None:
+                return found
+        error = error.__cause__ or error.__context__
+    return None
 
 
 if __name__ == "__main__":

@@ -38,7 +38,9 @@ import numpy as np
 import pandas as pd
 
 from bold_eval.analysis.clustered import check_cluster
-from bold_eval.core.errors import InputError, UsageError, UserError
+from bold_eval.core.devices import check_device
+from bold_eval.core.errors import DamagedFileError, InputError, UsageError, UserError
+from bold_eval.core.storage import check_writable_folder
 from bold_eval.core.version import versions
 from bold_eval.generation.base import Generated, GenerationStats, Generator, GeneratorContext, WorkItem
 from bold_eval.generation.batching import BatchPlan
@@ -118,6 +120,8 @@ class RunConfig:
     progress: bool = True
     # Accept a local BOLD folder that differs from the pinned upstream files (recorded in run.json).
     allow_modified_data: bool = False
+    # The command line (`bold-eval run ...`), recorded in run.json so that messages can name it.
+    command: str | None = None
     # Called after each batch is on disk (progress reporting; tests use it to interrupt a run).
     on_batch_written: Callable[[list[WorkItem]], None] | None = None
 
@@ -302,6 +306,9 @@ def _check_config(config: RunConfig) -> None:
         raise UsageError(f"--seed must be >= 0, got {config.seed}")
     if config.sample_seed < 0:
         raise UsageError(f"--sample-seed must be >= 0, got {config.sample_seed}")
+    if config.limit is not None and config.limit < 1:
+        raise UsageError(f"--limit must be >= 1, got {config.limit}")
+    check_device(config.device)
     check_cluster(config.cluster)
     parse_metrics(config.metrics)
     check_metric_options(config.metric_options)
@@ -352,10 +359,13 @@ def _start_folder(out: Path, state: Any, settings: dict[str, Any], batch_size: i
 
 
 def _start_record(out: Path, generator: Generator, settings: dict[str, Any], plan: BatchPlan | None,
-                  modified_data: list[str] | None) -> None:
+                  modified_data: list[str] | None, command: str | None = None) -> None:
     """run.json while generations.jsonl is being written: the settings and the batch schedule, so
     an interrupted run resumes with the same batches. Rewritten only when they change."""
-    record = read_run_record(out)
+    try:
+        record = read_run_record(out)
+    except DamagedFileError:  # a stale start record: the folder holds no generations (`check_resumable` ran)
+        record = None
     schedule = [list(segment) for segment in plan.schedule] if plan is not None else None
     if (record is not None and record.generation_settings == settings and record.batch_schedule == schedule
             and record.status == "generating"):
@@ -363,7 +373,8 @@ def _start_record(out: Path, generator: Generator, settings: dict[str, Any], pla
     write_run_record(out, RunRecord(status="generating", model=generator.info().get("name"),
                                     generator=generator.kind, generator_settings=generator.settings(),
                                     generation_settings=settings, batch_schedule=schedule,
-                                    batch_size=schedule[-1][1] if schedule else None, modified_data=modified_data))
+                                    batch_size=schedule[-1][1] if schedule else None, modified_data=modified_data,
+                                    command=command))
 
 
 def _load_and_start(generator: Generator, state: Any, start_record: Callable[[], None]) -> None:
@@ -420,7 +431,7 @@ def _run_record(config: RunConfig, generator: Generator, settings: dict[str, Any
         model=config.model, generator=generator.kind, generator_settings=generator.settings(), model_info=info,
         generation_settings=settings, num_samples=config.num_samples, domains=settings["domains"],
         limit=config.limit, generated_tokens=generations.new_tokens, versions=versions(),
-        modified_data=modified_data, **counts,
+        modified_data=modified_data, command=config.command, **counts,
     )
     if previous is not None:  # nothing generated now: keep how the folder's texts were batched
         record.batch_size, record.batch_schedule = previous.batch_size, previous.batch_schedule
@@ -437,6 +448,7 @@ def _run_record(config: RunConfig, generator: Generator, settings: dict[str, Any
 def run(config: RunConfig) -> Path | None:
     """Generate (resuming), score and report. Returns the report path on process 0, None elsewhere."""
     _check_config(config)
+    check_writable_folder(config.out)
     wall_started, timings = time.perf_counter(), {}
     state = _partial_state(config.device)
     rank, world = state.process_index, state.num_processes
@@ -460,7 +472,7 @@ def run(config: RunConfig) -> Path | None:
         done = _done(out, shard, state)
         todo = [item for item in mine if (item.prompt_id, item.sample) not in done]
         pending = sum(1 for key in wanted if key not in done)  # the same on every process
-        start_record = (lambda: _start_record(out, generator, settings, plan, modified_data)) \
+        start_record = (lambda: _start_record(out, generator, settings, plan, modified_data, config.command)) \
             if state.is_main_process else (lambda: None)
         if pending:
             started = time.perf_counter()

@@ -11,17 +11,26 @@ Every writer and reader goes through this module, so the layout is defined once:
     summary.json             a `SummaryRecord`: every view of `bold_eval.analysis.summary.summarize`
     report.md, figures/, tables/   written by `bold_eval.report.run_report`
 
+A report (report.md, summary.json, tables/, figures/) is one unit: `report_transaction` writes it into a
+staging folder and moves it in whole (a kill leaves the old report or the new one, never a mix). A file that
+cannot be read back is a `DamagedFileError` naming it and the command that rebuilds it; it is never rewritten
+by reading it. Temporary files of a killed command are removed by the next report that completes
+(`remove_stale_temporaries`).
+
 run.json and summary.json carry `schema_version`. Folders written by bold-eval 0.1 have none;
 their run.json is read by mapping the 0.1 keys onto the record (see `RunRecord.from_dict`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -30,8 +39,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bold_eval.core.errors import InputError, MissingFileError
-from bold_eval.core.resources import atomic_write_bytes, atomic_writer
+from bold_eval.core.errors import DamagedFileError, InputError, MissingFileError, StorageError
+from bold_eval.core.resources import (
+    TEMPORARY_SUFFIX,
+    atomic_write_bytes,
+    atomic_writer,
+    temporary_owner_alive,
+    temporary_prefix,
+)
+from bold_eval.core.storage import ENVIRONMENT_FAULTS, storage_error, storage_guard
 
 # Version of the run.json / summary.json layout. 0.1 folders have no version field.
 SCHEMA_VERSION = 2
@@ -121,6 +137,9 @@ class RunRecord:
     # REFERENCE_FILE: {"source": "wikipedia", "file", "texts", "cached_texts", "scored_texts", "seconds"},
     # or {"skipped": why}; {} in folders written before it existed
     reference: dict[str, Any] = field(default_factory=dict)
+    # The command line that wrote the folder (`bold-eval run ...`), so that a message can say the exact command
+    # that rebuilds a damaged file; None for folders written before it was recorded, or by the library.
+    command: str | None = None
     # Texts that ended inside a thinking trace (TRACE_COLUMN): {"texts", "ended_in_trace", "prompts_without_text",
     # "think_end_token"}, kept out of scores.parquet; {} when the generations carry no such column
     thinking: dict[str, Any] = field(default_factory=dict)
@@ -220,12 +239,48 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+RUN_RECORD_REMEDY = ("run.json records how the folder's texts were made. Restore it from a copy; or move it away: "
+                     "`bold-eval report` then reports without the run's settings, and `bold-eval run` starts this "
+                     "folder's generations anew only after generations.jsonl is moved away too (or use a new --out).")
+
+
+def read_json_file(path: Path, remedy: str) -> dict[str, Any]:
+    """A JSON object bold-eval wrote; a file that is not one (truncated, zero bytes, another format) is a
+    `DamagedFileError` with `remedy`, and the file is left as it is."""
+    with storage_guard(path, "reading"):
+        data = path.read_bytes()
+    if not data.strip():
+        raise DamagedFileError(path, f"{len(data)} bytes, no JSON", remedy)
+    try:
+        parsed = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise DamagedFileError(path, f"not UTF-8 text at byte {error.start}", remedy) from None
+    except json.JSONDecodeError as error:
+        raise DamagedFileError(path, f"not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}",
+                               remedy) from None
+    except RecursionError:
+        raise DamagedFileError(path, "JSON nested too deeply", remedy) from None
+    if not isinstance(parsed, dict):
+        raise DamagedFileError(path, f"a JSON {type(parsed).__name__}, not an object", remedy)
+    return parsed
+
+
+# RunRecord fields read as mappings or lists by every stage: another type there is a damaged (or hand-edited) file.
+_RECORD_SHAPES = {**{f.name: dict for f in dataclasses.fields(RunRecord) if f.default_factory is dict},
+                  **{name: list for name in ("domains", "metrics", "batch_schedule", "modified_data")}}
+
+
 def read_run_record(out: Path) -> RunRecord | None:
     """run.json of a folder as a record; None when the folder has none."""
     path = Path(out) / RUN_FILE
     if not path.is_file():
         return None
-    return RunRecord.from_dict(json.loads(path.read_text(encoding="utf-8")), source=str(path))
+    data = read_json_file(path, RUN_RECORD_REMEDY)
+    for name, shape in _RECORD_SHAPES.items():
+        if data.get(name) is not None and not isinstance(data[name], shape):
+            raise DamagedFileError(path, f"its {name!r} is a {type(data[name]).__name__}, not a "
+                                   f"{'mapping' if shape is dict else 'list'}", RUN_RECORD_REMEDY)
+    return RunRecord.from_dict(data, source=str(path))
 
 
 def write_run_record(out: Path, record: RunRecord) -> None:
@@ -233,10 +288,17 @@ def write_run_record(out: Path, record: RunRecord) -> None:
 
 
 def read_summary(run_dir: Path) -> SummaryRecord:
-    path = Path(run_dir) / SUMMARY_FILE
+    run_dir = Path(run_dir)
+    recover_report(run_dir)
+    path = run_dir / SUMMARY_FILE
     if not path.is_file():
         raise MissingFileError(f"{path} not found; `bold-eval run` or `bold-eval report {run_dir}` writes it")
-    return SummaryRecord.from_dict(json.loads(path.read_text(encoding="utf-8")), source=str(path))
+    remedy = f"`bold-eval report {run_dir}` writes it again from scores.parquet."
+    data = read_json_file(path, remedy)
+    for name in ("run", "counts", "metrics", "statistics"):
+        if data.get(name) is not None and not isinstance(data[name], dict):
+            raise DamagedFileError(path, f"its {name!r} is a {type(data[name]).__name__}, not a mapping", remedy)
+    return SummaryRecord.from_dict(data, source=str(path))
 
 
 def write_summary(run_dir: Path, summary: SummaryRecord) -> None:
@@ -313,30 +375,157 @@ def write_scores(out: Path, scores: pd.DataFrame, file: str = SCORES_FILE) -> Pa
     return writer.path
 
 
-def read_scores(path: Path, *, texts: bool = True) -> pd.DataFrame:
+def rebuild_command(run_dir: Path, record: RunRecord | None) -> str:
+    """The command that writes a folder's scores again from what is in it, in words."""
+    what = ("it generates nothing already in generations.jsonl and scores those texts anew"
+            if record is None or record.generator is not None else "it reads the same generations and scores them anew")
+    if record is not None and record.command:
+        return f"`{record.command}` (the command that wrote the folder) writes it again: {what}"
+    source = (record.generations or {}).get("source") if record is not None else None
+    if record is not None and record.generator is None and source:
+        return f"`bold-eval score {source} --out {run_dir}` (with the options that scored it) writes it again"
+    return f"the `bold-eval run ... --out {run_dir}` command that made the folder writes it again: {what}"
+
+
+def read_scores(path: Path, *, texts: bool = True, remedy: str | None = None) -> pd.DataFrame:
     """A scores table; without `texts`, all but its `TEXT_COLUMNS`: the analysis reads ids and scores only, and
-    the texts are most of a row's memory (issue 22: BOLD x 25 is 591,975 rows)."""
-    if texts:
-        return pd.read_parquet(path)
-    names = pq.ParquetFile(path).schema_arrow.names
-    return pd.read_parquet(path, columns=[name for name in names if name not in TEXT_COLUMNS])
+    the texts are most of a row's memory (issue 22: BOLD x 25 is 591,975 rows). A file that is not parquet
+    (truncated, zero bytes) is a `DamagedFileError` with `remedy`."""
+    path = Path(path)
+    remedy = remedy or "Move it away and write it again with the command that made it."
+    try:
+        with storage_guard(path, "reading"):
+            if texts:
+                return pd.read_parquet(path)
+            names = pq.ParquetFile(path).schema_arrow.names
+            return pd.read_parquet(path, columns=[name for name in names if name not in TEXT_COLUMNS])
+    except (pa.ArrowException, OSError) as error:
+        if not isinstance(error, pa.ArrowException) and error.errno is not None:
+            raise  # a fault of the machine (storage_guard named it), not of the file
+        size = path.stat().st_size if path.is_file() else 0
+        problem = "0 bytes" if size == 0 else f"{size:,} bytes that are not a whole parquet file: {error}"
+        raise DamagedFileError(path, problem, remedy) from None
 
 
 def read_reference_scores(run_dir: str | Path, *, texts: bool = True) -> pd.DataFrame | None:
     """reference_scores.parquet of a run folder (the Wikipedia sentences of its prompts), None when absent."""
-    path = Path(run_dir) / REFERENCE_FILE
-    return read_scores(path, texts=texts) if path.is_file() else None
+    run_dir = Path(run_dir)
+    path = run_dir / REFERENCE_FILE
+    remedy = (f"Move it away: `bold-eval report {run_dir}` then reports without the Wikipedia reference; or "
+              f"{rebuild_command(run_dir, _record_if_readable(run_dir))}, the reference included.")
+    return read_scores(path, texts=texts, remedy=remedy) if path.is_file() else None
+
+
+def _record_if_readable(run_dir: Path) -> RunRecord | None:
+    """run.json for a message's sake: None when absent or damaged (the message is about another file)."""
+    try:
+        return read_run_record(run_dir)
+    except InputError:
+        return None
 
 
 def load_run(run_dir: str | Path, *, texts: bool = True) -> tuple[pd.DataFrame, RunRecord]:
     """scores.parquet (without `TEXT_COLUMNS` unless `texts`) and run.json of a run folder (run.json may be
     absent: an empty record)."""
     run_dir = Path(run_dir)
+    recover_report(run_dir)
     scores_path = run_dir / SCORES_FILE
     if not scores_path.is_file():
         raise MissingFileError(f"{scores_path} not found: {run_dir} is not a scored run folder; `bold-eval run --out {run_dir}` (or `bold-eval score ... --out {run_dir}`) writes it")
     record = read_run_record(run_dir)
-    return read_scores(scores_path, texts=texts), record if record is not None else RunRecord(status="unknown")
+    remedy = f"{rebuild_command(run_dir, record)[0].upper()}{rebuild_command(run_dir, record)[1:]}."
+    scores = read_scores(scores_path, texts=texts, remedy=remedy)
+    return scores, record if record is not None else RunRecord(status="unknown")
+
+
+# --------------------------------------------------------------------------- the report as one unit
+
+# What one report is: replaced together or not at all.
+REPORT_ITEMS = (REPORT_FILE, SUMMARY_FILE, TABLES_DIR, FIGURES_DIR)
+# A complete new report waiting to be moved in (`report_transaction`); its manifest lists what it has.
+PENDING_REPORT = ".report.pending"
+_MANIFEST = ".manifest.json"
+_OLD_PREFIX = ".old."
+
+
+@contextlib.contextmanager
+def report_transaction(run_dir: Path, items: Sequence[str] = REPORT_ITEMS) -> Iterator[Path]:
+    """A staging folder inside `run_dir` to write a whole report into; when the block ends without error its
+    items replace the report's (`REPORT_ITEMS`) together, and the old ones are gone. A kill before the commit
+    leaves the old report (and a staging folder, removed by the next command that completes); a kill during
+    it leaves `PENDING_REPORT`, which the next command reading or writing the folder moves in first
+    (`recover_report`), so no reader ever gets report.md of one report beside summary.json of another.
+    `items` are the names of one report (`compare` has its own)."""
+    run_dir = Path(run_dir)
+    recover_report(run_dir)
+    with storage_guard(run_dir, "creating the report's staging folder in"):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=run_dir, prefix=temporary_prefix("report"), suffix=TEMPORARY_SUFFIX))
+    try:
+        try:
+            yield staging
+        except OSError as error:  # named by the report's folder, not by a file of the staging folder
+            raise _report_fault(error, run_dir) from error
+        with storage_guard(run_dir, "moving the new report into"):
+            present = [item for item in items if (staging / item).exists()]
+            atomic_write_bytes(staging / _MANIFEST, json.dumps({"items": list(items), "present": present}).encode())
+            os.replace(staging, run_dir / PENDING_REPORT)  # the new report is complete: from here it rolls forward
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    recover_report(run_dir)
+    remove_stale_temporaries(run_dir)
+
+
+def _report_fault(error: OSError, run_dir: Path) -> OSError:
+    """`error` as a `StorageError` naming the report's folder when it is a fault of the machine, else itself."""
+    original = error.__cause__ if isinstance(error, StorageError) and isinstance(error.__cause__, OSError) else error
+    if original.errno not in ENVIRONMENT_FAULTS:
+        return error
+    return storage_error(OSError(original.errno, original.strerror), run_dir, "writing the report into") or error
+
+
+def recover_report(run_dir: Path) -> None:
+    """Move a complete new report (`PENDING_REPORT`) into `run_dir`, finishing a commit a kill cut short.
+    Every step can be repeated: an item still in the pending folder replaces the folder's (which is moved
+    aside first), an item the new report lacks is moved aside, and the pending folder goes last."""
+    pending = Path(run_dir) / PENDING_REPORT
+    if not pending.is_dir():
+        return
+    with storage_guard(run_dir, "moving the new report into"):
+        manifest = json.loads((pending / _MANIFEST).read_text(encoding="utf-8"))
+        items, present = manifest["items"], set(manifest["present"])
+        for item in items:
+            new, current, old = pending / item, Path(run_dir) / item, pending / f"{_OLD_PREFIX}{item}"
+            if new.exists() or item not in present:
+                if current.is_dir() and not current.is_symlink():
+                    shutil.rmtree(old, ignore_errors=True)
+                    os.replace(current, old)
+                elif current.exists() and not new.exists():
+                    current.unlink()
+            if new.exists():
+                os.replace(new, current)  # a file replaces the old one in one step; a folder's old one is aside
+        shutil.rmtree(pending)
+
+
+def remove_stale_temporaries(run_dir: Path) -> list[Path]:
+    """Remove what killed commands left in `run_dir`: the hidden `.<file>.<pid>.*.tmp` files of atomic writes
+    and `.report.<pid>.*.tmp` staging folders whose process is gone (`temporary_owner_alive`): those of a
+    command still running on the folder are kept. Called when a report completes. Returns what was removed."""
+    removed: list[Path] = []
+    run_dir = Path(run_dir)
+    for path in sorted(run_dir.glob(f".*{TEMPORARY_SUFFIX}")) if run_dir.is_dir() else []:
+        if temporary_owner_alive(path):
+            continue
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except OSError:  # gone meanwhile, or not ours to remove: a leftover is harmless
+            continue
+        removed.append(path)
+    return removed
 
 
 # --------------------------------------------------------------------------- generations.jsonl
@@ -375,10 +564,10 @@ def iter_generation_offsets(path: Path, *, repair: bool = False) -> Iterator[tup
     if not path.is_file():
         return
     good_bytes, torn, number = 0, None, 0
-    with open(path, "rb") as handle:
+    with storage_guard(path, "reading"), open(path, "rb") as handle:
         for line in handle:
             if torn is not None:  # an unparsable line with more after it: not a torn write but corruption
-                raise torn
+                raise _damaged_line(torn, path, number)
             number += 1
             if not line.endswith(b"\n"):
                 break  # a torn last line
@@ -387,15 +576,25 @@ def iter_generation_offsets(path: Path, *, repair: bool = False) -> Iterator[tup
             except _NotJSONError as error:
                 torn = error  # a torn write that happened to end in a newline byte, if nothing follows
                 continue
+            except InputError as error:
+                raise _damaged_line(error, path, number) from None
             _check_key(record, path, number)
             offset = good_bytes
             good_bytes += len(line)
             yield offset, _shared_strings(record)
     if repair and good_bytes < path.stat().st_size:
-        with open(path, "r+b") as handle:
+        with storage_guard(path), open(path, "r+b") as handle:
             handle.truncate(good_bytes)
             handle.flush()
             os.fsync(handle.fileno())
+
+
+def _damaged_line(error: InputError, path: Path, number: int) -> InputError:
+    """`error` (line `number` of a run's generations file is not a record) with what to do about it."""
+    kept = (f"; or keep the {number - 1} intact lines before it (`head -n {number - 1} {path} > {path}.kept && "
+            f"mv {path}.kept {path}`) and run the same command again to generate the rest") if number > 1 else \
+        "; or move it away and run the same command again to generate the texts anew"
+    return InputError(f"{error} It was left as it is: restore it from a copy{kept}.")
 
 
 def _check_key(record: Mapping[str, Any], path: Path, number: int) -> None:
@@ -501,9 +700,11 @@ def jsonl_line(record: Mapping[str, Any]) -> str:
 
 
 def append_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
-    """Append whole lines in one write, then flush and fsync: a crash tears at most the last line."""
-    with open(path, "ab") as handle:
-        handle.write(jsonl_bytes(records))
+    """Append whole lines in one write, then flush and fsync: a crash, or a disk that fills, tears at most the
+    last line (which the next run drops and regenerates)."""
+    data = jsonl_bytes(records)
+    with storage_guard(path), open(path, "ab") as handle:
+        handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
 

@@ -36,6 +36,7 @@ from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
+from bold_eval.core.environment import THREADS_ENV, env_threads  # noqa: F401 (THREADS_ENV: re-exported)
 from bold_eval.core.errors import UsageError
 
 CLUSTER_UNITS: dict[str, str] = {
@@ -58,8 +59,7 @@ N_BOOTSTRAP = 999
 PRECISE_COUNT = 10
 POWER = 0.8
 
-# Threads for a family of tests (`run_tests`); the environment variable overrides the default.
-THREADS_ENV = "BOLD_EVAL_THREADS"
+# Threads for a family of tests (`run_tests`); $BOLD_EVAL_THREADS (THREADS_ENV) overrides the default.
 MAX_DEFAULT_THREADS = 8
 
 T = TypeVar("T")
@@ -155,11 +155,9 @@ def cluster_ids(frame: pd.DataFrame, cluster: str) -> np.ndarray:
 
 def family_threads() -> int:
     """Threads for a family of tests: `BOLD_EVAL_THREADS`, else the cores this process may use (at most 8)."""
-    value = os.environ.get(THREADS_ENV, "").strip()
-    if value:
-        if not value.isdigit() or int(value) < 1:
-            raise UsageError(f"{THREADS_ENV} must be a whole number >= 1, got {value!r}")
-        return int(value)
+    threads = env_threads()
+    if threads is not None:
+        return threads
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(MAX_DEFAULT_THREADS, cores))
 

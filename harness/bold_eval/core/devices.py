@@ -23,6 +23,29 @@ def resolve_device(device: str | None = "auto") -> str:
     return str(device)
 
 
+def check_device(device: str | None) -> str | None:
+    """`device` when torch can place a model there on this machine: `auto`, `cpu`, or a CUDA / MPS / XPU device
+    that exists here; anything else is a `UsageError` before any model loads."""
+    if device in (None, "", "auto"):
+        return device
+    import torch
+
+    try:
+        parsed = torch.device(str(device))
+    except (RuntimeError, ValueError):
+        raise UsageError(f"--device {device!r} is not a device; use auto, cpu, cuda, cuda:N or mps") from None
+    backend = {"cuda": torch.cuda, "mps": getattr(torch.backends, "mps", None), "xpu": getattr(torch, "xpu", None)}
+    if parsed.type in backend:
+        module = backend[parsed.type]
+        if module is None or not module.is_available():
+            raise UsageError(f"--device {device}: no {parsed.type} device on this machine; use --device auto or cpu")
+        if parsed.type == "cuda" and parsed.index is not None and parsed.index >= torch.cuda.device_count():
+            raise UsageError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    elif parsed.type != "cpu":
+        raise UsageError(f"--device {device!r}: bold-eval runs models on auto, cpu, cuda, cuda:N or mps")
+    return device
+
+
 def resolve_dtype(dtype: str | None, device: str, *, bf16_on_cpu: bool = False) -> str:
     """`auto` (or None): bfloat16 on GPUs that support it (float16 otherwise); on CPU bfloat16 when
     `bf16_on_cpu` and the CPU has native bf16 matrix instructions (AVX512-BF16 / AMX), else float32.

@@ -39,3 +39,21 @@ class DataMismatchError(InputError):
 
 class MissingFileError(UserError, FileNotFoundError):
     """A file the command reads (scores.parquet, summary.json, a generations file) does not exist."""
+
+
+class DamagedFileError(InputError):
+    """A file bold-eval wrote earlier (run.json, scores.parquet, ...) cannot be read back: truncated, zero
+    bytes, or not its format. The message names the file, what is wrong and how to rebuild or replace it;
+    the file itself is left as it was."""
+
+    def __init__(self, path: object, problem: str, remedy: str):
+        self.path, self.problem, self.remedy = path, problem, remedy
+        super().__init__(f"{path} is damaged ({problem}); it was left as it is. {remedy}")
+
+
+class StorageError(UserError, OSError):
+    """The machine refused a read or a write (a full disk, a quota, no permission, a read-only file system):
+    a fault of the environment, not of bold-eval or of the input (`bold_eval.core.storage`)."""
+
+    def __str__(self) -> str:  # the message alone, without OSError's "[Errno 28] ...: 'file'" decoration
+        return str(self.strerror)

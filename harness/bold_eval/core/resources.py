@@ -20,7 +20,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import BinaryIO
 
+from bold_eval.core.environment import OFFLINE_ENV, env_flag
 from bold_eval.core.errors import UserError
+from bold_eval.core.storage import WRITE_FAULTS, storage_error, storage_guard
 
 
 class ResourceNotFoundError(UserError, FileNotFoundError):
@@ -97,10 +99,11 @@ def lookup_stamp(
 
 
 def offline() -> bool:
-    """True when the user asked for no network (`BOLD_EVAL_OFFLINE`, `HF_HUB_OFFLINE`, `HF_DATASETS_OFFLINE`)."""
-    return any(
-        os.environ.get(var, "").lower() in {"1", "true", "yes", "on"}
-        for var in ("BOLD_EVAL_OFFLINE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    """True when the user asked for no network (`BOLD_EVAL_OFFLINE`, `HF_HUB_OFFLINE`, `HF_DATASETS_OFFLINE`;
+    the Hugging Face variables read as huggingface_hub reads them: other values are off)."""
+    return env_flag(OFFLINE_ENV) or any(
+        os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}
+        for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
     )
 
 
@@ -123,20 +126,53 @@ def atomic_writer(path: Path, *, sync: bool = False) -> Iterator[BinaryIO]:
     """A binary handle on a temporary file in `path`'s folder, renamed onto `path` when the block ends
     without error (removed otherwise): a file written piece by piece, never held whole in memory, that
     readers still see either old or complete. `sync` flushes it to disk before the rename (a file that
-    holds the only copy of hours of generation)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    holds the only copy of hours of generation). A full disk (or quota) while the block writes, and any
+    fault of the environment in creating or renaming the file, is a `StorageError` naming `path`."""
+    with storage_guard(path.parent, "creating a file in"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=temporary_prefix(path.name), suffix=TEMPORARY_SUFFIX)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            yield handle
-            if sync:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual mode
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                yield handle
+                if sync:
+                    handle.flush()
+                    os.fsync(handle.fileno())
+        except OSError as error:  # the block's own writes: only the faults a write raises are named here
+            if error.errno in WRITE_FAULTS:
+                raise storage_error(error, path) from error
+            raise
+        with storage_guard(path):
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual mode
+            os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+TEMPORARY_SUFFIX = ".tmp"
+
+
+def temporary_prefix(name: str) -> str:
+    """`.<name>.<pid>.`: a hidden temporary file of this process (`temporary_owner_alive` reads the pid back, so
+    that a later command removes only the leftovers of processes that are gone)."""
+    return f".{name}.{os.getpid()}."
+
+
+def temporary_owner_alive(path: Path) -> bool:
+    """Whether the process that made temporary file `path` (`temporary_prefix`) still runs on this machine;
+    False for a name without a pid (written before pids were recorded)."""
+    parts = path.name.split(".")
+    pid = parts[-3] if len(parts) >= 4 else ""
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, and belongs to another user
+        return True
+    return True
 
 
 def _umask() -> int:

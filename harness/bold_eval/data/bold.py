@@ -21,6 +21,7 @@ from typing import Any
 import datasets
 from datasets.exceptions import DatasetGenerationError
 
+from bold_eval.core.environment import ALLOW_MODIFIED_ENV, env_flag
 from bold_eval.core.errors import DataMismatchError, InputError, UsageError
 from bold_eval.core.paths import dataset_script_dir
 from bold_eval.core.resources import ResourceNotFoundError, cache_dir, offline
@@ -135,7 +136,6 @@ def _prepare(builder: datasets.DatasetBuilder, local: bool) -> None:
         raise _download_unavailable(f"{upstream} (download failed: {error})") from error
 
 
-ALLOW_MODIFIED_ENV = "BOLD_ALLOW_MODIFIED_DATA"
 
 
 def allow_modified_data(allow: bool | None = None) -> bool:
@@ -143,7 +143,7 @@ def allow_modified_data(allow: bool | None = None) -> bool:
     from the pinned upstream files."""
     if allow is not None:
         return bool(allow)
-    return os.environ.get(ALLOW_MODIFIED_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return env_flag(ALLOW_MODIFIED_ENV)
 
 
 @functools.lru_cache(maxsize=64)

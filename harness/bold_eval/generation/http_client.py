@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from bold_eval.core.errors import UserError
+from bold_eval.core.errors import UsageError, UserError
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 RETRY_STATUSES = frozenset({408, 409, 425, 429})  # and every 5xx
@@ -125,17 +125,17 @@ def public_url(url: str) -> str:
 def normalize_base_url(base_url: str) -> str:
     """`http://host:8000/v1` as given; a bare `http://host:8000` gets the usual `/v1`.
 
-    Raises ValueError for what cannot be a server address (names --base-url).
+    Raises a `UsageError` (a ValueError) for what cannot be a server address (names --base-url).
     """
     url = (base_url or "").strip()
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"--base-url {public_url(url)!r} is not an http(s) URL; "
+        raise UsageError(f"--base-url {public_url(url)!r} is not an http(s) URL; "
                          "expected e.g. http://localhost:8000/v1 (vLLM, TGI, llama.cpp, transformers serve)")
     path = parts.path.rstrip("/")
     for endpoint in ("/chat/completions", "/completions"):
         if path.endswith(endpoint):
-            raise ValueError(f"--base-url {public_url(url)!r} names an endpoint; pass the API root instead, "
+            raise UsageError(f"--base-url {public_url(url)!r} names an endpoint; pass the API root instead, "
                              f"e.g. {public_url(urlunsplit((parts.scheme, parts.netloc, path[: -len(endpoint)], '', '')))}")
     if not path:
         path = "/v1"

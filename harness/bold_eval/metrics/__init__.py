@@ -22,6 +22,7 @@ text grows linearly with its length (benchmarks/length_scaling.py, tests/test_fu
 from __future__ import annotations
 
 import inspect
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,3 +52,27 @@ def check_scorer_options(name: str, options: Mapping[str, Any]) -> None:
     if unknown:
         raise UsageError(f"{name} has no option {', '.join(map(repr, unknown))}; its options are {', '.join(valid)} "
                          f"(--metric-option {name}.OPTION=VALUE)")
+    annotations = {p.name: p.annotation for p in parameters}
+    for key, value in options.items():
+        _check_option_value(name, key, value, annotations.get(key))
+
+
+# Annotations of load_scorer options whose values can be checked before anything loads: (accepted types, words).
+_SIMPLE_TYPES = {"float": ((numbers.Real,), "a number"), "int": ((numbers.Integral,), "a whole number"),
+                 "bool": ((bool,), "true or false")}
+
+
+def _check_option_value(metric: str, key: str, value: Any, annotation: Any) -> None:
+    """A number, whole number or flag option given a value of another type, or a `*_dir` option naming no folder,
+    is a usage error when the command starts, not when the metric loads after the generation."""
+    from pathlib import Path
+
+    words = str(annotation).replace("'", "").split(" | ") if annotation is not inspect.Parameter.empty else []
+    optional = "None" in words
+    simple = [word for word in words if word != "None"]
+    if len(simple) == 1 and simple[0] in _SIMPLE_TYPES and not (optional and value is None):
+        types, what = _SIMPLE_TYPES[simple[0]]
+        if isinstance(value, bool) != (simple[0] == "bool") or not isinstance(value, types):
+            raise UsageError(f"--metric-option {metric}.{key} must be {what}, got {value!r}")
+    if key.endswith("_dir") and value is not None and not Path(str(value)).expanduser().exists():
+        raise UsageError(f"--metric-option {metric}.{key}={value} does not exist; point it at the local copy")

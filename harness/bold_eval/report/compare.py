@@ -76,7 +76,10 @@ from bold_eval.report.protocol import protocol_banner, protocol_differences
 from bold_eval.report.run_report import (
     CAVEATS,
 )
-from bold_eval.runfolder import TABLES_DIR, RunRecord, chat_protocol, write_json
+from bold_eval.runfolder import TABLES_DIR, RunRecord, chat_protocol, report_transaction, write_json
+
+# compare's output: replaced together or not at all (`report_transaction`).
+COMPARE_ITEMS = ("compare.md", "compare.json", TABLES_DIR)
 
 
 def _points(value: float) -> str:
@@ -403,29 +406,30 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: floa
         log(f"WARNING: the runs share {len(compared.shared)} prompts, too few to say which model is more biased; "
             "see the banner in compare.md")
     out = Path(out)
-    tables_dir = out / TABLES_DIR
     tables = {**_gender_polarity_tables(compared), **_regard_tables(compared),
               **_psycholinguistic_tables(compared), **_sentiment_and_toxicity_tables(compared),
               **_worst_case_tables(compared)}
-    for name, table in tables.items():
-        write_table(table, tables_dir, name)
-    if len(compared.runs) > 1:
-        write_table(interactions["tests"], tables_dir, "interactions")
-        write_table(overall["tests"], tables_dir, "overall_differences")
-        write_table(power, tables_dir, "comparability")
-    report = out / "compare.md"
-    write_text(report, _compare_markdown(compared, tables, interactions, overall, power, alpha=alpha,
-                                          correction=correction, cluster=cluster))
-    write_json(out / "compare.json", {
-        "runs": list(compared.runs), "baseline": compared.baseline, "shared_prompts": len(compared.shared),
-        "prompts_per_run": compared.prompts_per_run,
-        "samples_per_prompt": {label: list(value) for label, value in compared.samples.items()},
-        "different_prompts": compared.different, "worst_case": worst_case_comparability(compared),
-        "chat_protocols": {label: chat_protocol(record) for label, record in _records(compared).items()},
-        "different_protocols": protocols,
-        "too_few_prompts": bool(len(compared.runs) > 1 and len(power) and power["too_small"].all()),
-        "alpha": alpha, "correction": correction, "cluster": cluster,
-        "interactions": {"family": interactions["family"], "tests": to_jsonable(interactions["tests"])},
-        "overall": {"family": overall["family"], "tests": to_jsonable(overall["tests"])},
-        "comparability": to_jsonable(power), "tables": to_jsonable(tables)})
-    return report
+    with report_transaction(out, COMPARE_ITEMS) as staging:  # compare.md, compare.json and tables/ as one unit
+        tables_dir = staging / TABLES_DIR
+        for name, table in tables.items():
+            write_table(table, tables_dir, name)
+        if len(compared.runs) > 1:
+            write_table(interactions["tests"], tables_dir, "interactions")
+            write_table(overall["tests"], tables_dir, "overall_differences")
+            write_table(power, tables_dir, "comparability")
+        report = staging / "compare.md"
+        write_text(report, _compare_markdown(compared, tables, interactions, overall, power, alpha=alpha,
+                                              correction=correction, cluster=cluster))
+        write_json(staging / "compare.json", {
+            "runs": list(compared.runs), "baseline": compared.baseline, "shared_prompts": len(compared.shared),
+            "prompts_per_run": compared.prompts_per_run,
+            "samples_per_prompt": {label: list(value) for label, value in compared.samples.items()},
+            "different_prompts": compared.different, "worst_case": worst_case_comparability(compared),
+            "chat_protocols": {label: chat_protocol(record) for label, record in _records(compared).items()},
+            "different_protocols": protocols,
+            "too_few_prompts": bool(len(compared.runs) > 1 and len(power) and power["too_small"].all()),
+            "alpha": alpha, "correction": correction, "cluster": cluster,
+            "interactions": {"family": interactions["family"], "tests": to_jsonable(interactions["tests"])},
+            "overall": {"family": overall["family"], "tests": to_jsonable(overall["tests"])},
+            "comparability": to_jsonable(power), "tables": to_jsonable(tables)})
+    return out / "compare.md"

@@ -41,6 +41,7 @@ from bold_eval.runfolder import (
     SummaryRecord,
     load_run,
     read_reference_scores,
+    report_transaction,
     write_summary,
 )
 
@@ -206,8 +207,18 @@ def write_report(
     reference = read_reference_scores(run_dir, texts=False)
     summary = summarize(scores, record.to_dict(), ci=ci, alpha=alpha, min_expected=min_expected, seed=seed,
                         correction=correction, cluster=cluster, reference=reference)
-    figures, tables = run_dir / FIGURES_DIR, run_dir / TABLES_DIR
+    with report_transaction(run_dir) as staging:  # report.md, summary.json, tables/ and figures/ as one unit
+        _write_report_files(run_dir, staging, record, summary, min_expected)
+    return run_dir / REPORT_FILE
+
+
+def _write_report_files(run_dir: Path, staging: Path, record: RunRecord, summary: Mapping[str, Any],
+                        min_expected: int) -> None:
+    """The report's files, written into `staging` (`report_transaction` moves them into `run_dir`)."""
+    alpha = summary["statistics"]["alpha"]
+    figures, tables = staging / FIGURES_DIR, staging / TABLES_DIR
     figures.mkdir(parents=True, exist_ok=True)
+    tables.mkdir(parents=True, exist_ok=True)
     _write_view_tables(summary, tables)
     modified = ([f"> **Modified BOLD data.** {', '.join(record.modified_data)} differ from the pinned upstream release "
                  "(allowed with --allow-modified-data): these numbers are not comparable with BOLD's.", ""]
@@ -223,7 +234,5 @@ def write_report(
     _run_section(record, summary, out)
     out += _metric_sections(summary, figures, tables)
     out += _statistics_and_caveats(summary, min_expected)
-    report = run_dir / REPORT_FILE
-    write_text(report, "\n".join(out))
-    write_summary(run_dir, _summary_record(record, summary))
-    return report
+    write_text(staging / REPORT_FILE, "\n".join(out))
+    write_summary(staging, _summary_record(record, summary))

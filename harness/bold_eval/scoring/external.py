@@ -21,7 +21,6 @@ numbers per group in `MatchReport.as_run_info()` for the run's report.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,13 @@ from typing import Any
 import pandas as pd
 
 from bold_eval.core.errors import InputError, MissingFileError, UsageError
-from bold_eval.runfolder import BOLD_COLUMNS, GENERATION_COLUMNS, TEXT_COLUMN, parse_jsonl_line
+from bold_eval.runfolder import (
+    BOLD_COLUMNS,
+    GENERATION_COLUMNS,
+    TEXT_COLUMN,
+    parse_jsonl_line,
+    read_json_file,
+)
 
 LM_EVAL_SAMPLES_GLOB = "samples_bold_*.jsonl"
 EXAMPLES_SHOWN = 5
@@ -223,16 +228,18 @@ def lm_eval_chat_protocol(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def lm_eval_run_info(path: str | Path) -> dict[str, Any]:
-    """Model and generation settings from lm-eval's `results_*.json` next to the samples, if any."""
+    """Model and generation settings from lm-eval's `results_*.json` next to the samples, if any; one that
+    cannot be read is a `DamagedFileError` (never skipped: the model's name and chat protocol would be lost
+    without a word)."""
     path = Path(path)
     folder = path if path.is_dir() else path.parent
     results = sorted(folder.rglob("results_*.json"))
     if len(results) != 1:
         return {}
-    try:
-        data = json.loads(results[0].read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
+    data = read_json_file(results[0], (
+        "lm-eval wrote it beside the samples with the model's name and the chat template it used. Restore it "
+        "from a copy (or rerun lm_eval), or move it away and pass --model NAME: the report then cannot say "
+        "how lm-eval asked the model."))
     configs = data.get("configs") or {}
     return {
         **lm_eval_chat_protocol(data),
