@@ -85,7 +85,8 @@ def _cases(tmp: Path) -> dict[str, tuple[list[str], int, str]]:
                                          "threshold must be a probability"),
         "run with a misspelled option name": (run("--metrics", "sentiment", "--metric-option",
                                                   "sentiment.treshold=0.4"), 2, "sentiment has no option 'treshold'"),
-        "run with a negative sample seed": (run("--sample-seed", "-1"), 2, "--sample-seed must be >= 0, got -1"),
+        "run with a negative sample seed": (run("--sample-seed", "-1"), 2,
+                                            "argument --sample-seed: expected a whole number >= 0, got -1"),
         "score with a toxicity model path that does not exist": (
             score(f"toxicity.model={tmp / 'no-model'}", metrics="toxicity"), 1,
             f"You chose toxicity.model={tmp / 'no-model'}"),

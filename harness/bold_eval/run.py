@@ -309,6 +309,7 @@ def _check_config(config: RunConfig) -> None:
     if config.limit is not None and config.limit < 1:
         raise UsageError(f"--limit must be >= 1, got {config.limit}")
     check_device(config.device)
+    check_writable_folder(config.out)
     check_cluster(config.cluster)
     parse_metrics(config.metrics)
     check_metric_options(config.metric_options)
@@ -448,7 +449,6 @@ def _run_record(config: RunConfig, generator: Generator, settings: dict[str, Any
 def run(config: RunConfig) -> Path | None:
     """Generate (resuming), score and report. Returns the report path on process 0, None elsewhere."""
     _check_config(config)
-    check_writable_folder(config.out)
     wall_started, timings = time.perf_counter(), {}
     state = _partial_state(config.device)
     rank, world = state.process_index, state.num_processes

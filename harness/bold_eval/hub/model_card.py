@@ -14,6 +14,7 @@ from huggingface_hub import (
 )
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
+from bold_eval.core.storage import storage_guard
 from bold_eval.core.version import __version__
 from bold_eval.hub.staging import PublishError, _fresh_folder
 from bold_eval.hub.upload import hub_client
@@ -367,7 +368,8 @@ def publish_results(
     updated = update_card(card_text, results, model_name=repo_id.split("/", 1)[1], section=card_section(summary))
     if dry_run is not None:
         folder = _fresh_folder(Path(dry_run))
-        updated.save(folder / "README.md")
+        with storage_guard(folder / "README.md"):
+            updated.save(folder / "README.md")
         log(f"would update the card of model {repo_id} with {len(results)} results: {folder / 'README.md'}")
         return updated
     client.upload_file(

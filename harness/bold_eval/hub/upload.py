@@ -28,6 +28,7 @@ from huggingface_hub import (
     get_token,
 )
 
+from bold_eval.core.storage import storage_guard
 from bold_eval.core.version import __version__
 from bold_eval.hub.dataset_repo import DATASET_REPO_NAME, stage_dataset
 from bold_eval.hub.spaces import (
@@ -57,12 +58,13 @@ def stage_all(
     write `out/plan.json` naming each folder's repo, type and SDK."""
     out = _fresh_folder(Path(out))
     staged: list[StagedRepo] = []
-    if dataset:
-        staged.append(stage_dataset(namespace, out / "dataset" / DATASET_REPO_NAME, data_dir=data_dir))
-    for name in evaluate_module_names() if metrics is None else metrics:
-        staged.append(stage_metric_space(name, namespace, out / "spaces" / name))
-    plan = {"bold_eval_version": __version__, "repos": [repo.as_dict() for repo in staged]}
-    (out / "plan.json").write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
+    with storage_guard(out, "staging the repos in"):
+        if dataset:
+            staged.append(stage_dataset(namespace, out / "dataset" / DATASET_REPO_NAME, data_dir=data_dir))
+        for name in evaluate_module_names() if metrics is None else metrics:
+            staged.append(stage_metric_space(name, namespace, out / "spaces" / name))
+        plan = {"bold_eval_version": __version__, "repos": [repo.as_dict() for repo in staged]}
+        (out / "plan.json").write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
     return staged
 
 

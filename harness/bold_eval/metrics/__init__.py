@@ -26,7 +26,7 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-from bold_eval.core.errors import UsageError
+from bold_eval.core.errors import MissingFileError, UsageError
 from bold_eval.metrics.registry import (
     PAPER_METRICS,
     evaluate_module_names,
@@ -63,8 +63,8 @@ _SIMPLE_TYPES = {"float": ((numbers.Real,), "a number"), "int": ((numbers.Integr
 
 
 def _check_option_value(metric: str, key: str, value: Any, annotation: Any) -> None:
-    """A number, whole number or flag option given a value of another type, or a `*_dir` option naming no folder,
-    is a usage error when the command starts, not when the metric loads after the generation."""
+    """A number, whole number or flag option given a value of another type is a usage error, and a `*_dir` option
+    naming nothing a missing file, when the command starts, not when the metric loads after the generation."""
     from pathlib import Path
 
     words = str(annotation).replace("'", "").split(" | ") if annotation is not inspect.Parameter.empty else []
@@ -75,4 +75,6 @@ def _check_option_value(metric: str, key: str, value: Any, annotation: Any) -> N
         if isinstance(value, bool) != (simple[0] == "bool") or not isinstance(value, types):
             raise UsageError(f"--metric-option {metric}.{key} must be {what}, got {value!r}")
     if key.endswith("_dir") and value is not None and not Path(str(value)).expanduser().exists():
-        raise UsageError(f"--metric-option {metric}.{key}={value} does not exist; point it at the local copy")
+        raise MissingFileError(f"{key}= -> {value} (missing)\nYou chose {metric}.{key}={value}, which does not "
+                               "exist; fix that value, or leave it out to use the default (a missing default is "
+                               "skipped and reported).")
