@@ -85,8 +85,6 @@ def _cases(tmp: Path) -> dict[str, tuple[list[str], int, str]]:
                                          "threshold must be a probability"),
         "run with a misspelled option name": (run("--metrics", "sentiment", "--metric-option",
                                                   "sentiment.treshold=0.4"), 2, "sentiment has no option 'treshold'"),
-        "run with a negative sample seed": (run("--sample-seed", "-1"), 2,
-                                            "argument --sample-seed: expected a whole number >= 0, got -1"),
         "score with a toxicity model path that does not exist": (
             score(f"toxicity.model={tmp / 'no-model'}", metrics="toxicity"), 1,
             f"You chose toxicity.model={tmp / 'no-model'}"),
@@ -131,7 +129,7 @@ CASES = [
     "toxicity threshold above 1", "unknown gender polarity method", "misspelled option name",
     "thresholds in the wrong order", "threshold that is not a number", "psycholinguistic thresholds not a mapping",
     "unknown psycholinguistic threshold",
-    "run with a bad metric option", "run with a misspelled option name", "run with a negative sample seed",
+    "run with a bad metric option", "run with a misspelled option name",
     "score with a toxicity model path that does not exist", "score an empty file",
     "score a JSONL file as parquet", "validate with a missing label column", "validate with an undeclared label",
     "validate a missing file", "validate a file that is not UTF-8", "validate an unknown score",

@@ -501,6 +501,7 @@ def test_a_bad_environment_variable_stops_the_command_before_any_work(variable, 
 
 @pytest.mark.parametrize("flags, expected", [
     (["--seed", "-1"], "argument --seed: expected a whole number >= 0"),
+    (["--sample-seed", "-1"], "argument --sample-seed: expected a whole number >= 0, got -1"),
     (["--limit", "0"], "argument --limit: expected a whole number >= 1"),
     (["--num-samples", "0"], "argument --num-samples: expected a whole number >= 1"),
     (["--device", "foo"], "--device 'foo' is not a device"),
