@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from bold_eval.core.errors import MissingFileError
+from bold_eval.core.options import ScoringOptions
 from bold_eval.metrics import sentiment
 from bold_eval.run import score_and_report
 from bold_eval.runfolder import RunRecord
@@ -132,7 +133,7 @@ def test_score_generations_writes_scores_and_run_json(tmp_path, monkeypatch):
                         ("BOLD_EVAL_CACHE", str(tmp_path / "cache"))):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("BOLD_TOXICITY_MODEL", raising=False)  # the default classifier, offline: skipped
-    path = score_and_report(_generations(), tmp_path, metrics=["sentiment", "toxicity"],
+    path = score_and_report(_generations(), tmp_path, ScoringOptions(metrics=["sentiment", "toxicity"]),
                             record=RunRecord(model="hand-made"))
     assert path == tmp_path / "report.md" and path.is_file()
     scores = pd.read_parquet(tmp_path / "scores.parquet")

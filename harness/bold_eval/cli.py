@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from bold_eval.core import options
 from bold_eval.core.errors import DEBUG_ENV, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, UserError
 
 
@@ -50,17 +51,16 @@ class _Extend(argparse.Action):
 
 def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags shared by `run` and `score`, so both score generations the same way."""
-    from bold_eval.metrics import metric_names
-
-    parser.add_argument("--metrics", nargs="+", choices=metric_names(), default=list(metric_names()),
-                        help="metrics to compute (default: all; unavailable ones are skipped and reported)")
+    parser.add_argument("--metrics", nargs="+", type=_comma_list, action=_Extend, default=None, metavar="METRIC",
+                        help=f"metrics to compute, space- or comma-separated: {', '.join(options.PAPER_METRICS)} or a "
+                             "registered metric (default: all; unavailable ones are skipped and reported)")
     parser.add_argument("--metric-option", action="append", default=[], metavar="METRIC.KEY=VALUE",
                         help="option for a metric's load_scorer, e.g. gender_polarity.methods=unigram or "
                              "toxicity.model=PATH (VALUE is JSON when it parses, else a string; comma lists for "
                              "methods); repeatable")
     parser.add_argument("--anonymize", action=argparse.BooleanOptionalAction, default=True,
                         help="metrics see 'Person' / 'XYZ' instead of names and terms (Section 3.3; default on)")
-    parser.add_argument("--score-on", choices=("full", "continuation"), default="full",
+    parser.add_argument("--score-on", choices=options.SCORE_ON, default=options.DEFAULT_SCORE_ON,
                         help="score prompt + continuation (default, like the Wikipedia sentences) or the continuation")
     parser.add_argument("--data-dir", default=None,
                         help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
@@ -74,9 +74,7 @@ def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_cluster(parser: argparse.ArgumentParser) -> None:
-    from bold_eval.analysis.clustered import CLUSTER_UNITS, DEFAULT_CLUSTER
-
-    parser.add_argument("--cluster", choices=tuple(CLUSTER_UNITS), default=DEFAULT_CLUSTER,
+    parser.add_argument("--cluster", choices=tuple(options.CLUSTER_UNITS), default=options.DEFAULT_CLUSTER,
                         help="unit of independent information for tests and intervals: name (the person or "
                              "Wikipedia page, default), prompt, or none (every text independent, the paper's analysis)")
 
@@ -160,9 +158,7 @@ def _add_run_model_arguments(run: argparse.ArgumentParser) -> None:
 
 def _add_run_compute_arguments(run: argparse.ArgumentParser) -> None:
     """Where and how the model runs: dtype, device, batch size."""
-    from bold_eval.core.devices import DTYPES
-
-    run.add_argument("--dtype", choices=DTYPES, default="auto",
+    run.add_argument("--dtype", choices=options.DTYPES, default="auto",
                      help="weights/compute dtype (auto: bf16/fp16 on GPU, bf16 on CPUs with bf16 support)")
     run.add_argument("--device", default="auto", help="auto (cuda, mps, else cpu), cpu, cuda, cuda:1, ...")
     run.add_argument("--batch-size", default="auto",
@@ -171,9 +167,7 @@ def _add_run_compute_arguments(run: argparse.ArgumentParser) -> None:
 
 def _add_run_decoding_arguments(run: argparse.ArgumentParser) -> None:
     """Length, seed, samples and the appendix A.2 decoding of the continuations."""
-    from bold_eval.generation.decoding import DEFAULT_MAX_NEW_TOKENS, PRESETS
-    from bold_eval.generation.gibbs import DEFAULT_MAX_NEW_TOKENS as GIBBS_MAX_NEW_TOKENS
-
+    DEFAULT_MAX_NEW_TOKENS, GIBBS_MAX_NEW_TOKENS = options.DEFAULT_MAX_NEW_TOKENS, options.GIBBS_MAX_NEW_TOKENS
     run.add_argument("--max-new-tokens", type=_COUNT, default=None,
                      help=f"tokens per continuation (default {DEFAULT_MAX_NEW_TOKENS} for causal LMs, our choice: the paper "
                           "gives no length for GPT-2/CTRL; "
@@ -184,7 +178,7 @@ def _add_run_decoding_arguments(run: argparse.ArgumentParser) -> None:
                           "Another --batch-size, --dtype, device or thread count can change tokens that sit on a "
                           "sampling boundary (common under bfloat16, rare under float32)")
     run.add_argument("--num-samples", type=_COUNT, default=1, help="continuations per prompt (column `sample`)")
-    run.add_argument("--decoding", choices=tuple(PRESETS), default=None,
+    run.add_argument("--decoding", choices=options.DECODING_PRESETS, default=None,
                      help="appendix A.2 preset for causal LMs: gpt2 (default; top-k 40, top-p 0.95) or ctrl "
                           "(top-p 0.9, repetition penalty 1.2, needs --control-code)")
     run.add_argument("--control-code", default=None, help="text prepended to each prompt (CTRL: Wikipedia, Opinion, ...)")
@@ -201,8 +195,7 @@ def _add_run_decoding_arguments(run: argparse.ArgumentParser) -> None:
 
 def _add_run_chat_arguments(run: argparse.ArgumentParser) -> None:
     """How a chat, instruct or reasoning model is asked to continue (bold_eval.generation.chat)."""
-    from bold_eval.generation.chat import AUTO, DEFAULT_THINK_END, PROTOCOLS
-
+    AUTO, DEFAULT_THINK_END, PROTOCOLS = options.AUTO, options.DEFAULT_THINK_END, options.CHAT_PROTOCOLS
     chat = run.add_argument_group("chat, instruct and reasoning models (README: Chat and reasoning models)")
     chat.add_argument("--chat-template", choices=(AUTO, *PROTOCOLS), default=None,
                       help="none: the prompt fed raw (the paper's continuation); prefill: the chat template with the "
@@ -228,10 +221,7 @@ def _add_run_chat_arguments(run: argparse.ArgumentParser) -> None:
 
 def _add_run_api_arguments(run: argparse.ArgumentParser) -> None:
     """A model behind an OpenAI-compatible server instead of one loaded here."""
-    from bold_eval.generation.http_client import DEFAULT_API_KEY_ENV as API_KEY_ENV
-    from bold_eval.generation.openai_compatible import API_MODES
-    from bold_eval.generation.openai_compatible import DEFAULT_CONCURRENCY as API_CONCURRENCY
-
+    API_KEY_ENV, API_MODES, API_CONCURRENCY = options.DEFAULT_API_KEY_ENV, options.API_MODES, options.DEFAULT_CONCURRENCY
     api = run.add_argument_group("a model behind an OpenAI-compatible server (vLLM, TGI, llama.cpp, hosted APIs)")
     api.add_argument("--base-url", default=None, metavar="URL",
                      help="API root, e.g. http://localhost:8000/v1; generates through the server (--model is the "
@@ -247,11 +237,8 @@ def _add_run_api_arguments(run: argparse.ArgumentParser) -> None:
 
 def _add_run_gibbs_arguments(run: argparse.ArgumentParser) -> None:
     """Gibbs sampling settings for a masked LM (appendix A.2.1); None means the sampler's default."""
-    from bold_eval.generation.gibbs import DEFAULT_BURN_IN as GIBBS_BURN_IN
-    from bold_eval.generation.gibbs import DEFAULT_MAX_ITER as GIBBS_MAX_ITER
-    from bold_eval.generation.gibbs import DEFAULT_TEMPERATURE as GIBBS_TEMPERATURE
-    from bold_eval.generation.gibbs import DEFAULT_TOP_K as GIBBS_TOP_K
-
+    GIBBS_BURN_IN, GIBBS_MAX_ITER = options.GIBBS_BURN_IN, options.GIBBS_MAX_ITER
+    GIBBS_TEMPERATURE, GIBBS_TOP_K = options.GIBBS_TEMPERATURE, options.GIBBS_TOP_K
     gibbs = run.add_argument_group("Gibbs sampling from a masked LM (--generator gibbs-mlm; appendix A.2.1)")
     gibbs.add_argument("--gibbs-temperature", type=float, default=None,
                        help=f"draw from softmax(logits / T) (default {GIBBS_TEMPERATURE})")
@@ -276,13 +263,18 @@ def _add_run_data_arguments(run: argparse.ArgumentParser) -> None:
 
 
 def _metric_options(args: argparse.Namespace) -> dict:
-    """--metric-option pairs as load_scorer options; a malformed pair ends the command with its message."""
-    from bold_eval.scoring.scorers import parse_metric_options
+    """--metric-option pairs as load_scorer options, checked with --metrics against the metric registry; a
+    malformed pair, an unknown metric or option ends the command with its message, before any work."""
+    from bold_eval.scoring.scorers import check_metric_options, parse_metric_options, parse_metrics
 
     try:
-        return parse_metric_options(args.metric_option)
+        metric_options = parse_metric_options(args.metric_option)
     except ValueError as error:
         raise UsageError(str(error)) from error
+    if getattr(args, "metrics", None) is not None:
+        parse_metrics(args.metrics)
+    check_metric_options(metric_options)
+    return metric_options
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -335,10 +327,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _alpha(text: str) -> float:
     """argparse type of --alpha: a number strictly between 0 and 1, else a usage error."""
-    from bold_eval.analysis.clustered import check_alpha
-
     try:
-        return check_alpha(text)
+        return options.check_alpha(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -350,16 +340,14 @@ def _add_alpha(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_report(subparsers: argparse._SubParsersAction) -> None:
-    from bold_eval.analysis.clustered import CORRECTIONS, DEFAULT_CORRECTION
-
     report = subparsers.add_parser(
         "report", help="regenerate summary.json, tables, figures and report.md of a run folder from scores.parquet"
     )
     report.add_argument("run_dir", help="run folder written by `bold-eval run` (scores.parquet, run.json)")
-    report.add_argument("--ci", choices=("wilson", "bootstrap"), default="wilson",
+    report.add_argument("--ci", choices=options.CI_METHODS, default="wilson",
                         help="intervals: Wilson score (default) or a bootstrap over prompts")
     _add_alpha(report)
-    report.add_argument("--correction", choices=tuple(CORRECTIONS), default=DEFAULT_CORRECTION,
+    report.add_argument("--correction", choices=tuple(options.CORRECTIONS), default=options.DEFAULT_CORRECTION,
                         help="multiple-comparison correction of the findings over the report's whole family of "
                              "group-vs-rest tests: holm (default; family-wise error rate) or bh "
                              "(Benjamini-Hochberg; false discovery rate)")
@@ -371,8 +359,8 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
 def _report(args: argparse.Namespace) -> int:
     from bold_eval.report.run_report import write_report
 
-    path = write_report(args.run_dir, ci=args.ci, alpha=args.alpha, seed=args.seed, correction=args.correction,
-                        cluster=args.cluster)
+    path = write_report(args.run_dir, options.AnalysisOptions(ci=args.ci, alpha=args.alpha, seed=args.seed,
+                                                              correction=args.correction, cluster=args.cluster))
     print(f"wrote {path}")
     return 0
 
@@ -387,9 +375,7 @@ def _add_compare(subparsers: argparse._SubParsersAction) -> None:
                          help="compare runs whose prompt sets differ, on the prompts all share "
                               "(default: refuse); says so loudly in compare.md and on the terminal")
     _add_cluster(compare)
-    from bold_eval.analysis.clustered import CORRECTIONS, DEFAULT_CORRECTION
-
-    compare.add_argument("--correction", choices=tuple(CORRECTIONS), default=DEFAULT_CORRECTION,
+    compare.add_argument("--correction", choices=tuple(options.CORRECTIONS), default=options.DEFAULT_CORRECTION,
                          help="multiple-comparison correction over all model x group interactions (and, apart, "
                               "over the overall differences): holm (default) or bh (Benjamini-Hochberg)")
     compare.set_defaults(handler=_compare)
@@ -398,9 +384,9 @@ def _add_compare(subparsers: argparse._SubParsersAction) -> None:
 def _compare(args: argparse.Namespace) -> int:
     from bold_eval.report.compare import compare_runs
 
-    path = compare_runs(args.run_dirs, args.out, alpha=args.alpha,
-                        allow_different_prompts=args.allow_different_prompts, cluster=args.cluster,
-                        correction=args.correction)
+    path = compare_runs(args.run_dirs, args.out, options.AnalysisOptions(alpha=args.alpha, cluster=args.cluster,
+                                                                         correction=args.correction),
+                        allow_different_prompts=args.allow_different_prompts)
     print(f"wrote {path}")
     return 0
 
@@ -442,11 +428,11 @@ def _score(args: argparse.Namespace) -> int:
                        generator_settings={key: value for key, value in protocol.items() if value is not None},
                        generations={**report.as_run_info(), **source}, modified_data=_modified_data(args),
                        command=getattr(args, "command_line", None))
-    path = score_and_report(
-        generations, args.out, metrics=args.metrics, metric_options=metric_options, anonymize=args.anonymize,
-        score_on=args.score_on, record=record, reference=args.reference, cluster=args.cluster,
-        data_dir=args.data_dir, allow_modified_data=args.allow_modified_data,
-    )
+    scoring = options.ScoringOptions(metrics=args.metrics, metric_options=metric_options, anonymize=args.anonymize,
+                                     score_on=args.score_on, reference=args.reference, data_dir=args.data_dir,
+                                     allow_modified_data=args.allow_modified_data)
+    path = score_and_report(generations, args.out, scoring, options.AnalysisOptions(cluster=args.cluster),
+                            record=record)
     print(f"scored {report.matched_rows} generations; wrote {path}")
     return 0
 
@@ -473,8 +459,6 @@ def _lm_eval_tasks_path(args: argparse.Namespace) -> int:
 
 
 def _add_publish(subparsers: argparse._SubParsersAction) -> None:
-    from bold_eval.metrics import evaluate_module_names
-
     publish = subparsers.add_parser(
         "publish", help="upload the BOLD dataset (NS/bold) and one Space per metric module (NS/<metric>) to the Hub"
     )
@@ -482,7 +466,7 @@ def _add_publish(subparsers: argparse._SubParsersAction) -> None:
     publish.add_argument("--private", action="store_true", help="create the repos as private")
     publish.add_argument("--dry-run", metavar="DIR", default=None,
                          help="only stage the folders that would be uploaded in DIR (new or empty)")
-    publish.add_argument("--metrics", nargs="+", choices=evaluate_module_names(), default=list(evaluate_module_names()),
+    publish.add_argument("--metrics", nargs="+", choices=options.PAPER_METRICS, default=list(options.PAPER_METRICS),
                          help="metric Spaces to publish (default: all five)")
     publish.add_argument("--data-dir", default=None, help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
     publish.set_defaults(handler=_publish)
@@ -496,8 +480,7 @@ def _publish(args: argparse.Namespace) -> int:
 
 
 def _add_publish_results(subparsers: argparse._SubParsersAction) -> None:
-    from bold_eval.hub.model_card import DEFAULT_RESULTS_DATASET
-
+    DEFAULT_RESULTS_DATASET = options.DEFAULT_RESULTS_DATASET
     results = subparsers.add_parser(
         "publish-results", help="add a run's summary as evaluation results (model-index) to a model repo's card"
     )
@@ -523,17 +506,15 @@ def _publish_results(args: argparse.Namespace) -> int:
 
 
 def _add_validate(subparsers: argparse._SubParsersAction) -> None:
-    from bold_eval.metrics import metric_names, metric_spec
-    from bold_eval.validation.sheng2019 import SOURCES, SPLITS
-
+    SOURCES, SPLITS = options.SHENG2019_SOURCES, options.SHENG2019_SPLITS
     validate = subparsers.add_parser(
         "validate", help="does a metric agree with human labels? Table 8 and Figure 6 of the paper (Section 6.3)",
         description="Score human-labelled texts with one metric, map its labels onto the human labels and write "
                     "validation.json (Spearman's rho, accuracy, per-class and weighted precision/recall/f1, bootstrap "
                     "intervals), validation.md (Table 8), predictions.csv and figures/ (Figure 6) to --out.",
     )
-    validate.add_argument("metric", choices=[name for name in metric_names() if metric_spec(name).scores],
-                          help="the metric to validate")
+    validate.add_argument("metric", help="the metric to validate: sentiment, toxicity, regard, psycholinguistic, "
+                                         "gender_polarity, or a registered metric with scores to validate")
     validate.add_argument("--against", required=True,
                           help=f"{' or '.join(SOURCES)} (Sheng et al. 2019; $BOLD_SHENG2019_DIR or a pinned download), "
                                "or a .csv/.tsv/.jsonl file with a text and a human label per row")
@@ -564,10 +545,15 @@ def _add_validate(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from bold_eval.metrics import metric_names, metric_spec
     from bold_eval.validation.command import validate_against
     from bold_eval.validation.labels import parse_label_map, parse_label_set
     from bold_eval.validation.report import summary_text
 
+    valid = [name for name in metric_names() if metric_spec(name).scores]
+    if args.metric not in valid:
+        raise UsageError(f"unknown metric {args.metric!r} to validate; metrics with scores to validate: "
+                         f"{', '.join(valid)}")
     options = _metric_options(args)
     others = sorted(set(options) - {args.metric})
     if others:

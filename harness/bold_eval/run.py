@@ -40,6 +40,7 @@ import pandas as pd
 from bold_eval.analysis.clustered import check_cluster
 from bold_eval.core.devices import check_device
 from bold_eval.core.errors import DamagedFileError, InputError, UsageError, UserError
+from bold_eval.core.options import AnalysisOptions, ScoringOptions
 from bold_eval.core.storage import check_writable_folder
 from bold_eval.core.version import versions
 from bold_eval.generation.base import Generated, GenerationStats, Generator, GeneratorContext, WorkItem
@@ -124,6 +125,12 @@ class RunConfig:
     command: str | None = None
     # Called after each batch is on disk (progress reporting; tests use it to interrupt a run).
     on_batch_written: Callable[[list[WorkItem]], None] | None = None
+
+    def scoring_options(self) -> ScoringOptions:
+        """How the run's texts are scored (validated when built)."""
+        return ScoringOptions(metrics=self.metrics, metric_options=self.metric_options or {}, anonymize=self.anonymize,
+                              score_on=self.score_on, reference=self.reference, data_dir=self.data_dir,
+                              allow_modified_data=self.allow_modified_data or None)
 
 
 # --------------------------------------------------------------------------- prompt selection
@@ -499,31 +506,31 @@ def run(config: RunConfig) -> Path | None:
     _timed(timings, "total_before_scoring_s", wall_started)
     record.timings = timings
     try:
-        return score_and_report(merged.path, out, metrics=config.metrics, metric_options=config.metric_options,
-                                anonymize=config.anonymize, score_on=config.score_on, record=record,
-                                reference=config.reference, cluster=config.cluster, data_dir=config.data_dir,
-                                allow_modified_data=config.allow_modified_data or None)
+        return score_and_report(merged.path, out, config.scoring_options(), AnalysisOptions(cluster=config.cluster),
+                                record=record)
     except KeyboardInterrupt as error:
         raise RunInterrupted(f"all {merged.texts} generations are in {out / GENERATIONS_FILE}; scoring was "
                              "interrupted before scores.parquet was written") from error
 
 
 
-def score_and_report(generations: Generations, out: str | os.PathLike, *, cluster: str = "name",
-                     record: RunRecord | None = None, **scoring: Any) -> Path:
-    """Score (`score_generations`), then write the report with `cluster` as its unit of independent
-    information (`bold_eval.analysis.clustered.CLUSTER_UNITS`): where `bold-eval run` and `bold-eval score`
-    end. The report's time joins run.json's timings. Returns report.md's path."""
+def score_and_report(generations: Generations, out: str | os.PathLike, scoring: ScoringOptions | None = None,
+                     analysis: AnalysisOptions | None = None, *, record: RunRecord | None = None) -> Path:
+    """Score (`score_generations` with `scoring`), then write the report with `analysis` (`cluster` is its unit of
+    independent information): where `bold-eval run` and `bold-eval score` end. The report's time joins run.json's
+    timings. Returns report.md's path."""
     from bold_eval.report.run_report import write_report  # matplotlib: only once there is something to report
 
-    check_cluster(cluster)
+    scoring = scoring if scoring is not None else ScoringOptions()
+    analysis = analysis if analysis is not None else AnalysisOptions()
     record = record if record is not None else RunRecord()
-    score_generations(generations, out, record=record, **scoring)
+    score_generations(generations, out, record=record, **scoring.keywords())
     started = time.perf_counter()
-    report_path = write_report(out, cluster=cluster)
+    report_path = write_report(out, analysis)
     record.timings["report_s"] = round(time.perf_counter() - started, 3)
     write_run_record(Path(out), record)
     return Path(report_path)
+
 
 def _saved(out: Path, wanted: Sequence[tuple[str, int]]) -> str:
     """How many of the wanted generations are on disk, and where."""

@@ -37,19 +37,19 @@ from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
 from bold_eval.core.environment import THREADS_ENV, env_threads  # noqa: F401 (THREADS_ENV: re-exported)
-from bold_eval.core.errors import UsageError
+from bold_eval.core.options import (  # noqa: F401 (re-exported: the analysis' options, defined once)
+    CLUSTER_UNITS,
+    CORRECTIONS,
+    DEFAULT_CLUSTER,
+    DEFAULT_CORRECTION,
+    MIN_EXPECTED,
+    check_alpha,
+    check_cluster,
+    check_correction,
+)
 
-CLUSTER_UNITS: dict[str, str] = {
-    "name": "the person in gender and race, the Wikipedia page elsewhere; all prompts and samples of a name "
-            "form one unit",
-    "prompt": "the prompt; the samples of one prompt form one unit",
-    "none": "the text: every text independent (the paper's analysis, kept for reproduction)",
-}
-DEFAULT_CLUSTER = "name"
-
-# Cochran's rule: an expected count below 5 in a cell makes the normal approximation unreliable; such
-# comparisons (rare labels) use the permutation (or, with --cluster none, Fisher's exact) test.
-MIN_EXPECTED = 5
+# MIN_EXPECTED (Cochran's rule, `bold_eval.core.options`): comparisons with an expected count below it (rare labels)
+# use the permutation (or, with --cluster none, Fisher's exact) test.
 N_PERMUTATIONS = 9999
 MAX_PERMUTATIONS = 99_999
 # Draws x units per block of `_null_distributions`: about 8 MB per array whatever the number of draws.
@@ -80,28 +80,6 @@ METHOD_NOTES: dict[str, str] = {
 }
 
 
-# Multiple-comparison corrections over a report's family (statsmodels `multipletests` method names). Holm is
-# the default: a finding claims "this group differs", and Holm keeps the chance of any false claim among all
-# the family's tests at most alpha (family-wise error rate), uniformly more powerful than Bonferroni.
-# Benjamini-Hochberg bounds instead the expected share of false claims among the findings (false discovery
-# rate): more findings on a full run, weaker promise.
-CORRECTIONS: dict[str, tuple[str, str]] = {
-    "holm": ("holm", "Holm step-down, family-wise error rate at most alpha"),
-    "bh": ("fdr_bh", "Benjamini-Hochberg, false discovery rate at most alpha"),
-}
-DEFAULT_CORRECTION = "holm"
-
-
-def check_alpha(alpha: float) -> float:
-    """`alpha` (1 - confidence level) as a float strictly between 0 and 1, else a UsageError naming --alpha."""
-    try:
-        value = float(alpha)
-    except (TypeError, ValueError):
-        raise UsageError(f"--alpha must be a number between 0 and 1 (1 - confidence level), got {alpha!r}") from None
-    if not 0.0 < value < 1.0:
-        raise UsageError(f"--alpha must lie strictly between 0 and 1 (1 - confidence level, e.g. 0.05 for 95% "
-                         f"intervals), got {alpha!r}")
-    return value
 
 
 def confidence_label(alpha: float) -> str:
@@ -117,12 +95,6 @@ def confidence_label(alpha: float) -> str:
     return f"(100 - {100 * alpha:.1e})%"  # closer to 100% than a double can print
 
 
-def check_correction(correction: str) -> str:
-    if correction not in CORRECTIONS:
-        raise UsageError(f"--correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
-    return correction
-
-
 def adjust(p_values: Sequence[float], *, alpha: float, correction: str) -> tuple[np.ndarray, np.ndarray]:
     """(adjusted p-values, rejected) over one family with statsmodels `multipletests`."""
     from statsmodels.stats.multitest import multipletests
@@ -134,13 +106,6 @@ def adjust(p_values: Sequence[float], *, alpha: float, correction: str) -> tuple
         reject[known], adjusted[known], _, _ = multipletests(
             values[known], alpha=alpha, method=CORRECTIONS[check_correction(correction)][0])
     return adjusted, reject
-
-
-def check_cluster(cluster: str) -> str:
-    """`cluster` if it is a known unit, else a UsageError naming --cluster."""
-    if cluster not in CLUSTER_UNITS:
-        raise UsageError(f"--cluster must be one of {', '.join(CLUSTER_UNITS)}, got {cluster!r}")
-    return cluster
 
 
 def cluster_ids(frame: pd.DataFrame, cluster: str) -> np.ndarray:

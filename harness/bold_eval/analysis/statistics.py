@@ -13,10 +13,7 @@ from statsmodels.stats.proportion import confint_proportions_2indep, proportion_
 from bold_eval.analysis.scores import (
     label_sets,
 )
-
-# Cochran's rule for the chi-square approximation: every expected count at least 5.
-MIN_EXPECTED = 5
-
+from bold_eval.core.options import MIN_EXPECTED  # noqa: F401 (re-exported) Cochran's rule: every expected count >= 5
 
 SMALL_GROUP_RULE = (
     "a group is too small for the chi-square / z approximation when any of its expected counts "

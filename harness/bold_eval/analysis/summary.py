@@ -30,13 +30,9 @@ from bold_eval.analysis.clustered import (
     DEFAULT_CORRECTION,
     FISHER,
     METHOD_NOTES,
-    MIN_EXPECTED,
     PERMUTATION,
     Z_TEST,
     adjust,
-    check_alpha,
-    check_cluster,
-    check_correction,
     confidence_label,
 )
 from bold_eval.analysis.findings import (
@@ -60,6 +56,7 @@ from bold_eval.analysis.worst_case import (
     worst_case_labels,
     worst_case_view,
 )
+from bold_eval.core.options import AnalysisOptions
 from bold_eval.metrics import metric_specs
 
 # --------------------------------------------------------------------------- intervals and tests
@@ -74,14 +71,10 @@ from bold_eval.metrics import metric_specs
 def summarize(
     scores: pd.DataFrame,
     run_info: Mapping[str, Any] | None = None,
+    options: AnalysisOptions | None = None,
     *,
-    ci: str = "wilson",
-    alpha: float = 0.05,
-    min_expected: int = MIN_EXPECTED,
-    seed: int = 0,
-    correction: str = DEFAULT_CORRECTION,
-    cluster: str = DEFAULT_CLUSTER,
     reference: pd.DataFrame | None = None,
+    **keywords: Any,
 ) -> dict[str, Any]:
     """Every view the paper reports, for the metrics this run scored, and the findings.
 
@@ -89,11 +82,12 @@ def summarize(
     computed), "findings" (`findings`: contrasts tested with `cluster` as the unit under `correction`,
     design effects, power, largest gaps), "reference_findings" (when `reference`, the Wikipedia sentences of
     the same prompts, is given: model x source interactions, `findings.paired_findings`), and one entry per
-    metric: {"tables": {name: DataFrame}, "tests": [dict]} or {"skipped": reason}}.
+    metric: {"tables": {name: DataFrame}, "tests": [dict]} or {"skipped": reason}}. `options` (validated when
+    built) say how; without them, `keywords` (ci, alpha, min_expected, seed, correction, cluster) build them.
     """
-    alpha = check_alpha(alpha)
-    check_correction(correction)
-    check_cluster(cluster)
+    options = options if options is not None else AnalysisOptions(**keywords)
+    ci, alpha, min_expected, seed = options.ci, options.alpha, options.min_expected, options.seed
+    correction, cluster = options.correction, options.cluster
     scores = check_scores(scores, (run_info or {}).get("label_columns"))
     status = metric_status(scores, run_info)
     counts = run_counts(scores)

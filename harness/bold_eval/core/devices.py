@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from bold_eval.core.errors import UsageError
+from bold_eval.core.options import DTYPES  # `--dtype` choices; "auto" picks per device (`resolve_dtype`)
 
-# `--dtype` choices; "auto" picks per device (see `resolve_dtype`).
-DTYPES = ("auto", "bfloat16", "float16", "float32")
 _DTYPE_ALIASES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
                   "float16": "float16", "fp16": "float16"}
 

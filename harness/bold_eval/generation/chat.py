@@ -31,11 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bold_eval.core.errors import UsageError
+from bold_eval.core.options import AUTO, CHAT_PROTOCOLS, DEFAULT_THINK_END, INSTRUCT, NONE, PREFILL  # noqa: F401
 from bold_eval.generation.decoding import DecodingConfig, finish_continuation
 
-NONE, PREFILL, INSTRUCT = "none", "prefill", "instruct"
-PROTOCOLS = (NONE, PREFILL, INSTRUCT)
-AUTO = "auto"
+PROTOCOLS = CHAT_PROTOCOLS
 # Local checkpoints whose tokenizer carries a chat template default to `prefill`: the model runs in the
 # format it was tuned and is deployed in (its role markers and default system prompt; the safety and
 # preference tuning that BOLD's bias shows through lives in the assistant turn), while the scored text is
@@ -50,7 +49,6 @@ INSTRUCT_INSTRUCTION = (
 )
 # The user message before the prefilled reply of `prefill` (also the `bold_chat` lm-eval tasks' doc_to_text).
 PREFILL_INSTRUCTION = "Continue the following text.\n\n{prompt}"
-DEFAULT_THINK_END = "</think>"
 # generator_options keys of the protocol (the `run` flags --chat-template, --chat-instruction, ...).
 CHAT_OPTIONS = ("chat_template", "chat_instruction", "system_instruction", "chat_template_kwargs", "think_end_token")
 

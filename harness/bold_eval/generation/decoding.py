@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from bold_eval.core.errors import UsageError
+from bold_eval.core.options import DECODING_PRESETS, DEFAULT_MAX_NEW_TOKENS, DEFAULT_PRESET  # noqa: F401
 
 # Appendix A.2.2: "GPT-2 text generation with hyperparameters of top-k of 40 and top-p of 0.95".
 # Appendix A.2.3: CTRL with "the default params provided by Huggingface's transformers package ...
@@ -19,12 +20,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     "gpt2": {"top_k": 40, "top_p": 0.95, "temperature": 1.0, "repetition_penalty": 1.0},
     "ctrl": {"top_k": None, "top_p": 0.9, "temperature": 1.0, "repetition_penalty": 1.2},
 }
+assert tuple(PRESETS) == DECODING_PRESETS  # the CLI shows DECODING_PRESETS
 
 
-DEFAULT_PRESET = "gpt2"
 
 
-DEFAULT_MAX_NEW_TOKENS = 30
 
 
 # A sentence ends at . ! or ? (possibly followed by closing quotes or brackets) before whitespace

@@ -59,6 +59,14 @@ from typing import Any
 import numpy as np
 
 from bold_eval.core.errors import UsageError
+from bold_eval.core.options import (
+    GIBBS_BURN_IN,
+    GIBBS_MAX_ITER,
+    GIBBS_MAX_NEW_TOKENS,
+    GIBBS_MODEL,
+    GIBBS_TEMPERATURE,
+    GIBBS_TOP_K,
+)
 from bold_eval.generation.base import (
     BatchCallback,
     Generated,
@@ -78,12 +86,12 @@ from bold_eval.generation.loading import (
 KIND = "gibbs-mlm"
 MODE = "parallel-sequential"
 # Appendix A.2.1; top_k from [38]'s generate() (the paper does not set it).
-DEFAULT_MODEL = "bert-large-cased"
-DEFAULT_MAX_NEW_TOKENS = 15
-DEFAULT_TEMPERATURE = 0.7
-DEFAULT_BURN_IN = 200
-DEFAULT_MAX_ITER = 500
-DEFAULT_TOP_K = 100
+DEFAULT_MODEL = GIBBS_MODEL
+DEFAULT_MAX_NEW_TOKENS = GIBBS_MAX_NEW_TOKENS
+DEFAULT_TEMPERATURE = GIBBS_TEMPERATURE
+DEFAULT_BURN_IN = GIBBS_BURN_IN
+DEFAULT_MAX_ITER = GIBBS_MAX_ITER
+DEFAULT_TOP_K = GIBBS_TOP_K
 # The one-time check of the chosen-position LM head against the full head: a wrong head differs by
 # whole logits, rounding (bf16 included) by far less.
 _HEAD_CHECK_TOLERANCE = 5e-2

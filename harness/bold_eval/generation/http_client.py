@@ -27,8 +27,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from bold_eval.core.errors import UsageError, UserError
+from bold_eval.core.options import DEFAULT_API_KEY_ENV
 
-DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 RETRY_STATUSES = frozenset({408, 409, 425, 429})  # and every 5xx
 BODY_EXCERPT_CHARS = 500
 REDACTED = "[redacted]"

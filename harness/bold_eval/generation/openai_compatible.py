@@ -42,6 +42,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, NamedTuple
 
 from bold_eval.core.errors import UsageError
+from bold_eval.core.options import API_MODES, DEFAULT_CONCURRENCY
 from bold_eval.generation.base import BatchCallback, Generated, GenerationSettings, GenerationStats, WorkItem
 from bold_eval.generation.chat import (
     CHAT_OPTIONS,
@@ -65,10 +66,8 @@ from bold_eval.generation.http_client import (
     read_api_key,
 )
 
-API_MODES = ("completions", "chat")
 KINDS = {"completions": "openai-completions", "chat": "openai-chat"}
 ENDPOINTS = {"completions": "completions", "chat": "chat/completions"}
-DEFAULT_CONCURRENCY = 8
 DEFAULT_FLUSH_EVERY = 64
 DEFAULT_FLUSH_SECONDS = 2.0
 PROBE_TOKENS = 8

@@ -14,15 +14,12 @@ from huggingface_hub import (
 )
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
+from bold_eval.core.options import DEFAULT_RESULTS_DATASET
 from bold_eval.core.storage import storage_guard
 from bold_eval.core.version import __version__
 from bold_eval.hub.staging import PublishError, _fresh_folder
 from bold_eval.hub.upload import hub_client
 from bold_eval.runfolder import read_summary
-
-# The BOLD dataset of the paper's authors on the Hub, the default `dataset_type` of published results.
-DEFAULT_RESULTS_DATASET = "AlexaAI/bold"
-
 
 RESULTS_SOURCE = "bold-eval"
 

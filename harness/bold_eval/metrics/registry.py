@@ -12,10 +12,11 @@ import importlib
 from importlib.metadata import entry_points
 
 from bold_eval.core.errors import UsageError
+from bold_eval.core.options import (
+    PAPER_METRICS,  # the paper's five (Section 4), each `bold_eval.metrics.<name>.SPEC`
+)
 from bold_eval.metrics.spec import MetricSpec
 
-# The paper's metrics (Section 4), in its order; each is `bold_eval.metrics.<name>.SPEC`.
-PAPER_METRICS = ("sentiment", "toxicity", "regard", "psycholinguistic", "gender_polarity")
 ENTRY_POINT_GROUP = "bold_eval.metrics"
 
 _SPECS: dict[str, MetricSpec] = {}

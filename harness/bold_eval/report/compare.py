@@ -28,14 +28,9 @@ import pandas as pd
 from bold_eval.analysis.clustered import (
     CLUSTER_UNITS,
     CORRECTIONS,
-    DEFAULT_CLUSTER,
-    DEFAULT_CORRECTION,
     METHOD_NOTES,
     PERMUTATION,
     POWER,
-    check_alpha,
-    check_cluster,
-    check_correction,
     confidence_label,
 )
 from bold_eval.analysis.compare import (
@@ -48,6 +43,7 @@ from bold_eval.analysis.compare import (
     worst_case_comparability,
 )
 from bold_eval.analysis.findings import TOO_SMALL_DIFFERENCE
+from bold_eval.core.options import AnalysisOptions
 from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR
 from bold_eval.metrics import metric_spec
 from bold_eval.report.first_screen import (
@@ -374,19 +370,19 @@ def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, pd.DataFrame]
     return "\n".join(lines)
 
 
-def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, *, alpha: float = 0.05,
+def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: AnalysisOptions | None = None, *,
                  allow_different_prompts: bool = False, log: Callable[[str], None] | None = None,
-                 cluster: str = DEFAULT_CLUSTER, correction: str = DEFAULT_CORRECTION, seed: int = 0) -> Path:
+                 **keywords: Any) -> Path:
     """Which run is more biased than the first, and where; and the paper's tables side by side.
 
     Compares like with like: the runs must share their prompts, else `PromptSetError`, unless
     `allow_different_prompts`, which restricts every run to the shared prompts and says so first (in
-    compare.md and through `log`, default stderr). Writes compare.md, compare.json and tables/ into `out`;
-    returns compare.md.
+    compare.md and through `log`, default stderr). `options` (validated when built; without them `keywords`
+    alpha, cluster, correction and seed build them) say how runs are tested. Writes compare.md, compare.json and
+    tables/ into `out`; returns compare.md.
     """
-    alpha = check_alpha(alpha)
-    check_correction(correction)
-    check_cluster(cluster)
+    options = options if options is not None else AnalysisOptions(**keywords)
+    alpha, cluster, correction, seed = options.alpha, options.cluster, options.correction, options.seed
     if len(run_dirs) < 1:
         raise ValueError("compare needs at least one run folder")
     log = log if log is not None else (lambda message: print(message, file=sys.stderr))

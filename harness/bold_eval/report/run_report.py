@@ -14,9 +14,10 @@ from typing import Any
 
 import pandas as pd
 
-from bold_eval.analysis.clustered import DEFAULT_CLUSTER, DEFAULT_CORRECTION, check_alpha, confidence_label
+from bold_eval.analysis.clustered import confidence_label
 from bold_eval.analysis.statistics import MIN_EXPECTED
 from bold_eval.analysis.summary import summarize
+from bold_eval.core.options import AnalysisOptions
 from bold_eval.report.first_screen import (
     findings_section,
     how_to_read,
@@ -187,28 +188,20 @@ def _summary_record(record: RunRecord, summary: Mapping[str, Any]) -> SummaryRec
                          views={key: value for key, value in payload.items() if key not in fixed})
 
 
-def write_report(
-    run_dir: str | Path,
-    *,
-    ci: str = "wilson",
-    alpha: float = 0.05,
-    min_expected: int = MIN_EXPECTED,
-    seed: int = 0,
-    correction: str = DEFAULT_CORRECTION,
-    cluster: str = DEFAULT_CLUSTER,
-) -> Path:
+def write_report(run_dir: str | Path, options: AnalysisOptions | None = None, **keywords: Any) -> Path:
     """Write summary.json, tables/, figures/ and report.md into `run_dir`; return report.md's path.
 
-    report.md opens with what the run can and cannot say (scope, then findings), before the paper's views.
+    `options` (validated when built) say how the scores become tables and findings; without them, `keywords`
+    (ci, alpha, min_expected, seed, correction, cluster) build them. report.md opens with what the run can and
+    cannot say (scope, then findings), before the paper's views.
     """
-    alpha = check_alpha(alpha)
+    options = options if options is not None else AnalysisOptions(**keywords)
     run_dir = Path(run_dir)
     scores, record = load_run(run_dir, texts=False)  # the views read ids and scores only
     reference = read_reference_scores(run_dir, texts=False)
-    summary = summarize(scores, record.to_dict(), ci=ci, alpha=alpha, min_expected=min_expected, seed=seed,
-                        correction=correction, cluster=cluster, reference=reference)
+    summary = summarize(scores, record.to_dict(), options, reference=reference)
     with report_transaction(run_dir) as staging:  # report.md, summary.json, tables/ and figures/ as one unit
-        _write_report_files(run_dir, staging, record, summary, min_expected)
+        _write_report_files(run_dir, staging, record, summary, options.min_expected)
     return run_dir / REPORT_FILE
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pandas as pd
 
 from bold_eval.core.errors import InputError, UsageError
+from bold_eval.core.options import SCORE_ON
 from bold_eval.runfolder import (
     GENERATION_COLUMNS,
 )
 
-# What the metrics read (Section 3.3 scores whole sentences; `continuation` drops the prompt).
-SCORE_ON = ("full", "continuation")
+# SCORE_ON: what the metrics read (Section 3.3 scores whole sentences; `continuation` drops the prompt).
 
 
 def build_texts(generations: pd.DataFrame, *, anonymize: bool = True, score_on: str = "full") -> pd.Series:

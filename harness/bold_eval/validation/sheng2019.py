@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bold_eval.core.errors import InputError, UsageError
+from bold_eval.core.options import SHENG2019_SOURCES, SHENG2019_SPLITS
 from bold_eval.core.resources import RemoteFile, resolve_file, sha256_of
 from bold_eval.validation.labels import HumanLabelled
 
@@ -57,16 +58,16 @@ SHENG2019_FILES: dict[str, RemoteFile] = {
 # The upstream README: "-1 for negative, 0 for neutral, 1 for positive, 2 for other".
 LABEL_NAMES: dict[int, str] = {1: "positive", 0: "neutral", -1: "negative", 2: "other"}
 OTHER_LABEL = 2
-SPLITS = ("train", "train_other", "dev", "test")
+SPLITS = SHENG2019_SPLITS
 
 # Default files per source: every annotated sample once. regard/train_other.tsv is train.tsv plus
 # the 23 "other" samples. sentiment/train_other.tsv is no superset: its samples lost their
 # "XYZ was known for"-style prefix upstream ("XYZ having a low self esteem.") and most repeat
 # samples of train/dev/test, so sheng2019-sentiment reads train.tsv (it has no "other" label).
-SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "sheng2019-sentiment": ("sentiment", ("train", "dev", "test")),
-    "sheng2019-regard": ("regard", ("train_other", "dev", "test")),
-}
+SOURCES: dict[str, tuple[str, tuple[str, ...]]] = dict(zip(SHENG2019_SOURCES, (
+    ("sentiment", ("train", "dev", "test")),
+    ("regard", ("train_other", "dev", "test")),
+), strict=True))
 
 
 def load_sheng2019(
