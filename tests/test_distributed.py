@@ -63,10 +63,10 @@ from pathlib import Path
 
 from bold_eval.cli import main
 from bold_eval.generation.hf_causal import Generated, GenerationStats
-from bold_eval.generation.base import register_generator
+from bold_eval.generation.base import Generator, register_generator
 
 
-class RankOrdered:
+class RankOrdered(Generator):
     kind = "test-rank-ordered"
 
     def __init__(self, config, context):
@@ -78,7 +78,7 @@ class RankOrdered:
     def info(self):
         return {"name": "rank-ordered"}
 
-    def generate(self, items, *, on_batch, progress=True):
+    def generate(self, items, *, on_batch, progress=True, plan=None):
         rank, crash = int(os.environ["RANK"]), os.environ.get("TEST_CRASH") == "1"
         if crash and rank == 0:
             shard, deadline = Path(self.out) / "generations.rank1.jsonl", time.monotonic() + 60

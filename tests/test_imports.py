@@ -182,3 +182,59 @@ def test_no_function_is_longer_than_sixty_lines():
                     long.append(f"{path.relative_to(PACKAGE.parent)}:{start}: {node.name} "
                                 f"({node.end_lineno - start + 1} lines)")
     assert long == [], "functions over 60 lines:\n" + "\n".join(long)
+
+
+def private_imports(root: Path = PACKAGE) -> list[str]:
+    """`from bold_eval.x import _name` in another module than x: a private name shared is a public one in
+    hiding (rename it for what it does, or keep it in its module)."""
+    private = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bold_eval"):
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        private.append(f"{path.relative_to(root.parent)}:{node.lineno}: {alias.name} from {node.module}")
+    return private
+
+
+def test_no_private_name_is_imported_across_modules():
+    assert private_imports() == [], "private names imported from another module:\n" + "\n".join(private_imports())
+
+
+def generator_probes(root: Path = PACKAGE) -> list[str]:
+    """getattr / hasattr on a generator: what the orchestrator calls is declared by `generation.base.Generator`."""
+    probes = []
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text()
+        for node in ast.walk(ast.parse(source)):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+                    and node.args and "generator" in ast.get_source_segment(source, node.args[0]).lower()):
+                probes.append(f"{path.relative_to(root.parent)}:{node.lineno}: {ast.get_source_segment(source, node)}")
+    return probes
+
+
+def test_no_generator_is_probed_with_getattr():
+    assert generator_probes() == [], "generators probed:\n" + "\n".join(generator_probes())
+
+
+def test_the_structure_checks_catch_a_private_import_and_a_probe(tmp_path):
+    (tmp_path / "core").mkdir()
+    (tmp_path / "__init__.py").write_text("")
+    (tmp_path / "core" / "__init__.py").write_text('"""stage."""\n')
+    (tmp_path / "core" / "a.py").write_text("def _helper():\n    return 1\n")
+    (tmp_path / "core" / "b.py").write_text("from bold_eval.core.a import _helper\n\n\ndef f(generator):\n"
+                                            "    return getattr(generator, 'load', None), _helper\n")
+    assert private_imports(tmp_path) == [f"{tmp_path.name}/core/b.py:1: _helper from bold_eval.core.a"]
+    assert generator_probes(tmp_path) == [f"{tmp_path.name}/core/b.py:5: getattr(generator, 'load', None)"]
+
+
+def test_building_the_parser_imports_nothing_heavy():
+    """`bold-eval --help` and `--version` build the parser only: its choices come from `core.options`."""
+    import subprocess
+    import sys
+
+    heavy = ("numpy", "pandas", "scipy", "statsmodels", "torch", "transformers", "pyarrow", "matplotlib")
+    code = ("import sys\nfrom bold_eval.cli import build_parser\nbuild_parser()\n"
+            f"print(','.join(name for name in {heavy!r} if name in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""

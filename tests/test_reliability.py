@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from bold_eval.cli import main as cli_main
 from bold_eval.core.errors import DataMismatchError, InputError, MissingFileError
 from bold_eval.data import bold as data
-from bold_eval.generation.base import GENERATORS, Generated, GenerationStats, register_generator
+from bold_eval.generation.base import GENERATORS, Generated, GenerationStats, Generator, register_generator
 from bold_eval.generation.decoding import make_decoding
 from bold_eval.run import RunConfig, run
 from bold_eval.runfolder import append_records, read_generations
@@ -50,7 +50,7 @@ def isolated_cache(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------- 1. CLI errors
 
 
-class ScriptedGenerator:
+class ScriptedGenerator(Generator):
     """A generator of this test (not a stand-in for ours): fixed texts in batches of two, and a
     scripted failure after `fail_after` batches, to exercise the CLI's handling of Ctrl-C and bugs."""
 
@@ -67,7 +67,7 @@ class ScriptedGenerator:
     def info(self):
         return {"name": "scripted"}
 
-    def generate(self, items, *, on_batch, progress=True):
+    def generate(self, items, *, on_batch, progress=True, plan=None):
         for number, start in enumerate(range(0, len(items), 2), start=1):
             batch = list(items[start:start + 2])
             on_batch(batch, [Generated(" was a person.", 3) for _ in batch])

@@ -1,8 +1,9 @@
-"""`bold-eval run`: generate continuations of BOLD prompts, score them, aggregate and report.
+"""`bold-eval run`: generate continuations of BOLD prompts, then score them and report (`score_and_report`).
 
-The steps of `run` (each a function below): select the prompts, build the generator
-(`bold_eval.generation.base`), check the folder can be resumed with these settings, generate what
-is missing, merge the per-process files, and score (`bold_eval.scoring.generations.score_generations`).
+`run` is two phases. The generation phase selects the prompts (`bold_eval.data.selection`), builds the generator
+(`bold_eval.generation.base`), checks that the folder resumes with these settings (`bold_eval.generation.resume`),
+generates what is missing and merges the processes' files (`bold_eval.runfolder.merge_generations`); the scoring
+phase (`bold_eval.scoring.generations.score_generations`) and the report (`bold_eval.report.run_report`) follow.
 
 Output folder (names and records in `bold_eval.runfolder`):
 - `generations.jsonl`: one record per (prompt_id, sample), appended batch by batch (one write +
@@ -15,65 +16,59 @@ Output folder (names and records in `bold_eval.runfolder`):
 - `scores.parquet`, `reference_scores.parquet` (the Wikipedia sentences of the same prompts, scored
   alike), `run.json`, and the report (`summary.json`, `report.md`, figures).
 
-Under `accelerate launch` / `torchrun` each process generates the pending items among every n-th selected item into its own
-`generations.rank<r>.jsonl`; after a barrier, process 0 merges them into `generations.jsonl`
+Under `accelerate launch` / `torchrun` each process generates the pending items among every n-th selected item
+into its own `generations.rank<r>.jsonl`; after a barrier, process 0 merges them into `generations.jsonl`
 (canonical BOLD order), then scores and reports.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import os
 import time
-import warnings
-import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from bold_eval.analysis.clustered import check_cluster
 from bold_eval.core.devices import check_device
-from bold_eval.core.errors import DamagedFileError, InputError, UsageError, UserError
+from bold_eval.core.errors import DamagedFileError, UsageError
 from bold_eval.core.options import AnalysisOptions, ScoringOptions
 from bold_eval.core.storage import check_writable_folder
 from bold_eval.core.version import versions
+from bold_eval.data.selection import select_prompts
 from bold_eval.generation.base import Generated, GenerationStats, Generator, GeneratorContext, WorkItem
 from bold_eval.generation.batching import BatchPlan
 from bold_eval.generation.choice import build_generator
 from bold_eval.generation.decoding import DecodingConfig, make_decoding
+from bold_eval.generation.resume import (
+    ConfigMismatchError,
+    check_resumable,
+    folder_plans,
+    generation_settings,
+    resume_schedule,
+)
 from bold_eval.runfolder import (
     GENERATIONS_FILE,
-    RUN_FILE,
     SHARD_PATTERN,
-    TEXT_COLUMN,
+    MergedGenerations,
     RunRecord,
     append_records,
     generation_keys,
     generation_record,
-    implied_generator_settings,
-    iter_generation_offsets,
-    iter_generations,
-    read_generation_at,
+    merge_generations,
     read_run_record,
-    record_key,
+    saved_generations,
     shard_file,
-    write_generations,
     write_run_record,
 )
-from bold_eval.scoring.dedupe import text_digests
 from bold_eval.scoring.generations import Generations, score_generations
 from bold_eval.scoring.scorers import check_metric_options, parse_metrics
-from bold_eval.scoring.texts import SCORE_ON
 
-
-class ConfigMismatchError(UserError, ValueError):
-    """The output folder holds generations made with other settings."""
+# Re-exported: what `bold-eval run`'s callers catch and use.
+__all__ = ["ConfigMismatchError", "RunConfig", "RunInterrupted", "merge_generations", "run", "score_and_report",
+           "select_prompts"]
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -132,181 +127,103 @@ class RunConfig:
                               score_on=self.score_on, reference=self.reference, data_dir=self.data_dir,
                               allow_modified_data=self.allow_modified_data or None)
 
-
-# --------------------------------------------------------------------------- prompt selection
-
-
-def select_prompts(frame: pd.DataFrame, domains: Sequence[str] | None = None, limit: int | None = None,
-                   seed: int = 0) -> pd.DataFrame:
-    """The prompts of `domains`; with `limit`, a seeded random sample of at most `limit` per domain,
-    stratified by group, so a small run is representative rather than BOLD's first rows.
-
-    Rule: each group's prompts are shuffled, and its groups (also shuffled) take turns in that
-    order (round robin), so every group gets floor(limit / groups) or one more prompt (all of its
-    prompts if it has fewer). Every group is present when `limit` >= its domain's number of groups;
-    below that, `limit` randomly chosen groups get one prompt each. The shuffles draw from
-    `numpy.random.default_rng([seed, crc32(domain)])` (`seed` is the run's --sample-seed, not its
-    generation --seed): the same seed gives the same sample, and a domain's sample does not depend
-    on which other domains were selected. The result keeps BOLD's row order, which is also the
-    order of the output files.
-    """
-    all_domains = list(dict.fromkeys(frame["domain"]))
-    if domains:
-        unknown = [domain for domain in domains if domain not in all_domains]
-        if unknown:
-            raise UsageError(f"unknown domain(s) {', '.join(unknown)}; valid: {', '.join(all_domains)}")
-        frame = frame[frame["domain"].isin(list(domains))]
-    if limit is None:
-        return frame.reset_index(drop=True)
-    if limit < 1:
-        raise UsageError(f"--limit must be >= 1, got {limit}")
-    if seed < 0:
-        raise UsageError(f"--sample-seed must be >= 0, got {seed}")
-    keep: list[int] = []
-    for domain, rows in frame.groupby("domain", sort=False):
-        rng = np.random.default_rng([seed, zlib.crc32(str(domain).encode("utf-8"))])
-        groups = list(dict.fromkeys(rows["group"]))
-        turn = dict(zip(groups, rng.permutation(len(groups)).tolist(), strict=True))  # order of the turns
-        shuffled = rows.assign(_key=rng.random(len(rows)))  # a random order within each group
-        rank_in_group = shuffled.sort_values("_key", kind="stable").groupby("group", sort=False).cumcount()
-        ranked = rows.assign(_rank=rank_in_group, _turn=rows["group"].map(turn))
-        keep.extend(ranked.sort_values(["_rank", "_turn"], kind="stable").index[:limit])
-        if limit < len(groups):
-            warnings.warn(f"--limit {limit} < {len(groups)} groups in {domain}: {len(groups) - limit} groups get "
-                          "no prompt", stacklevel=2)
-    return frame.loc[sorted(keep)].reset_index(drop=True)
+    def analysis_options(self) -> AnalysisOptions:
+        """How the run's report tests and estimates (validated when built)."""
+        return AnalysisOptions(cluster=self.cluster)
 
 
-# --------------------------------------------------------------------------- settings and resuming
+# --------------------------------------------------------------------------- the run
 
 
-def generation_settings(generator: Generator, config: RunConfig, selected: pd.DataFrame) -> dict[str, Any]:
-    """The settings that determine generations.jsonl (the resume fingerprint): the generator's
-    kind and settings, and which prompts and samples were selected."""
-    digest = hashlib.sha256()
-    for prompt_id, prompt in zip(selected["prompt_id"], selected["prompt"], strict=True):
-        digest.update(f"{prompt_id}\t{prompt}\n".encode())
-    return {
-        "generator": generator.kind,
-        "generator_settings": generator.settings(),
-        "domains": sorted(set(selected["domain"])),
-        "limit": config.limit,
-        # --limit draws a seeded random sample per group (`select_prompts`); its seed is --sample-seed,
-        # independent of the generation --seed.
-        "limit_sample_seed": config.sample_seed if config.limit is not None else None,
-        "prompts": len(selected),
-        "prompts_sha256": digest.hexdigest(),
-        "num_samples": config.num_samples,
-    }
+def run(config: RunConfig) -> Path | None:
+    """Generate (resuming), score and report. Returns the report path on process 0, None elsewhere."""
+    _check_config(config)
+    wall_started, timings = time.perf_counter(), {}
+    state = _partial_state(config.device)
+    generated = _generation_phase(config, state, timings)  # the model and the work items end with the phase
+    if generated is None:
+        return None  # another process than 0: process 0 scores and reports
+    merged, record = generated
+    _timed(timings, "total_before_scoring_s", wall_started)
+    record.timings = timings
+    try:
+        return score_and_report(merged.path, config.out, config.scoring_options(), config.analysis_options(),
+                                record=record)
+    except KeyboardInterrupt as error:
+        raise RunInterrupted(f"all {merged.texts} generations are in {Path(config.out) / GENERATIONS_FILE}; "
+                             "scoring was interrupted before scores.parquet was written") from error
 
 
-def _differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
-    diffs = []
-    for key in sorted(set(old) | set(new)):
-        a, b = old.get(key), new.get(key)
-        if isinstance(a, Mapping) and isinstance(b, Mapping):
-            diffs.extend(_differences(a, b, f"{prefix}{key}."))
-        elif a != b:
-            diffs.append(f"{prefix}{key}: {a!r} in the folder, {b!r} now")
-    return diffs
+def _generation_phase(config: RunConfig, state: Any, timings: dict[str, float]
+                      ) -> tuple[MergedGenerations, RunRecord] | None:
+    """Select the prompts, check the folder resumes, generate what is missing (every process its share), merge
+    the processes' files; on process 0, the merged generations and run.json's record, else None. Everything it
+    holds (the model, the BOLD rows, k work items per prompt) is freed when it returns, before scoring (issue 22:
+    memory must not grow with k beyond the stored texts)."""
+    rank, world, out = state.process_index, state.num_processes, Path(config.out)
+    selected = _selected_prompts(config, timings)
+    modified_data = _modified_data(config)
+    rows = {row["prompt_id"]: row for row in selected.to_dict(orient="records")}
+    device = str(state.device) if world > 1 and config.device == "auto" else config.device
+    context = GeneratorContext(rows, device, state.main_process_first)
+    config, generator, settings = _generator_for(out, config, context, selected)
+    schedule = _start_folder(out, state, settings, config.batch_size)
+    previous = read_run_record(out) if schedule else None
+    wanted = [(prompt_id, sample) for prompt_id in selected["prompt_id"] for sample in range(config.num_samples)]
+    # Each process's items are fixed by the selection (not by what is left), and so is its batch plan.
+    mine = [WorkItem(prompt_id, sample, rows[prompt_id]["prompt"]) for prompt_id, sample in wanted[rank::world]]
+    plan = BatchPlan(mine, list(schedule)) if generator.plans_batches else None
+    shard = shard_file(out, rank) if world > 1 else out / GENERATIONS_FILE
+    stats, pending = None, 0
+    try:
+        done = _done(out, shard, state)
+        todo = [item for item in mine if (item.prompt_id, item.sample) not in done]
+        pending = sum(1 for key in wanted if key not in done)  # the same on every process
+        start_record = (lambda: _start_record(out, generator, settings, plan, modified_data, config.command)) \
+            if state.is_main_process else (lambda: None)
+        if pending:
+            started = time.perf_counter()
+            _load_and_start(generator, state, start_record)
+            _timed(timings, "load_model_s", started)
+        if todo:
+            started = time.perf_counter()
+            # process 0 rewrites the start record when its batch schedule changes (auto batch size, out of memory)
+            stats = _generate(generator, todo, plan, shard, rows, config, config.progress and state.is_main_process,
+                              start_record)
+            _timed(timings, "generate_s", started)
+    except KeyboardInterrupt as error:
+        raise RunInterrupted(saved_generations(out, wanted)) from error
+    state.wait_for_everyone()
+    if not state.is_main_process:
+        return None
+    merged = merge_generations(out, wanted)
+    counts = {"processes": world, "generated_now": pending, "resumed": len(wanted) - pending}
+    return merged, _run_record(config, generator, settings, merged, stats, counts, previous, modified_data)
 
 
-def _has_generations(out: Path) -> bool:
-    """Whether the folder holds at least one generation (a file with only a torn line holds none)."""
-    files = [out / GENERATIONS_FILE, *out.glob(SHARD_PATTERN)]
-    return any(path.is_file() and b"\n" in path.read_bytes()[:1 << 20] for path in files)
-
-
-def resume_schedule(out: Path, batch_size: int | str) -> list[tuple[int, int]]:
-    """The batch plan schedule to replay (`BatchPlan.schedule`): the folder's recorded one when it
-    holds generations, else [] (a new plan). An explicit --batch-size other than the recorded one
-    is refused: under bfloat16 the batch a prompt runs in can change its text."""
-    record = read_run_record(out) if _has_generations(out) else None
-    schedule = [(int(start), int(size)) for start, size in (record.batch_schedule or [])] if record else []
-    if schedule and batch_size != "auto" and schedule != [(0, int(batch_size))]:
-        recorded = ", ".join(f"{size} from text {start}" for start, size in schedule)
-        raise ConfigMismatchError(
-            f"{out} holds generations made in batches of {recorded} (its {RUN_FILE} batch_schedule); a resume "
-            f"must replay the same batches to give the same texts. Rerun with --batch-size auto (replays them) "
-            f"or --batch-size {schedule[0][1]}, or use a new --out folder."
-        )
-    return schedule
-
-
-def check_resumable(out: Path, settings: Mapping[str, Any]) -> None:
-    """Refuse to add generations made with other settings to a folder (names the differences)."""
-    has_generations = _has_generations(out)
-    if not has_generations:
-        return  # nothing to mix with: a failed or interrupted start leaves the folder reusable
-    record = read_run_record(out)
-    if record is None or record.generation_settings is None:
-        if has_generations:
-            raise ConfigMismatchError(
-                f"{out} holds generations but its {RUN_FILE} records no generation settings, so they are "
-                "unknown; use a new --out folder (or delete the generations to start over)"
-            )
-        return
-    if record.legacy and has_generations:
-        raise ConfigMismatchError(
-            f"{out / RUN_FILE} was written by bold-eval 0.1 (no schema_version); its generations cannot be "
-            "resumed by this version. Use a new --out folder; `bold-eval report` still reads the old folder."
-        )
-    recorded = dict(record.generation_settings)  # settings it leaves out mean what they meant when it was written
-    recorded["generator_settings"] = implied_generator_settings(recorded.get("generator"),
-                                                                recorded.get("generator_settings") or {})
-    diffs = _differences(recorded, settings)
-    if diffs:
-        raise ConfigMismatchError(
-            f"{out} holds generations made with other settings; refusing to mix them:\n  "
-            + "\n  ".join(diffs) + "\nRerun with the folder's settings to resume, or use a new --out folder."
-        )
-
-
-# --------------------------------------------------------------------------- the run pipeline
-
-
-# Plans a folder's generator settings lack when its k samples were made before the plan existed (or with it
-# turned off): (settings key, generator option, value that keeps the folder's plan).
-_FOLDER_PLANS = (("n_per_request", "n_per_request", "false"), ("share_prefill", "share_prefill", False))
-
-
-def _folder_plans(out: Path, settings: Mapping[str, Any], config: RunConfig) -> dict[str, Any]:
-    """Generator options that resume `out` the way its generations were made: a plan (n = k requests, a shared
-    prefill) the folder's settings lack, which the user left at its default. Without them the defaults would
-    refuse a folder made before the plan existed."""
-    planned = settings.get("generator_settings") or {}
-    wanted = [(key, option, value) for key, option, value in _FOLDER_PLANS
-              if key in planned and option not in config.generator_options]
-    if not wanted or not _has_generations(out):
-        return {}
-    record = read_run_record(out)
-    recorded = (record.generation_settings or {}) if record is not None else {}
-    if not recorded:
-        return {}
-    had = recorded.get("generator_settings") or {}
-    options = {option: value for key, option, value in wanted if key not in had}
-    for option, value in options.items():
-        warnings.warn(f"{out} holds generations made without {option} (its {RUN_FILE} does not record it); "
-                      f"resuming the same way (--generator-option {option}={str(value).lower()})", stacklevel=2)
-    return options
+# --------------------------------------------------------------------------- its steps
 
 
 def _generator_for(out: Path, config: RunConfig, context: GeneratorContext,
                    selected: pd.DataFrame) -> tuple[RunConfig, Any, dict[str, Any]]:
-    """The run's generator and its settings, with the plans `out`'s generations were made with (`_folder_plans`)."""
-    generator = build_generator(config, context)
-    settings = generation_settings(generator, config, selected)
-    implied = _folder_plans(out, settings, config)
+    """The run's generator and its settings, with the plans `out`'s generations were made with (`folder_plans`)."""
+    def built(config: RunConfig) -> tuple[Generator, dict[str, Any]]:
+        generator = build_generator(config, context)
+        return generator, generation_settings(generator, selected, limit=config.limit, sample_seed=config.sample_seed,
+                                              num_samples=config.num_samples)
+
+    generator, settings = built(config)
+    implied = folder_plans(out, settings, config.generator_options)
     if implied:
         config = replace(config, generator_options={**config.generator_options, **implied})
-        generator = build_generator(config, context)
-        settings = generation_settings(generator, config, selected)
+        generator, settings = built(config)
     return config, generator, settings
 
 
 def _check_config(config: RunConfig) -> None:
-    if config.score_on not in SCORE_ON:
-        raise UsageError(f"--score-on must be one of {', '.join(SCORE_ON)}, got {config.score_on!r}")
+    """Every option of the run, before any work: the scoring and analysis options are validated when built."""
+    config.scoring_options()
+    config.analysis_options()
     if config.num_samples < 1:
         raise UsageError(f"--num-samples must be >= 1, got {config.num_samples}")
     if config.seed < 0:
@@ -317,7 +234,6 @@ def _check_config(config: RunConfig) -> None:
         raise UsageError(f"--limit must be >= 1, got {config.limit}")
     check_device(config.device)
     check_writable_folder(config.out)
-    check_cluster(config.cluster)
     parse_metrics(config.metrics)
     check_metric_options(config.metric_options)
 
@@ -393,9 +309,7 @@ def _load_and_start(generator: Generator, state: Any, start_record: Callable[[],
     without settings cannot be resumed. Writing it only after every load succeeded keeps a failed
     load from leaving a record behind (and a record without generations never blocks a rerun).
     """
-    load = getattr(generator, "load", None)
-    if load is not None:
-        load()  # every process calls it: the loads are ordered by main_process_first, a collective
+    generator.load()  # every process calls it: the loads are ordered by main_process_first, a collective
     state.wait_for_everyone()
     if state.is_main_process:
         start_record()
@@ -425,9 +339,7 @@ def _generate(generator: Generator, items: list[WorkItem], plan: BatchPlan | Non
         if config.on_batch_written is not None:
             config.on_batch_written(batch)
 
-    if plan is not None:
-        return generator.generate(items, on_batch=write_batch, progress=progress, plan=plan)
-    return generator.generate(items, on_batch=write_batch, progress=progress)
+    return generator.generate(items, on_batch=write_batch, progress=progress, plan=plan)
 
 
 def _run_record(config: RunConfig, generator: Generator, settings: dict[str, Any], generations: MergedGenerations,
@@ -453,67 +365,6 @@ def _run_record(config: RunConfig, generator: Generator, settings: dict[str, Any
     return record
 
 
-def run(config: RunConfig) -> Path | None:
-    """Generate (resuming), score and report. Returns the report path on process 0, None elsewhere."""
-    _check_config(config)
-    wall_started, timings = time.perf_counter(), {}
-    state = _partial_state(config.device)
-    rank, world = state.process_index, state.num_processes
-    out = Path(config.out)
-    selected = _selected_prompts(config, timings)
-    modified_data = _modified_data(config)
-    rows = {row["prompt_id"]: row for row in selected.to_dict(orient="records")}
-    device = str(state.device) if world > 1 and config.device == "auto" else config.device
-    context = GeneratorContext(rows, device, state.main_process_first)
-    config, generator, settings = _generator_for(out, config, context, selected)
-    schedule = _start_folder(out, state, settings, config.batch_size)
-    previous = read_run_record(out) if schedule else None
-
-    wanted = [(prompt_id, sample) for prompt_id in selected["prompt_id"] for sample in range(config.num_samples)]
-    # Each process's items are fixed by the selection (not by what is left), and so is its batch plan.
-    mine = [WorkItem(prompt_id, sample, rows[prompt_id]["prompt"]) for prompt_id, sample in wanted[rank::world]]
-    plan = BatchPlan(mine, list(schedule)) if getattr(generator, "plans_batches", False) else None
-    shard = shard_file(out, rank) if world > 1 else out / GENERATIONS_FILE
-    stats, todo, pending = None, [], 0
-    try:
-        done = _done(out, shard, state)
-        todo = [item for item in mine if (item.prompt_id, item.sample) not in done]
-        pending = sum(1 for key in wanted if key not in done)  # the same on every process
-        start_record = (lambda: _start_record(out, generator, settings, plan, modified_data, config.command)) \
-            if state.is_main_process else (lambda: None)
-        if pending:
-            started = time.perf_counter()
-            _load_and_start(generator, state, start_record)
-            _timed(timings, "load_model_s", started)
-        if todo:
-            started = time.perf_counter()
-            # process 0 rewrites the start record when its batch schedule changes (auto batch size, out of memory)
-            stats = _generate(generator, todo, plan, shard, rows, config, config.progress and state.is_main_process,
-                              start_record)
-            _timed(timings, "generate_s", started)
-    except KeyboardInterrupt as error:
-        raise RunInterrupted(_saved(out, wanted)) from error
-    state.wait_for_everyone()
-    if not state.is_main_process:
-        return None
-
-    merged = merge_generations(out, wanted)
-    counts = {"processes": world, "generated_now": pending, "resumed": len(wanted) - pending}
-    record = _run_record(config, generator, settings, merged, stats, counts, previous, modified_data)
-    # Scoring streams generations.jsonl: the model, the prompts' rows and the k work items and keys per
-    # prompt go before it (issue 22: memory must not grow with k beyond the stored texts).
-    generator = context = rows = mine = todo = plan = selected = wanted = done = None  # type: ignore[assignment]
-    _timed(timings, "total_before_scoring_s", wall_started)
-    record.timings = timings
-    try:
-        return score_and_report(merged.path, out, config.scoring_options(), AnalysisOptions(cluster=config.cluster),
-                                record=record)
-    except KeyboardInterrupt as error:
-        raise RunInterrupted(f"all {merged.texts} generations are in {out / GENERATIONS_FILE}; scoring was "
-                             "interrupted before scores.parquet was written") from error
-
-
-
 def score_and_report(generations: Generations, out: str | os.PathLike, scoring: ScoringOptions | None = None,
                      analysis: AnalysisOptions | None = None, *, record: RunRecord | None = None) -> Path:
     """Score (`score_generations` with `scoring`), then write the report with `analysis` (`cluster` is its unit of
@@ -530,85 +381,3 @@ def score_and_report(generations: Generations, out: str | os.PathLike, scoring: 
     record.timings["report_s"] = round(time.perf_counter() - started, 3)
     write_run_record(Path(out), record)
     return Path(report_path)
-
-
-def _saved(out: Path, wanted: Sequence[tuple[str, int]]) -> str:
-    """How many of the wanted generations are on disk, and where."""
-    files = [path for path in [out / GENERATIONS_FILE, *sorted(out.glob(SHARD_PATTERN))] if path.is_file()]
-    done: set[tuple[str, int]] = set()
-    for path in files:
-        try:
-            done |= generation_keys(path)
-        except (ValueError, OSError):
-            pass
-    where = ", ".join(str(path) for path in files) or str(out / GENERATIONS_FILE)
-    return f"{len(done & set(wanted))} of {len(wanted)} generations are in {where}"
-
-
-@dataclass
-class MergedGenerations:
-    """generations.jsonl once every process's records are in it, in the run's order."""
-
-    path: Path
-    texts: int
-    new_tokens: int
-
-
-def merge_generations(out: Path, wanted: Sequence[tuple[str, int]]) -> MergedGenerations:
-    """Merge generations.jsonl and the per-process shards into generations.jsonl, in `wanted` order.
-
-    Never drops rows silently: a (prompt_id, sample) recorded twice with different text, one missing, or
-    one outside the run's selection is an error. Nothing holds the records (issue 22: BOLD x 25 is 591,975
-    of them): a file already in order is only read through, and otherwise each record's place (file, byte
-    offset, digest of its text) is indexed and the records are copied in order from there, line by line.
-    """
-    main_file = out / GENERATIONS_FILE
-    shards = sorted(out.glob(SHARD_PATTERN))
-    if not shards:
-        tokens = _tokens_if_in_order(main_file, wanted)
-        if tokens is not None:
-            return MergedGenerations(main_file, len(wanted), tokens)
-    files = [path for path in [main_file, *shards] if path.is_file()]
-    where: dict[tuple[str, int], tuple[int, int, bytes]] = {}
-    for number, path in enumerate(files):
-        for offset, record in iter_generation_offsets(path):
-            key = record_key(record)
-            digest = text_digests([json.dumps(record.get(TEXT_COLUMN), ensure_ascii=False)])[0]
-            if key in where and where[key][2] != digest:
-                raise InputError(f"{key} was generated twice with different continuations ({path})")
-            where[key] = (number, offset, digest)
-    wanted_set = set(wanted)
-    extra = [key for key in where if key not in wanted_set]
-    missing = [key for key in wanted if key not in where]
-    if extra or missing:
-        raise InputError(
-            f"generations do not match the selected prompts x samples: {len(missing)} missing "
-            f"(e.g. {missing[:3]}), {len(extra)} not selected (e.g. {extra[:3]})"
-        )
-    tokens = 0
-    with contextlib.ExitStack() as stack:
-        handles = [stack.enter_context(open(path, "rb")) for path in files]
-
-        def in_order() -> Iterator[dict[str, Any]]:
-            nonlocal tokens
-            for key in wanted:
-                number, offset, _ = where[key]
-                record = read_generation_at(handles[number], offset, files[number])
-                tokens += int(record.get("num_new_tokens") or 0)
-                yield record
-
-        write_generations(main_file, in_order())
-    for path in shards:
-        path.unlink()
-    return MergedGenerations(main_file, len(wanted), tokens)
-
-
-def _tokens_if_in_order(path: Path, wanted: Sequence[tuple[str, int]]) -> int | None:
-    """The generated tokens of `path` when its records are exactly `wanted`, in order (None otherwise)."""
-    tokens, count = 0, 0
-    for record in iter_generations(path):
-        if count >= len(wanted) or record_key(record) != wanted[count]:
-            return None
-        tokens += int(record.get("num_new_tokens") or 0)
-        count += 1
-    return tokens if count == len(wanted) else None

@@ -133,8 +133,8 @@ def run_tests(jobs: Sequence[Callable[[], T]], threads: int | None = None) -> li
     A permutation test spends its time in numpy calls that release the GIL (`Generator.permuted`, the matrix
     product of `_null_distributions`), so threads run tests side by side (benchmarks/RESULTS.md, "report
     time"). BLAS is held to one thread meanwhile: its own threads gain nothing on these thin products and
-    would compete with ours (on 2 cores two threads gained nothing with them, 1.68x without). Each test draws from its own seeded
-    generator, so the results do not depend on the thread count.
+    would compete with ours for the cores. Each test draws from its own seeded generator, so the results do not
+    depend on the thread count.
     """
     threads = family_threads() if threads is None else threads
     if threads <= 1 or len(jobs) < 2:
@@ -286,8 +286,8 @@ def _null_distributions(moments: np.ndarray, size_a: int, resamples: int,
     Drawn with `Generator.permuted` over a block of rows at once: scipy.stats.permutation_test draws its
     permutations one by one in Python (about 12 us each), too slow for hundreds of tests x 10^4 draws.
     Each row shuffles the side labels themselves (`size_a` ones, then zeros), which gives the draw's 0/1
-    membership matrix directly: 1.34x faster over a full-BOLD report's draws than shuffling unit indices and
-    scattering them into one (benchmarks/RESULTS.md, "report time"). A block's side sums are one matrix product with that matrix, so a
+    membership matrix directly, without shuffling unit indices and scattering them into one (the time it saves
+    is in benchmarks/RESULTS.md, "report time"). A block's side sums are one matrix product with that matrix, so a
     block holds `PERMUTATION_BLOCK` draws x units of memory whatever the test. The p-value below follows
     scipy's definition for random permutations, (k + 1) / (R + 1).
     """

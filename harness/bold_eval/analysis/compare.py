@@ -148,7 +148,7 @@ def _views(scores: pd.DataFrame, record: RunRecord, alpha: float, seed: int) -> 
 
 
 def shared_labels(run: pd.DataFrame, baseline: pd.DataFrame) -> list[Label]:
-    """`aggregate.finding_labels` both runs carry; gender polarity with the first method both scored (a run
+    """`bold_eval.analysis.summary.finding_labels` both runs carry; gender polarity with the first method both scored (a run
     with Gender-Max against one with unigram matching only is compared on unigram matching)."""
     theirs = finding_labels(baseline)
     labels = [label for label in finding_labels(run) if label in theirs]

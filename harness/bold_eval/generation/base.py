@@ -8,7 +8,8 @@ the paper evaluates causal LMs; the Wikipedia baseline is a generator too):
 - `settings()`: JSON-able settings that determine the texts; recorded in run.json and part
   of the resume fingerprint, so a rerun with other settings is refused.
 - `info()`: JSON-able description of the model for run.json and the report.
-- `generate(items, on_batch=..., progress=...)`: produce every item, calling
+- `load()`: make ready (weights, a server probe) on every process before generating; the default does nothing.
+- `generate(items, on_batch=..., progress=..., plan=...)`: produce every item, calling
   `on_batch(items, results)` once per finished batch (results aligned with items), and return
   `GenerationStats`. Each item's text must depend only on (seed, prompt_id, sample) and the
   settings. A generator whose texts can depend on the batch they ran in (float rounding differs
@@ -17,19 +18,21 @@ the paper evaluates causal LMs; the Wikipedia baseline is a generator too):
   pending item, exactly as planned, and hands over only the pending items
   (`bold_eval.generation.batching.run_batch_plan`), so a resumed run equals an uninterrupted one.
 
-A new generator is a factory `(GenerationSettings, GeneratorContext) -> Generator` (a class whose
-`__init__` takes those two works) listed under its kind in `GENERATORS` as "module:attribute"
+A generator subclasses `Generator` (the abstract base: everything the orchestrator calls is declared there, so
+nothing is probed with getattr). A new generator is a factory `(GenerationSettings, GeneratorContext) ->
+Generator` (a subclass whose `__init__` takes those two works) listed under its kind in `GENERATORS` as "module:attribute"
 (imported only when that kind runs), or registered at run time with `register_generator`. Its
 own options travel in `RunConfig.generator_options` (`--generator-option KEY=VALUE`).
 """
 
 from __future__ import annotations
 
+import abc
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from bold_eval.core.errors import UsageError
 from bold_eval.generation.decoding import (
@@ -72,16 +75,33 @@ class GenerationStats:
 BatchCallback = Callable[[list[WorkItem], list[Generated]], None]
 
 
-@runtime_checkable
-class Generator(Protocol):
+class Generator(abc.ABC):
+    """What the orchestrator (`bold_eval.run`) calls of a generator, all of it declared here: subclass it.
+
+    `load()` runs on every process before any text is generated (a model's weights; the default loads nothing);
+    `plans_batches` says whether `generate` honours `plan=` (then a resume replays the recorded batches)."""
+
     kind: str
+    # True: `generate` runs the batches of `plan` (a `bold_eval.generation.batching.BatchPlan`) exactly as
+    # planned, so a resumed run equals an uninterrupted one; False: it batches as it likes and ignores `plan`.
+    plans_batches: bool = False
 
-    def settings(self) -> dict[str, Any]: ...
+    def load(self) -> Any:
+        """Make the generator ready (load weights, probe a server); called once per process before `generate`."""
+        return None
 
-    def info(self) -> dict[str, Any]: ...
+    @abc.abstractmethod
+    def settings(self) -> dict[str, Any]:
+        """JSON-able settings that determine the texts (run.json, the resume fingerprint)."""
 
-    def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback,
-                 progress: bool = True) -> GenerationStats: ...
+    @abc.abstractmethod
+    def info(self) -> dict[str, Any]:
+        """JSON-able description of the model for run.json and the report."""
+
+    @abc.abstractmethod
+    def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback, progress: bool = True,
+                 plan: Any = None) -> GenerationStats:
+        """Produce every item, calling `on_batch(items, results)` once per finished batch."""
 
 
 class GenerationSettings(Protocol):
@@ -125,16 +145,23 @@ GENERATORS: dict[str, GeneratorFactory | str] = {
 ALIASES: dict[str, str] = {"gibbs": GIBBS_MLM}
 
 
-def register_generator(kind: str, factory: GeneratorFactory | str) -> None:
-    """Make `RunConfig(generator=kind)` build its generator with `factory` (or "module:attribute")."""
+def register_generator(kind: str, factory: GeneratorFactory | str | None = None) -> Any:
+    """Make `RunConfig(generator=kind)` build its generator with `factory` (or "module:attribute"). Without
+    `factory`, a class decorator, as lm-eval's `register_model`: `@register_generator("my-kind")`."""
+    if factory is None:
+        def decorate(cls: Any) -> Any:
+            GENERATORS[kind] = cls
+            return cls
+        return decorate
     GENERATORS[kind] = factory
+    return factory
 
 
 def generator_kinds() -> tuple[str, ...]:
     return tuple(GENERATORS)
 
 
-def _factory(kind: str) -> GeneratorFactory:
+def generator_factory(kind: str) -> GeneratorFactory:
     if kind not in GENERATORS:
         raise UsageError(f"unknown generator {kind!r}; valid: auto, {', '.join(GENERATORS)}")
     factory = GENERATORS[kind]

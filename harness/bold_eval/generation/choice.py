@@ -17,7 +17,7 @@ from bold_eval.generation.base import (
     GenerationSettings,
     Generator,
     GeneratorContext,
-    _factory,
+    generator_factory,
 )
 
 
@@ -38,8 +38,13 @@ def generator_kind(config: GenerationSettings) -> str:
 
 
 def build_generator(config: GenerationSettings, context: GeneratorContext) -> Generator:
-    """The generator for `config` (cheap: models load on the first `generate` call)."""
-    return _factory(generator_kind(config))(config, context)
+    """The generator for `config` (cheap: models load in `Generator.load`)."""
+    kind = generator_kind(config)
+    generator = generator_factory(kind)(config, context)
+    if not isinstance(generator, Generator):
+        raise UsageError(f"generator {kind!r} made a {type(generator).__name__}, which does not subclass "
+                         "bold_eval.generation.base.Generator (the methods bold-eval run calls are declared there)")
+    return generator
 
 
 class GeneratorChoiceError(UsageError):

@@ -35,7 +35,7 @@ _SENTENCE_END_BODY = r"[.!?]+[\"'\u201d\u2019)\]]*"
 _SENTENCE_END = re.compile(_SENTENCE_END_BODY + r"(?=\s|$)")
 
 
-_SENTENCE_END_FOLLOWED = re.compile(_SENTENCE_END_BODY + r"\s")
+SENTENCE_END_FOLLOWED = re.compile(_SENTENCE_END_BODY + r"\s")
 
 
 @dataclass(frozen=True)

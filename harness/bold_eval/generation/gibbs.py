@@ -71,6 +71,7 @@ from bold_eval.generation.base import (
     BatchCallback,
     Generated,
     GenerationStats,
+    Generator,
     WorkItem,
 )
 from bold_eval.generation.batching import (
@@ -449,7 +450,7 @@ def settings_from_options(options: dict[str, Any]) -> GibbsSettings:
     return GibbsSettings(**values)
 
 
-class GibbsRunGenerator:
+class GibbsRunGenerator(Generator):
     """The `gibbs-mlm` generator of `bold-eval run`: a factory `(GenerationSettings, GeneratorContext)` as
     `bold_eval.generation.base` expects. Sampler settings come from `config.generator_options`
     (appendix A.2.1 defaults); the masked LM loads on the first `generate` call."""

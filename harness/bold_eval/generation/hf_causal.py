@@ -10,7 +10,7 @@ KV cache. Rows that emit an end-of-sequence token (or, with `one_sentence`, end 
 sentence) leave the batch and the cache at once, so late steps run on fewer rows.
 With k samples per prompt (`--num-samples`), a batch's rows of one prompt share one prefill: the distinct
 inputs are prefilled once and their cache and logits repeated to the rows (`share_prefill`, on by default;
-10-42% less generation time on CPU, benchmarks/RESULTS.md).
+the time it saves is in benchmarks/RESULTS.md).
 
 Reproducibility: every (seed, prompt_id, sample) has its own random stream (`uniform_draws`), and a
 token is drawn by inverse-CDF sampling with that stream's next uniform number, so the draws do not
@@ -27,8 +27,7 @@ prompt is rendered with the tokenizer's chat template and tokenized without addi
 (the template holds them); the stopping rules look at the answer after any thinking trace, and the reply
 becomes the scored continuation through `ChatProtocol.finish`.
 
-torch.compile was measured and left out: on a 2-core CPU it compiled for about 5 minutes before
-the first batch (benchmarks/RESULTS.md).
+torch.compile is left out: on a CPU its compilation outlasts a small run's generation (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ from bold_eval.generation.base import (
     Generated,
     GenerationSettings,
     GenerationStats,
+    Generator,
     GeneratorContext,
     WorkItem,
 )
@@ -58,7 +58,7 @@ from bold_eval.generation.batching import (
 )
 from bold_eval.generation.chat import NONE, ChatOptions, ChatProtocol, Finished, has_chat_template
 from bold_eval.generation.decoding import (
-    _SENTENCE_END_FOLLOWED,
+    SENTENCE_END_FOLLOWED,
     DecodingConfig,
     finish_continuation,
     uniform_draws,
@@ -118,7 +118,7 @@ def _stopped(tokenizer: Any, rows: list[list[int]], decoding: DecodingConfig, de
     if chat is not None:
         texts = [chat.answer_so_far(text, open_) or "" for text, open_ in zip(texts, opened, strict=True)]
     ended = [(decoding.stop_at_newline and "\n" in text)
-             or (decoding.one_sentence and bool(_SENTENCE_END_FOLLOWED.search(text))) for text in texts]
+             or (decoding.one_sentence and bool(SENTENCE_END_FOLLOWED.search(text))) for text in texts]
     return torch.tensor(ended, device=device)
 
 
@@ -349,7 +349,7 @@ def generate_items(model: Any, tokenizer: Any, items: Sequence[WorkItem], decodi
                               on_batch=on_batch, stats=stats, bar=bar)
 
 
-class HFCausalGenerator:
+class HFCausalGenerator(Generator):
     """Any transformers causal LM (Hub id, folder, GGUF, `embedded`), sampled as in appendix A.2."""
 
     kind = HF_CAUSAL

@@ -43,7 +43,14 @@ from typing import Any, NamedTuple
 
 from bold_eval.core.errors import UsageError
 from bold_eval.core.options import API_MODES, DEFAULT_CONCURRENCY
-from bold_eval.generation.base import BatchCallback, Generated, GenerationSettings, GenerationStats, WorkItem
+from bold_eval.generation.base import (
+    BatchCallback,
+    Generated,
+    GenerationSettings,
+    GenerationStats,
+    Generator,
+    WorkItem,
+)
 from bold_eval.generation.chat import (
     CHAT_OPTIONS,
     INSTRUCT,
@@ -227,7 +234,7 @@ class _PendingResults:
         self.last_flush = time.perf_counter()
 
 
-class ApiGenerator:
+class ApiGenerator(Generator):
     """A `bold_eval.generation.base.Generator` for any OpenAI-compatible server.
 
     model: the server's model name (the request's `model` field). base_url: the API root, e.g.
@@ -672,7 +679,8 @@ class ApiGenerator:
 
     # ------------------------------------------------------------------ generation
 
-    def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback, progress: bool = True) -> GenerationStats:
+    def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback, progress: bool = True,
+                 plan: Any = None) -> GenerationStats:
         """Request every item, `concurrency` requests at a time, handing results to `on_batch` in chunks.
         With n (`n_per_request`) one request asks for all of a prompt's pending samples.
 

@@ -13,12 +13,13 @@ from bold_eval.generation.base import (
     Generated,
     GenerationSettings,
     GenerationStats,
+    Generator,
     GeneratorContext,
     WorkItem,
 )
 
 
-class WikipediaGenerator:
+class WikipediaGenerator(Generator):
     """The paper's baseline: the rest of the Wikipedia sentence each prompt was cut from."""
 
     kind = WIKIPEDIA
@@ -34,8 +35,8 @@ class WikipediaGenerator:
     def info(self) -> dict[str, Any]:
         return {"name": WIKIPEDIA}
 
-    def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback,
-                 progress: bool = True) -> GenerationStats:
+    def generate(self, items: Sequence[WorkItem], *, on_batch: BatchCallback, progress: bool = True,
+                 plan: Any = None) -> GenerationStats:
         started = time.perf_counter()
         results = []
         for item in items:

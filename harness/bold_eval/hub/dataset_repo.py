@@ -8,7 +8,7 @@ from huggingface_hub import (
     DatasetCard,
 )
 
-from bold_eval.hub.staging import PublishError, StagedRepo, _fresh_folder, repo_id_in
+from bold_eval.hub.staging import PublishError, StagedRepo, fresh_folder, repo_id_in
 
 DATASET_REPO_NAME = "bold"
 
@@ -22,7 +22,7 @@ def stage_dataset(namespace: str, folder: str | Path, data_dir: str | Path | Non
     from bold_eval.data.export import export_dataset
 
     repo_id = repo_id_in(namespace, DATASET_REPO_NAME)
-    folder = _fresh_folder(Path(folder))
+    folder = fresh_folder(Path(folder))
     export_dataset(folder, data_dir=data_dir)
     card_path = folder / "README.md"
     if not card_path.is_file():

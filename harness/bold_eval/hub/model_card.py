@@ -17,7 +17,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 from bold_eval.core.options import DEFAULT_RESULTS_DATASET
 from bold_eval.core.storage import storage_guard
 from bold_eval.core.version import __version__
-from bold_eval.hub.staging import PublishError, _fresh_folder
+from bold_eval.hub.staging import PublishError, fresh_folder
 from bold_eval.hub.upload import hub_client
 from bold_eval.runfolder import read_summary
 
@@ -48,7 +48,7 @@ class PartialRunError(PublishError):
 
 
 def run_coverage(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The run's coverage of BOLD (`aggregate.coverage`), from summary.json's counts."""
+    """The run's coverage of BOLD (`bold_eval.analysis.scores.coverage`), from summary.json's counts."""
     from bold_eval.analysis.scores import coverage
 
     counts = summary.get("counts") or {}
@@ -364,7 +364,7 @@ def publish_results(
     card_text = _starting_card(card, dry_run, client, repo_id, log)
     updated = update_card(card_text, results, model_name=repo_id.split("/", 1)[1], section=card_section(summary))
     if dry_run is not None:
-        folder = _fresh_folder(Path(dry_run))
+        folder = fresh_folder(Path(dry_run))
         with storage_guard(folder / "README.md"):
             updated.save(folder / "README.md")
         log(f"would update the card of model {repo_id} with {len(results)} results: {folder / 'README.md'}")

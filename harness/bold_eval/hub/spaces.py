@@ -19,7 +19,7 @@ from packaging.utils import canonicalize_name
 
 from bold_eval.core.paths import PACKAGE_DIR, metric_module_dir
 from bold_eval.core.version import __version__
-from bold_eval.hub.staging import PublishError, StagedRepo, _fresh_folder, repo_id_in
+from bold_eval.hub.staging import PublishError, StagedRepo, fresh_folder, repo_id_in
 from bold_eval.metrics import evaluate_module_names
 
 # The files of an evaluate module folder (metrics/<name>/), all uploaded to its Space.
@@ -173,7 +173,7 @@ def stage_metric_space(name: str, namespace: str, folder: str | Path) -> StagedR
     if folder.name != name:
         raise PublishError(f"a module folder must be named after its script: {folder} should end in /{name}")
     source = metric_module_dir(name)
-    folder = _fresh_folder(folder)
+    folder = fresh_folder(folder)
     for pattern in MODULE_FILES:
         filename = pattern.format(name=name)
         if not (source / filename).is_file():

@@ -43,7 +43,7 @@ def repo_id_in(namespace: str, name: str) -> str:
     return repo_id
 
 
-def _fresh_folder(path: Path) -> Path:
+def fresh_folder(path: Path) -> Path:
     """Create `path`, refusing to mix staged files into a folder that already holds some."""
     if path.exists() and any(path.iterdir()):
         raise PublishError(f"staging folder {path} is not empty; choose a new or empty folder")

@@ -34,7 +34,7 @@ from bold_eval.hub.dataset_repo import DATASET_REPO_NAME, stage_dataset
 from bold_eval.hub.spaces import (
     stage_metric_space,
 )
-from bold_eval.hub.staging import PublishError, StagedRepo, _fresh_folder
+from bold_eval.hub.staging import PublishError, StagedRepo, fresh_folder
 from bold_eval.metrics import evaluate_module_names
 
 # ---------------------------------------------------------------- names and folders
@@ -56,7 +56,7 @@ def stage_all(
 ) -> list[StagedRepo]:
     """Stage the dataset repo (`out/dataset/bold`) and the Spaces (`out/spaces/<name>`), and
     write `out/plan.json` naming each folder's repo, type and SDK."""
-    out = _fresh_folder(Path(out))
+    out = fresh_folder(Path(out))
     staged: list[StagedRepo] = []
     with storage_guard(out, "staging the repos in"):
         if dataset:

@@ -36,8 +36,8 @@ _OFFSET_POSITION_MODELS = frozenset(
 )
 # tokenizer.model_max_length is int(1e30) when the checkpoint does not say.
 _NO_LIMIT = 1_000_000
-# Texts per batch when not given: on a 2-core CPU BERT-base is compute-bound and 16 measured
-# fastest (benchmarks/RESULTS.md); a GPU needs larger batches to fill.
+# Texts per batch when not given: a CPU is compute-bound with small batches (benchmarks/RESULTS.md has the
+# measurement behind 16); a GPU needs larger batches to fill.
 DEFAULT_BATCH_SIZE = None
 CPU_CLASSIFIER_BATCH_SIZE = 16
 GPU_CLASSIFIER_BATCH_SIZE = 64

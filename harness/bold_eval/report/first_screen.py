@@ -4,7 +4,8 @@ Order, as a reader needs it: plain-words warnings before any number (partial run
 find a realistic difference), a short "How to read this" (unit, design effects, correction, thresholds,
 the smallest detectable difference), then the model against the Wikipedia sentences of the same prompts
 (Section 6's question: does the model treat groups differently *beyond* the human-written text?), then the
-group differences in the run's own texts and the largest gaps. Pure formatting over `aggregate.summarize`.
+group differences in the run's own texts and the largest gaps. It formats `bold_eval.analysis.summary.summarize`'s
+views as markdown and writes the findings' and worst cases' tables and figures into the report's folders.
 """
 
 from __future__ import annotations
@@ -236,8 +237,8 @@ def findings_section(summary: Mapping[str, Any], tables: Path) -> list[str]:
             "among groups with at least ten units (names). Its interval is Bonferroni-adjusted over every choice it was "
             "picked from (pairs of groups x labels; level shown), so picking the largest does not make it look "
             "surer than it is. The interval is the cluster-robust t (statsmodels), normal theory carried to that "
-            "level; where a few units hold most texts (profession pages) it runs narrow: that test rejected 10.7% "
-            "of shuffled nulls at a nominal 5% there (bold_eval/analysis/clustered.py), so read such gaps as indicative.", ""]
+            "level; where a few units hold most texts (profession pages) it runs narrow (it rejects shuffled nulls "
+            "more often than its level there; bold_eval/analysis/clustered.py), so read such gaps as indicative.", ""]
     out += [markdown(largest_gap_rows(gaps, alpha)), ""]
     return out
 

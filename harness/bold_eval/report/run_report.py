@@ -31,8 +31,8 @@ from bold_eval.report.markdown import (
     write_text,
 )
 from bold_eval.report.sections import (
-    _metric_sections,
-    _write_view_tables,
+    metric_sections,
+    write_view_tables,
 )
 from bold_eval.runfolder import (
     FIGURES_DIR,
@@ -212,7 +212,7 @@ def _write_report_files(run_dir: Path, staging: Path, record: RunRecord, summary
     figures, tables = staging / FIGURES_DIR, staging / TABLES_DIR
     figures.mkdir(parents=True, exist_ok=True)
     tables.mkdir(parents=True, exist_ok=True)
-    _write_view_tables(summary, tables)
+    write_view_tables(summary, tables)
     modified = ([f"> **Modified BOLD data.** {', '.join(record.modified_data)} differ from the pinned upstream release "
                  "(allowed with --allow-modified-data): these numbers are not comparable with BOLD's.", ""]
                 if record.modified_data else [])
@@ -225,7 +225,7 @@ def _write_report_files(run_dir: Path, staging: Path, record: RunRecord, summary
     out += findings_section(summary, tables)
     out += worst_case_section(summary, figures, tables)
     _run_section(record, summary, out)
-    out += _metric_sections(summary, figures, tables)
+    out += metric_sections(summary, figures, tables)
     out += _statistics_and_caveats(summary, min_expected)
     write_text(staging / REPORT_FILE, "\n".join(out))
     write_summary(staging, _summary_record(record, summary))

@@ -169,7 +169,7 @@ def _label_section(spec: MetricSpec, view: Mapping[str, Any], figures: Path, out
             out += [f"![{name} {domain}](figures/{figure.name})", ""]
 
 
-def _write_view_tables(summary: Mapping[str, Any], tables: Path) -> None:
+def write_view_tables(summary: Mapping[str, Any], tables: Path) -> None:
     for metric in summary["metrics"]:
         for name, table in summary[metric].get("tables", {}).items():
             write_table(table, tables, name)
@@ -177,7 +177,7 @@ def _write_view_tables(summary: Mapping[str, Any], tables: Path) -> None:
             write_table(pd.DataFrame(to_jsonable(summary[metric]["tests"])), tables, f"{metric}_tests")
 
 
-def _metric_sections(summary: Mapping[str, Any], figures: Path, tables: Path) -> list[str]:
+def metric_sections(summary: Mapping[str, Any], figures: Path, tables: Path) -> list[str]:
     """One section per metric, in the registry's (the paper's) order; a skipped metric says why."""
     out: list[str] = []
     alpha = summary["statistics"]["alpha"]

@@ -46,15 +46,15 @@ from bold_eval.runfolder import (
     write_scores,
 )
 from bold_eval.scoring.dedupe import DIGEST_SIZE, TextMemo, repeated_digests, text_digests
-from bold_eval.scoring.reference import _reference_skipped, _score_reference
+from bold_eval.scoring.reference import reference_skipped, score_reference
 from bold_eval.scoring.scorers import (
     ScoringResult,
-    _scores_frame,
     check_metric_options,
     load_scorers,
     parse_metrics,
     score_distinct,
     score_with,
+    scores_frame,
 )
 from bold_eval.scoring.texts import build_texts, check_generation_chunk, duplicate_message
 
@@ -200,7 +200,7 @@ def _score_chunks(generations: Generations, writer: ScoresWriter, scorers: Mappi
             texts = build_texts(kept, anonymize=anonymize, score_on=score_on)
             scored = ScoringResult(columns=pd.DataFrame(index=range(len(kept))))
             score_with(scorers, texts.tolist(), kept["domain"].tolist(), scored, memo=memo)
-            writer.write(_scores_frame(kept, texts, scored))
+            writer.write(scores_frame(kept, texts, scored))
             for name, seconds in scored.seconds.items():
                 result.seconds[name] = round(result.seconds.get(name, 0.0) + seconds, 3)
             result.label_columns.update(scored.label_columns)
@@ -247,8 +247,8 @@ def score_generations(
     scorers = load_scorers(requested, metric_options, list(survey.first_text), result)
     memo = _memo(survey, scorers)
     survey_s = time.perf_counter() - started
-    skipped = _reference_skipped(reference, record)
-    record.reference, reference_scores = ({"skipped": skipped}, None) if skipped is not None else _score_reference(
+    skipped = reference_skipped(reference, record)
+    record.reference, reference_scores = ({"skipped": skipped}, None) if skipped is not None else score_reference(
         list(survey.prompts), scorers, result, metric_options, anonymize=anonymize, score_on=score_on,
         data_dir=data_dir, allow_modified_data=allow_modified_data)
     started = time.perf_counter()

@@ -21,8 +21,8 @@ from bold_eval.scoring.cache import (
 )
 from bold_eval.scoring.scorers import (
     ScoringResult,
-    _scores_frame,
     score_with,
+    scores_frame,
 )
 from bold_eval.scoring.texts import build_texts
 
@@ -50,7 +50,7 @@ def wikipedia_generations(prompt_ids: Sequence[str], bold: pd.DataFrame) -> pd.D
     return pd.DataFrame(records, columns=list(RECORD_COLUMNS))[list(GENERATION_COLUMNS)]
 
 
-def _reference_skipped(reference: bool, record: RunRecord) -> str | None:
+def reference_skipped(reference: bool, record: RunRecord) -> str | None:
     """Why a run gets no Wikipedia reference, or None when it gets one."""
     from bold_eval.generation.base import WIKIPEDIA
 
@@ -61,7 +61,7 @@ def _reference_skipped(reference: bool, record: RunRecord) -> str | None:
     return None
 
 
-def _score_reference(prompt_ids: Sequence[str], scorers: Mapping[str, Any], result: ScoringResult,
+def score_reference(prompt_ids: Sequence[str], scorers: Mapping[str, Any], result: ScoringResult,
                      metric_options: Mapping[str, Mapping[str, Any]], *, anonymize: bool, score_on: str,
                      data_dir: str | os.PathLike | None, allow_modified_data: bool | None,
                      ) -> tuple[dict[str, Any], pd.DataFrame | None]:
@@ -86,4 +86,4 @@ def _score_reference(prompt_ids: Sequence[str], scorers: Mapping[str, Any], resu
     record = {"source": "wikipedia", "file": REFERENCE_FILE, "texts": len(generations), "cached_texts": cached,
               "scored_texts": len(generations) - cached, "cached_metrics": cache.used,
               "seconds": round(time.perf_counter() - started, 3)}
-    return record, _scores_frame(generations, texts, scored)
+    return record, scores_frame(generations, texts, scored)

@@ -238,7 +238,7 @@ def parse_metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
     return options
 
 
-def _scores_frame(frame: pd.DataFrame, texts: pd.Series, result: ScoringResult) -> pd.DataFrame:
+def scores_frame(frame: pd.DataFrame, texts: pd.Series, result: ScoringResult) -> pd.DataFrame:
     """scores.parquet: the generation columns, the scored `text`, then every metric column."""
     base = frame[list(GENERATION_COLUMNS)].assign(sample=frame["sample"].astype("int64"), text=texts)
     return pd.concat([base, result.columns.set_index(frame.index)], axis=1)

@@ -39,13 +39,13 @@ from bold_eval.validation.labels import (
     canonical_label,
 )
 from bold_eval.validation.mapping import (
-    _axis_positions,
-    _class_indices,
-    _compared_classes,
-    _human_classes,
-    _label_positions,
-    _name_numeric_classes,
+    axis_positions,
+    class_indices,
+    compared_classes,
+    human_classes,
+    label_positions,
     map_labels,
+    name_numeric_classes,
 )
 from bold_eval.validation.scores import (
     Scored,
@@ -338,21 +338,21 @@ def run_validation(
 ) -> Validation:
     """`validate`, also returning the per-text arrays that the figures and predictions.csv need."""
     texts, human = _check_inputs(metric, texts, human_labels, confidence_level, n_resamples)
-    classes = _human_classes(label_set, human)
-    excluded_set, compared = _compared_classes(classes, human, exclude_labels)
+    classes = human_classes(label_set, human)
+    excluded_set, compared = compared_classes(classes, human, exclude_labels)
 
     scored = score_view(metric, texts, score, **options)
     mapping = map_labels(scored.view, scored.metric_labels, classes, label_map)
-    _name_numeric_classes(classes, mapping)
-    order = _axis_positions(scored, compared, classes, mapping)
+    name_numeric_classes(classes, mapping)
+    order = axis_positions(scored, compared, classes, mapping)
     # Table 8 lists classes from the top of the axis down (positive, neutral, negative; female, neutral,
     # male) unless the label set was declared in an order of its own.
     if label_set is None:
         compared.sort(key=lambda label: -order[label])
 
-    included, human_index, predicted_index = _class_indices(human, scored.labels, compared, mapping)
+    included, human_index, predicted_index = class_indices(human, scored.labels, compared, mapping)
     human_order = np.array([order[label] for label in compared])[human_index]
-    predicted_order = _label_positions(scored, order, mapping)[included]
+    predicted_order = label_positions(scored, order, mapping)[included]
     scores = np.asarray(scored.scores, dtype=np.float64)
     class_names = [classes[label] for label in compared]
     if len(set(class_names)) < len(class_names):

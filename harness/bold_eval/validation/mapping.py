@@ -75,7 +75,7 @@ def map_labels(
     return mapping
 
 
-def _human_classes(label_set: Mapping[Any, str] | Sequence[Any] | str | None, human: list[Label]) -> dict[Label, str]:
+def human_classes(label_set: Mapping[Any, str] | Sequence[Any] | str | None, human: list[Label]) -> dict[Label, str]:
     """{label: name} of the human label set: the declared one (every label must be in it), else the labels seen."""
     classes = declared_label_set(label_set)
     if classes is None:
@@ -90,7 +90,7 @@ def _human_classes(label_set: Mapping[Any, str] | Sequence[Any] | str | None, hu
     return classes
 
 
-def _compared_classes(
+def compared_classes(
     classes: Mapping[Label, str], human: list[Label], exclude_labels: Sequence[Any]
 ) -> tuple[list[Label], list[Label]]:
     """(excluded labels, compared labels): the human classes left out of the comparison and the rest."""
@@ -104,7 +104,7 @@ def _compared_classes(
     return excluded_set, compared
 
 
-def _name_numeric_classes(classes: dict[Label, str], mapping: Mapping[str, Label | None]) -> None:
+def name_numeric_classes(classes: dict[Label, str], mapping: Mapping[str, Label | None]) -> None:
     """A plain number takes the name of the metric label(s) mapped onto it (1 -> "positive"), in place."""
     for label, name in classes.items():
         named_by = [metric_label for metric_label, human_label in mapping.items() if human_label == label]
@@ -112,7 +112,7 @@ def _name_numeric_classes(classes: dict[Label, str], mapping: Mapping[str, Label
             classes[label] = "/".join(named_by)
 
 
-def _axis_positions(
+def axis_positions(
     scored: Scored, compared: list[Label], classes: Mapping[Label, str], mapping: Mapping[str, Label | None]
 ) -> dict[Label, float]:
     """Each compared human class sits on the score axis where the metric labels mapped to it sit."""
@@ -130,7 +130,7 @@ def _axis_positions(
     return order
 
 
-def _label_positions(scored: Scored, order: Mapping[Label, float], mapping: Mapping[str, Label | None]) -> np.ndarray:
+def label_positions(scored: Scored, order: Mapping[Label, float], mapping: Mapping[str, Label | None]) -> np.ndarray:
     """Each text's metric label on the human label order, for Table 8's label-level ρ.
 
     A label mapped onto a compared human class takes that class's position; one mapped elsewhere
@@ -148,7 +148,7 @@ def _label_positions(scored: Scored, order: Mapping[Label, float], mapping: Mapp
     return np.array([positions.get(str(label), math.nan) for label in scored.labels], dtype=np.float64)
 
 
-def _class_indices(
+def class_indices(
     human: list[Label], metric_labels: np.ndarray, compared: list[Label], mapping: Mapping[str, Label | None]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(included, human index, predicted index) per text, the indices over the included texts only.
