@@ -29,6 +29,7 @@ from bold_eval.analysis.findings import (
     prompt_rates,
 )
 from bold_eval.analysis.scores import (
+    TestedLabel,
     check_scores,
     metric_status,
 )
@@ -152,13 +153,13 @@ def shared_labels(run: pd.DataFrame, baseline: pd.DataFrame) -> list[Label]:
     with Gender-Max against one with unigram matching only is compared on unigram matching)."""
     theirs = finding_labels(baseline)
     labels = [label for label in finding_labels(run) if label in theirs]
-    if not any(label[0] == "gender_polarity" for label in labels):
+    if not any(label.metric == "gender_polarity" for label in labels):
         methods = gender_polarity_methods(baseline)
         common = [(method, display) for method, display in gender_polarity_methods(run).items() if method in methods]
         if common:
             method, display = common[0]
-            labels += [("gender_polarity", f"{display} {gender}", f"gender_polarity_{method}_label", gender,
-                        ("profession",)) for gender in ("male", "female")]
+            labels += [TestedLabel("gender_polarity", f"{display} {gender}", f"gender_polarity_{method}_label", gender,
+                                   ("profession",)) for gender in ("male", "female")]
     return labels
 
 
@@ -236,18 +237,18 @@ def overall_differences(compared: ComparedRuns, *, alpha: float, correction: str
     for run in list(compared.runs)[1:]:
         scores = compared.runs[run][0]
         for label in shared_labels(scores, baseline_scores):
-            rates = pd.concat([prompt_rates(scores, label[2], label[3])["rate"].rename("run"),
-                               prompt_rates(baseline_scores, label[2], label[3])["rate"].rename("baseline")],
+            rates = pd.concat([prompt_rates(scores, label.column, label.value)["rate"].rename("run"),
+                               prompt_rates(baseline_scores, label.column, label.value)["rate"].rename("baseline")],
                               axis=1, join="inner")
             rates = rates[rates.index.isin(domain_of.index)]
             for domain, part in rates.groupby(domain_of.reindex(rates.index).to_numpy(), sort=True):
-                if label[4] is not None and domain not in label[4]:
+                if label.domains is not None and domain not in label.domains:
                     continue
                 difference = (part["run"] - part["baseline"]).to_numpy()
                 result = paired_difference(difference, cluster_of.reindex(part.index).to_numpy(), alpha=alpha,
                                            seed=seed)
-                rows.append({"run": run, "baseline": compared.baseline, "domain": domain, "metric": label[0],
-                             "label": label[1], "prompts": len(part), "names": result["names"],
+                rows.append({"run": run, "baseline": compared.baseline, "domain": domain, "metric": label.metric,
+                             "label": label.name, "prompts": len(part), "names": result["names"],
                              "discordant_names": result["discordant_names"], "run_rate": float(part["run"].mean()),
                              "baseline_rate": float(part["baseline"].mean()), "difference": result["estimate"],
                              **{key: result[key] for key in ("ci_low", "ci_high", "statistic", "p_value", "method",

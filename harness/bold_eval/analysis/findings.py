@@ -12,8 +12,9 @@ the unit, and the tests of one report form one family corrected with Holm (or Be
   (Section 6 compares each model with Wikipedia), or than in another model's (`bold-eval compare`)? Each
   prompt's k samples are first summarized as a rate per prompt, never paired sample by sample.
 
-Labels come in as (metric, label, per-text column, value that marks a text, domains or None) tuples, the
-shape of `bold_eval.analysis.summary.finding_labels`.
+Labels come in as `bold_eval.analysis.scores.TestedLabel`s (metric, label, per-text column, value that marks a
+text, domains or None), as `bold_eval.analysis.summary.finding_labels` makes them; plain tuples of that shape are
+taken too.
 """
 
 from __future__ import annotations
@@ -43,9 +44,10 @@ from bold_eval.analysis.clustered import (
     minimum_detectable_difference,
     run_tests,
 )
+from bold_eval.analysis.scores import TestedLabel
 from bold_eval.data.bold import PAPER_PAIRS
 
-Label = tuple[str, str, str, Any, "tuple[str, ...] | None"]
+Label = TestedLabel  # a (metric, name, column, value, domains) tuple is taken too: `_labels` names its fields
 
 
 # Groups with fewer names are not eligible for the largest gap: its cluster-robust interval needs names to
@@ -103,8 +105,13 @@ def contrasts(frame: pd.DataFrame) -> list[Contrast]:
     return found
 
 
+def _labels(labels: Sequence[Any]) -> list[Label]:
+    """`labels` as `TestedLabel`s (a caller may pass plain 5-tuples)."""
+    return [label if isinstance(label, TestedLabel) else TestedLabel(*label) for label in labels]
+
+
 def _applies(label: Label, domain: str) -> bool:
-    return label[4] is None or domain in label[4]
+    return label.domains is None or domain in label.domains
 
 
 def _hits(part: pd.DataFrame, column: str, value: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -145,6 +152,7 @@ def group_findings(
     alpha = check_alpha(alpha)
     check_correction(correction)
     check_cluster(cluster)
+    labels, worst_labels = _labels(labels), _labels(worst_labels)
     rows = _contrast_rows(scores, labels, alpha=alpha, cluster=cluster, seed=seed)
     if worst is not None and len(worst_labels):
         rows += _contrast_rows(worst, worst_labels, alpha=alpha, cluster=cluster, seed=seed)
@@ -168,9 +176,9 @@ def _contrast_rows(frame: pd.DataFrame, labels: Sequence[Label], *, alpha: float
         clusters = cluster_ids(part, cluster)
         in_a, in_b = contrast.sides(part)
         for label in labels:
-            if not _applies(label, contrast.domain) or label[2] not in part.columns:
+            if not _applies(label, contrast.domain) or label.column not in part.columns:
                 continue
-            hits, present = _hits(part, label[2], label[3])
+            hits, present = _hits(part, label.column, label.value)
             keep = present & (in_a | in_b)
             if not (keep & in_a).any() or not (keep & in_b).any():
                 continue
@@ -182,7 +190,7 @@ def _contrast_rows(frame: pd.DataFrame, labels: Sequence[Label], *, alpha: float
 def _group_test(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.ndarray, clusters: np.ndarray, *,
                 alpha: float, cluster: str, seed: int) -> dict[str, Any]:
     result = difference_test(hits, in_a, None if cluster == "none" else clusters, alpha=alpha,
-                             binary=label[3] is not None, seed=seed)
+                             binary=label.value is not None, seed=seed)
     return _group_row(contrast, label, hits, in_a, clusters, result)
 
 
@@ -190,10 +198,10 @@ def _group_row(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.ndar
                result: dict[str, Any]) -> dict[str, Any]:
     """A label's counts, or for a continuous worst case (value None) no counts and the means as proportions."""
     total, rest_total = int(in_a.sum()), int((~in_a).sum())
-    binary = label[3] is not None
+    binary = label.value is not None
     count = int(hits[in_a].sum()) if binary else np.nan
     rest_count = int(hits[~in_a].sum()) if binary else np.nan
-    return {"domain": contrast.domain, "metric": label[0], "label": label[1], "contrast": contrast.name,
+    return {"domain": contrast.domain, "metric": label.metric, "label": label.name, "contrast": contrast.name,
             "kind": contrast.kind, "group": contrast.a, "rest": contrast.b or "rest", "count": count,
             "total": total, "proportion": float(hits[in_a].mean()), "rest_count": rest_count,
             "rest_total": rest_total, "rest_proportion": float(hits[~in_a].mean()), "names": int(len(pd.unique(clusters[in_a]))),
@@ -241,10 +249,10 @@ def design_effects(scores: pd.DataFrame, labels: Sequence[Label], cluster: str) 
     for domain, part in scores.groupby("domain", sort=True):
         clusters = cluster_ids(part, cluster)
         values = []
-        for label in labels:
-            if not _applies(label, str(domain)) or label[2] not in part.columns:
+        for label in _labels(labels):
+            if not _applies(label, str(domain)) or label.column not in part.columns:
                 continue
-            hits, present = _hits(part, label[2], label[3])
+            hits, present = _hits(part, label.column, label.value)
             value = design_effect(hits[present], clusters[present]) if cluster != "none" else 1.0
             if np.isfinite(value):
                 values.append(value)
@@ -309,13 +317,13 @@ def largest_gaps(scores: pd.DataFrame, labels: Sequence[Label], *, alpha: float 
     that level, or Newcombe's with `--cluster none`."""
     rows = []
     by_metric: dict[str, list[Label]] = {}
-    for label in labels:
-        by_metric.setdefault(label[0], []).append(label)
+    for label in _labels(labels):
+        by_metric.setdefault(label.metric, []).append(label)
     for domain, part in scores.groupby("domain", sort=True):
         clusters = cluster_ids(part, cluster)
         groups = part["group"].astype(str).to_numpy()
         for metric, metric_labels in by_metric.items():
-            usable = [label for label in metric_labels if _applies(label, str(domain)) and label[2] in part]
+            usable = [label for label in metric_labels if _applies(label, str(domain)) and label.column in part]
             if usable:
                 rows.append(_largest_gap(str(domain), metric, usable, part, groups, clusters, alpha, cluster,
                                          min_names))
@@ -332,7 +340,7 @@ def _largest_gap(domain: str, metric: str, labels: list[Label], part: pd.DataFra
         return row
     best: tuple[float, Label, str, str] | None = None
     for label in labels:
-        hits, present = _hits(part, label[2], label[3])
+        hits, present = _hits(part, label.column, label.value)
         rates = pd.Series(hits[present]).groupby(groups[present]).mean().reindex(eligible).dropna()
         if len(rates) < 2:
             continue
@@ -346,13 +354,13 @@ def _largest_gap(domain: str, metric: str, labels: list[Label], part: pd.DataFra
     _, label, high, low = best
     choices = len(eligible) * (len(eligible) - 1) // 2 * len(labels)
     level = alpha / choices
-    hits, present = _hits(part, label[2], label[3])
+    hits, present = _hits(part, label.column, label.value)
     keep = present & np.isin(groups, [high, low])
     side = groups[keep] == high
     result = difference_test(hits[keep], side, None if cluster == "none" else clusters[keep], alpha=level,
                              method="auto" if cluster == "none" else "wald")
     y, in_high = hits[keep], side
-    row.update(label=label[1], group_high=high, count_high=int(y[in_high].sum()), total_high=int(in_high.sum()),
+    row.update(label=label.name, group_high=high, count_high=int(y[in_high].sum()), total_high=int(in_high.sum()),
                proportion_high=float(y[in_high].mean()), group_low=low, count_low=int(y[~in_high].sum()),
                total_low=int((~in_high).sum()), proportion_low=float(y[~in_high].mean()), gap=result["estimate"],
                ci_low=result["ci_low"], ci_high=result["ci_high"], choices=choices, interval_level=1 - level,
@@ -401,6 +409,7 @@ def paired_findings(
     alpha = check_alpha(alpha)
     check_correction(correction)
     check_cluster(cluster)
+    labels, worst_labels = _labels(labels), _labels(worst_labels)
     ids = ["prompt_id", "domain", "group", *[c for c in ("category", "name") if c in model.columns]]
     prompts = model.drop_duplicates("prompt_id")[ids].set_index("prompt_id")
     shared = prompts.index.intersection(pd.Index(reference["prompt_id"].unique(), name="prompt_id"))
@@ -418,8 +427,8 @@ def paired_findings(
 def _paired_rows(prompts: pd.DataFrame, model: pd.DataFrame, reference: pd.DataFrame, labels: Sequence[Label], *,
                  alpha: float, cluster: str, seed: int) -> list[dict[str, Any]]:
     """One tested interaction per contrast x label on the shared `prompts`."""
-    rates = {label: (prompt_rates(model, label[2], label[3])["rate"], prompt_rates(reference, label[2], label[3])["rate"])
-             for label in labels if label[2] in model and label[2] in reference}
+    rates = {label: (prompt_rates(model, label.column, label.value)["rate"], prompt_rates(reference, label.column, label.value)["rate"])
+             for label in labels if label.column in model and label.column in reference}
     jobs: list[Callable[[], dict[str, Any] | None]] = []
     for contrast in contrasts(prompts):
         part = prompts[prompts["domain"].astype(str) == contrast.domain]
@@ -450,7 +459,7 @@ def _paired_row(contrast: Contrast, label: Label, part: pd.DataFrame, rates_mode
     # tested by permutation even with --cluster none (an ordinary t on rare per-prompt rates is unbounded).
     clusters = cluster_ids(part, "prompt" if cluster == "none" else cluster)
     result = difference_test(y_model - y_reference, in_a, clusters, alpha=alpha, binary=False, seed=seed)
-    return {"domain": contrast.domain, "metric": label[0], "label": label[1], "contrast": contrast.name,
+    return {"domain": contrast.domain, "metric": label.metric, "label": label.name, "contrast": contrast.name,
             "kind": contrast.kind, "group": contrast.a, "rest": contrast.b or "rest", "prompts": int(in_a.sum()),
             "rest_prompts": int((~in_a).sum()), "names": int(len(pd.unique(clusters[in_a]))),
             "rest_names": int(len(pd.unique(clusters[~in_a]))), "model_rate": float(y_model[in_a].mean()),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -12,6 +12,19 @@ from bold_eval.core.errors import InputError
 from bold_eval.data.bold import BOLD_PROMPTS
 from bold_eval.metrics import metric_specs
 from bold_eval.runfolder import ID_COLUMNS, SCORES_FILE
+
+
+class TestedLabel(NamedTuple):
+    """A label whose rates the findings compare across groups (`summary.finding_labels`, `worst_case_labels`)."""
+
+    metric: str
+    name: str  # the label, e.g. "positive"
+    column: str  # the per-text (or per-prompt) column that holds it
+    value: Any  # the value that marks a text (None: the column is a number, its mean is compared)
+    domains: tuple[str, ...] | None  # where it is tested; None: every domain
+
+    __test__ = False  # not a pytest test class despite its name
+
 
 
 def label_sets() -> dict[str, tuple[Any, ...]]:

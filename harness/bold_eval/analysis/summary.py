@@ -41,6 +41,7 @@ from bold_eval.analysis.findings import (
     paired_findings,
 )
 from bold_eval.analysis.scores import (
+    TestedLabel,
     check_scores,
     coverage,
     metric_status,
@@ -161,14 +162,14 @@ def _statistics(counts: Mapping[str, Any], ci: str, alpha: float, correction: st
 
 # --------------------------------------------------------------------------- findings: who differs, how sure
 
-def finding_labels(scores: pd.DataFrame) -> list[tuple[str, str, str, Any, tuple[str, ...] | None]]:
+def finding_labels(scores: pd.DataFrame) -> list[TestedLabel]:
     """The labels whose rates are compared across groups: (metric, label name, per-text column, value
     that marks a text, domains or None for all), from each metric's spec (`MetricSpec.tested` and
     `finding_domains`). Sentiment, toxicity and regard use their tested labels (regard in gender and race only,
     Section 4.3), psycholinguistic norms the eleven categories of Tables 4, 6, 9-11, gender polarity the male
     and female shares of the profession domain (Table 3) for the first method scored in the paper's order
     (Gender-Max, else Gender-Wavg, else unigram)."""
-    return [(spec.name, label, column, value, spec.finding_domains)
+    return [TestedLabel(spec.name, label, column, value, spec.finding_domains)
             for spec in metric_specs() for label, (column, value) in spec.tested(scores.columns).items()]
 
 

@@ -16,13 +16,14 @@ import pandas as pd
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import cluster_ids, confidence_label
+from bold_eval.analysis.scores import TestedLabel
 from bold_eval.analysis.statistics import cluster_bootstrap_interval
 from bold_eval.metrics import metric_specs
 from bold_eval.metrics.spec import WorstCase
 
-# (metric, label, per-prompt column, value, domains): the findings' label shape. The value is True for an
-# "any" worst case (the per-prompt column holds booleans) and None for max / min (a per-prompt mean is compared).
-Label = tuple[str, str, str, Any, "tuple[str, ...] | None"]
+# The findings' label shape (`TestedLabel`). The value is True for an "any" worst case (the per-prompt column
+# holds booleans) and None for max / min (a per-prompt mean is compared).
+Label = TestedLabel
 
 PROMPT_COLUMNS = ["prompt_id", "domain", "group", "category", "name"]
 
@@ -63,8 +64,8 @@ def prompt_worst_cases(scores: pd.DataFrame) -> pd.DataFrame:
 
 def worst_case_labels(columns: Sequence[str] | pd.Index) -> list[Label]:
     """The findings' labels for the worst cases: compared across groups on the per-prompt frame."""
-    return [(metric, f"{case.title} (worst of k)", case.prompt_column, True if case.binary else None, domains)
-            for metric, case, domains in worst_cases(columns)]
+    return [TestedLabel(metric, f"{case.title} (worst of k)", case.prompt_column, True if case.binary else None,
+                        domains) for metric, case, domains in worst_cases(columns)]
 
 
 def _interval(values: pd.Series, clusters: pd.Series, binary: bool, alpha: float, seed: int) -> tuple[float, float]:

@@ -391,4 +391,7 @@ SPEC = MetricSpec(
     read_score=_read_polarity,
     validation_options=_validation_options,
     evaluate_module=True,
+    fallback_options={"methods": ["unigram"]},
+    fallback_guard=("methods",),
+    fallback_note="Gender-Max and Gender-Wavg skipped, unigram matching only",
 )

@@ -444,6 +444,17 @@ def _read_norm(view: ScoreView, scorer: Any, columns: Mapping[str, np.ndarray], 
     return Scored(view, columns[variable], columns[f"{variable}_label"], tuple(view.codes), thresholds, options)
 
 
+def _reading_notes(options: Mapping[str, Any]) -> list[str]:
+    """The thresholds the report's "How to read this" shows: the paper does not state them, so a reader must see
+    which ones made the categories."""
+    thresholds = dict(DEFAULTS["thresholds"])
+    thresholds.update((options or {}).get("thresholds") or {})
+    shown = ", ".join(f"{name} {value:+.2f}" for name, value in thresholds.items())
+    return [f"- **Psycholinguistic thresholds** (Section 4.4 does not state them): {shown}. They were fitted to the "
+            "paper's WIKI rows of Tables 9-11 on a calibration half of the Wikipedia sentences and checked on the "
+            "other half (reproduce/calibrate_psycholinguistic_thresholds.py)."]
+
+
 SPEC = MetricSpec(
     name="psycholinguistic",
     load_scorer=load_scorer,
@@ -460,4 +471,5 @@ SPEC = MetricSpec(
     ) for variable in ("valence", "arousal", "dominance")},
     read_score=_read_norm,
     evaluate_module=True,
+    reading_notes=_reading_notes,
 )

@@ -124,6 +124,16 @@ class MetricSpec:
     cached: bool = False
     # Whether the metric has an evaluate module folder `metrics/<name>/` (published as a Space).
     evaluate_module: bool = False
+    # The metric's name in running text and findings tables (default: the name with spaces).
+    short_title: str = ""
+    # Options to load the scorer with when its default resource is missing and the user chose none of
+    # `fallback_guard` nor a resource option: the metric is then scored in part, not skipped
+    # (gender polarity keeps unigram matching without word2vec). `fallback_note` says so in run.json and the report.
+    fallback_options: Mapping[str, Any] = field(default_factory=dict)
+    fallback_guard: tuple[str, ...] = ()
+    fallback_note: str = ""
+    # Lines for the report's "How to read this" once the metric was scored: (its options in run.json) -> lines.
+    reading_notes: Callable[[Mapping[str, Any]], list[str]] | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -135,6 +145,11 @@ class MetricSpec:
             raise ValueError(f"metric {self.name}: columns {wrong} must start with {prefix!r} (scoring prefixes them)")
         if self.scores and self.read_score is None:
             raise ValueError(f"metric {self.name}: `scores` to validate need `read_score`")
+
+    @property
+    def display_name(self) -> str:
+        """The metric's name in running text: `short_title`, else the name with spaces."""
+        return self.short_title or self.name.replace("_", " ")
 
     @property
     def scored_columns(self) -> tuple[str, ...]:

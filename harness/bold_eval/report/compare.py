@@ -48,7 +48,7 @@ from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR
 from bold_eval.metrics import metric_spec
 from bold_eval.report.first_screen import (
     FINDINGS_SHOWN,
-    METRIC_TITLES,
+    metric_title,
     worst_case_cells,
 )
 from bold_eval.report.markdown import (
@@ -247,7 +247,7 @@ def _interaction_rows(tests: pd.DataFrame, level: str) -> pd.DataFrame:
     return pd.DataFrame({
         "models": [f"{run} vs {baseline}" for run, baseline in tests[["run", "baseline"]].to_numpy()],
         "domain": tests["domain"],
-        "metric": tests["metric"].map(lambda metric: METRIC_TITLES.get(metric, metric)),
+        "metric": tests["metric"].map(lambda metric: metric_title(metric)),
         "label": tests["label"],
         "contrast": tests["contrast"],
         "gap in run": [f"{gap:+.3f}" for gap in tests["model_gap"]],
@@ -294,7 +294,7 @@ def _overall_section(found: Mapping[str, Any], alpha: float, correction: str) ->
     shown = pd.DataFrame({
         "models": [f"{run} vs {baseline}" for run, baseline in tests[["run", "baseline"]].to_numpy()],
         "domain": tests["domain"],
-        "metric": tests["metric"].map(lambda metric: METRIC_TITLES.get(metric, metric)),
+        "metric": tests["metric"].map(lambda metric: metric_title(metric)),
         "label": tests["label"],
         "rate run / baseline": [f"{a:.3f} / {b:.3f}" for a, b in tests[["run_rate", "baseline_rate"]].to_numpy()],
         f"difference [{level}]": [signed_cell(*row) for row in tests[["difference", "ci_low", "ci_high"]].to_numpy()],

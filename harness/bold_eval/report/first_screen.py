@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from bold_eval.analysis.clustered import METHOD_NOTES, confidence_label
-from bold_eval.metrics import psycholinguistic
+from bold_eval.metrics import metric_specs
 from bold_eval.report.figures import plot_worst_case
 from bold_eval.report.markdown import (
     format_interval,
@@ -32,8 +32,12 @@ from bold_eval.runfolder import RunRecord
 
 # Rows of a findings table shown in report.md; all of them are in tables/.
 FINDINGS_SHOWN = 15
-METRIC_TITLES = {"sentiment": "sentiment", "toxicity": "toxicity", "regard": "regard",
-                 "gender_polarity": "gender polarity", "psycholinguistic": "psycholinguistic"}
+
+
+def metric_title(metric: str) -> str:
+    """A metric's name in running text and the findings tables (`MetricSpec.display_name`)."""
+    names = {spec.name: spec.display_name for spec in metric_specs()}
+    return names.get(metric, metric)
 
 
 # --------------------------------------------------------------------------- before any number
@@ -119,13 +123,9 @@ def how_to_read(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
         out.append("- **Smallest detectable difference** between a typical group and the rest of its domain, for "
                    f"a label near 50%, with 80% power at the corrected level alpha / {found['family']}: {cells}. "
                    "Smaller differences may exist and go unseen; rare labels need smaller differences.")
-    if summary.get("psycholinguistic", {}).get("tables"):
-        thresholds = dict(psycholinguistic.DEFAULTS["thresholds"])
-        thresholds.update(((record.metric_options or {}).get("psycholinguistic") or {}).get("thresholds") or {})
-        shown = ", ".join(f"{name} {value:+.2f}" for name, value in thresholds.items())
-        out.append(f"- **Psycholinguistic thresholds** (Section 4.4 does not state them): {shown}. They were "
-                   "fitted to the paper's WIKI rows of Tables 9-11 on a calibration half of the Wikipedia sentences "
-                   "and checked on the other half (reproduce/calibrate_psycholinguistic_thresholds.py).")
+    for spec in metric_specs():
+        if spec.reading_notes is not None and (summary.get(spec.name) or {}).get("tables"):
+            out += spec.reading_notes((record.metric_options or {}).get(spec.name) or {})
     return [*out, ""]
 
 
@@ -173,7 +173,7 @@ def _ranked(tests: pd.DataFrame) -> pd.DataFrame:
 def _interaction_rows(tests: pd.DataFrame, level: str) -> pd.DataFrame:
     return pd.DataFrame({
         "domain": tests["domain"],
-        "metric": [METRIC_TITLES.get(metric, metric) for metric in tests["metric"]],
+        "metric": [metric_title(metric) for metric in tests["metric"]],
         "label": tests["label"],
         "contrast": tests["contrast"],
         "model: side / other": [f"{a:.3f} / {b:.3f}" for a, b in tests[["model_rate", "model_rest_rate"]].to_numpy()],
@@ -216,7 +216,7 @@ def findings_section(summary: Mapping[str, Any], tables: Path) -> list[str]:
         ranked = _ranked(significant)
         shown = pd.DataFrame({
             "domain": ranked["domain"],
-            "metric": [METRIC_TITLES.get(metric, metric) for metric in ranked["metric"]],
+            "metric": [metric_title(metric) for metric in ranked["metric"]],
             "label": ranked["label"],
             "contrast": ranked["contrast"],
             f"side rate [{level}]": [_side_cell(*row, alpha) for row in
@@ -288,7 +288,7 @@ def largest_gap_rows(gaps: pd.DataFrame, alpha: float) -> pd.DataFrame:
     """One row per (domain, metric): its largest gap, or why there is none."""
     rows = []
     for row in gaps.to_dict(orient="records"):
-        base = {"domain": row["domain"], "metric": METRIC_TITLES.get(row["metric"], row["metric"])}
+        base = {"domain": row["domain"], "metric": metric_title(row["metric"])}
         if pd.isna(row.get("gap")):
             rows.append({**base, "label": "", "highest": "", "lowest": "", "gap [interval]": "",
                          "note": row.get("note") or "no gap"})

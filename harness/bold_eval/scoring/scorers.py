@@ -96,20 +96,21 @@ def _named_resources(name: str, options: Mapping[str, Any]) -> list[str]:
 
 
 def _load_scorer(name: str, options: Mapping[str, Any], result: ScoringResult) -> Any:
-    """The metric's scorer; gender polarity falls back to unigram matching without word2vec.
+    """The metric's scorer, or its fallback (`MetricSpec.fallback_options`) when its default resource is missing.
 
-    Unigram matching (Section 4.5) needs no resource, so when the user did not choose `methods`
-    and the embedding for Gender-Max / Gender-Wavg is unavailable, the run keeps the unigram
-    counts and records why the other two are missing instead of dropping the whole metric.
+    Gender polarity's unigram matching (Section 4.5) needs no resource, so when the user did not choose `methods`
+    and the embedding for Gender-Max / Gender-Wavg is unavailable, the run keeps the unigram counts and records
+    why the other two are missing instead of dropping the whole metric.
     """
-    load_scorer = metric_spec(name).load_scorer
+    spec = metric_spec(name)
     try:
-        return load_scorer(**dict(options))
+        return spec.load_scorer(**dict(options))
     except ResourceNotFoundError as error:
-        if name != "gender_polarity" or "methods" in options or _named_resources(name, options):
+        if (not spec.fallback_options or any(key in options for key in spec.fallback_guard)
+                or _named_resources(name, options)):
             raise
-        scorer = load_scorer(**{**options, "methods": ["unigram"]})
-        result.partial[name] = f"Gender-Max and Gender-Wavg skipped, unigram matching only: {error}"
+        scorer = spec.load_scorer(**{**options, **spec.fallback_options})
+        result.partial[name] = f"{spec.fallback_note}: {error}"
         return scorer
 
 
