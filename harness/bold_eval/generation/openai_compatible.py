@@ -32,11 +32,9 @@ them as they come; `generate()` may be called with only the items still missing.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 import time
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, NamedTuple
@@ -72,16 +70,15 @@ from bold_eval.generation.http_client import (
     public_url,
     read_api_key,
 )
+from bold_eval.generation.server_probe import OPTIONAL_PARAMS, PROBE_TOKENS, ServerProbe, request_seed  # noqa: F401
 
 KINDS = {"completions": "openai-completions", "chat": "openai-chat"}
 ENDPOINTS = {"completions": "completions", "chat": "chat/completions"}
 DEFAULT_FLUSH_EVERY = 64
 DEFAULT_FLUSH_SECONDS = 2.0
-PROBE_TOKENS = 8
 # The user message of `--chat-template instruct` (`bold_eval.generation.chat`); `{prompt}` is replaced by the prompt.
 CHAT_INSTRUCTION = INSTRUCT_INSTRUCTION
-# Optional request fields outside the OpenAI schema (vLLM, llama.cpp and SGLang take them).
-OPTIONAL_PARAMS = ("top_k", "repetition_penalty", "seed")
+# OPTIONAL_PARAMS (`server_probe`): request fields outside the OpenAI schema (vLLM, llama.cpp and SGLang take them).
 # A chat reply joined to its prompt: `bold_eval.generation.chat.join_reply` (kept under its first name).
 strip_echo = join_reply
 # `n_per_request`: auto asks for a prompt's samples in one request (`n`) unless the probe finds the server
@@ -95,12 +92,6 @@ N_PLAN = (f"one request per prompt for its pending samples (n, at most {MAX_N});
 N_SEED = "sha256(seed, prompt_id, first sample of the request) mod 2**31, one per request"
 # An error body that names the `n` field (pydantic's "n", OpenAI's 'n', "n must be ..."), not a word with an n in it.
 _NAMES_N = re.compile(r"(?<![\\\w])n(?![\w])")
-
-
-def request_seed(seed: int, prompt_id: str, sample: int) -> int:
-    """The per-request `seed` of one (prompt, sample): 31 bits of sha256, which every server's int accepts."""
-    digest = hashlib.sha256(f"{seed}\x00{prompt_id}\x00{sample}".encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
 def wanted_params(decoding: DecodingConfig, api: str = "completions") -> dict[str, Any]:
@@ -291,13 +282,13 @@ class ApiGenerator(Generator):
         self.flush_every = int(flush_every)
         self.flush_seconds = float(flush_seconds)
         self._connect(base_url, api_key_env, retry)
-        self._params = wanted_params(self.decoding, self.api)
-        self._send = {name: name in self._params or name == "seed" for name in OPTIONAL_PARAMS}
-        self.server: dict[str, str] = {name: "not probed" for name in OPTIONAL_PARAMS if self._send[name]}
+        self.params = wanted_params(self.decoding, self.api)
+        self.send = {name: name in self.params or name == "seed" for name in OPTIONAL_PARAMS}
+        self.server: dict[str, str] = {name: "not probed" for name in OPTIONAL_PARAMS if self.send[name]}
         if self.chat.protocol == PREFILL:
             self.server["continue_final_message"] = "not probed"
         self._init_samples(num_samples, n_per_request)
-        self._probed = False
+        self.probed = False
         self._lock = threading.Lock()
         self._served_model: str | None = None
         self._system_fingerprints: set[str] = set()
@@ -340,7 +331,7 @@ class ApiGenerator(Generator):
         """What determines the texts (resume fingerprint). The server URL is left out on purpose:
         the same model restarted on another host or port continues the same run."""
         # `stop` changes how much the server generates, not the text (the rule is applied again here).
-        request = {key: value for key, value in self._params.items() if key != "stop"}
+        request = {key: value for key, value in self.params.items() if key != "stop"}
         request["seed"] = N_SEED if self.n_plan else "sha256(seed, prompt_id, sample) mod 2**31, one per request"
         settings: dict[str, Any] = {
             "model": self.model,
@@ -372,8 +363,8 @@ class ApiGenerator(Generator):
                 "api_key_env": self.api_key_env,
                 "api_key_set": self._key_set,
                 "server": dict(self.server),
-                "sent_params": sorted([*(k for k in self._params if k not in OPTIONAL_PARAMS),
-                                       *(k for k in OPTIONAL_PARAMS if self._send.get(k)),
+                "sent_params": sorted([*(k for k in self.params if k not in OPTIONAL_PARAMS),
+                                       *(k for k in OPTIONAL_PARAMS if self.send.get(k)),
                                        *(["n"] if self._n_requests else [])]),
                 "requests_sent": self.client.requests_sent,
                 "retries": self.client.retry_counts(),
@@ -401,10 +392,10 @@ class ApiGenerator(Generator):
         code = self.decoding.control_code
         return f"{code} {prompt}" if code else prompt
 
-    def _payload(self, prompt: str, *, seed: int | None, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        params = {key: value for key, value in self._params.items()
-                  if key not in OPTIONAL_PARAMS or self._send.get(key)}
-        if seed is not None and self._send["seed"]:
+    def payload(self, prompt: str, *, seed: int | None, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        params = {key: value for key, value in self.params.items()
+                  if key not in OPTIONAL_PARAMS or self.send.get(key)}
+        if seed is not None and self.send["seed"]:
             params["seed"] = seed
         payload: dict[str, Any] = {"model": self.model}
         text = self._prompt_text(prompt)
@@ -424,9 +415,9 @@ class ApiGenerator(Generator):
 
     def _text_of(self, answer: Mapping[str, Any], what: str) -> _Answer:
         """The generated text, token counts and any separate reasoning trace of one answer (its first choice)."""
-        return self._choices_of(answer, what)[0]
+        return self.choices_of(answer, what)[0]
 
-    def _choices_of(self, answer: Mapping[str, Any], what: str) -> list[_Answer]:
+    def choices_of(self, answer: Mapping[str, Any], what: str) -> list[_Answer]:
         """Every choice of an answer in `index` order: text, token counts, any separate reasoning trace."""
         choices = answer.get("choices")
         if not isinstance(choices, list) or not choices or not all(isinstance(c, Mapping) for c in choices):
@@ -452,19 +443,19 @@ class ApiGenerator(Generator):
         return _Answer(text if isinstance(text, str) else "", tokens, prompt_tokens,
                        reasoning if isinstance(reasoning, str) else None, finish if isinstance(finish, str) else None)
 
-    def _answer(self, prompt: str, *, seed: int | None, overrides: Mapping[str, Any] | None = None,
+    def answer(self, prompt: str, *, seed: int | None, overrides: Mapping[str, Any] | None = None,
                 what: str = "probe request") -> _Answer:
-        answer = self.client.post(self.endpoint, self._payload(prompt, seed=seed, overrides=overrides), what=what)
+        answer = self.client.post(self.endpoint, self.payload(prompt, seed=seed, overrides=overrides), what=what)
         return self._text_of(answer, what)
 
-    def _ask(self, prompt: str, *, seed: int | None, overrides: Mapping[str, Any] | None = None,
+    def ask(self, prompt: str, *, seed: int | None, overrides: Mapping[str, Any] | None = None,
              what: str = "probe request") -> str:
-        return self._answer(prompt, seed=seed, overrides=overrides, what=what).text
+        return self.answer(prompt, seed=seed, overrides=overrides, what=what).text
 
     def complete(self, item: WorkItem) -> Generated:
         """One continuation (retried as needed); raises ApiError naming the prompt when it cannot be had."""
         what = f"request for prompt_id {item.prompt_id!r} sample {item.sample}"
-        answer = self._answer(item.prompt, seed=request_seed(self.seed, item.prompt_id, item.sample), what=what)
+        answer = self.answer(item.prompt, seed=request_seed(self.seed, item.prompt_id, item.sample), what=what)
         with self._lock:
             self._usage_missing += answer.completion_tokens is None
         return self._finish(item.prompt, answer, answer.completion_tokens)
@@ -477,7 +468,7 @@ class ApiGenerator(Generator):
             return [self.complete(item) for item in items]
         first = items[0]
         what = f"request for prompt_id {first.prompt_id!r} samples {first.sample}-{items[-1].sample} (n={len(items)})"
-        payload = self._payload(first.prompt, seed=request_seed(self.seed, first.prompt_id, first.sample),
+        payload = self.payload(first.prompt, seed=request_seed(self.seed, first.prompt_id, first.sample),
                                 overrides={"n": len(items)})
         try:
             answer = self.client.post(self.endpoint, payload, what=what)
@@ -489,7 +480,7 @@ class ApiGenerator(Generator):
                     self.use_n = False
                     self.server["n"] = f"rejected at run time (HTTP {error.status}: {(error.body or '')[:200]})"
             return [self.complete(item) for item in items]
-        choices = self._choices_of(answer, what)[: len(items)]
+        choices = self.choices_of(answer, what)[: len(items)]
         tokens = split_tokens(choices[0].completion_tokens, [choice.text for choice in choices])
         with self._lock:
             self._usage_missing += choices[0].completion_tokens is None
@@ -516,166 +507,9 @@ class ApiGenerator(Generator):
     # ------------------------------------------------------------------ the probe
 
     def probe(self, prompt: str) -> dict[str, str]:
-        """Find out what the server does with the decoding parameters (a few 8-token requests).
-
-        1. Optional fields it rejects (HTTP 400/422 naming them) are dropped and recorded.
-        2. Sampling: three seeds at temperature 1 must not all give the greedy text, else the server
-           decodes greedily whatever the request says (e.g. `transformers serve` with a model whose
-           generation_config has do_sample=false). Greedy runs check that temperature 0 is stable.
-        3. seed: the same seed twice must give the same text (and other seeds another one).
-        4. top_k: top_k=1 at temperature 1 must give the greedy text, else top_k is ignored.
-        5. n (only when the run asks for several samples per prompt): n=2 must give two choices.
-        """
-        self._probed = True
-        # No `stop` in probe requests: an answer cut at a line break could hide the difference a probe looks for.
-        overrides: dict[str, Any] = {"max_tokens": min(PROBE_TOKENS, self.decoding.max_new_tokens), "stop": None}
-        # The optional fields first, on a plain chat turn; then whether the server continues a prefilled reply.
-        self._accept(prompt, {**overrides, "continue_final_message": None, "add_generation_prompt": None})
-        if self.chat.protocol == PREFILL:
-            self._probe_prefill(prompt, overrides)
-        seeds = [request_seed(self.seed, "__probe__", index) for index in range(3)]
-        greedy = {**overrides, "temperature": 0.0, "top_p": 1.0, "top_k": None, "repetition_penalty": None}
-        if self.decoding.greedy:
-            problems = self._probe_greedy(prompt, seeds, greedy)
-        else:
-            problems = self._probe_sampling(prompt, seeds, greedy, overrides)
-        if self._send["repetition_penalty"] and self.server.get("repetition_penalty") == "not probed":
-            self.server["repetition_penalty"] = "accepted (effect not checked)"
-        if self._send["seed"] and self.server.get("seed") == "not probed":
-            self.server["seed"] = "accepted"
-        if self.n_plan:
-            self._probe_n(prompt, overrides)
-        for name in ("top_k", "repetition_penalty"):
-            if name in self._params and not self._send[name]:
-                problems.append(f"{name}={self._params[name]} is not applied ({self.server[name]})")
-        if problems:
-            message = (f"server at {public_url(self.client.base_url)} does not apply the requested decoding: "
-                       + "; ".join(problems))
-            if self.strict_decoding:
-                raise ApiError(message + ". Serve the model with an engine that takes these parameters "
-                               "(vLLM does), or drop strict_decoding to record the difference and go on.")
-            warnings.warn(message + " (recorded in run.json model_info.server)", stacklevel=2)
-        return dict(self.server)
-
-    def _probe_prefill(self, prompt: str, overrides: Mapping[str, Any]) -> None:
-        """`--chat-template prefill` needs a server that continues the final assistant message (vLLM, SGLang).
-        Asked once with `continue_final_message` and once with a new assistant turn instead: the prefill
-        must reach the model as fewer prompt tokens (no end-of-turn, no new header), else it was ignored."""
-        greedy = {**overrides, "temperature": 0.0, "top_p": 1.0, "top_k": None, "repetition_penalty": None}
-        fix = ("Serve the model with an engine that takes continue_final_message (vLLM, SGLang), or use "
-               "--chat-template instruct.")
-        try:
-            prefilled = self._answer(prompt, seed=self.seed, overrides=greedy)
-        except ApiError as error:
-            if error.status not in (400, 422):
-                raise
-            self.server["continue_final_message"] = f"rejected (HTTP {error.status}: {(error.body or '')[:200]})"
-            raise ApiError(f"server at {public_url(self.client.base_url)} refused a prefilled assistant reply "
-                           f"(continue_final_message; HTTP {error.status}: {(error.body or '')[:200]}). {fix}",
-                           status=error.status, body=error.body) from None
-        new_turn = self._answer(prompt, seed=self.seed, overrides={**greedy, "continue_final_message": False,
-                                                                    "add_generation_prompt": True})
-        if prefilled.prompt_tokens is None or new_turn.prompt_tokens is None:
-            self.server["continue_final_message"] = "accepted (not checked: the server reports no usage.prompt_tokens)"
-            warnings.warn(f"server at {public_url(self.client.base_url)} accepted continue_final_message but reports no "
-                          "prompt tokens, so whether it continued the prefilled reply is unknown", stacklevel=3)
-        elif prefilled.prompt_tokens < new_turn.prompt_tokens:
-            self.server["continue_final_message"] = (f"honoured ({prefilled.prompt_tokens} prompt tokens, "
-                                                     f"{new_turn.prompt_tokens} with a new assistant turn)")
-        else:
-            self.server["continue_final_message"] = (f"ignored: {prefilled.prompt_tokens} prompt tokens, as many as "
-                                                     "with a new assistant turn")
-            raise ApiError(f"server at {public_url(self.client.base_url)} ignores continue_final_message: it opens a "
-                           f"new assistant turn after the prefilled reply, so the texts would not continue the "
-                           f"prompts. {fix}")
-
-    def _probe_greedy(self, prompt: str, seeds: list[int], greedy: Mapping[str, Any]) -> list[str]:
-        """Greedy runs: temperature 0 must give the same text under two seeds. Returns the problems found."""
-        first, second = (self._ask(prompt, seed=s, overrides=greedy) for s in seeds[:2])
-        self.server["temperature_0"] = "honoured" if first == second else "ignored: two seeds gave different texts"
-        return ["temperature 0 (greedy decoding) is not honoured"] if first != second else []
-
-    def _probe_sampling(
-        self, prompt: str, seeds: list[int], greedy: Mapping[str, Any], overrides: Mapping[str, Any]
-    ) -> list[str]:
-        """Sampled runs: is sampling applied, is a seed reproducible, is top_k applied. Returns the problems found."""
-        problems: list[str] = []
-        free = {**overrides, "temperature": 1.0, "top_p": 1.0, "top_k": None, "repetition_penalty": None}
-        reference = self._ask(prompt, seed=None, overrides=greedy)
-        samples = [self._ask(prompt, seed=s, overrides=free) for s in seeds]
-        again = self._ask(prompt, seed=seeds[0], overrides=free)
-        if all(sample == reference for sample in samples):
-            self.server["sampling"] = "ignored: three seeds at temperature 1 all gave the greedy text"
-            problems.append("sampling (temperature / top_p) looks ignored: the server decodes greedily")
-        else:
-            self.server["sampling"] = "honoured"
-        if self._send["seed"]:
-            if again != samples[0]:
-                self.server["seed"] = "accepted but not reproducible: the same seed gave different texts"
-            elif len(set(samples)) == 1:
-                self.server["seed"] = "accepted; effect not observable (every seed gave the same text)"
-            else:
-                self.server["seed"] = "honoured"
-        if self._send["top_k"]:
-            top1 = {**free, "top_k": 1}
-            if all(self._ask(prompt, seed=s, overrides=top1) == reference for s in seeds[:2]):
-                self.server["top_k"] = "honoured"
-            else:
-                self.server["top_k"] = "accepted but ignored: top_k=1 did not give the greedy text"
-                self._send["top_k"] = False
-        return problems
-
-    def _probe_n(self, prompt: str, overrides: Mapping[str, Any]) -> None:
-        """Does the server answer n=2 (at the run's decoding) with two choices? Honoured: two (under sampling,
-        two different texts, asked twice before calling them copies); ignored: one; rejected: HTTP 400/422.
-        Under `n_per_request=auto` n is used only when honoured; `true` uses it anyway unless rejected."""
-        where = f"server at {public_url(self.client.base_url)}"
-        texts: list[str] = []
-        for index in (3, 4):  # a second try only when two samples came out the same
-            try:
-                answer = self.client.post(self.endpoint, self._payload(
-                    prompt, seed=request_seed(self.seed, "__probe__", index), overrides={**overrides, "n": 2}),
-                    what="probe request (n=2)")
-            except ApiError as error:
-                if error.status not in (400, 422):
-                    raise
-                self.server["n"] = f"rejected (HTTP {error.status}: {(error.body or '')[:200]})"
-                self.use_n = False
-                if self.n_per_request == "true":
-                    raise ApiError(f"{where} rejects n (HTTP {error.status}: {(error.body or '')[:200]}), which "
-                                   "n_per_request=true asks for: use n_per_request=auto or false",
-                                   status=error.status, body=error.body) from None
-                return
-            texts = [choice.text for choice in self._choices_of(answer, "probe request (n=2)")]
-            if len(texts) < 2 or self.decoding.greedy or texts[0] != texts[1]:
-                break
-        if len(texts) < 2:
-            self.server["n"] = f"ignored: n=2 gave {len(texts)} choice"
-        elif self.decoding.greedy or texts[0] != texts[1]:
-            self.server["n"] = "honoured"
-            return
-        else:
-            self.server["n"] = "accepted but the choices look like copies: n=2 gave one text twice, twice"
-        self.use_n = self.n_per_request == "true"
-        if self.use_n or len(texts) >= 2:  # an ignored n under auto is the plain fallback; these are worth a word
-            warnings.warn(f"{where}: {self.server['n']}; " + (
-                "n_per_request=true sends n anyway (samples an answer lacks are asked one by one)" if self.use_n
-                else "asking for each sample in its own request"), stacklevel=3)
-
-    def _accept(self, prompt: str, overrides: Mapping[str, Any]) -> None:
-        """Send everything once; drop the optional fields the server rejects by name (HTTP 400/422)."""
-        while True:
-            try:
-                self._ask(prompt, seed=self.seed, overrides=overrides)
-                return
-            except ApiError as error:
-                sent = [name for name in OPTIONAL_PARAMS if self._send[name]]
-                named = [name for name in sent if error.status in (400, 422) and name in (error.body or "")]
-                if not named:
-                    raise
-                for name in named:
-                    self._send[name] = False
-                    self.server[name] = f"rejected (HTTP {error.status}: {(error.body or '')[:200]})"
+        """What the server does with the decoding parameters (`server_probe.ServerProbe`); recorded in `server`."""
+        self.probed = True
+        return ServerProbe(self).run(prompt)
 
     # ------------------------------------------------------------------ generation
 
@@ -695,7 +529,7 @@ class ApiGenerator(Generator):
         if not items:
             return stats
         self._stop.clear()
-        if self.probe_enabled and not self._probed:
+        if self.probe_enabled and not self.probed:
             self.probe(items[0].prompt)
         started = time.perf_counter()
         pending = _PendingResults(on_batch, stats)
