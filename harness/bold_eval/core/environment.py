@@ -17,6 +17,8 @@ from bold_eval.core.errors import DEBUG_ENV, UsageError
 THREADS_ENV = "BOLD_EVAL_THREADS"
 ALLOW_MODIFIED_ENV = "BOLD_ALLOW_MODIFIED_DATA"
 OFFLINE_ENV = "BOLD_EVAL_OFFLINE"
+# Where dequantized GGUF checkpoints are kept (`bold_eval.generation.loading.model_cache_dir`).
+MODEL_CACHE_ENV = "BOLD_EVAL_MODEL_CACHE"
 _ON = ("1", "true", "yes", "on")
 _OFF = ("", "0", "false", "no", "off")
 
@@ -25,7 +27,7 @@ FLAGS = (DEBUG_ENV, ALLOW_MODIFIED_ENV, OFFLINE_ENV)
 # Variables naming a local copy of a resource: when set, the path must exist (the commands that read them).
 PATHS = ("BOLD_DATA_DIR", "BOLD_LEXICON_DIR", "BOLD_DEBIASWE_DIR", "BOLD_SHENG2019_DIR", "BOLD_WORD2VEC")
 # Cache folders: created when first used, so they need not exist, but must not be a file.
-CACHES = ("BOLD_EVAL_CACHE", "BOLD_EVAL_CACHE_DIR")
+CACHES = ("BOLD_EVAL_CACHE", "BOLD_EVAL_CACHE_DIR", MODEL_CACHE_ENV)
 # Which commands read which variables beyond the flags (a command not listed reads the flags only).
 _READ_BY = {
     "run": (THREADS_ENV, *PATHS, *CACHES),

