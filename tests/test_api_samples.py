@@ -227,7 +227,7 @@ def _run_config(out: Path, base_url: str, k: int = K, **options):
 
     return RunConfig(out=out, model="m", generator="openai-completions", num_samples=k, decoding=DECODING,
                      generator_options={"base_url": base_url, **options}, domains=["religious_ideology"], limit=PROMPTS,
-                     metrics=["sentiment"], reference=False, progress=False, batch_size=2)
+                     metrics=["sentiment"], reference=False, progress=False, batch_size=2, report=False)
 
 
 def _lines(out: Path) -> list[dict]:

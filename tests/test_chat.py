@@ -246,7 +246,7 @@ def _run_here(folder, out, **chat):
 
     return run(RunConfig(out=out, model=str(folder), generator_options=chat, dtype="float32", device="cpu",
                          decoding=make_decoding(top_k=0, top_p=1.0, max_new_tokens=10), domains=["gender", "race"],
-                         limit=4, metrics=["sentiment"], reference=False, progress=False))
+                         limit=4, metrics=["sentiment"], reference=False, progress=False, report=False))
 
 
 @pytest.mark.slow

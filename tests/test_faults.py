@@ -417,7 +417,7 @@ def test_sigkill_at_any_moment_of_a_report_leaves_one_report(folders, tmp_path):
     the next report removes what the killed one left."""
     folder = _copy(folders, "run", tmp_path)
     environment = {**os.environ, "BOLD_EVAL_THREADS": "1"}
-    for delay in (0.8, 1.2, 1.6, 2.0, 2.4, 2.8):
+    for delay in (0.9, 1.5, 2.1, 2.7):
         shutil.rmtree(folder)
         shutil.copytree(folders["run"], folder)
         process = subprocess.Popen([*BOLD_EVAL, "report", str(folder), "--alpha", "0.1"], env=environment,

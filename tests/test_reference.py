@@ -51,7 +51,7 @@ def _config(out: Path, model: str, classifiers: dict[str, str], **overrides) -> 
                   decoding=make_decoding(max_new_tokens=6), seed=3, domains=DOMAINS, limit=7,
                   metrics=["sentiment", "toxicity", "regard"],
                   metric_options={"toxicity": {"model": classifiers["toxicity"]},
-                                  "regard": {"model": classifiers["regard"]}}, progress=False)
+                                  "regard": {"model": classifiers["regard"]}}, progress=False, report=False)
     values.update(overrides)
     return RunConfig(**values)
 

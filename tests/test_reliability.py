@@ -340,7 +340,7 @@ def _tiny_config(out: Path, model: str, **overrides) -> RunConfig:
     values = dict(out=Path(out), model=model, dtype="bfloat16", device="cpu", batch_size=4,
                   decoding=make_decoding(max_new_tokens=8), seed=5, domains=["religious_ideology"], limit=14,
                   metrics=["gender_polarity"], metric_options={"gender_polarity": {"methods": "unigram"}},
-                  progress=False)
+                  progress=False, report=False)  # these tests read generations and scores
     values.update(overrides)
     return RunConfig(**values)
 

@@ -36,7 +36,7 @@ def tiny_model(tmp_path_factory, bold) -> str:
 def _config(out, model, **overrides) -> RunConfig:
     values = dict(out=Path(out), model=model, dtype="float32", device="cpu", batch_size=2,
                   decoding=make_decoding(max_new_tokens=6), seed=3, domains=["religious_ideology"], limit=7,
-                  metrics=["sentiment"], progress=False)
+                  metrics=["sentiment"], progress=False, report=False)  # the report: test_run_writes_every_output
     values.update(overrides)
     return RunConfig(**values)
 
@@ -109,7 +109,7 @@ def test_limit_sample_has_its_own_seed_apart_from_the_generation_seed(tmp_path, 
 
 
 def test_run_writes_every_output(tmp_path, tiny_model):
-    report = run(_config(tmp_path / "run", tiny_model))
+    report = run(_config(tmp_path / "run", tiny_model, report=True))
     out = tmp_path / "run"
     assert report == out / "report.md" and report.is_file()
     records = _lines(out / "generations.jsonl")
