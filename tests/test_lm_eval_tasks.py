@@ -151,7 +151,7 @@ def test_lm_eval_round_trip_then_score(tmp_path, bold_dir, console_script):
     score = subprocess.run(
         [sys.executable, "-m", "bold_eval.cli", "score", "--from", "lm-eval", str(out), "--out", str(scored),
          "--allow-partial", "--metrics", "sentiment", "gender_polarity",
-         "--metric-option", "gender_polarity.methods=[\"unigram\"]"],
+         "--metric-option", "gender_polarity.methods=[\"unigram\"]", "--no-report"],
         capture_output=True, text=True, env=env, timeout=600,
     )
     assert score.returncode == 0, score.stdout[-3000:] + score.stderr[-5000:]

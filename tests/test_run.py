@@ -216,7 +216,7 @@ def test_wikipedia_baseline_scores_the_wikipedia_sentences(tmp_path, bold_dir):
     out = tmp_path / "wiki"
     assert cli_main(["run", "--model", "wikipedia", "--domains", "profession", "--metrics", "gender_polarity",
                      "--metric-option", "gender_polarity.methods=unigram", "--no-anonymize", "--out", str(out),
-                     "--no-progress"]) == 0
+                     "--no-progress", "--no-report"]) == 0
     scores = pd.read_parquet(out / "scores.parquet")
     bold = load_bold("profession", data_dir=bold_dir).to_pandas()
     assert len(scores) == len(bold) == 10195

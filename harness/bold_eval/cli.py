@@ -79,6 +79,11 @@ def _add_cluster(parser: argparse.ArgumentParser) -> None:
                              "Wikipedia page, default), prompt, or none (every text independent, the paper's analysis)")
 
 
+def _add_no_report(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-report", dest="report", action="store_false",
+                        help="stop after scoring (scores.parquet, run.json); `bold-eval report OUT` writes the report")
+
+
 def _add_allow_modified(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-modified-data", action="store_true", default=None,
                         help="accept a local BOLD folder whose files differ from the pinned upstream release "
@@ -135,8 +140,7 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     _add_run_data_arguments(run)
     _add_scoring_arguments(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
-    run.add_argument("--no-report", dest="report", action="store_false",
-                     help="stop after scoring (scores.parquet, run.json); `bold-eval report OUT` writes the report")
+    _add_no_report(run)
     run.set_defaults(handler=_run)
 
 
@@ -285,7 +289,7 @@ def _run(args: argparse.Namespace) -> int:
     from bold_eval.core.devices import check_device
     from bold_eval.generation.choice import GeneratorChoiceError, choose_generator
     from bold_eval.generation.decoding import DEFAULT_MAX_NEW_TOKENS, DEFAULT_PRESET, make_decoding
-    from bold_eval.run import ConfigMismatchError, RunConfig, run
+    from bold_eval.run import RunConfig, run
 
     check_device(args.device)
     if args.base_url is not None:
@@ -317,11 +321,7 @@ def _run(args: argparse.Namespace) -> int:
         cluster=args.cluster, progress=not args.no_progress, allow_modified_data=bool(args.allow_modified_data),
         command=getattr(args, "command_line", None), report=args.report,
     )
-    try:
-        report = run(config)
-    except ConfigMismatchError as error:
-        print(f"bold-eval run: {error}", file=sys.stderr)
-        return 2
+    report = run(config)
     if report is not None:
         print(f"{'report' if args.report else 'scores'}: {report}")
     return 0
@@ -408,42 +408,24 @@ def _add_score(subparsers: argparse._SubParsersAction) -> None:
                        help="score what matches BOLD; unknown rows and prompts without a generation are counted "
                             "in run.json and the report instead of failing")
     score.add_argument("--model", default=None, help="model name for the report (default: from lm-eval, else the file)")
+    _add_no_report(score)
     _add_scoring_arguments(score)
     score.set_defaults(handler=_score)
 
 
 def _score(args: argparse.Namespace) -> int:
-    from bold_eval.run import score_and_report
-    from bold_eval.runfolder import RunRecord
-    from bold_eval.scoring.external import load_generations
+    from bold_eval.run import score_file
 
-    metric_options = _metric_options(args)
-    generations, report, source = load_generations(
-        args.generations, from_format=args.from_format, data_dir=args.data_dir, domains=args.domains,
-        allow_partial=args.allow_partial, allow_modified=args.allow_modified_data,
-    )
-    for line in report.problems():
-        print(f"warning (--allow-partial): {line}", file=sys.stderr)
-    # generations from lm-eval carry how lm-eval asked the model (its chat template), so compare can warn
-    protocol = {key: source.pop(key) for key in ("chat_template", "system_instruction") if key in source}
-    record = RunRecord(model=args.model or source.get("model") or args.generations,
-                       generator_settings={key: value for key, value in protocol.items() if value is not None},
-                       generations={**report.as_run_info(), **source}, modified_data=_modified_data(args),
-                       command=getattr(args, "command_line", None))
-    scoring = options.ScoringOptions(metrics=args.metrics, metric_options=metric_options, anonymize=args.anonymize,
-                                     score_on=args.score_on, reference=args.reference, data_dir=args.data_dir,
-                                     allow_modified_data=args.allow_modified_data)
-    path = score_and_report(generations, args.out, scoring, options.AnalysisOptions(cluster=args.cluster),
-                            record=record)
-    print(f"scored {report.matched_rows} generations; wrote {path}")
+    scoring = options.ScoringOptions(metrics=args.metrics, metric_options=_metric_options(args),
+                                     anonymize=args.anonymize, score_on=args.score_on, reference=args.reference,
+                                     data_dir=args.data_dir, allow_modified_data=args.allow_modified_data)
+    path, matched = score_file(
+        args.generations, args.out, scoring, options.AnalysisOptions(cluster=args.cluster),
+        from_format=args.from_format, domains=args.domains, allow_partial=args.allow_partial, model=args.model,
+        command=getattr(args, "command_line", None), report=args.report,
+        warn=lambda line: print(f"warning (--allow-partial): {line}", file=sys.stderr))
+    print(f"scored {matched} generations; wrote {path}")
     return 0
-
-
-def _modified_data(args: argparse.Namespace) -> list[str] | None:
-    """The local BOLD files that differ from the pinned release, when the user allowed them (run.json)."""
-    from bold_eval.data.bold import allow_modified_data, modified_files
-
-    return (modified_files(args.data_dir) or None) if allow_modified_data(args.allow_modified_data) else None
 
 
 def _add_lm_eval_tasks_path(subparsers: argparse._SubParsersAction) -> None:

@@ -67,7 +67,7 @@ from bold_eval.scoring.generations import Generations, score_generations
 from bold_eval.scoring.scorers import check_metric_options, parse_metrics
 
 # Re-exported: what `bold-eval run`'s callers catch and use.
-__all__ = ["ConfigMismatchError", "RunConfig", "RunInterrupted", "merge_generations", "run", "score_and_report",
+__all__ = ["ConfigMismatchError", "RunConfig", "RunInterrupted", "merge_generations", "run", "score_and_report", "score_file",
            "select_prompts"]
 
 
@@ -255,11 +255,9 @@ def _timed(timings: dict[str, float], name: str, started: float) -> None:
 
 def _modified_data(config: RunConfig) -> list[str] | None:
     """The local BOLD files that differ from the pinned release, when the user allowed them (run.json)."""
-    from bold_eval.data.bold import allow_modified_data, modified_files
+    from bold_eval.data.bold import allowed_modifications
 
-    if not allow_modified_data(config.allow_modified_data or None):
-        return None
-    return modified_files(config.data_dir) or None
+    return allowed_modifications(config.data_dir, config.allow_modified_data or None)
 
 
 def _selected_prompts(config: RunConfig, timings: dict[str, float]) -> pd.DataFrame:
@@ -366,6 +364,31 @@ def _run_record(config: RunConfig, generator: Generator, settings: dict[str, Any
         record.batch_size = stats.batch_size
         record.out_of_memory_retries = stats.out_of_memory_retries
     return record
+
+
+def score_file(path: str | os.PathLike, out: str | os.PathLike, scoring: ScoringOptions,
+               analysis: AnalysisOptions | None = None, *, from_format: str = "auto", domains: Sequence[str] | None = None,
+               allow_partial: bool = False, model: str | None = None, command: str | None = None,
+               report: bool = True, warn: Callable[[str], None] = lambda line: None) -> tuple[Path, int]:
+    """`bold-eval score`: generations made elsewhere (a JSONL or parquet file, or lm-eval samples) keyed to BOLD,
+    scored and reported like a run's (without `report`, scored only). `warn` gets each problem `allow_partial` let
+    through. Returns the report's (or scores.parquet's) path and how many generations matched BOLD."""
+    from bold_eval.data.bold import allowed_modifications
+    from bold_eval.scoring.external import load_generations
+
+    generations, matched, source = load_generations(
+        path, from_format=from_format, data_dir=scoring.data_dir, domains=domains, allow_partial=allow_partial,
+        allow_modified=scoring.allow_modified_data)
+    for line in matched.problems():
+        warn(line)
+    # generations from lm-eval carry how lm-eval asked the model (its chat template), so compare can warn
+    protocol = {key: source.pop(key) for key in ("chat_template", "system_instruction") if key in source}
+    record = RunRecord(model=model or source.get("model") or str(path),
+                       generator_settings={key: value for key, value in protocol.items() if value is not None},
+                       generations={**matched.as_run_info(), **source},
+                       modified_data=allowed_modifications(scoring.data_dir, scoring.allow_modified_data),
+                       command=command)
+    return score_and_report(generations, out, scoring, analysis, record=record, report=report), matched.matched_rows
 
 
 def score_and_report(generations: Generations, out: str | os.PathLike, scoring: ScoringOptions | None = None,

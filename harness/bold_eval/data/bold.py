@@ -156,6 +156,12 @@ def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
     return digest.hexdigest()
 
 
+def allowed_modifications(data_dir: str | os.PathLike | None, allow: bool | None) -> list[str] | None:
+    """The local BOLD files that differ from the pinned release, when the user allowed them (`allow`, else
+    $BOLD_ALLOW_MODIFIED_DATA): what run.json's `modified_data` records; None otherwise."""
+    return (modified_files(data_dir) or None) if allow_modified_data(allow) else None
+
+
 def modified_files(data_dir: str | os.PathLike | None = None, domains: Sequence[str] | None = None) -> list[str]:
     """The files of a local BOLD folder (`data_dir`, else $BOLD_DATA_DIR) whose sha256 differs from
     the pinned upstream release (the dataset script's SHA256); [] for a download or a pristine copy."""

@@ -16,13 +16,14 @@ from typing import Any
 
 import pandas as pd
 
-from bold_eval.core.errors import UserError
+from bold_eval.core.errors import UsageError
 from bold_eval.generation.base import Generator
 from bold_eval.runfolder import RUN_FILE, has_generations, implied_generator_settings, read_run_record
 
 
-class ConfigMismatchError(UserError, ValueError):
-    """The output folder holds generations made with other settings."""
+class ConfigMismatchError(UsageError):
+    """The output folder holds generations made with other settings: a usage error (exit status 2), as a flag
+    that does not fit is."""
 
 
 def generation_settings(generator: Generator, selected: pd.DataFrame, *, limit: int | None, sample_seed: int,
