@@ -527,3 +527,35 @@ def test_report_and_validate_refuse_a_negative_seed(folders, capsys):
 def expected_usage(capsys, status: int) -> bool:
     err = capsys.readouterr().err
     return status == 2 and "expected a whole number >= 0" in err and "Traceback" not in err
+
+
+def test_summary_json_of_the_wrong_shape_is_damaged(tmp_path):
+    (tmp_path / "summary.json").write_text('{"schema_version": 2, "counts": [1, 2]}', encoding="utf-8")
+    with pytest.raises(DamagedFileError, match="its 'counts' is a list, not a mapping"):
+        read_summary(tmp_path)
+
+
+def test_the_rebuild_command_of_a_folder_without_a_recorded_command(tmp_path):
+    from bold_eval.runfolder import RunRecord, rebuild_command
+
+    scored = RunRecord(generations={"source": "mine.jsonl"})
+    assert rebuild_command(tmp_path, scored).startswith(f"`bold-eval score mine.jsonl --out {tmp_path}`")
+    assert "generates nothing already in generations.jsonl" in rebuild_command(tmp_path, RunRecord(generator="x"))
+
+
+def test_a_scores_file_the_machine_cannot_read_is_its_fault_not_damage(tmp_path, monkeypatch):
+    from bold_eval.runfolder import read_scores
+
+    (tmp_path / "scores.parquet").write_bytes(b"PAR1")
+    monkeypatch.setattr("bold_eval.runfolder.pd.read_parquet", _raise(errno.EACCES))
+    with pytest.raises(StorageError, match="permission denied while reading"):
+        read_scores(tmp_path / "scores.parquet")
+
+
+def test_a_report_without_an_item_the_old_one_had_removes_it(tmp_path):
+    (tmp_path / "report.md").write_text("old", encoding="utf-8")
+    (tmp_path / "summary.json").write_text("{}", encoding="utf-8")
+    with report_transaction(tmp_path, ("report.md", "summary.json")) as staging:
+        (staging / "report.md").write_text("new", encoding="utf-8")  # this report has no summary.json
+    assert (tmp_path / "report.md").read_text(encoding="utf-8") == "new"
+    assert not (tmp_path / "summary.json").exists()
