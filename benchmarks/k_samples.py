@@ -83,6 +83,7 @@ def child(args: argparse.Namespace) -> None:
 def stage_peaks() -> dict[str, float]:
     """Peak resident memory of each stage of `run`, filled as it goes: generation (up to the merge), the merge,
     scoring (`score_generations`) and the report (`write_report`); each stage's peak is reset at its start."""
+    import bold_eval.generation.phase as phase_module
     import bold_eval.report.run_report as run_report
     import bold_eval.run as run_module
 
@@ -102,7 +103,7 @@ def stage_peaks() -> dict[str, float]:
 
         setattr(module, name, measured)
 
-    wrap(run_module, "merge_generations", "merge", before="generate")
+    wrap(phase_module, "merge_generations", "merge", before="generate")
     wrap(run_module, "score_generations", "score")
     wrap(run_report, "write_report", "report")
     return peaks
