@@ -4,7 +4,8 @@ module reaches itself through imports, not even through an import inside a funct
 The stage order is written once, here (CONTRIBUTING.md describes it). A module's stage is the first
 component of its path under bold_eval/ (`generation/loading.py` -> generation); runfolder.py is the run
 folder's schema (file names, columns, the run.json record) that every stage reading or writing a run
-folder uses, so it ranks with core; run.py, cli.py, the package root and the lm-eval tasks are the top.
+folder uses, so it ranks with core; run.py, cli.py, generator_flags.py (the CLI's flag folding), the package root
+and the lm-eval tasks are the top.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ RANKS = {
     "validation": 7, "hub": 7, "testing": 8, "top": 9,
 }
 # Top-level modules whose stage is not their name.
-TOP_LEVEL = {"runfolder": "core", "run": "top", "cli": "top", "__init__": "top", "__main__": "top",
-             "lm_eval_tasks": "top", "bundled": "top"}
+TOP_LEVEL = {"runfolder": "core", "run": "top", "cli": "top", "generator_flags": "top", "__init__": "top",
+             "__main__": "top", "lm_eval_tasks": "top", "bundled": "top"}
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:

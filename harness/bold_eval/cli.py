@@ -287,8 +287,8 @@ def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from bold_eval.core.devices import check_device
-    from bold_eval.generation.choice import GeneratorChoiceError, choose_generator
     from bold_eval.generation.decoding import DEFAULT_MAX_NEW_TOKENS, DEFAULT_PRESET, make_decoding
+    from bold_eval.generator_flags import GeneratorChoiceError, choose_generator
     from bold_eval.run import RunConfig, run
 
     check_device(args.device)
