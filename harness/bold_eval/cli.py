@@ -269,18 +269,14 @@ def _add_run_data_arguments(run: argparse.ArgumentParser) -> None:
 
 
 def _metric_options(args: argparse.Namespace) -> dict:
-    """--metric-option pairs as load_scorer options, checked with --metrics against the metric registry; a
-    malformed pair, an unknown metric or option ends the command with its message, before any work."""
-    from bold_eval.scoring.scorers import check_metric_options, parse_metric_options, parse_metrics
+    """--metric-option pairs as load_scorer options; a malformed pair ends the command with its message (the
+    command checks the metrics and their options against the registry before any work)."""
+    from bold_eval.scoring.scorers import parse_metric_options
 
     try:
-        metric_options = parse_metric_options(args.metric_option)
+        return parse_metric_options(args.metric_option)
     except ValueError as error:
         raise UsageError(str(error)) from error
-    if getattr(args, "metrics", None) is not None:
-        parse_metrics(args.metrics)
-    check_metric_options(metric_options)
-    return metric_options
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -651,7 +647,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # The folder each command writes into (argument name, how the message calls it); checked before any work.
-_OUTPUT_FOLDERS = {"run": ("out", "--out"), "score": ("out", "--out"), "compare": ("out", "--out"),
+# (`run` checks its own --out first thing: `bold_eval.run.run`.)
+_OUTPUT_FOLDERS = {"score": ("out", "--out"), "compare": ("out", "--out"),
                    "validate": ("out", "--out"), "report": ("run_dir", "the run folder"),
                    "publish": ("dry_run", "--dry-run"), "publish-results": ("dry_run", "--dry-run")}
 

@@ -140,6 +140,8 @@ def score_file(path: str | os.PathLike, out: str | os.PathLike, scoring: Scoring
     from bold_eval.data.bold import allowed_modifications
     from bold_eval.scoring.external import load_generations
 
+    parse_metrics(scoring.metrics)  # the metrics and their options before the generations are read
+    check_metric_options(scoring.metric_options)
     generations, matched, source = load_generations(
         path, from_format=from_format, data_dir=scoring.data_dir, domains=domains, allow_partial=allow_partial,
         allow_modified=scoring.allow_modified_data)

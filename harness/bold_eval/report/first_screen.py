@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 
 from bold_eval.analysis.clustered import METHOD_NOTES, confidence_label
-from bold_eval.metrics import metric_specs
+from bold_eval.core.errors import UsageError
+from bold_eval.metrics import metric_spec, metric_specs
 from bold_eval.report.figures import plot_worst_case
 from bold_eval.report.markdown import (
     format_interval,
@@ -36,8 +37,10 @@ FINDINGS_SHOWN = 15
 
 def metric_title(metric: str) -> str:
     """A metric's name in running text and the findings tables (`MetricSpec.display_name`)."""
-    names = {spec.name: spec.display_name for spec in metric_specs()}
-    return names.get(metric, metric)
+    try:
+        return metric_spec(metric).display_name
+    except UsageError:  # a metric no longer registered (an old folder's): its name as it is
+        return metric
 
 
 # --------------------------------------------------------------------------- before any number
