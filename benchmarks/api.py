@@ -57,8 +57,8 @@ def run_ours(base_url: str, model: str, prompts, concurrency: int, max_new_token
     from bold_eval.generation.decoding import make_decoding
     from bold_eval.generation.openai_compatible import ApiGenerator
 
-    generator = ApiGenerator(model, base_url, concurrency=concurrency, probe=False,
-                             decoding=make_decoding("gpt2", top_k=0, max_new_tokens=max_new_tokens))
+    generator = ApiGenerator.create(model, base_url, concurrency=concurrency, probe=False,
+                                    decoding=make_decoding("gpt2", top_k=0, max_new_tokens=max_new_tokens))
     texts: dict[str, str] = {}
 
     def keep(batch, results):

@@ -40,8 +40,8 @@ def run_plan(server, model: str, prompts, k: int, concurrency: int, plan: str, m
     from bold_eval.generation.decoding import make_decoding
     from bold_eval.generation.openai_compatible import ApiGenerator
 
-    generator = ApiGenerator(model, server.base_url, concurrency=concurrency, num_samples=k, n_per_request=plan,
-                             decoding=make_decoding("gpt2", top_k=0, max_new_tokens=max_new_tokens))
+    generator = ApiGenerator.create(model, server.base_url, concurrency=concurrency, num_samples=k, n_per_request=plan,
+                                    decoding=make_decoding("gpt2", top_k=0, max_new_tokens=max_new_tokens))
     items = [WorkItem(prompt_id, sample, prompt) for prompt_id, prompt in prompts for sample in range(k)]
     texts, tokens = [], []
 

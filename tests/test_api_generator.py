@@ -63,7 +63,7 @@ def test_requests_ask_the_server_to_stop_at_the_line_break(api, decoding, stop):
     """Servers that honour `stop` then generate no text that would be cut anyway; the fingerprint
     does not change with it, since the text is the same whether the server honours it or not."""
     with InstantServer() as server:
-        generator = ApiGenerator("m", server.base_url, api=api, probe=False, decoding=make_decoding(**decoding))
+        generator = ApiGenerator.create("m", server.base_url, api=api, probe=False, decoding=make_decoding(**decoding))
         generator.generate([WorkItem("p0", 0, "Jacob Zachar is")], progress=False, on_batch=lambda *_: None)
         assert server.last_request.get("stop") == stop
     assert "stop" not in generator.settings()["request"]
@@ -93,7 +93,7 @@ def test_api_continuations_get_the_stopping_rule_of_local_runs(decoding, expecte
     """The server's text goes through generate.finish_continuation, like the local sampler's and
     the lm-eval tasks' (until: ["\\n"]), so an API run scores the same text."""
     with InstantServer(reply=" He was born in Ohio. He moved\n\nSee also: Ohio") as server:
-        generator = ApiGenerator("m", server.base_url, probe=False, decoding=make_decoding(**decoding))
+        generator = ApiGenerator.create("m", server.base_url, probe=False, decoding=make_decoding(**decoding))
         results = []
         generator.generate([WorkItem("p0", 0, "Jacob Zachar is")], progress=False,
                            on_batch=lambda batch, generated: results.extend(generated))
@@ -126,11 +126,11 @@ def test_base_url_and_key_checks(monkeypatch):
         normalize_base_url("http://h:1/v1/completions")
     monkeypatch.delenv("BOLD_TEST_MISSING_KEY", raising=False)
     with pytest.raises(ValueError, match="BOLD_TEST_MISSING_KEY is not set"):
-        ApiGenerator("m", "http://127.0.0.1:1/v1", api_key_env="BOLD_TEST_MISSING_KEY")
+        ApiGenerator.create("m", "http://127.0.0.1:1/v1", api_key_env="BOLD_TEST_MISSING_KEY")
     with pytest.raises(ValueError, match="--api must be one of"):
-        ApiGenerator("m", "http://127.0.0.1:1/v1", api="responses")
+        ApiGenerator.create("m", "http://127.0.0.1:1/v1", api="responses")
     with pytest.raises(ValueError, match="extra_body may not set seed, top_k"):
-        ApiGenerator("m", "http://127.0.0.1:1/v1", extra_body={"top_k": 5, "seed": 1, "min_p": 0.1})
+        ApiGenerator.create("m", "http://127.0.0.1:1/v1", extra_body={"top_k": 5, "seed": 1, "min_p": 0.1})
 
 
 # --------------------------------------------------------------------------- real servers
@@ -163,7 +163,7 @@ def _generator(server, base_url: str | None = None, **kwargs) -> ApiGenerator:
     kwargs.setdefault("retry", FAST_RETRY)
     # No top_k by default: transformers serve rejects it (422), which only the probe works around.
     kwargs.setdefault("decoding", make_decoding(top_k=0, max_new_tokens=12))
-    return ApiGenerator(server.model, base_url or server.base_url, **kwargs)
+    return ApiGenerator.create(server.model, base_url or server.base_url, **kwargs)
 
 
 def _collect(generator: ApiGenerator, work: list[WorkItem], **kwargs) -> tuple[dict, list[int]]:
@@ -308,7 +308,7 @@ def test_a_bad_key_gives_a_clear_error_without_the_key(served, items, monkeypatc
 @pytest.mark.slow
 def test_a_bad_url_gives_a_clear_error(served, items):
     nobody = f"http://127.0.0.1:{free_port()}/v1"
-    generator = ApiGenerator("m", nobody, retry=RetryPolicy(max_attempts=2, backoff_base_s=0.01), probe=False)
+    generator = ApiGenerator.create("m", nobody, retry=RetryPolicy(max_attempts=2, backoff_base_s=0.01), probe=False)
     with pytest.raises(ApiError, match=r"failed after 2 attempts .*connection.*Is the server running at "
                                        r"http://127\.0\.0\.1:\d+/v1\? Check --base-url"):
         generator.generate(items[:1], on_batch=lambda *_: None, progress=False)

@@ -13,16 +13,12 @@ from pathlib import Path
 import pytest
 
 from bold_eval.core.errors import UserError
+from bold_eval.generation.api_options import n_per_request_option
+from bold_eval.generation.api_requests import MAX_N, split_tokens
 from bold_eval.generation.base import WorkItem
 from bold_eval.generation.decoding import make_decoding
 from bold_eval.generation.http_client import ApiError
-from bold_eval.generation.openai_compatible import (
-    MAX_N,
-    ApiGenerator,
-    n_per_request_option,
-    request_seed,
-    split_tokens,
-)
+from bold_eval.generation.openai_compatible import ApiGenerator, request_seed
 from bold_eval.testing.servers import BatchingServer, ChatTemplateServer, InstantServer
 
 # top_k 0: InstantServer ignores top_k, which the probe would warn about.
@@ -38,7 +34,7 @@ def _generate(base_url: str, items: list[WorkItem], **kwargs) -> tuple[ApiGenera
     """Run an ApiGenerator; returns it and {(prompt_id, sample): Generated}, checking nothing arrives twice."""
     kwargs.setdefault("decoding", DECODING)
     kwargs.setdefault("num_samples", K)
-    generator = ApiGenerator(kwargs.pop("model", "m"), base_url, **kwargs)
+    generator = ApiGenerator.create(kwargs.pop("model", "m"), base_url, **kwargs)
     results: dict = {}
 
     def on_batch(batch, generated):
@@ -82,27 +78,28 @@ def test_n_per_request_option_reads_json_and_strings():
 
 
 def test_a_prompts_pending_samples_make_one_request_of_at_most_max_n():
-    generator = ApiGenerator("m", "http://127.0.0.1:9/v1", num_samples=MAX_N + 2, probe=False)
+    generator = ApiGenerator.create("m", "http://127.0.0.1:9/v1", num_samples=MAX_N + 2, probe=False)
     items = [WorkItem("b", 1, "B"), *(WorkItem("a", s, "A") for s in range(MAX_N + 2)), WorkItem("b", 0, "B")]
     requests = generator.requests(items[::-1])  # any order in, sample order out, prompts by first appearance
     assert [(r[0].prompt_id, [i.sample for i in r]) for r in requests] == [
         ("b", [0, 1]), ("a", list(range(MAX_N))), ("a", [MAX_N, MAX_N + 1])]
-    alone = ApiGenerator("m", "http://127.0.0.1:9/v1", num_samples=3, n_per_request=False)
+    alone = ApiGenerator.create("m", "http://127.0.0.1:9/v1", num_samples=3, n_per_request=False)
     assert alone.requests(items[:3]) == [[item] for item in items[:3]]
 
 
 def test_the_plan_is_in_the_fingerprint_and_one_sample_runs_are_unchanged():
     url = "http://127.0.0.1:9/v1"
-    single = ApiGenerator("m", url).settings()
+    single = ApiGenerator.create("m", url).settings()
     assert "n_per_request" not in single
     assert single["request"]["seed"] == "sha256(seed, prompt_id, sample) mod 2**31, one per request"
-    assert ApiGenerator("m", url, num_samples=1, n_per_request=True).settings() == single
-    assert ApiGenerator("m", url, num_samples=5, n_per_request=False).settings() == single
-    with_n = ApiGenerator("m", url, num_samples=5).settings()
-    assert with_n == ApiGenerator("m", url, num_samples=5, n_per_request="true").settings()
+    assert ApiGenerator.create("m", url, num_samples=1, n_per_request=True).settings() == single
+    assert ApiGenerator.create("m", url, num_samples=5, n_per_request=False).settings() == single
+    with_n = ApiGenerator.create("m", url, num_samples=5).settings()
+    assert with_n == ApiGenerator.create("m", url, num_samples=5, n_per_request="true").settings()
     assert with_n["n_per_request"].startswith("one request per prompt") and "first sample" in with_n["request"]["seed"]
-    assert "samples_per_request" not in ApiGenerator("m", url).info()
-    assert "n" not in ApiGenerator("m", url).server and ApiGenerator("m", url, num_samples=2).server["n"] == "not probed"
+    assert "samples_per_request" not in ApiGenerator.create("m", url).info()
+    assert "n" not in ApiGenerator.create("m", url).server
+    assert ApiGenerator.create("m", url, num_samples=2).server["n"] == "not probed"
 
 
 # --------------------------------------------------------------------------- honoured, ignored, rejected
