@@ -471,7 +471,7 @@ def shuffled_trial(index: int, *, scores: pd.DataFrame, labels: Sequence[Label],
     rows = []
     for cluster in clusters:
         tests = group_findings(shuffled, labels, alpha=alpha, correction=correction, cluster=cluster,
-                               seed=index)["tests"]
+                               seed=index).tests
         tests = tests[tests["testable"].astype(bool)]
         found = tests[tests["significant"].astype(bool)]
         rows.append({"cluster": cluster, "trial": index, "family": len(tests), "findings": len(found),
@@ -490,7 +490,7 @@ def synthetic_trial(index: int, *, scenario: Scenario, sizes: np.ndarray, names:
     for cluster in clusters:
         result = group_findings(frame, synthetic_labels(), alpha=alpha, correction=correction, cluster=cluster,
                                 seed=index)
-        tests = result["tests"][result["tests"]["testable"].astype(bool)]
+        tests = result.tests[result.tests["testable"].astype(bool)]
         # With a planted effect every contrast of the planted label differs in truth (g01 is in every other
         # group's rest): only the null label's contrasts are true nulls.
         null = tests if scenario.effect == 0 else tests[tests["label"] == NULL]
@@ -499,7 +499,7 @@ def synthetic_trial(index: int, *, scenario: Scenario, sizes: np.ndarray, names:
                      "findings": int(null["significant"].astype(bool).sum()),
                      "raw": int((null["p_value"] < alpha).sum()),
                      "detected": bool(((planted["significant"].astype(bool)) & (planted["difference"] > 0)).any()),
-                     "design_effect": float(result["design_effects"]["design_effect_median"].iloc[0])})
+                     "design_effect": float(result.design_effects["design_effect_median"].iloc[0])})
     return rows
 
 
@@ -516,7 +516,7 @@ def paired_synthetic_trial(index: int, *, scenario: PairedScenario, sizes: np.nd
     rows = []
     for cluster in clusters:
         tests = paired_findings(model, reference, synthetic_labels(), alpha=alpha, correction=correction,
-                                cluster=cluster, seed=index)["tests"]
+                                cluster=cluster, seed=index).tests
         tests = tests[tests["testable"].astype(bool)]
         null = tests if scenario.effect == 0 else tests[tests["label"] == NULL]
         planted = tests[(tests["label"] == PLANTED) & (tests["group"] == "g01")]
@@ -541,7 +541,7 @@ def paired_wikipedia_trial(index: int, *, reference: pd.DataFrame, labels: Seque
     rows = []
     for cluster in clusters:
         tests = paired_findings(model, reference, labels, alpha=alpha, correction=correction, cluster=cluster,
-                                seed=index)["tests"]
+                                seed=index).tests
         tests = tests[tests["testable"].astype(bool)]
         found = tests[tests["significant"].astype(bool)]
         rows.append({"cluster": cluster, "trial": index, "family": len(tests), "findings": len(found),
@@ -609,7 +609,7 @@ def worst_synthetic_trial(index: int, *, scenario: WorstScenario, sizes: np.ndar
     for cluster in clusters:
         with permutation_cap(alpha, groups * len(labels)):
             tests = group_findings(worst, [], alpha=alpha, correction=correction, cluster=cluster, seed=index,
-                                   worst=worst, worst_labels=list(labels.values()))["tests"]
+                                   worst=worst, worst_labels=list(labels.values())).tests
         rows.append({"cluster": cluster, "trial": index, **_worst_rows(tests, labels, scenario.effect, alpha,
                                                                        "difference"), **measured})
     return rows
@@ -634,7 +634,7 @@ def worst_paired_trial(index: int, *, scenario: WorstScenario, sizes: np.ndarray
     for cluster in clusters:
         with permutation_cap(alpha, groups * len(labels)):
             tests = paired_findings(model, reference, [], alpha=alpha, correction=correction, cluster=cluster,
-                                    seed=index, worst=worst, worst_labels=list(labels.values()))["tests"]
+                                    seed=index, worst=worst, worst_labels=list(labels.values())).tests
         rows.append({"cluster": cluster, "trial": index, **_worst_rows(tests, labels, scenario.effect, alpha,
                                                                        "interaction"), **measured})
     return rows
@@ -653,7 +653,7 @@ def worst_wikipedia_trial(index: int, *, scores: pd.DataFrame, samples: int, see
     rows = []
     for cluster in clusters:
         tests = group_findings(worst, [], alpha=alpha, correction=correction, cluster=cluster, seed=index,
-                               worst=worst, worst_labels=labels)["tests"]
+                               worst=worst, worst_labels=labels).tests
         tests = tests[tests["testable"].astype(bool)]
         found = tests[tests["significant"].astype(bool)]
         rows.append({"cluster": cluster, "k": samples, "trial": index, "family": len(tests), "findings": len(found),

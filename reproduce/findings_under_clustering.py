@@ -29,10 +29,10 @@ def survival(scores: pd.DataFrame, *, correction: str = "holm", alpha: float = 0
     independent = run_findings(scores, alpha=alpha, correction=correction, cluster="none")
     clustered = run_findings(scores, alpha=alpha, correction=correction, cluster="name")
     keys = ["domain", "metric", "label", "contrast"]
-    merged = independent["tests"][independent["tests"]["significant"]].merge(
-        clustered["tests"], on=keys, suffixes=("_text", "_name"))
+    merged = independent.tests[independent.tests["significant"]].merge(
+        clustered.tests, on=keys, suffixes=("_text", "_name"))
     table = merged[keys + ["difference_text", "p_adjusted_text", "p_adjusted_name", "significant_name"]]
-    return clustered["design_effects"], table.rename(columns={"significant_name": "survives"})
+    return clustered.design_effects, table.rename(columns={"significant_name": "survives"})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,7 +71,7 @@ PAPER_WIKI_UNIGRAM = {
 def table3(scores: pd.DataFrame) -> pd.DataFrame:
     """One row per (method, Table 3 super-group) scored in `scores`: ours and the paper's WIKI row."""
     view = gender_polarity_view(scores)
-    ours = view["tables"]["gender_polarity_category"].set_index(["method", "category"])
+    ours = view.tables["gender_polarity_category"].set_index(["method", "category"])
     rows = []
     for method in GENDER_POLARITY_METHODS:
         for category, (male, female, ratio) in PAPER_WIKI[method].items():
@@ -104,7 +104,7 @@ def table3(scores: pd.DataFrame) -> pd.DataFrame:
 def section_6_2(scores: pd.DataFrame) -> pd.DataFrame:
     """Per method: the average of our Table 3 ratios (Section 6.2) and the pooled ratio, with intervals,
     next to the paper's average (printed for Gender-Max; the mean of its printed ratios otherwise)."""
-    summary = gender_polarity_view(scores)["tables"]["gender_polarity_ratio_summary"]
+    summary = gender_polarity_view(scores).tables["gender_polarity_ratio_summary"]
     paper = {method: PAPER_WIKI_AVERAGE.get(method, sum(r for _, _, r in rows.values()) / len(rows))
              for method, rows in PAPER_WIKI.items()}
     return summary.assign(paper_average=summary["method"].map(paper),

@@ -79,7 +79,7 @@ def table_rows(scores: pd.DataFrame) -> pd.DataFrame:
 
 def view_percentages(scores: pd.DataFrame) -> np.ndarray:
     """Our [16, 11] percentages from `aggregate.psycholinguistic_view`, the report's code path."""
-    table = psycholinguistic_view(table_rows(scores))["tables"]["psycholinguistic"]
+    table = psycholinguistic_view(table_rows(scores)).tables["psycholinguistic"]
     cells = table.set_index(["domain", "group", "category"])["proportion"]
     return np.array([[100 * cells[(domain, group, category)] for category in psycholinguistic.CATEGORIES]
                      for domain, group in PAPER_WIKI_ROWS])

@@ -206,16 +206,16 @@ def test_chi_square_undefined_cases_say_why() -> None:
 def test_sentiment_view_male_vs_female_pair_test() -> None:
     data = two_group_frame(30, 50, 10, 50).replace({"A": "American_actors", "B": "American_actresses"})
     view = sentiment_view(data)
-    pair = next(t for t in view["tests"] if t["test"] == "two-proportion z" and t["label"] == "negative")
+    pair = next(t for t in view.tests if t["test"] == "two-proportion z" and t["label"] == "negative")
     assert (pair["group_a"], pair["group_b"]) == ("American_actors", "American_actresses")
     assert pair["difference"] == pytest.approx(0.4)
-    chi = next(t for t in view["tests"] if t["test"] == "chi-square" and t["label"] == "negative")
+    chi = next(t for t in view.tests if t["test"] == "chi-square" and t["label"] == "negative")
     assert chi["p_value"] == pytest.approx(pair["p_value"])
 
 
 def test_toxicity_view_toxic_ratio() -> None:
     data = TEN_TEXTS.assign(toxicity_is_toxic=[True, False, False, False, False, False, True, True, False, False])
-    table = toxicity_view(data)["tables"]["toxic_ratio"].set_index("group")
+    table = toxicity_view(data).tables["toxic_ratio"].set_index("group")
     assert table.loc["A", "toxic_ratio"] == pytest.approx(1 / 6)
     assert table.loc["B", "toxic_ratio"] == pytest.approx(2 / 4)
     assert table.loc["B", "toxic"] == 2
@@ -233,17 +233,17 @@ def test_psycholinguistic_male_minus_female_and_christianity_minus_islam() -> No
             rows.append({"prompt_id": f"{group}{i}", "domain": domain, "group": group,
                          "psycholinguistic_is_joy": joy, "psycholinguistic_valence_label": valence})
     view = psycholinguistic_view(pd.DataFrame(rows))
-    table4 = view["tables"]["psycholinguistic_gender_difference"].set_index("category")
+    table4 = view.tables["psycholinguistic_gender_difference"].set_index("category")
     assert table4.loc["joy", "difference"] == pytest.approx(0.25 - 0.5)
     assert table4.loc["valence_negative", "difference"] == pytest.approx(0.5 - 0.25)
     assert table4.loc["valence_positive", "difference"] == pytest.approx(0.25 - 0.0)
-    table6 = view["tables"]["psycholinguistic_religion_difference"].set_index("category")
+    table6 = view.tables["psycholinguistic_religion_difference"].set_index("category")
     assert table6.loc["joy", "difference"] == pytest.approx(0.75 - 0.25)
     assert table6.loc["valence_negative", "difference"] == pytest.approx(0.0 - 0.25)
     assert table6.loc["joy", "header"] == "joy" and table6.loc["valence_negative", "header"] == "valence (-ve)"
-    proportions = view["tables"]["psycholinguistic"].set_index(["group", "category"])
+    proportions = view.tables["psycholinguistic"].set_index(["group", "category"])
     assert proportions.loc[("islam", "joy"), "proportion"] == pytest.approx(0.25)
-    assert any("anger" in note for note in view["notes"])  # BE5 columns absent from this frame
+    assert any("anger" in note for note in view.notes)  # BE5 columns absent from this frame
 
 
 def test_gender_polarity_counts_ratio_and_male_minus_female() -> None:
@@ -261,7 +261,7 @@ def test_gender_polarity_counts_ratio_and_male_minus_female() -> None:
                          "gender_polarity_unigram_label": label, "gender_polarity_max_label": label,
                          "gender_polarity_wavg_label": "neutral" if group == "nursing_specialties" else label})
     view = gender_polarity_view(pd.DataFrame(rows))
-    category = view["tables"]["gender_polarity_category"].set_index(["method", "category"])
+    category = view.tables["gender_polarity_category"].set_index(["method", "category"])
     arts = category.loc[("max", "arts_and_entertainment")]
     assert (arts["total"], arts["male"], arts["female"]) == (6, 3, 1)
     assert arts["male_to_female"] == pytest.approx(3.0)
@@ -269,7 +269,7 @@ def test_gender_polarity_counts_ratio_and_male_minus_female() -> None:
     assert health["male_to_female"] == pytest.approx(0.5)
     assert math.isnan(category.loc[("wavg", "healthcare_and_medicine"), "male_to_female"])  # neither male nor female
     assert "" not in category.index.get_level_values("category")  # Table 3 has only the four super-groups
-    group = view["tables"]["gender_polarity_group"].set_index(["method", "group"])
+    group = view.tables["gender_polarity_group"].set_index(["method", "group"])
     assert group.loc[("max", "dance_occupations"), "male_minus_female"] == pytest.approx(3 / 6 - 1 / 6)
     assert group.loc[("max", "nursing_specialties"), "male_minus_female"] == pytest.approx(1 / 4 - 2 / 4)
     assert group.loc[("max", "sewing_occupations"), "male_minus_female"] == pytest.approx(0.5)
@@ -283,9 +283,9 @@ def test_missing_metric_columns_are_reported_as_skipped() -> None:
     assert status["regard"]["status"] == "missing" and "regard_label" in status["regard"]["reason"]
     assert status["psycholinguistic"]["status"] == "not requested"
     summary = summarize(TEN_TEXTS, run_info)
-    assert "no classifier offline" in summary["toxicity"]["skipped"]
-    assert "skipped" in summary["gender_polarity"]
-    assert "tables" in summary["sentiment"]
+    assert "no classifier offline" in summary.views["toxicity"].skipped
+    assert summary.views["gender_polarity"].skipped is not None and summary.scored("gender_polarity") is None
+    assert summary.scored("sentiment") is not None and "sentiment" in summary.views["sentiment"].tables
 
 
 def test_validate_scores_names_missing_columns_and_rows() -> None:
@@ -354,7 +354,7 @@ def test_validate_scores_checks_labels_against_the_metric_and_the_run() -> None:
 
 def test_regard_view_without_gender_or_race_texts_says_why() -> None:
     data = TEN_TEXTS.assign(domain="profession", regard_label=None)
-    assert "gender or race" in regard_view(data)["skipped"]
+    assert "gender or race" in regard_view(data).skipped
 
 
 def _race_scores(extra: list[tuple[str, str, int, int]] = ()) -> pd.DataFrame:
@@ -398,8 +398,8 @@ def test_findings_group_vs_rest_with_holm_and_bh_by_hand() -> None:
     from bold_eval.analysis.summary import run_findings
 
     result = run_findings(_race_scores(), correction="holm", cluster="none")
-    tests = result["tests"].set_index(["label", "group"])
-    assert result["family"] == 3 and result["untestable"] == 3 and result["cluster"] == "none"
+    tests = result.tests.set_index(["label", "group"])
+    assert result.family == 3 and result.untestable == 3 and result.cluster == "none"
     assert not tests.loc[("positive", "A"), "testable"]
     a, b, c = (tests.loc[("negative", group)] for group in "ABC")
     assert (a["contrast"], a["kind"], a["method"]) == ("A vs rest", "group vs rest", "two-proportion z")
@@ -409,11 +409,11 @@ def test_findings_group_vs_rest_with_holm_and_bh_by_hand() -> None:
     assert a["p_adjusted"] == pytest.approx(2.7424e-9, rel=1e-4)
     assert b["p_adjusted"] == pytest.approx(0.0043993, rel=1e-4) and c["p_adjusted"] == pytest.approx(0.0043993, rel=1e-4)
     assert a["significant"] and b["significant"] and c["significant"]
-    bh = run_findings(_race_scores(), correction="bh", cluster="none")["tests"].set_index(["label", "group"])
+    bh = run_findings(_race_scores(), correction="bh", cluster="none").tests.set_index(["label", "group"])
     assert bh.loc[("negative", "A"), "p_adjusted"] == pytest.approx(2.7424e-9, rel=1e-4)
     assert bh.loc[("negative", "B"), "p_adjusted"] == pytest.approx(0.0021996, rel=1e-4)
     assert bh.loc[("negative", "C"), "p_adjusted"] == pytest.approx(0.0021996, rel=1e-4)
-    gap = result["gaps"].set_index("metric").loc["sentiment"]
+    gap = result.gaps.set_index("metric").loc["sentiment"]
     assert (gap["label"], gap["group_high"], gap["group_low"], gap["choices"]) == ("negative", "A", "B", 6)
     assert gap["gap"] == pytest.approx(0.3) and gap["interval_level"] == pytest.approx(1 - 0.05 / 6)
     assert (gap["ci_low"], gap["ci_high"]) == pytest.approx(confint_proportions_2indep(
@@ -435,8 +435,8 @@ def test_findings_by_name_permute_single_text_names_and_give_the_gap_a_cluster_t
     from bold_eval.analysis.summary import run_findings
 
     result = run_findings(_race_scores())
-    assert result["cluster"] == "name" and result["family"] == 3 and result["untestable"] == 3
-    tests = result["tests"].set_index(["label", "group"])
+    assert result.cluster == "name" and result.family == 3 and result.untestable == 3
+    tests = result.tests.set_index(["label", "group"])
     a, b, c = (tests.loc[("negative", group)] for group in "ABC")
     assert {a["method"], b["method"], c["method"]} == {PERMUTATION}
     assert (a["names"], a["rest_names"]) == (100, 200) and (a["difference"], b["difference"]) == pytest.approx((0.3, -0.15))
@@ -450,7 +450,7 @@ def test_findings_by_name_permute_single_text_names_and_give_the_gap_a_cluster_t
         assert abs(row["p_value"] - exact_b) < 4 * math.sqrt(exact_b / 9999)
     assert a["p_value"] == pytest.approx(1 / (MAX_PERMUTATIONS + 1))
     assert a["significant"] and b["significant"] and c["significant"]
-    gap = result["gaps"].set_index("metric").loc["sentiment"]
+    gap = result.gaps.set_index("metric").loc["sentiment"]
     assert (gap["group_high"], gap["group_low"], gap["interval_label"], gap["method"]) == ("A", "B", "99.17%", WALD)
     half = stats.t.ppf(1 - 0.05 / 12, 199) * math.sqrt(0.33 / 100 * 200 / 198)
     assert (gap["ci_low"], gap["ci_high"]) == pytest.approx((0.3 - half, 0.3 + half))
@@ -471,37 +471,37 @@ def test_findings_test_small_groups_and_rare_labels_instead_of_dropping_them() -
 
     scores = _race_scores([("religious_ideology", "x", 2, 1), ("religious_ideology", "y", 2, 0)])
     result = run_findings(scores)
-    assert result["family"] == 4 and result["untestable"] == 4
-    religion = result["tests"][result["tests"]["domain"] == "religious_ideology"].set_index("label")
+    assert result.family == 4 and result.untestable == 4
+    religion = result.tests[result.tests["domain"] == "religious_ideology"].set_index("label")
     assert religion.loc["negative", "contrast"] == "x vs y" and religion.loc["negative", "kind"] == "pair"
     assert religion.loc["negative", "method"] == PERMUTATION and religion.loc["negative", "p_value"] == 1.0
     assert religion.loc["negative", "statistic"] == pytest.approx(1.0)
     assert exact_binary_p(1, 2, 0, 2) == pytest.approx(1.0)
-    text_level = run_findings(scores, cluster="none")["tests"]
+    text_level = run_findings(scores, cluster="none").tests
     text_level = text_level[text_level["domain"] == "religious_ideology"].set_index("label")
     assert text_level.loc["negative", "method"] == "Fisher exact"
     assert text_level.loc["negative", "p_value"] == 1.0
-    power = result["power"].set_index("domain")["detectable_difference"]
+    power = result.power.set_index("domain")["detectable_difference"]
     assert power["race"] == pytest.approx(0.204491, abs=1e-5) and power["religious_ideology"] > 1
-    assert result["too_small_domains"] == ["race", "religious_ideology"] and result["too_small"]
+    assert result.too_small_domains == ["race", "religious_ideology"] and result.too_small
     alone = run_findings(_race_scores())
-    assert alone["power"]["detectable_difference"].iloc[0] == pytest.approx(0.198139, abs=1e-5)
-    assert alone["too_small_domains"] == [] and not alone["too_small"]
-    gap = result["gaps"].set_index("domain").loc["religious_ideology"]
+    assert alone.power["detectable_difference"].iloc[0] == pytest.approx(0.198139, abs=1e-5)
+    assert alone.too_small_domains == [] and not alone.too_small
+    gap = result.gaps.set_index("domain").loc["religious_ideology"]
     assert pd.isna(gap["gap"]) and gap["note"] == "0 of 2 groups have 10 names or more; no gap is reported"
     # 1 of 2 negative in every race group: each group against the rest has the same rate (difference 0), so every
     # split of the 6 names is as extreme, p = 1
     tiny = _race_scores()[lambda frame: frame["prompt_id"].str.endswith(("/0", "/50"))]
     small = run_findings(tiny)
-    negative = small["tests"][small["tests"]["label"] == "negative"]
-    assert small["family"] == 3 and (negative["method"] == PERMUTATION).all() and (negative["p_value"] == 1).all()
+    negative = small.tests[small.tests["label"] == "negative"]
+    assert small.family == 3 and (negative["method"] == PERMUTATION).all() and (negative["p_value"] == 1).all()
     assert exact_binary_p(1, 2, 2, 4) == pytest.approx(1.0)
-    assert small["too_small"] and not small["tests"]["significant"].any()
+    assert small.too_small and not small.tests["significant"].any()
     # two names in all: the difference is stated but not tested
     two = run_findings(tiny[tiny["group"].isin(["A", "B"])].assign(name=lambda frame: frame["group"]))
-    pair = two["tests"].set_index("label").loc["negative"]
+    pair = two.tests.set_index("label").loc["negative"]
     assert not pair["testable"] and pair["note"] == "fewer than three units: nothing to test with"
-    assert pair["difference"] == 0.0 and pd.isna(pair["p_value"]) and two["family"] == 0
+    assert pair["difference"] == 0.0 and pd.isna(pair["p_value"]) and two.family == 0
 
 
 @pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.1, "x"])
@@ -550,22 +550,22 @@ def _polarity_frame(pages: dict) -> pd.DataFrame:
 
 def test_table3_ratios_average_and_pooled_ratio_by_hand() -> None:
     view = gender_polarity_view(_polarity_frame(TABLE3_PAGES), seed=3)
-    table = view["tables"]["gender_polarity_category"].set_index("category")
+    table = view.tables["gender_polarity_category"].set_index("category")
     assert table["male"].tolist() == [3, 6, 1] and table["female"].tolist() == [2, 1, 3]
     assert table["pages"].tolist() == [4, 3, 2]
     np.testing.assert_allclose(table["male_to_female"], [1.5, 6.0, 1 / 3])
     assert (table["male_to_female_ci_low"] <= table["male_to_female"]).all()
     assert (table["male_to_female"] <= table["male_to_female_ci_high"]).all()
-    summary = view["tables"]["gender_polarity_ratio_summary"].iloc[0]
+    summary = view.tables["gender_polarity_ratio_summary"].iloc[0]
     assert (summary["method"], summary["categories"], summary["male"], summary["female"]) == ("unigram", 3, 10, 6)
     assert summary["average_male_to_female"] == pytest.approx(47 / 18)
     assert summary["pooled_male_to_female"] == pytest.approx(10 / 6)
     assert summary["average_ci_low"] <= 47 / 18 <= summary["average_ci_high"]
     assert summary["pooled_ci_low"] <= 10 / 6 <= summary["pooled_ci_high"]
     # seeded: the same seed gives the same intervals
-    again = gender_polarity_view(_polarity_frame(TABLE3_PAGES), seed=3)["tables"]
-    pd.testing.assert_frame_equal(again["gender_polarity_category"], view["tables"]["gender_polarity_category"])
-    pd.testing.assert_frame_equal(again["gender_polarity_ratio_summary"], view["tables"]["gender_polarity_ratio_summary"])
+    again = gender_polarity_view(_polarity_frame(TABLE3_PAGES), seed=3).tables
+    pd.testing.assert_frame_equal(again["gender_polarity_category"], view.tables["gender_polarity_category"])
+    pd.testing.assert_frame_equal(again["gender_polarity_ratio_summary"], view.tables["gender_polarity_ratio_summary"])
 
 
 def test_ratio_interval_resamples_pages_exactly_as_counted_by_hand() -> None:
@@ -607,11 +607,11 @@ def test_ratio_without_female_or_male_texts_is_bounded_by_wilson_over_pages() ->
 def test_table3_with_a_category_without_female_texts_is_infinite_with_a_note() -> None:
     pages = {**TABLE3_PAGES, "science_and_technology": ("engineering_branches", {"s1": (3, 0, 1), "s3": (2, 0, 0)})}
     view = gender_polarity_view(_polarity_frame(pages))
-    science = view["tables"]["gender_polarity_category"].set_index("category").loc["science_and_technology"]
+    science = view.tables["gender_polarity_category"].set_index("category").loc["science_and_technology"]
     assert science["male_to_female"] == math.inf and science["male_to_female_ci_high"] == math.inf
     assert science["male_to_female_ci_low"] == pytest.approx(2 / Z95**2)
     assert "no female text" in science["male_to_female_note"]
-    summary = view["tables"]["gender_polarity_ratio_summary"].iloc[0]
+    summary = view.tables["gender_polarity_ratio_summary"].iloc[0]
     assert math.isnan(summary["average_male_to_female"]) and "science_and_technology has no female" in summary["note"]
     assert summary["pooled_male_to_female"] == pytest.approx(9 / 5)
 
@@ -625,7 +625,7 @@ def test_table3_interval_counts_pages_not_texts() -> None:
                                                               for i in range(6)})}
     widths = []
     for pages in (spread, piled):
-        row = gender_polarity_view(_polarity_frame(pages))["tables"]["gender_polarity_category"].iloc[0]
+        row = gender_polarity_view(_polarity_frame(pages)).tables["gender_polarity_category"].iloc[0]
         assert row["male_to_female"] == pytest.approx(2.0)
         widths.append(row["male_to_female_ci_high"] - row["male_to_female_ci_low"])
     assert widths[1] > 2 * widths[0]
@@ -650,13 +650,13 @@ def test_table3_intervals_and_section_6_2_on_the_wikipedia_baseline(wikipedia_pr
     """Measured (seed 0): science & technology 54 / 6 = 9.00 [4.2, 54.0] (6 female texts on 5 of 344 pages),
     average of the four ratios 3.04 [1.8, 14.3], pooled 182 / 107 = 1.70 [1.1, 2.7]."""
     view = gender_polarity_view(wikipedia_profession, seed=0)
-    table = view["tables"]["gender_polarity_category"].set_index("category")
+    table = view.tables["gender_polarity_category"].set_index("category")
     assert (table["male_to_female_ci_low"] < table["male_to_female"]).all()
     assert (table["male_to_female"] < table["male_to_female_ci_high"]).all()
     science = table.loc["science_and_technology"]
     assert science["pages"] == 344 and science["male_to_female_ci_low"] > 3  # clearly more male texts
     assert table.loc["arts_and_entertainment", "male_to_female_ci_low"] < 1  # 102 / 66 is not distinguishable
-    summary = view["tables"]["gender_polarity_ratio_summary"].iloc[0]
+    summary = view.tables["gender_polarity_ratio_summary"].iloc[0]
     assert summary["average_male_to_female"] == pytest.approx((table["male"] / table["female"]).mean())
     assert summary["pooled_male_to_female"] == pytest.approx(table["male"].sum() / table["female"].sum())
     # the average is pulled up by science's 6 female texts: its interval lies above the pooled ratio

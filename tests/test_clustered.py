@@ -7,6 +7,7 @@ the statistic is (m_a - m_b) / sqrt(var_a + var_b).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -36,6 +37,7 @@ from bold_eval.analysis.clustered import (
     difference_test,
     minimum_detectable_difference,
 )
+from bold_eval.analysis.results import DifferenceTest
 from bold_eval.core.errors import UsageError
 
 Z95 = 1.959963984540054
@@ -80,20 +82,31 @@ def test_text_level_z_test_and_newcombe_interval_by_hand() -> None:
     values = np.r_[np.ones(30), np.zeros(20), np.ones(20), np.zeros(30)]
     side = np.r_[np.ones(50, bool), np.zeros(50, bool)]
     result = difference_test(values, side, None)
-    assert result["method"] == Z_TEST and result["testable"]
-    assert result["estimate"] == pytest.approx(0.2)
-    assert result["statistic"] == pytest.approx(2.0)
-    assert result["p_value"] == pytest.approx(0.0455003, rel=1e-5)
+    assert result.method == Z_TEST and result.testable
+    assert result.estimate == pytest.approx(0.2)
+    assert result.statistic == pytest.approx(2.0)
+    assert result.p_value == pytest.approx(0.0455003, rel=1e-5)
     (l1, u1), (l2, u2) = wilson(30, 50), wilson(20, 50)
     low, high = 0.2 - math.hypot(0.6 - l1, u2 - 0.4), 0.2 + math.hypot(u1 - 0.6, 0.4 - l2)
-    assert (result["ci_low"], result["ci_high"]) == pytest.approx((low, high), abs=1e-9)
+    assert (result.ci_low, result.ci_high) == pytest.approx((low, high), abs=1e-9)
     # and statsmodels on the same counts
-    assert result["p_value"] == pytest.approx(proportions_ztest([30, 20], [50, 50])[1])
-    assert (result["ci_low"], result["ci_high"]) == pytest.approx(
+    assert result.p_value == pytest.approx(proportions_ztest([30, 20], [50, 50])[1])
+    assert (result.ci_low, result.ci_high) == pytest.approx(
         confint_proportions_2indep(30, 50, 20, 50, method="newcomb", compare="diff"))
     # a 90% interval is narrower
     narrow = difference_test(values, side, None, alpha=0.1)
-    assert result["ci_low"] < narrow["ci_low"] < narrow["ci_high"] < result["ci_high"]
+    assert result.ci_low < narrow.ci_low < narrow.ci_high < result.ci_high
+
+
+def test_a_difference_test_is_a_typed_frozen_result() -> None:
+    """The test's result is a `DifferenceTest`, not a dict: a misspelt field fails where it is read, and its
+    `as_dict()` is a tests table's row, the eight fields in order."""
+    result = difference_test([1, 1, 0, 0, 1, 0], [True, True, True, False, False, False], None)
+    assert isinstance(result, DifferenceTest)
+    assert list(result.as_dict()) == ["estimate", "ci_low", "ci_high", "statistic", "p_value", "method", "testable",
+                                      "note"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.p_value = 0.0  # type: ignore[misc]
 
 
 def test_text_level_rare_label_uses_fisher_by_hand() -> None:
@@ -103,34 +116,34 @@ def test_text_level_rare_label_uses_fisher_by_hand() -> None:
     values = np.array([1, 1, 1, 0, 1, 0, 0, 0, 0, 0], dtype=float)
     side = np.array([True] * 4 + [False] * 6)
     result = difference_test(values, side, None)
-    assert result["method"] == FISHER and result["testable"]
-    assert result["p_value"] == pytest.approx(40 / 210)
-    assert result["statistic"] == pytest.approx(15.0)
-    assert result["p_value"] == pytest.approx(stats.fisher_exact([[3, 1], [1, 5]])[1])
-    assert result["estimate"] == pytest.approx(3 / 4 - 1 / 6)
-    assert (result["ci_low"], result["ci_high"]) == pytest.approx(
+    assert result.method == FISHER and result.testable
+    assert result.p_value == pytest.approx(40 / 210)
+    assert result.statistic == pytest.approx(15.0)
+    assert result.p_value == pytest.approx(stats.fisher_exact([[3, 1], [1, 5]])[1])
+    assert result.estimate == pytest.approx(3 / 4 - 1 / 6)
+    assert (result.ci_low, result.ci_high) == pytest.approx(
         confint_proportions_2indep(3, 4, 1, 6, method="newcomb", compare="diff"))
     # min_expected 1 turns Fisher off: 1.6 >= 1, the z test
-    assert difference_test(values, side, None, min_expected=1)["method"] == Z_TEST
+    assert difference_test(values, side, None, min_expected=1).method == Z_TEST
 
 
 def test_text_level_continuous_values_are_the_ordinary_t_test() -> None:
     """a = 1, 0.5 and b = 0, 0.5: difference 0.5, pooled variance 0.125, SE sqrt(0.125) = 0.35355, t = sqrt(2),
     2 df: p = 1 - t / sqrt(t^2 + 2) = 1 - sqrt(2) / 2 = 0.292893."""
     result = difference_test([1, 0.5, 0, 0.5], [True, True, False, False], None, binary=False)
-    assert result["method"] == T_TEST
-    assert result["statistic"] == pytest.approx(math.sqrt(2))
-    assert result["p_value"] == pytest.approx(1 - math.sqrt(2) / 2)
-    assert result["p_value"] == pytest.approx(stats.ttest_ind([1, 0.5], [0, 0.5]).pvalue)
+    assert result.method == T_TEST
+    assert result.statistic == pytest.approx(math.sqrt(2))
+    assert result.p_value == pytest.approx(1 - math.sqrt(2) / 2)
+    assert result.p_value == pytest.approx(stats.ttest_ind([1, 0.5], [0, 0.5]).pvalue)
     half = stats.t.ppf(0.975, 2) * math.sqrt(0.125)
-    assert (result["ci_low"], result["ci_high"]) == pytest.approx((0.5 - half, 0.5 + half))
+    assert (result.ci_low, result.ci_high) == pytest.approx((0.5 - half, 0.5 + half))
 
 
 def test_undefined_comparisons_say_why() -> None:
     empty = difference_test([1, 0, 1], [True, True, True], [0, 1, 2])
-    assert not empty["testable"] and "one side has no texts" in empty["note"] and math.isnan(empty["p_value"])
+    assert not empty.testable and "one side has no texts" in empty.note and math.isnan(empty.p_value)
     constant = difference_test([0, 0, 0, 0], [True, True, False, False], ["a", "a", "b", "b"])
-    assert not constant["testable"] and constant["estimate"] == 0 and "same value" in constant["note"]
+    assert not constant.testable and constant.estimate == 0 and "same value" in constant.note
     with pytest.raises(ValueError, match="differ in length"):
         difference_test([1, 0], [True], [0, 1])
 
@@ -147,12 +160,12 @@ def test_wald_standard_error_is_cr1_by_hand() -> None:
     result = difference_test(values, side, clusters, method="wald")
     se = math.sqrt(0.04405 * 4 / 3 * 8 / 7)
     assert se == pytest.approx(0.259083, abs=1e-6)
-    assert result["method"] == WALD and result["estimate"] == pytest.approx(0.55)
-    assert result["statistic"] == pytest.approx(0.55 / se)
-    assert result["p_value"] == pytest.approx(2 * stats.t.sf(0.55 / se, 3))
-    assert result["p_value"] == pytest.approx(0.123844, abs=1e-6)
+    assert result.method == WALD and result.estimate == pytest.approx(0.55)
+    assert result.statistic == pytest.approx(0.55 / se)
+    assert result.p_value == pytest.approx(2 * stats.t.sf(0.55 / se, 3))
+    assert result.p_value == pytest.approx(0.123844, abs=1e-6)
     half = stats.t.ppf(0.975, 3) * se
-    assert (result["ci_low"], result["ci_high"]) == pytest.approx((0.55 - half, 0.55 + half))
+    assert (result.ci_low, result.ci_high) == pytest.approx((0.55 - half, 0.55 + half))
 
 
 def test_wald_equals_statsmodels_cluster_ols() -> None:
@@ -168,10 +181,10 @@ def test_wald_equals_statsmodels_cluster_ols() -> None:
     fit = OLS(values, np.column_stack([np.ones(len(values)), side.astype(float)])).fit(
         cov_type="cluster", cov_kwds={"groups": clusters}, use_t=True)
     result = difference_test(values, side, clusters.astype(str), method="wald", alpha=0.01)
-    assert result["estimate"] == pytest.approx(fit.params[1])
-    assert result["statistic"] == pytest.approx(fit.tvalues[1])
-    assert result["p_value"] == pytest.approx(fit.pvalues[1])
-    assert (result["ci_low"], result["ci_high"]) == pytest.approx(tuple(fit.conf_int(0.01)[1]))
+    assert result.estimate == pytest.approx(fit.params[1])
+    assert result.statistic == pytest.approx(fit.tvalues[1])
+    assert result.p_value == pytest.approx(fit.pvalues[1])
+    assert (result.ci_low, result.ci_high) == pytest.approx(tuple(fit.conf_int(0.01)[1]))
 
 
 # --------------------------------------------------------------------------- cluster permutation
@@ -201,9 +214,9 @@ def test_permutation_statistic_is_the_studentized_difference_by_hand() -> None:
     result = difference_test(values, side, clusters)
     totals = np.array([sum(c) for c in SIX_CLUSTERS], float)
     sizes = np.array([len(c) for c in SIX_CLUSTERS], float)
-    assert result["method"] == PERMUTATION and result["testable"]
-    assert result["estimate"] == pytest.approx(7 / 9 - 3 / 10)
-    assert result["statistic"] == pytest.approx(studentized(totals, sizes, np.array(SIX_SIDES)))
+    assert result.method == PERMUTATION and result.testable
+    assert result.estimate == pytest.approx(7 / 9 - 3 / 10)
+    assert result.statistic == pytest.approx(studentized(totals, sizes, np.array(SIX_SIDES)))
 
 
 def test_permutation_p_value_with_three_against_three_names_is_the_exact_one() -> None:
@@ -224,7 +237,7 @@ def test_permutation_p_value_with_three_against_three_names_is_the_exact_one() -
                                          alternative="greater", n_resamples=np.inf, vectorized=False)
     assert scipy_exact.pvalue == pytest.approx(exact)
     values, side, clusters = rows_of(SIX_CLUSTERS, SIX_SIDES)
-    p_values = [difference_test(values, side, clusters, seed=seed)["p_value"] for seed in range(10)]
+    p_values = [difference_test(values, side, clusters, seed=seed).p_value for seed in range(10)]
     assert all(abs(p - exact) < 0.05 for p in p_values)
     assert np.mean(p_values) == pytest.approx(exact, abs=0.012)
     # a less extreme split: exact p well inside (0, 1)
@@ -232,7 +245,7 @@ def test_permutation_p_value_with_three_against_three_names_is_the_exact_one() -
     values, side, clusters = rows_of(SIX_CLUSTERS, middle)
     exact_middle = _exact_p(SIX_CLUSTERS, middle)
     assert 0.2 < exact_middle < 1
-    p_values = [difference_test(values, side, clusters, seed=seed)["p_value"] for seed in range(10)]
+    p_values = [difference_test(values, side, clusters, seed=seed).p_value for seed in range(10)]
     assert np.mean(p_values) == pytest.approx(exact_middle, abs=0.02)
 
 
@@ -242,15 +255,15 @@ def test_permutation_with_one_name_on_a_side_is_exact_by_hand() -> None:
     = 0.5. Only c1 itself is as extreme as 5: p = 1/4. Side b alone gives the same p; no interval."""
     values, side, clusters = rows_of([[1, 1], [0, 0], [1, 0], [0, 0]], [True, False, False, False])
     result = difference_test(values, side, clusters)
-    assert result["method"] == PERMUTATION
-    assert result["estimate"] == pytest.approx(5 / 6) and result["statistic"] == pytest.approx(5.0)
-    assert result["p_value"] == pytest.approx(0.25)
-    assert math.isnan(result["ci_low"]) and "one name on a side" in result["note"]
+    assert result.method == PERMUTATION
+    assert result.estimate == pytest.approx(5 / 6) and result.statistic == pytest.approx(5.0)
+    assert result.p_value == pytest.approx(0.25)
+    assert math.isnan(result.ci_low) and "one name on a side" in result.note
     mirrored = difference_test(values, ~side, clusters)
-    assert mirrored["estimate"] == pytest.approx(-5 / 6) and mirrored["p_value"] == pytest.approx(0.25)
+    assert mirrored.estimate == pytest.approx(-5 / 6) and mirrored.p_value == pytest.approx(0.25)
     # c3 alone on side a: |0.5| is reached by c1 (5), c2 and c4 (1.732) and c3: p = 1
     values, side, clusters = rows_of([[1, 1], [0, 0], [1, 0], [0, 0]], [False, False, True, False])
-    assert difference_test(values, side, clusters)["p_value"] == pytest.approx(1.0)
+    assert difference_test(values, side, clusters).p_value == pytest.approx(1.0)
 
 
 def test_one_text_per_name_is_still_the_permutation_test() -> None:
@@ -264,14 +277,14 @@ def test_one_text_per_name_is_still_the_permutation_test() -> None:
     in_a = [True] * 4 + [False] * 6
     values, side, clusters = rows_of(per_text, in_a)
     result = difference_test(values, side, clusters)
-    assert result["method"] == PERMUTATION and result["testable"]
-    assert result["statistic"] == pytest.approx(stats.ttest_ind(values[side], values[~side], equal_var=False).statistic)
-    assert result["statistic"] == pytest.approx((3 / 4 - 1 / 6) / math.sqrt(3 / 16 / 3 + 5 / 36 / 5))
+    assert result.method == PERMUTATION and result.testable
+    assert result.statistic == pytest.approx(stats.ttest_ind(values[side], values[~side], equal_var=False).statistic)
+    assert result.statistic == pytest.approx((3 / 4 - 1 / 6) / math.sqrt(3 / 16 / 3 + 5 / 36 / 5))
     assert _exact_p(per_text, in_a) == pytest.approx(40 / 210)
-    p_values = [difference_test(values, side, clusters, seed=seed)["p_value"] for seed in range(10)]
+    p_values = [difference_test(values, side, clusters, seed=seed).p_value for seed in range(10)]
     assert all(abs(p - 40 / 210) < 0.05 for p in p_values)
     assert np.mean(p_values) == pytest.approx(40 / 210, abs=0.016)
-    assert difference_test(values, side, None)["method"] == FISHER  # texts independent: the paper's test
+    assert difference_test(values, side, None).method == FISHER  # texts independent: the paper's test
 
 
 def test_fewer_than_three_units_are_not_tested() -> None:
@@ -279,13 +292,13 @@ def test_fewer_than_three_units_are_not_tested() -> None:
     of every family, but the difference (1 - 0 here) is still stated. Three names: tested."""
     for method in ("auto", "wald"):
         two = difference_test([1, 1, 0, 0], [True, True, False, False], ["a", "a", "b", "b"], method=method)
-        assert not two["testable"] and two["note"] == "fewer than three units: nothing to test with"
-        assert two["estimate"] == 1.0 and math.isnan(two["p_value"]) and math.isnan(two["ci_low"])
+        assert not two.testable and two.note == "fewer than three units: nothing to test with"
+        assert two.estimate == 1.0 and math.isnan(two.p_value) and math.isnan(two.ci_low)
     three = difference_test([1, 1, 0, 0], [True, True, False, False], ["a", "a", "b", "c"])
-    assert three["testable"] and three["method"] == PERMUTATION
-    assert three["p_value"] == pytest.approx(1 / 3)  # one unit on a side: each of the 3 placements once
+    assert three.testable and three.method == PERMUTATION
+    assert three.p_value == pytest.approx(1 / 3)  # one unit on a side: each of the 3 placements once
     # with texts independent two texts are two units, tested by the paper's test
-    assert difference_test([1, 0], [True, False], None)["method"] == FISHER
+    assert difference_test([1, 0], [True, False], None).method == FISHER
 
 
 def test_a_name_on_both_sides_moves_as_two_units() -> None:
@@ -297,9 +310,9 @@ def test_a_name_on_both_sides_moves_as_two_units() -> None:
     # units: x|a (2 of 2), y|a (1 of 2) against x|b (0 of 1), z (0 of 2), w (1 of 3)
     totals, sizes = np.array([2, 1, 0, 0, 1.0]), np.array([2, 2, 1, 2, 3.0])
     in_a = np.array([True, True, False, False, False])
-    assert result["estimate"] == pytest.approx(3 / 4 - 1 / 6)
-    assert result["statistic"] == pytest.approx(studentized(totals, sizes, in_a))
-    assert result["p_value"] == pytest.approx(_exact_p([[1, 1], [1, 0], [0], [0, 0], [1, 0, 0]],
+    assert result.estimate == pytest.approx(3 / 4 - 1 / 6)
+    assert result.statistic == pytest.approx(studentized(totals, sizes, in_a))
+    assert result.p_value == pytest.approx(_exact_p([[1, 1], [1, 0], [0], [0, 0], [1, 0, 0]],
                                                        list(in_a)), abs=0.05)
 
 
@@ -316,14 +329,14 @@ def test_bootstrap_interval_resamples_names_and_matches_the_cluster_standard_err
     result = difference_test(values, side, clusters)
     totals = pd.Series(values).groupby(clusters).sum().to_numpy()
     in_a = np.arange(400) < 200
-    se = abs(result["estimate"] / studentized(totals, sizes.astype(float), in_a))
-    assert result["ci_low"] < result["estimate"] < result["ci_high"]
-    assert result["ci_high"] - result["ci_low"] == pytest.approx(2 * Z95 * se, rel=0.15)
+    se = abs(result.estimate / studentized(totals, sizes.astype(float), in_a))
+    assert result.ci_low < result.estimate < result.ci_high
+    assert result.ci_high - result.ci_low == pytest.approx(2 * Z95 * se, rel=0.15)
     naive = difference_test(values, side, None)
-    assert result["ci_high"] - result["ci_low"] > 1.4 * (naive["ci_high"] - naive["ci_low"])
+    assert result.ci_high - result.ci_low > 1.4 * (naive.ci_high - naive.ci_low)
     again = difference_test(values, side, clusters)
-    assert (again["ci_low"], again["ci_high"], again["p_value"]) == (result["ci_low"], result["ci_high"],
-                                                                     result["p_value"])
+    assert (again.ci_low, again.ci_high, again.p_value) == (result.ci_low, result.ci_high,
+                                                                     result.p_value)
 
 
 @pytest.mark.parametrize("names_per_side", [2, 3, 10, 100, 300])
@@ -337,7 +350,7 @@ def test_p_values_are_in_zero_one(names_per_side: int) -> None:
     side = clusters < names_per_side
     for values in (rng.random(2 * units) < 0.3, np.where(side, rng.random(2 * units) < 0.6,
                                                          rng.random(2 * units) < 0.2), side):
-        p_value = difference_test(values.astype(float), side, clusters)["p_value"]
+        p_value = difference_test(values.astype(float), side, clusters).p_value
         assert 0 < p_value <= 1
 
 
@@ -349,8 +362,8 @@ def test_p_value_of_a_perfect_separation_is_the_monte_carlo_floor() -> None:
     clusters = np.repeat(np.arange(2000), 2)
     side = clusters < 1000
     deep = difference_test(side.astype(float), side, clusters)
-    assert deep["estimate"] == 1.0
-    assert deep["p_value"] == pytest.approx(1 / (MAX_PERMUTATIONS + 1))
+    assert deep.estimate == 1.0
+    assert deep.p_value == pytest.approx(1 / (MAX_PERMUTATIONS + 1))
 
 
 # --------------------------------------------------------------------------- design effect

@@ -129,3 +129,29 @@ def test_the_output_folder_check(tmp_path):
     assert "no space is left" in str(found) and "MiB free" in str(found)  # the nearest existing folder: /
     reading = storage_error(OSError(errno.EACCES, "Permission denied"), tmp_path, "reading")
     assert "read permission" in str(reading)
+
+
+def test_the_analysis_hands_the_report_typed_results():
+    """Issue 31: the summary is a `Summary` with typed findings and views, not a nested dict; its `as_dict()` is the
+    mapping summary.json is written from, in summary.json's order (tests/test_golden.py pins the bytes)."""
+    import pandas as pd
+
+    from bold_eval.analysis.results import GroupFindings, MetricView, Statistics, Summary, WorstCaseView
+    from bold_eval.analysis.summary import summarize
+
+    labels = ["positive", "negative", "neutral", "negative", "positive", "neutral", "negative", "negative"]
+    scores = pd.DataFrame({"prompt_id": [f"p{i}" for i in range(8)], "domain": "gender",
+                           "group": ["American_actors"] * 4 + ["American_actresses"] * 4,
+                           "name": [f"n{i}" for i in range(8)], "sentiment_label": labels})
+    summary = summarize(scores, {"metrics": ["sentiment"]})
+    assert isinstance(summary, Summary) and isinstance(summary.statistics, Statistics)
+    assert isinstance(summary.findings, GroupFindings) and summary.reference_findings is None
+    assert isinstance(summary.worst_case, WorstCaseView) and summary.worst_case.skipped is not None
+    assert isinstance(summary.views["sentiment"], MetricView) and "sentiment" in summary.scored("sentiment").tables
+    assert summary.findings.gaps is not None and 0 < summary.findings.family <= len(summary.findings.tests)
+    record = summary.as_dict()
+    assert list(record) == ["counts", "metrics", "statistics", *summary.metrics, "worst_case", "findings"]
+    assert list(record["findings"])[:3] == ["tests", "design_effects", "power"] and list(record["findings"])[-1] == "gaps"
+    assert record["statistics"]["alpha"] == summary.statistics.alpha == 0.05
+    with pytest.raises(AttributeError):
+        summary.finding  # noqa: B018 (a misspelt field fails where it is read)

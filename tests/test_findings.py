@@ -126,8 +126,8 @@ def test_text_level_findings_reproduce_the_papers_z_test_and_holm() -> None:
     (1 of 50 on each side, expected 1) is rare: Fisher, p = 1. race never has "positive": no variation, not
     in the family. Family: 2 gender + 5 race tests = 7, Holm over exactly those (statsmodels multipletests)."""
     found = group_findings(paper_run(), [NEGATIVE, POSITIVE], cluster="none")
-    tests = found["tests"]
-    assert found["family"] == 7 and found["untestable"] == 5 and len(tests) == 12
+    tests = found.tests
+    assert found.family == 7 and found.untestable == 5 and len(tests) == 12
     gender = tests[tests["domain"] == "gender"].set_index("label")
     assert gender.loc["negative", "method"] == Z_TEST and gender.loc["negative", "statistic"] == pytest.approx(2.0)
     assert gender.loc["negative", "p_value"] == pytest.approx(0.0455003, rel=1e-5)
@@ -153,10 +153,10 @@ def test_text_level_findings_reproduce_the_papers_z_test_and_holm() -> None:
     reject, adjusted, _, _ = multipletests(testable["p_value"], alpha=0.05, method="holm")
     assert testable["p_adjusted"].to_numpy() == pytest.approx(adjusted)
     assert (testable["significant"].to_numpy() == reject).all()
-    bh = group_findings(paper_run(), [NEGATIVE, POSITIVE], cluster="none", correction="bh")["tests"]
+    bh = group_findings(paper_run(), [NEGATIVE, POSITIVE], cluster="none", correction="bh").tests
     reject, adjusted, _, _ = multipletests(testable["p_value"], alpha=0.05, method="fdr_bh")
     assert bh[bh["testable"]]["p_adjusted"].to_numpy() == pytest.approx(adjusted)
-    assert found["correction"] == "holm" and "Holm" in found["correction_name"] and found["cluster"] == "none"
+    assert found.correction == "holm" and "Holm" in found.correction_name and found.cluster == "none"
 
 
 def welch(values: np.ndarray, side: np.ndarray) -> float:
@@ -201,8 +201,8 @@ def test_names_as_units_test_every_row_and_rare_labels_too() -> None:
     [[30, 20], [20, 30]] = 0.0713, where the z test says 0.0455; averaged over ten seeds (9,990 splits) the
     module's p-values are the exact ones within four standard errors (0.011 at p = 0.07)."""
     found = group_findings(paper_run(per_name=2), [NEGATIVE, POSITIVE])
-    tests = found["tests"]
-    assert found["family"] == 7 and found["cluster"] == "name" and found["untestable"] == 5
+    tests = found.tests
+    assert found.family == 7 and found.cluster == "name" and found.untestable == 5
     testable = tests[tests["testable"]]
     assert (testable["method"] == PERMUTATION).all()
     assert ((testable["names"] * 2 == testable["total"]) & (testable["rest_names"] * 2 == testable["rest_total"])).all()
@@ -216,8 +216,8 @@ def test_names_as_units_test_every_row_and_rare_labels_too() -> None:
     assert testable["p_adjusted"].to_numpy() == pytest.approx(adjusted)
     assert (testable["significant"].to_numpy() == reject).all()
 
-    single = group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE])["tests"]
-    text_level = group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE], cluster="none")["tests"]
+    single = group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE]).tests
+    text_level = group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE], cluster="none").tests
     assert (single["testable"] == text_level["testable"]).all() and (single["names"] == single["total"]).all()
     testable = single[single["testable"]]
     assert (testable["method"] == PERMUTATION).all() and set(text_level["method"]) >= {Z_TEST, FISHER}
@@ -230,7 +230,7 @@ def test_names_as_units_test_every_row_and_rare_labels_too() -> None:
     assert gender.loc["positive", "p_value"] == 1.0
     z_p = text_level[text_level["domain"] == "gender"].set_index("label").loc["negative", "p_value"]
     assert z_p == pytest.approx(0.0455003, rel=1e-5)  # the paper's z test, which the name level no longer gives
-    seeds = [group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE], seed=seed)["tests"]["p_value"]
+    seeds = [group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE], seed=seed).tests["p_value"]
              for seed in range(1, 10)]
     mean_p = pd.concat([single["p_value"], *seeds], axis=1).mean(axis=1)
     for index, row in zip(testable.index, testable.itertuples(), strict=True):
@@ -247,7 +247,7 @@ def test_a_label_limited_to_some_domains_and_texts_without_a_label() -> None:
     frame = pd.concat([frame, pd.DataFrame(texts("religious_ideology", "islam", ["negative"] * 3)
                                            + texts("religious_ideology", "judaism", ["neutral"] * 3))])
     regard = ("regard", "negative", "regard_label", "negative", ("gender", "race"))
-    tests = group_findings(frame, [regard], cluster="none")["tests"]
+    tests = group_findings(frame, [regard], cluster="none").tests
     assert set(tests["domain"]) == {"gender", "race"}
     gender = tests[tests["domain"] == "gender"].iloc[0]
     actors = frame[(frame["group"] == "American_actors") & frame["regard_label"].notna()]
@@ -273,9 +273,9 @@ def test_design_effects_power_and_detectable_differences_by_hand() -> None:
     assert deffs["design_effect_median"] == pytest.approx(4 * 10 / 9 * 39 / 40 / 2)
     assert design_effects(frame, [NEGATIVE, TOXIC], "none").iloc[0]["design_effect_median"] == 1.0
     found = group_findings(frame, [NEGATIVE, TOXIC])
-    power = found["power"].iloc[0]
-    level = 0.05 / found["family"]
-    assert found["family"] == 2  # toxic: 10 of 20 on both sides, every name alike (no variance): still tested
+    power = found.power.iloc[0]
+    level = 0.05 / found.family
+    assert found.family == 2  # toxic: 10 of 20 on both sides, every name alike (no variance): still tested
     assert power["typical_group_texts"] == 20 and power["level"] == pytest.approx(level)
     expected = minimum_detectable_difference(0.5, 20, 20, deff=deffs["design_effect_median"], alpha=level)
     assert power["detectable_difference"] == pytest.approx(expected)
@@ -283,8 +283,8 @@ def test_design_effects_power_and_detectable_differences_by_hand() -> None:
     # by hand, 0.7175; the module rounds n / deff to 0.1 texts (9.23 -> 9.2) to cache statsmodels' solver
     assert expected == pytest.approx(z * math.sqrt(2 * (4 * 10 / 9 * 39 / 40 / 2) / 20) * 0.5, rel=2e-3)
     assert expected > 0.2
-    assert power["too_small"] and found["too_small_domains"] == ["political_ideology"] and found["too_small"]
-    row = found["tests"].set_index("label").loc["negative"]
+    assert power["too_small"] and found.too_small_domains == ["political_ideology"] and found.too_small
+    row = found.tests.set_index("label").loc["negative"]
     assert row["detectable"] == pytest.approx(minimum_detectable_difference(
         0.5, 20, 20, deff=deffs["design_effect_median"], alpha=level))
 
@@ -409,9 +409,9 @@ def test_paired_findings_interaction_by_hand() -> None:
     gives 0.75 / 0.25 = 3: every split is as extreme, exact p = 1, and so is the module's (1000 / 1000)."""
     model, reference = paired_runs()
     found = paired_findings(model, reference, [NEGATIVE])
-    assert (found["shared_prompts"], found["model_prompts"], found["reference_prompts"]) == (4, 5, 4)
-    assert found["family"] == 1
-    row = found["tests"].iloc[0]
+    assert (found.shared_prompts, found.model_prompts, found.reference_prompts) == (4, 5, 4)
+    assert found.family == 1
+    row = found.tests.iloc[0]
     assert (row["contrast"], row["kind"], row["prompts"], row["rest_prompts"]) == (
         "American_actors vs American_actresses", "pair", 2, 2)
     assert (row["model_rate"], row["model_rest_rate"]) == pytest.approx((1.0, 0.25))
@@ -427,13 +427,13 @@ def test_paired_findings_interaction_by_hand() -> None:
     # positive: model p3 1/2, everything else 0, so d = (0, 0) against (0.5, 0): interaction -0.25, statistic
     # -0.25 / sqrt(0.125 / 2) = -1; every split puts 0.5 with a 0 against two zeros: |statistic| 1, p = 1.
     # Holm over the two: 1 and 1.
-    both = paired_findings(model, reference, [NEGATIVE, POSITIVE])["tests"].set_index("label")
+    both = paired_findings(model, reference, [NEGATIVE, POSITIVE]).tests.set_index("label")
     assert both.loc["positive", "interaction"] == pytest.approx(-0.25)
     assert both.loc["positive", "statistic"] == pytest.approx(-1.0)
     assert exact_split_p(np.array([0.0, 0.0, 0.5, 0.0]), side) == 1.0 and both.loc["positive", "p_value"] == 1.0
     assert both["p_adjusted"].tolist() == [1.0, 1.0]
     # --cluster none: prompts are the units all the same (a prompt's samples are already one rate)
-    none = paired_findings(model, reference, [NEGATIVE, POSITIVE], cluster="none")["tests"].set_index("label")
+    none = paired_findings(model, reference, [NEGATIVE, POSITIVE], cluster="none").tests.set_index("label")
     assert (none["method"] == PERMUTATION).all()
     assert none[["interaction", "statistic", "p_value"]].to_numpy() == pytest.approx(
         both[["interaction", "statistic", "p_value"]].to_numpy())
@@ -453,7 +453,7 @@ def test_paired_findings_permutation_p_over_eight_prompts_is_the_exact_one() -> 
     side = np.arange(8) < 4
     exact = exact_split_p(d, side)
     assert exact == pytest.approx(46 / 70)
-    rows = [paired_findings(model, reference, [NEGATIVE], seed=seed)["tests"].iloc[0] for seed in range(10)]
+    rows = [paired_findings(model, reference, [NEGATIVE], seed=seed).tests.iloc[0] for seed in range(10)]
     row = rows[0]
     assert row["method"] == PERMUTATION and (row["prompts"], row["names"], row["rest_names"]) == (4, 4, 4)
     assert row["interaction"] == pytest.approx(0.25)
@@ -461,7 +461,7 @@ def test_paired_findings_permutation_p_over_eight_prompts_is_the_exact_one() -> 
     assert row["statistic"] == pytest.approx(welch(d, side))
     assert row["p_value"] == pytest.approx(exact, abs=monte_carlo_error(exact))
     assert np.mean([r["p_value"] for r in rows]) == pytest.approx(exact, abs=monte_carlo_error(exact, 9990))
-    none = paired_findings(model, reference, [NEGATIVE], cluster="none")["tests"].iloc[0]
+    none = paired_findings(model, reference, [NEGATIVE], cluster="none").tests.iloc[0]
     assert none["method"] == PERMUTATION and none["p_value"] == row["p_value"]
 
 
@@ -474,7 +474,7 @@ def test_paired_findings_keep_a_names_prompts_together() -> None:
     extra_model = model.assign(prompt_id=model["prompt_id"] + "b", name=model["name"] + "2")
     extra_reference = reference.assign(prompt_id=reference["prompt_id"] + "b", name=reference["name"] + "2")
     model, reference = pd.concat([model, extra_model]), pd.concat([reference, extra_reference])
-    row = paired_findings(model, reference, [NEGATIVE])["tests"].iloc[0]
+    row = paired_findings(model, reference, [NEGATIVE]).tests.iloc[0]
     assert row["method"] == PERMUTATION and (row["prompts"], row["names"]) == (4, 2)
     assert (row["rest_prompts"], row["rest_names"]) == (4, 4)
     d = np.array([0.0, 1.0, 0.0, 0.5] * 2)
@@ -482,8 +482,8 @@ def test_paired_findings_keep_a_names_prompts_together() -> None:
     names = np.array(["gender/ann", "gender/ann", "gender/bea", "gender/cat",
                       "gender/ann2", "gender/ann2", "gender/bea2", "gender/cat2"])
     expected = difference_test(d, side, names, binary=False)
-    assert row["interaction"] == pytest.approx(0.25) and row["p_value"] == pytest.approx(expected["p_value"])
-    assert row["statistic"] == pytest.approx(expected["statistic"])
+    assert row["interaction"] == pytest.approx(0.25) and row["p_value"] == pytest.approx(expected.p_value)
+    assert row["statistic"] == pytest.approx(expected.statistic)
 
 
 # --------------------------------------------------------------------------- real BOLD: the paper's analysis
@@ -510,8 +510,8 @@ def test_wikipedia_religion_text_level_and_by_page(wikipedia_religion) -> None:
     design effect of the male label is above 1."""
     labels = [("gender_polarity", gender, "gender_polarity_unigram_label", gender, None) for gender in ("male", "female")]
     text_level = group_findings(wikipedia_religion, labels, cluster="none")
-    tests = text_level["tests"]
-    assert len(tests) == 2 * (7 + 1) and text_level["family"] == 16  # 7 groups vs rest + christianity vs islam
+    tests = text_level.tests
+    assert len(tests) == 2 * (7 + 1) and text_level.family == 16  # 7 groups vs rest + christianity vs islam
     for row in tests.itertuples():
         if row.method == Z_TEST:
             assert row.p_value == pytest.approx(proportions_ztest([row.count, row.rest_count],
@@ -522,13 +522,13 @@ def test_wikipedia_religion_text_level_and_by_page(wikipedia_religion) -> None:
             assert row.p_value == pytest.approx(stats.fisher_exact(table)[1])
     by_page = group_findings(wikipedia_religion, labels)
     pages = wikipedia_religion.groupby("group")["name"].nunique()
-    rows = by_page["tests"].set_index(["contrast", "label"])
+    rows = by_page.tests.set_index(["contrast", "label"])
     assert rows.loc[("atheism vs rest", "male"), "names"] == pages["atheism"] == 1
     assert rows.loc[("christianity vs islam", "male"), ["names", "rest_names"]].tolist() == [
         pages["christianity"], pages["islam"]]
     atheism = rows.loc[("atheism vs rest", "male"), "p_value"]
     assert atheism * 80 == pytest.approx(round(atheism * 80))
-    deff = by_page["design_effects"].iloc[0]
+    deff = by_page.design_effects.iloc[0]
     assert deff["names"] == 80 and deff["design_effect_max"] > 1
 
 
@@ -550,8 +550,8 @@ def test_findings_do_not_depend_on_the_number_of_threads(monkeypatch) -> None:
     results = {}
     for threads in ("1", "4"):
         monkeypatch.setenv(clustered.THREADS_ENV, threads)
-        results[threads] = (group_findings(run, [NEGATIVE, POSITIVE])["tests"],
-                            paired_findings(run, reference, [NEGATIVE, POSITIVE])["tests"])
+        results[threads] = (group_findings(run, [NEGATIVE, POSITIVE]).tests,
+                            paired_findings(run, reference, [NEGATIVE, POSITIVE]).tests)
     assert calls and min(calls) > 1  # several tests per family went through the pool
     for one, four in zip(results["1"], results["4"], strict=True):
         assert len(one) > 1

@@ -55,8 +55,8 @@ def test_the_per_prompt_worst_cases_by_hand() -> None:
 
 def test_the_group_view_by_hand() -> None:
     view = worst_case_view(scores_table(), alpha=0.05, seed=0)
-    assert view["k"] == 3 and view["notes"] == []
-    table = view["tables"]["worst_case"].set_index(["measure", "group"])
+    assert view.k == 3 and view.notes == []
+    table = view.tables["worst_case"].set_index(["measure", "group"])
     assert table.loc[("expected_max_toxicity", ACTORS), "value"] == pytest.approx(0.5)
     assert table.loc[("expected_max_toxicity", ACTRESSES), "value"] == pytest.approx(0.475)
     assert table.loc[("toxicity_probability", ACTORS), "value"] == 0.5
@@ -73,7 +73,7 @@ def test_the_group_view_by_hand() -> None:
 def test_a_group_without_any_toxic_prompt_gets_the_clopper_pearson_bound_over_names() -> None:
     calm = [(f"c{i}", ACTRESSES, f"N{i}", [0.1, 0.2, 0.0], [0.1, 0.2, 0.0]) for i in range(10)]
     view = worst_case_view(scores_table(PROMPTS[:2] + calm), alpha=0.05)
-    row = view["tables"]["worst_case"].set_index(["measure", "group"]).loc[("toxicity_probability", ACTRESSES)]
+    row = view.tables["worst_case"].set_index(["measure", "group"]).loc[("toxicity_probability", ACTRESSES)]
     assert row["value"] == 0 and row["names"] == 10
     assert (row["ci_low"], row["ci_high"]) == pytest.approx(proportion_confint(0, 10, alpha=0.05, method="beta"))
 
@@ -82,14 +82,14 @@ def test_one_sample_per_prompt_shows_no_worst_case_and_says_why() -> None:
     single = scores_table()
     single = single[single["sample"] == 0]
     view = worst_case_view(single)
-    assert "one sample per prompt" in view["skipped"] and "--num-samples" in view["skipped"]
+    assert "one sample per prompt" in view.skipped and "--num-samples" in view.skipped
     found = run_findings(single)
-    assert not found["tests"]["label"].str.contains("worst of k").any()
+    assert not found.tests["label"].str.contains("worst of k").any()
 
 
 def test_uneven_k_is_noted() -> None:
     uneven = scores_table().iloc[:-1]  # f2 has 2 samples
-    assert "vary from 2 to 3" in worst_case_view(uneven)["notes"][0]
+    assert "vary from 2 to 3" in worst_case_view(uneven).notes[0]
 
 
 def test_worst_cases_join_the_findings_family() -> None:
@@ -102,14 +102,14 @@ def test_worst_cases_join_the_findings_family() -> None:
     labels = worst_case_labels(scores.columns)
     assert ("toxicity", "toxicity probability (worst of k)", "worst_toxicity_probability", True, None) in labels
     found = run_findings(scores)
-    tests = found["tests"].set_index("label")
+    tests = found.tests.set_index("label")
     text_level = tests.loc["toxic"]
     worst = tests.loc["toxicity probability (worst of k)"]
     assert text_level["difference"] == pytest.approx(-1 / 3) or text_level["difference"] == pytest.approx(1 / 3)
     assert abs(worst["difference"]) == pytest.approx(1.0) and worst["total"] == 12 and worst["count"] in (0, 12)
     emt = tests.loc["expected maximum toxicity (worst of k)"]
     assert np.isnan(emt["count"]) and abs(emt["difference"]) == pytest.approx(0.5)
-    assert found["family"] == int(found["tests"]["testable"].sum()) and worst["significant"]
+    assert found.family == int(found.tests["testable"].sum()) and worst["significant"]
 
 
 @pytest.mark.slow

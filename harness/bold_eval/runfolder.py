@@ -205,7 +205,8 @@ def _from_legacy(data: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class SummaryRecord:
-    """summary.json: the run record and every view of `bold_eval.analysis.summary.summarize` (JSON-able)."""
+    """summary.json: the run record and `bold_eval.analysis.results.Summary.as_dict()` made JSON-able (tables as
+    records). Read back, it stays this record: the views are JSON, not the in-process `Summary`."""
 
     run: dict[str, Any]
     counts: dict[str, Any]

@@ -36,6 +36,7 @@ from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
+from bold_eval.analysis.results import DifferenceTest
 from bold_eval.core.environment import THREADS_ENV, env_threads  # noqa: F401 (THREADS_ENV: re-exported)
 from bold_eval.core.options import (  # noqa: F401 (re-exported: the analysis' options, defined once)
     CLUSTER_UNITS,
@@ -146,9 +147,10 @@ def run_tests(jobs: Sequence[Callable[[], T]], threads: int | None = None) -> li
         return list(pool.map(lambda job: job(), jobs))
 
 
-def _empty_result(values_a: np.ndarray, values_b: np.ndarray, note: str) -> dict[str, Any]:
-    return {"estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan, "statistic": np.nan, "p_value": np.nan,
-            "method": "", "testable": False, "note": note}
+def _untestable(note: str, estimate: float = np.nan) -> DifferenceTest:
+    """A comparison without a test (`note` says why); its difference may still be known."""
+    return DifferenceTest(estimate=estimate, ci_low=np.nan, ci_high=np.nan, statistic=np.nan, p_value=np.nan,
+                          method="", testable=False, note=note)
 
 
 def _per_cluster(values: np.ndarray, side: np.ndarray, clusters: np.ndarray) -> pd.DataFrame:
@@ -183,15 +185,15 @@ def difference_test(
     n_bootstrap: int = N_BOOTSTRAP,
     seed: int = 0,
     method: str = "auto",
-) -> dict[str, Any]:
+) -> DifferenceTest:
     """Mean of `values` on side a (`side` True) minus side b, with an interval and a two-sided p-value.
 
     `clusters` holds one label per row; `None` means every row is independent, and then the text-level
     tests are used (z / Fisher for `binary` 0-1 values, else OLS t: `--cluster none`). Otherwise
     `method="auto"` is the studentized cluster permutation test (also when every cluster holds one row: on
     per-prompt rates of a rare label an ordinary t is unbounded); `method="wald"` forces the cluster-robust t.
-    Returns estimate, ci_low, ci_high, statistic, p_value, method, testable (False when undefined: an empty
-    side, fewer than three units, or no variation at all) and note.
+    Returns a `DifferenceTest`: estimate, ci_low, ci_high, statistic, p_value, method, testable (False when
+    undefined: an empty side, fewer than three units, or no variation at all) and note.
     """
     y = np.asarray(values, dtype=float)
     a = np.asarray(side, dtype=bool)
@@ -200,17 +202,14 @@ def difference_test(
     if not (len(y) == len(a) == len(groups)):
         raise ValueError(f"values, side and clusters differ in length: {len(y)}, {len(a)}, {len(groups)}")
     if a.all() or not a.any():
-        return _empty_result(y[a], y[~a], "one side has no texts")
+        return _untestable("one side has no texts")
     if np.all(y == y[0]):
-        result = _empty_result(y[a], y[~a], "every text has the same value: the test is undefined")
-        result["estimate"] = 0.0
-        return result
+        return _untestable("every text has the same value: the test is undefined", estimate=0.0)
     if independent and method == "auto":
         return _independent_test(y, a, alpha=alpha, binary=binary, min_expected=min_expected)
-    if len(pd.unique(groups)) < 3:
-        result = _empty_result(y[a], y[~a], "fewer than three units: nothing to test with")
-        result["estimate"] = float(y[a].mean() - y[~a].mean())  # the difference is known, only its test is not
-        return result
+    if len(pd.unique(groups)) < 3:  # the difference is known, only its test is not
+        return _untestable("fewer than three units: nothing to test with",
+                           estimate=float(y[a].mean() - y[~a].mean()))
     if method == "wald":
         return _wald(y, a, groups, alpha)
     return _permutation(_per_cluster(y, a, groups), alpha=alpha, n_permutations=n_permutations,
@@ -218,7 +217,7 @@ def difference_test(
 
 
 def _independent_test(y: np.ndarray, a: np.ndarray, *, alpha: float, binary: bool,
-                      min_expected: int) -> dict[str, Any]:
+                      min_expected: int) -> DifferenceTest:
     """Text-level tests: the paper's two-proportion z (or Fisher when rare) for 0-1 values, else OLS t."""
     if binary:
         count = np.array([y[a].sum(), y[~a].sum()])
@@ -229,21 +228,19 @@ def _independent_test(y: np.ndarray, a: np.ndarray, *, alpha: float, binary: boo
         if _rare(y, a, min_expected):
             table = [[count[0], total[0] - count[0]], [count[1], total[1] - count[1]]]
             odds, p_value = stats.fisher_exact(table)
-            return {"estimate": float(estimate), "ci_low": float(low), "ci_high": float(high),
-                    "statistic": float(odds), "p_value": float(p_value), "method": FISHER, "testable": True,
-                    "note": ""}
+            return DifferenceTest(estimate=float(estimate), ci_low=float(low), ci_high=float(high),
+                                  statistic=float(odds), p_value=float(p_value), method=FISHER, testable=True)
         statistic, p_value = proportions_ztest(count, total)
-        return {"estimate": float(estimate), "ci_low": float(low), "ci_high": float(high),
-                "statistic": float(statistic), "p_value": float(p_value), "method": Z_TEST, "testable": True,
-                "note": ""}
+        return DifferenceTest(estimate=float(estimate), ci_low=float(low), ci_high=float(high),
+                              statistic=float(statistic), p_value=float(p_value), method=Z_TEST, testable=True)
     fit = OLS(y, np.column_stack([np.ones(len(y)), a.astype(float)])).fit()
     low, high = fit.conf_int(alpha)[1]
-    return {"estimate": float(fit.params[1]), "ci_low": float(low), "ci_high": float(high),
-            "statistic": float(fit.tvalues[1]), "p_value": float(fit.pvalues[1]), "method": T_TEST,
-            "testable": True, "note": ""}
+    return DifferenceTest(estimate=float(fit.params[1]), ci_low=float(low), ci_high=float(high),
+                          statistic=float(fit.tvalues[1]), p_value=float(fit.pvalues[1]), method=T_TEST,
+                          testable=True)
 
 
-def _wald(y: np.ndarray, a: np.ndarray, groups: np.ndarray, alpha: float) -> dict[str, Any]:
+def _wald(y: np.ndarray, a: np.ndarray, groups: np.ndarray, alpha: float) -> DifferenceTest:
     """OLS of y on the side indicator; cluster-robust CR1 variance, t on G - 1 df (statsmodels)."""
     codes = pd.factorize(groups)[0]
     # statsmodels takes the square root of every diagonal element, and the intercept's can round to -1e-37
@@ -253,9 +250,8 @@ def _wald(y: np.ndarray, a: np.ndarray, groups: np.ndarray, alpha: float) -> dic
             cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
         low, high = fit.conf_int(alpha)[1]
         statistic, p_value = float(fit.tvalues[1]), float(fit.pvalues[1])
-    return {"estimate": float(fit.params[1]), "ci_low": float(low), "ci_high": float(high),
-            "statistic": statistic, "p_value": p_value, "method": WALD, "testable": bool(np.isfinite(p_value)),
-            "note": ""}
+    return DifferenceTest(estimate=float(fit.params[1]), ci_low=float(low), ci_high=float(high), statistic=statistic,
+                          p_value=p_value, method=WALD, testable=bool(np.isfinite(p_value)))
 
 
 def _side_moments(per: pd.DataFrame) -> np.ndarray:
@@ -308,7 +304,7 @@ def _null_distributions(moments: np.ndarray, size_a: int, resamples: int,
 
 
 def _permutation(per: pd.DataFrame, *, alpha: float, n_permutations: int, n_bootstrap: int,
-                 seed: int) -> dict[str, Any]:
+                 seed: int) -> DifferenceTest:
     """Studentized permutation of whole clusters between the sides; bootstrap of clusters within each side.
 
     The p-value comes from `_monte_carlo_p`; with one unit on a side, from the exact distribution.
@@ -338,8 +334,8 @@ def _permutation(per: pd.DataFrame, *, alpha: float, n_permutations: int, n_boot
         low, high = float(interval.confidence_interval.low), float(interval.confidence_interval.high)
     else:
         note = "one name on a side: no interval"
-    return {"estimate": estimate, "ci_low": low, "ci_high": high, "statistic": observed,
-            "p_value": p_value, "method": PERMUTATION, "testable": True, "note": note}
+    return DifferenceTest(estimate=estimate, ci_low=low, ci_high=high, statistic=observed, p_value=p_value,
+                          method=PERMUTATION, testable=True, note=note)
 
 
 def _monte_carlo_p(moments: np.ndarray, in_a: np.ndarray, observed: float, *, alpha: float,

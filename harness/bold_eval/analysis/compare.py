@@ -28,6 +28,7 @@ from bold_eval.analysis.findings import (
     paired_findings,
     prompt_rates,
 )
+from bold_eval.analysis.results import CorrectedFamily, MetricView, RunViews, WorstCaseView
 from bold_eval.analysis.scores import (
     TestedLabel,
     check_scores,
@@ -113,7 +114,7 @@ class ComparedRuns:
                     "shared by all). Comparing them would mix different groups and prompts. Rerun them on the same "
                     "prompts (same --domains, --limit and --sample-seed; --seed and --num-samples may differ), or "
                     "pass --allow-different-prompts to compare them on the shared prompts only.")
-        self.runs: dict[str, tuple[pd.DataFrame, RunRecord, dict[str, Any]]] = {}
+        self.runs: dict[str, tuple[pd.DataFrame, RunRecord, RunViews]] = {}
         self.samples: dict[str, tuple[int, int]] = {}
         for label, (scores, record) in loaded.items():
             part = scores[scores["prompt_id"].astype(str).isin(self.shared)].reset_index(drop=True)
@@ -122,10 +123,15 @@ class ComparedRuns:
             self.runs[label] = (part, record, _views(part, record, alpha, seed))
         self.baseline = next(iter(self.runs))
 
-    def views(self, metric: str) -> dict[str, dict[str, Any]]:
+    def views(self, metric: str) -> dict[str, MetricView]:
         """{label: the metric's view} for the runs that scored it."""
-        return {label: summary[metric] for label, (_, _, summary) in self.runs.items()
-                if "skipped" not in summary[metric]}
+        return {label: view for label, (_, _, views) in self.runs.items()
+                if (view := views.scored(metric)) is not None}
+
+    def worst_cases(self) -> dict[str, WorstCaseView]:
+        """{label: the worst cases over k samples} for the runs that have them."""
+        return {label: views.worst_case for label, (_, _, views) in self.runs.items()
+                if views.worst_case.skipped is None}
 
     def prompts(self) -> pd.DataFrame:
         """One row per shared prompt: prompt_id, domain, group, category, name (from the baseline's texts)."""
@@ -134,18 +140,17 @@ class ComparedRuns:
         return scores.drop_duplicates("prompt_id")[columns].reset_index(drop=True)
 
 
-def _views(scores: pd.DataFrame, record: RunRecord, alpha: float, seed: int) -> dict[str, Any]:
+def _views(scores: pd.DataFrame, record: RunRecord, alpha: float, seed: int) -> RunViews:
     """Every metric's view of one run (`views.metric_view`), without the run's own findings, which
     compare does not print."""
     status = metric_status(scores, record.to_dict())
-    summary: dict[str, Any] = {"metrics": status}
+    views = {}
     for metric in status:
         if status[metric]["status"] != "scored":
-            summary[metric] = {"skipped": f"{status[metric]['status']}: {status[metric]['reason']}"}
+            views[metric] = MetricView(skipped=f"{status[metric]['status']}: {status[metric]['reason']}")
         else:
-            summary[metric] = metric_view(metric)(scores, ci="wilson", alpha=alpha, min_expected=MIN_EXPECTED, seed=seed)
-    summary["worst_case"] = worst_case_view(scores, alpha=alpha, seed=seed)
-    return summary
+            views[metric] = metric_view(metric)(scores, ci="wilson", alpha=alpha, min_expected=MIN_EXPECTED, seed=seed)
+    return RunViews(metrics=status, views=views, worst_case=worst_case_view(scores, alpha=alpha, seed=seed))
 
 
 def shared_labels(run: pd.DataFrame, baseline: pd.DataFrame) -> list[Label]:
@@ -225,7 +230,7 @@ _OVERALL_COLUMNS = ["run", "baseline", "domain", "metric", "label", "prompts", "
 
 
 def overall_differences(compared: ComparedRuns, *, alpha: float, correction: str, cluster: str,
-                        seed: int = 0) -> dict[str, Any]:
+                        seed: int = 0) -> CorrectedFamily:
     """Per pair (each run against the baseline), domain and label: the mean over shared prompts of the run's
     rate minus the baseline's, `paired_difference` with `cluster` as the unit; one family over the table."""
     prompts = compared.prompts()
@@ -254,14 +259,14 @@ def overall_differences(compared: ComparedRuns, *, alpha: float, correction: str
                              **{key: result[key] for key in ("ci_low", "ci_high", "statistic", "p_value", "method",
                                                              "testable", "note")}})
     tests = pd.DataFrame(rows, columns=_OVERALL_COLUMNS)
-    return {"tests": tests, "family": adjust_family(tests, alpha, correction)}
+    return CorrectedFamily(tests=tests, family=adjust_family(tests, alpha, correction))
 
 
 # --------------------------------------------------------------------------- where: interactions
 
 
 def interaction_findings(compared: ComparedRuns, *, alpha: float, correction: str, cluster: str,
-                         seed: int = 0) -> dict[str, Any]:
+                         seed: int = 0) -> CorrectedFamily:
     """`findings.paired_findings` of each run against the baseline, every metric's labels, then one family
     over all pairs (with two runs, exactly paired_findings' own)."""
     baseline_scores = compared.runs[compared.baseline][0]
@@ -272,12 +277,12 @@ def interaction_findings(compared: ComparedRuns, *, alpha: float, correction: st
         worst, worst_labels = _shared_worst_cases(scores, baseline_scores)
         found = paired_findings(scores, baseline_scores, labels, alpha=alpha, correction=correction, cluster=cluster,
                                 seed=seed, worst=worst, worst_labels=worst_labels)
-        frames.append(found["tests"].assign(run=run, baseline=compared.baseline))
+        frames.append(found.tests.assign(run=run, baseline=compared.baseline))
     tests = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if tests.empty:
-        return {"tests": tests, "family": 0}
+        return CorrectedFamily(tests=tests, family=0)
     tests = tests[["run", "baseline", *[c for c in tests.columns if c not in ("run", "baseline")]]]
-    return {"tests": tests, "family": adjust_family(tests, alpha, correction)}
+    return CorrectedFamily(tests=tests, family=adjust_family(tests, alpha, correction))
 
 
 def _shared_worst_cases(run: pd.DataFrame, baseline: pd.DataFrame) -> tuple[tuple[pd.DataFrame, pd.DataFrame] | None,

@@ -44,6 +44,7 @@ from bold_eval.analysis.clustered import (
     minimum_detectable_difference,
     run_tests,
 )
+from bold_eval.analysis.results import DifferenceTest, GroupFindings, PairedFindings
 from bold_eval.analysis.scores import TestedLabel
 from bold_eval.data.bold import PAPER_PAIRS
 
@@ -141,13 +142,13 @@ def group_findings(
     seed: int = 0,
     worst: pd.DataFrame | None = None,
     worst_labels: Sequence[Label] = (),
-) -> dict[str, Any]:
+) -> GroupFindings:
     """Every contrast x label of one run, tested with the name as the unit, in one corrected family.
 
     `worst` (one row per prompt, `worst_case.prompt_worst_cases`) and `worst_labels` add the worst cases over
-    k samples to the same family. Returns {"tests": DataFrame (one row per contrast and label, with
-    `p_adjusted` and `significant`), "design_effects": DataFrame per domain, "power": DataFrame per domain,
-    "family", "untestable", "too_small", "too_small_domains", plus the settings}.
+    k samples to the same family. Returns `GroupFindings`: `tests` (one row per contrast and label, with
+    `p_adjusted` and `significant`), `design_effects` and `power` per domain, `family`, `untestable`,
+    `too_small`, `too_small_domains` and the settings; `gaps` is left to `summary.run_findings`.
     """
     alpha = check_alpha(alpha)
     check_correction(correction)
@@ -162,9 +163,10 @@ def group_findings(
     power = power_table(scores, deffs, alpha=alpha, family=max(family, 1), cluster=cluster)
     tests["detectable"] = _detectable(tests, deffs, alpha / max(family, 1))
     small = power.loc[power["too_small"], "domain"].tolist() if len(power) else []
-    return {"tests": tests, "design_effects": deffs, "power": power, "family": family,
-            "untestable": int((~tests["testable"].astype(bool)).sum()), "too_small_domains": small,
-            "too_small": bool(len(power) and len(small) == len(power)), **_settings(alpha, correction, cluster)}
+    return GroupFindings(tests=tests, design_effects=deffs, power=power, family=family,
+                         untestable=int((~tests["testable"].astype(bool)).sum()), too_small_domains=small,
+                         too_small=bool(len(power) and len(small) == len(power)),
+                         **_settings(alpha, correction, cluster))
 
 
 def _contrast_rows(frame: pd.DataFrame, labels: Sequence[Label], *, alpha: float, cluster: str,
@@ -195,7 +197,7 @@ def _group_test(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.nda
 
 
 def _group_row(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.ndarray, clusters: np.ndarray,
-               result: dict[str, Any]) -> dict[str, Any]:
+               result: DifferenceTest) -> dict[str, Any]:
     """A label's counts, or for a continuous worst case (value None) no counts and the means as proportions."""
     total, rest_total = int(in_a.sum()), int((~in_a).sum())
     binary = label.value is not None
@@ -205,10 +207,10 @@ def _group_row(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.ndar
             "kind": contrast.kind, "group": contrast.a, "rest": contrast.b or "rest", "count": count,
             "total": total, "proportion": float(hits[in_a].mean()), "rest_count": rest_count,
             "rest_total": rest_total, "rest_proportion": float(hits[~in_a].mean()), "names": int(len(pd.unique(clusters[in_a]))),
-            "rest_names": int(len(pd.unique(clusters[~in_a]))), "difference": result["estimate"],
-            "ci_low": result["ci_low"], "ci_high": result["ci_high"], "statistic": result["statistic"],
-            "p_value": result["p_value"], "method": result["method"], "testable": result["testable"],
-            "note": result["note"], "detectable": np.nan}
+            "rest_names": int(len(pd.unique(clusters[~in_a]))), "difference": result.estimate,
+            "ci_low": result.ci_low, "ci_high": result.ci_high, "statistic": result.statistic,
+            "p_value": result.p_value, "method": result.method, "testable": result.testable,
+            "note": result.note, "detectable": np.nan}
 
 
 def adjust_family(tests: pd.DataFrame, alpha: float, correction: str) -> int:
@@ -231,7 +233,7 @@ def adjust_family(tests: pd.DataFrame, alpha: float, correction: str) -> int:
 
 
 def _settings(alpha: float, correction: str, cluster: str) -> dict[str, Any]:
-
+    """A family's settings as `results.Findings` holds them (with their names in words)."""
     return {"alpha": alpha, "correction": correction, "correction_name": CORRECTIONS[correction][1],
             "cluster": cluster, "cluster_unit": CLUSTER_UNITS[cluster]}
 
@@ -362,9 +364,9 @@ def _largest_gap(domain: str, metric: str, labels: list[Label], part: pd.DataFra
     y, in_high = hits[keep], side
     row.update(label=label.name, group_high=high, count_high=int(y[in_high].sum()), total_high=int(in_high.sum()),
                proportion_high=float(y[in_high].mean()), group_low=low, count_low=int(y[~in_high].sum()),
-               total_low=int((~in_high).sum()), proportion_low=float(y[~in_high].mean()), gap=result["estimate"],
-               ci_low=result["ci_low"], ci_high=result["ci_high"], choices=choices, interval_level=1 - level,
-               interval_label=confidence_label(level), method=result["method"])
+               total_low=int((~in_high).sum()), proportion_low=float(y[~in_high].mean()), gap=result.estimate,
+               ci_low=result.ci_low, ci_high=result.ci_high, choices=choices, interval_level=1 - level,
+               interval_label=confidence_label(level), method=result.method)
     return row
 
 
@@ -397,14 +399,15 @@ def paired_findings(
     seed: int = 0,
     worst: tuple[pd.DataFrame, pd.DataFrame] | None = None,
     worst_labels: Sequence[Label] = (),
-) -> dict[str, Any]:
+) -> PairedFindings:
     """Contrast x source interactions on the prompts both frames share, in one corrected family.
 
     Per prompt, d = (model's rate over its samples) - (reference's rate); per contrast, the interaction is
     mean d on side a minus mean d on side b = the model's gap between the sides minus the reference's gap on
     the same prompts. Tested like a group difference, with the name as the unit. `worst` (both sources'
     `worst_case.prompt_worst_cases`) and `worst_labels` add the worst cases over k samples to the family.
-    Returns {"tests", "family", "untestable", "shared_prompts", "model_prompts", "reference_prompts", settings}.
+    Returns `PairedFindings`: tests, family, untestable, shared_prompts, model_prompts, reference_prompts and
+    the settings.
     """
     alpha = check_alpha(alpha)
     check_correction(correction)
@@ -419,9 +422,10 @@ def paired_findings(
         rows += _paired_rows(prompts, *worst, worst_labels, alpha=alpha, cluster=cluster, seed=seed)
     tests = pd.DataFrame(rows, columns=_PAIRED_COLUMNS)
     family = adjust_family(tests, alpha, correction)
-    return {"tests": tests, "family": family, "untestable": int((~tests["testable"].astype(bool)).sum()),
-            "shared_prompts": len(shared), "model_prompts": int(model["prompt_id"].nunique()),
-            "reference_prompts": int(reference["prompt_id"].nunique()), **_settings(alpha, correction, cluster)}
+    return PairedFindings(tests=tests, family=family, untestable=int((~tests["testable"].astype(bool)).sum()),
+                          shared_prompts=len(shared), model_prompts=int(model["prompt_id"].nunique()),
+                          reference_prompts=int(reference["prompt_id"].nunique()),
+                          **_settings(alpha, correction, cluster))
 
 
 def _paired_rows(prompts: pd.DataFrame, model: pd.DataFrame, reference: pd.DataFrame, labels: Sequence[Label], *,
@@ -467,6 +471,6 @@ def _paired_row(contrast: Contrast, label: Label, part: pd.DataFrame, rates_mode
             "reference_rest_rate": float(y_reference[~in_a].mean()),
             "model_gap": float(y_model[in_a].mean() - y_model[~in_a].mean()),
             "reference_gap": float(y_reference[in_a].mean() - y_reference[~in_a].mean()),
-            "interaction": result["estimate"], "ci_low": result["ci_low"], "ci_high": result["ci_high"],
-            "statistic": result["statistic"], "p_value": result["p_value"], "method": result["method"],
-            "testable": result["testable"], "note": result["note"]}
+            "interaction": result.estimate, "ci_low": result.ci_low, "ci_high": result.ci_high,
+            "statistic": result.statistic, "p_value": result.p_value, "method": result.method,
+            "testable": result.testable, "note": result.note}

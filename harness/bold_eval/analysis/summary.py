@@ -3,7 +3,8 @@
 Input is the harness's `scores.parquet` frame: one row per text with `prompt_id`, `domain`,
 `group`, `category` (Table 3 profession super-group, "" elsewhere), `sample`, and the metric
 columns `<metric>_<column>` (e.g. `sentiment_label`, `toxicity_is_toxic`). Every function here
-is pure (frames in, frames or dicts out); `bold_eval.report.run_report` does the reading and writing.
+is pure (frames in, typed results out: `bold_eval.analysis.results`); `bold_eval.report.run_report` does the
+reading and writing.
 
 Statistics follow the paper: chi-square tests across a domain's groups and two-proportion
 ("binomial proportion") tests for pairs such as male vs female (Section 6.1.2), plus 95%
@@ -17,6 +18,7 @@ resamples whole prompts and accounts for that.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,6 +42,7 @@ from bold_eval.analysis.findings import (
     largest_gaps,
     paired_findings,
 )
+from bold_eval.analysis.results import GroupFindings, MetricView, Statistics, Summary
 from bold_eval.analysis.scores import (
     TestedLabel,
     check_scores,
@@ -60,12 +63,6 @@ from bold_eval.analysis.worst_case import (
 from bold_eval.core.options import AnalysisOptions
 from bold_eval.metrics import metric_specs
 
-# --------------------------------------------------------------------------- intervals and tests
-
-
-# --------------------------------------------------------------------------- proportions
-
-
 # --------------------------------------------------------------------------- the paper's views
 
 
@@ -76,15 +73,15 @@ def summarize(
     *,
     reference: pd.DataFrame | None = None,
     **keywords: Any,
-) -> dict[str, Any]:
+) -> Summary:
     """Every view the paper reports, for the metrics this run scored, and the findings.
 
-    Returns {"counts", "metrics" (status per metric), "statistics" (how intervals and tests were
-    computed), "findings" (`findings`: contrasts tested with `cluster` as the unit under `correction`,
-    design effects, power, largest gaps), "reference_findings" (when `reference`, the Wikipedia sentences of
-    the same prompts, is given: model x source interactions, `findings.paired_findings`), and one entry per
-    metric: {"tables": {name: DataFrame}, "tests": [dict]} or {"skipped": reason}}. `options` (validated when
-    built) say how; without them, `keywords` (ci, alpha, min_expected, seed, correction, cluster) build them.
+    Returns a `Summary`: counts, metrics (status per metric), statistics (how intervals and tests were
+    computed), one `MetricView` per metric (tables and tests, or why it was skipped), the worst cases, findings
+    (contrasts tested with `cluster` as the unit under `correction`, design effects, power, largest gaps) and
+    reference_findings (when `reference`, the Wikipedia sentences of the same prompts, is given: model x source
+    interactions, `findings.paired_findings`). `options` (validated when built) say how; without them,
+    `keywords` (ci, alpha, min_expected, seed, correction, cluster) build them.
     """
     options = options if options is not None else AnalysisOptions(**keywords)
     ci, alpha, min_expected, seed = options.ci, options.alpha, options.min_expected, options.seed
@@ -93,27 +90,29 @@ def summarize(
     status = metric_status(scores, run_info)
     counts = run_counts(scores)
     counts["coverage"] = coverage(counts)
-    summary: dict[str, Any] = {"counts": counts, "metrics": status,
-                               "statistics": _statistics(counts, ci, alpha, correction, cluster, min_expected)}
+    views = {}
     for metric in status:
         if status[metric]["status"] != "scored":
-            summary[metric] = {"skipped": f"{status[metric]['status']}: {status[metric]['reason']}"}
+            views[metric] = MetricView(skipped=f"{status[metric]['status']}: {status[metric]['reason']}")
             continue
-        summary[metric] = _holm_within_tables(metric_view(metric)(scores, ci=ci, alpha=alpha, min_expected=min_expected, seed=seed),
-                                              alpha)
-    summary["worst_case"] = worst_case_view(scores, alpha=alpha, seed=seed)
-    summary["findings"] = run_findings(scores, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
+        views[metric] = _holm_within_tables(
+            metric_view(metric)(scores, ci=ci, alpha=alpha, min_expected=min_expected, seed=seed), alpha)
+    worst_case = worst_case_view(scores, alpha=alpha, seed=seed)
+    findings = run_findings(scores, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
+    reference_findings = None
     if reference is not None and len(reference):
         reference = check_scores(reference, (run_info or {}).get("label_columns"), source="reference_scores.parquet")
-        summary["reference_findings"] = paired_findings(scores, reference, finding_labels(scores), alpha=alpha,
-                                                        correction=correction, cluster=cluster, seed=seed)
-    return summary
+        reference_findings = paired_findings(scores, reference, finding_labels(scores), alpha=alpha,
+                                             correction=correction, cluster=cluster, seed=seed)
+    return Summary(metrics=status, views=views, worst_case=worst_case, counts=counts,
+                   statistics=_statistics(counts, ci, alpha, correction, cluster, min_expected),
+                   findings=findings, reference_findings=reference_findings)
 
 
-def _holm_within_tables(view: dict[str, Any], alpha: float) -> dict[str, Any]:
+def _holm_within_tables(view: MetricView, alpha: float) -> MetricView:
     """Give the paper's own tests (chi-square and pair tests, Tables 4 and 6) a `p_holm`: Holm-adjusted within
     their table, so no p-value the report prints is outside a stated correction."""
-    tests = view.get("tests") or []
+    tests = view.tests
     if tests:
         p_values = [test["p_value"] for test in tests]
         known = [i for i, p in enumerate(p_values) if p is not None and not pd.isna(p)]
@@ -122,7 +121,7 @@ def _holm_within_tables(view: dict[str, Any], alpha: float) -> dict[str, Any]:
             test["p_holm"] = None
         for i, value in zip(known, adjusted, strict=True):
             tests[i]["p_holm"] = float(value)
-    for name, table in (view.get("tables") or {}).items():
+    for name, table in view.tables.items():
         if name.endswith("_difference") and "p_value" in table:
             p_values = pd.to_numeric(table["p_value"], errors="coerce")
             known = p_values.notna().to_numpy()
@@ -133,31 +132,31 @@ def _holm_within_tables(view: dict[str, Any], alpha: float) -> dict[str, Any]:
 
 
 def _statistics(counts: Mapping[str, Any], ci: str, alpha: float, correction: str, cluster: str,
-                min_expected: int) -> dict[str, Any]:
+                min_expected: int) -> Statistics:
     """How the summary's intervals and tests were computed, in words the report prints."""
-    return {
-        "alpha": alpha,
-        "confidence_level": 1 - alpha,
-        "confidence_label": confidence_label(alpha),
-        "correction": correction,
-        "correction_name": CORRECTIONS[correction][1],
-        "cluster": cluster,
-        "cluster_unit": CLUSTER_UNITS[cluster],
-        "findings_test": METHOD_NOTES[PERMUTATION] if cluster != "none"
+    return Statistics(
+        alpha=alpha,
+        confidence_level=1 - alpha,
+        confidence_label=confidence_label(alpha),
+        correction=correction,
+        correction_name=CORRECTIONS[correction][1],
+        cluster=cluster,
+        cluster_unit=CLUSTER_UNITS[cluster],
+        findings_test=METHOD_NOTES[PERMUTATION] if cluster != "none"
         else f"{METHOD_NOTES[Z_TEST]}; {METHOD_NOTES[FISHER]} when an expected count is below {min_expected}",
-        "interval": "Wilson score" if ci == "wilson" else "percentile bootstrap over prompts",
-        "chi_square": "scipy.stats.chi2_contingency without continuity correction, groups x (label, not label); "
-                      "texts as units (the paper's test, Section 6.1.3); p-values Holm-adjusted within each table",
-        "pair_test": "two-sided two-proportion z test with pooled variance (statsmodels proportions_ztest), "
-                     "Newcombe interval on the difference; texts as units (the paper's binomial proportion test, "
-                     "Section 6.1.2); p-values Holm-adjusted within each table",
-        "small_group_rule": SMALL_GROUP_RULE.format(min_expected=min_expected),
-        "unit": cluster,
-        "samples_note": (
+        interval="Wilson score" if ci == "wilson" else "percentile bootstrap over prompts",
+        chi_square="scipy.stats.chi2_contingency without continuity correction, groups x (label, not label); "
+                   "texts as units (the paper's test, Section 6.1.3); p-values Holm-adjusted within each table",
+        pair_test="two-sided two-proportion z test with pooled variance (statsmodels proportions_ztest), "
+                  "Newcombe interval on the difference; texts as units (the paper's binomial proportion test, "
+                  "Section 6.1.2); p-values Holm-adjusted within each table",
+        small_group_rule=SMALL_GROUP_RULE.format(min_expected=min_expected),
+        unit=cluster,
+        samples_note=(
             "several samples per prompt: they nest inside their prompt and name, which the findings treat as one "
             "unit; the per-metric tables pool all texts" if counts["samples_per_prompt_max"] > 1 else ""
         ),
-    }
+    )
 
 
 # --------------------------------------------------------------------------- findings: who differs, how sure
@@ -180,7 +179,7 @@ def run_findings(
     correction: str = DEFAULT_CORRECTION,
     cluster: str = DEFAULT_CLUSTER,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> GroupFindings:
     """Which groups differ, how sure we are, and how much the run could see (`findings.group_findings`),
     plus the largest gap between two groups per domain and metric (`findings.largest_gaps`). With several
     samples per prompt the worst cases over them (`worst_case`) join the same family, one row per prompt."""
@@ -190,5 +189,4 @@ def run_findings(
         worst, worst_labels = prompt_worst_cases(scores), worst_case_labels(scores.columns)
     found = group_findings(scores, labels, alpha=alpha, correction=correction, cluster=cluster, seed=seed,
                            worst=worst, worst_labels=worst_labels)
-    found["gaps"] = largest_gaps(scores, labels, alpha=alpha, cluster=cluster)
-    return found
+    return dataclasses.replace(found, gaps=largest_gaps(scores, labels, alpha=alpha, cluster=cluster))

@@ -12,6 +12,7 @@ from scipy.stats import bootstrap, norm
 from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
 )
+from bold_eval.analysis.results import MetricView
 from bold_eval.analysis.scores import (
     label_sets,
     page_names,
@@ -205,7 +206,7 @@ def _with_ratio_intervals(table: pd.DataFrame, categorized: pd.DataFrame, alpha:
 
 
 def gender_polarity_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
-                         min_expected: int = MIN_EXPECTED, seed: int = 0) -> dict[str, Any]:
+                         min_expected: int = MIN_EXPECTED, seed: int = 0) -> MetricView:
     """Table 3 and Figure 2: texts classified male / female in the profession domain (Section 4.5).
 
     `gender_polarity_category`: per Table 3 super-group (`category`), male and female counts and
@@ -218,7 +219,7 @@ def gender_polarity_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: flo
     """
     profession = scores[scores["domain"] == "profession"]
     if profession.empty:
-        return {"skipped": "no texts in the profession domain"}
+        return MetricView(skipped="no texts in the profession domain")
     has_category = "category" in profession.columns
     by = ["category", "group"] if has_category else ["group"]
     if has_category:
@@ -259,4 +260,4 @@ def gender_polarity_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: flo
             categorized.groupby("category", sort=True)[token_columns].sum().astype(int)
             .rename(columns=lambda c: c.removeprefix("gender_polarity_")).reset_index()
         )
-    return {"tables": tables, "tests": tests}
+    return MetricView(tables=tables, tests=tests)

@@ -11,6 +11,7 @@ import pandas as pd
 from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
 )
+from bold_eval.analysis.results import MetricView
 from bold_eval.analysis.statistics import (
     domain_chi_squares,
     pair_test,
@@ -47,7 +48,7 @@ def _label_tests(scores: pd.DataFrame, metric: str, pairs: Sequence[tuple[str, s
 
 
 def sentiment_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
-                   min_expected: int = MIN_EXPECTED, seed: int = 0) -> dict[str, Any]:
+                   min_expected: int = MIN_EXPECTED, seed: int = 0) -> MetricView:
     """Figures 3-5: positive/neutral/negative shares per domain and group (VADER, Section 4.1).
 
     Tests: chi-square across each domain's groups for positive and for negative (Section 6.1.3),
@@ -55,21 +56,21 @@ def sentiment_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0
     """
     table = proportion_table(scores, tested_targets("sentiment")[0], ci=ci, alpha=alpha, seed=seed)
     tests = _label_tests(scores, "sentiment", [GENDER_PAIR], alpha=alpha, min_expected=min_expected)
-    return {"tables": {"sentiment": table}, "tests": tests}
+    return MetricView(tables={"sentiment": table}, tests=tests)
 
 
 def toxicity_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
-                  min_expected: int = MIN_EXPECTED, seed: int = 0) -> dict[str, Any]:
+                  min_expected: int = MIN_EXPECTED, seed: int = 0) -> MetricView:
     """Figure 3 / Section 6.1.3: toxic_ratio (share of texts with any toxic label) per group."""
     column, targets = tested_targets("toxicity")
     table = proportion_table(scores, column, targets, ci=ci, alpha=alpha, seed=seed)
     table = table.drop(columns="label").rename(columns={"count": "toxic", "proportion": "toxic_ratio"})
     tests = _label_tests(scores, "toxicity", [GENDER_PAIR], alpha=alpha, min_expected=min_expected)
-    return {"tables": {"toxic_ratio": table}, "tests": tests}
+    return MetricView(tables={"toxic_ratio": table}, tests=tests)
 
 
 def regard_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
-                min_expected: int = MIN_EXPECTED, seed: int = 0) -> dict[str, Any]:
+                min_expected: int = MIN_EXPECTED, seed: int = 0) -> MetricView:
     """Table 5: regard label shares for the gender and race groups (Section 4.3 limits regard to them).
 
     Tests: chi-square across groups for positive and negative regard, and the Table 5 pairs
@@ -78,14 +79,15 @@ def regard_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05
     column = tested_targets("regard")[0]
     data = scores[scores["domain"].isin(metric_spec("regard").domains or ()) & scores[column].notna()]
     if data.empty:
-        return {"skipped": "no regard labels in the gender or race domains (regard is only defined there, Section 4.3)"}
+        return MetricView(skipped="no regard labels in the gender or race domains (regard is only defined there, "
+                                  "Section 4.3)")
     table = proportion_table(data, column, ci=ci, alpha=alpha, seed=seed)
     tests = _label_tests(data, "regard", [GENDER_PAIR, RACE_PAIR], alpha=alpha, min_expected=min_expected)
-    return {"tables": {"regard": table}, "tests": tests}
+    return MetricView(tables={"regard": table}, tests=tests)
 
 
 def psycholinguistic_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
-                          min_expected: int = MIN_EXPECTED, seed: int = 0) -> dict[str, Any]:
+                          min_expected: int = MIN_EXPECTED, seed: int = 0) -> MetricView:
     """Tables 9-11 (category shares per group) and Tables 4, 6 (pair differences, with tests).
 
     A text is in "valence (-ve)" when its valence label is negative, in "joy" when `is_joy`
@@ -100,7 +102,7 @@ def psycholinguistic_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: fl
         tables.append(table)
     proportions = pd.concat(tables, ignore_index=True).rename(columns={"label": "category"})
     proportions = proportions.sort_values(["domain", "group"], kind="stable").reset_index(drop=True)
-    view: dict[str, Any] = {"tables": {"psycholinguistic": proportions}, "tests": []}
+    tables = {"psycholinguistic": proportions}
     for table_name, pair in (("psycholinguistic_gender_difference", GENDER_PAIR),
                              ("psycholinguistic_religion_difference", RELIGION_PAIR)):
         rows = []
@@ -109,21 +111,20 @@ def psycholinguistic_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: fl
             if result:
                 rows.append({"category": name, "header": HEADERS[name], **result})
         if rows:
-            view["tables"][table_name] = pd.DataFrame(rows)
-    if missing:
-        view["notes"] = [f"psycholinguistic columns absent for: {', '.join(missing)}"]
-    return view
+            tables[table_name] = pd.DataFrame(rows)
+    notes = [f"psycholinguistic columns absent for: {', '.join(missing)}"] if missing else []
+    return MetricView(tables=tables, tests=[], notes=notes)
 
 
 def label_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
-               min_expected: int = MIN_EXPECTED, seed: int = 0) -> dict[str, Any]:
+               min_expected: int = MIN_EXPECTED, seed: int = 0) -> MetricView:
     """The view of a metric the paper does not have: each label column's shares per group with intervals
     (one table per column), chi-square across each domain's groups for every tested label, and the paper's
     pairs (male vs female, African vs European Americans, Christianity vs Islam) where the run has them."""
     data = scores if spec.domains is None else scores[scores["domain"].isin(spec.domains)]
     columns = [column for column in (*spec.labels, *spec.boolean_columns) if column in data.columns]
     if data.empty or not columns:
-        return {"skipped": f"no {spec.name} scores in this run's domains"}
+        return MetricView(skipped=f"no {spec.name} scores in this run's domains")
     tables = {}
     for column in dict.fromkeys(columns):
         labels = spec.labels.get(column)
@@ -140,11 +141,11 @@ def label_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wilson", al
         tests += [*domain_chi_squares(tested, column, targets, min_expected),
                   *pair_tests(tested, [GENDER_PAIR, RACE_PAIR, RELIGION_PAIR], column, targets, alpha=alpha,
                               min_expected=min_expected)]
-    return {"tables": tables, "tests": tests}
+    return MetricView(tables=tables, tests=tests)
 
 
 # The paper's own views; any other metric gets `label_view` from its spec (`metric_view`).
-PAPER_VIEWS: dict[str, Callable[..., dict[str, Any]]] = {
+PAPER_VIEWS: dict[str, Callable[..., MetricView]] = {
     "sentiment": sentiment_view,
     "toxicity": toxicity_view,
     "regard": regard_view,
@@ -153,7 +154,7 @@ PAPER_VIEWS: dict[str, Callable[..., dict[str, Any]]] = {
 }
 
 
-def metric_view(metric: str) -> Callable[..., dict[str, Any]]:
+def metric_view(metric: str) -> Callable[..., MetricView]:
     """The function computing metric's tables and tests: (scores, ci=, alpha=, min_expected=, seed=) -> view."""
     if metric in PAPER_VIEWS:
         return PAPER_VIEWS[metric]

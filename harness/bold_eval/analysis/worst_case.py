@@ -16,6 +16,7 @@ import pandas as pd
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import cluster_ids, confidence_label
+from bold_eval.analysis.results import WorstCaseView
 from bold_eval.analysis.scores import TestedLabel
 from bold_eval.analysis.statistics import cluster_bootstrap_interval
 from bold_eval.metrics import metric_specs
@@ -90,7 +91,7 @@ def _summary(part: pd.DataFrame, clusters: pd.Series, case: WorstCase, alpha: fl
             "ci_high": high}
 
 
-def worst_case_view(scores: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0) -> dict[str, Any]:
+def worst_case_view(scores: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0) -> WorstCaseView:
     """Per domain, group and worst case: prompts, names, k, the mean over prompts and its interval.
 
     With one sample per prompt there is no worst case to take, and the view says so instead.
@@ -98,10 +99,10 @@ def worst_case_view(scores: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0)
     fewest, most = samples_per_prompt(scores)
     cases = worst_cases(scores.columns)
     if most < 2:
-        return {"skipped": "one sample per prompt: a worst case needs several (bold-eval run --num-samples k; "
-                           "RealToxicityPrompts uses k = 25)"}
+        return WorstCaseView(skipped="one sample per prompt: a worst case needs several (bold-eval run "
+                                     "--num-samples k; RealToxicityPrompts uses k = 25)")
     if not cases:
-        return {"skipped": "no metric with a worst case (toxicity, sentiment, regard) was scored"}
+        return WorstCaseView(skipped="no metric with a worst case (toxicity, sentiment, regard) was scored")
     frame = prompt_worst_cases(scores)
     rows, domain_rows = [], []
     for metric, case, _ in cases:
@@ -116,10 +117,11 @@ def worst_case_view(scores: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0)
     table = pd.DataFrame(rows)
     notes = [f"samples per prompt vary from {fewest} to {most}: a prompt with fewer samples has a lower worst case "
              "(finish the run to compare groups on equal k)"] if fewest != most else []
-    return {"tables": {"worst_case": table, "worst_case_domain": pd.DataFrame(domain_rows)}, "k": most, "k_min": fewest, "notes": notes,
-            "interval": f"{confidence_label(alpha)} percentile bootstrap over names (prompts of a name resampled "
-                        "together; Clopper-Pearson over names when every prompt agrees on a rate; none for a score "
-                        "every prompt shares, or a group of one name)",
-            "definitions": {case.key: {"title": case.title, "metric": metric, "column": case.column,
-                                       "reduce": case.reduce, "source": case.source}
-                            for metric, case, _ in cases}}
+    return WorstCaseView(
+        tables={"worst_case": table, "worst_case_domain": pd.DataFrame(domain_rows)}, k=most, k_min=fewest,
+        notes=notes,
+        interval=f"{confidence_label(alpha)} percentile bootstrap over names (prompts of a name resampled together; "
+                 "Clopper-Pearson over names when every prompt agrees on a rate; none for a score every prompt "
+                 "shares, or a group of one name)",
+        definitions={case.key: {"title": case.title, "metric": metric, "column": case.column, "reduce": case.reduce,
+                                "source": case.source} for metric, case, _ in cases})

@@ -43,6 +43,7 @@ from bold_eval.analysis.compare import (
     worst_case_comparability,
 )
 from bold_eval.analysis.findings import TOO_SMALL_DIFFERENCE
+from bold_eval.analysis.results import CorrectedFamily
 from bold_eval.core.options import AnalysisOptions
 from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR
 from bold_eval.metrics import metric_spec
@@ -145,15 +146,15 @@ def _table5_row(regard: pd.DataFrame) -> dict[str, Any]:
 def _gender_polarity_tables(compared: ComparedRuns) -> dict[str, pd.DataFrame]:
     """Table 3 per model, and Figure 2's male minus female per profession (with intervals)."""
     gender = compared.views("gender_polarity")
-    table3 = {label: table3_block(view["tables"]["gender_polarity_category"], ["category"])
-              for label, view in gender.items() if "gender_polarity_category" in view["tables"]}
+    table3 = {label: table3_block(view.tables["gender_polarity_category"], ["category"])
+              for label, view in gender.items() if "gender_polarity_category" in view.tables}
     if not table3:
         return {}
     # Figure 2 plots Gender-Max; a run without embeddings contributes its first scored method instead,
     # named in the method_name column (and in the heading).
     fig2 = {}
     for label, view in gender.items():
-        rows = first_method(view["tables"]["gender_polarity_group"])
+        rows = first_method(view.tables["gender_polarity_group"])
         fig2[label] = rows.assign(**{"male minus female [interval]": [
             signed_cell(*row) for row in rows[["male_minus_female", "male_minus_female_ci_low",
                                                "male_minus_female_ci_high"]].to_numpy()]})[
@@ -166,7 +167,7 @@ def _regard_tables(compared: ComparedRuns) -> dict[str, pd.DataFrame]:
     regard = compared.views("regard")
     if not regard:
         return {}
-    return {"table5_regard": pd.DataFrame([{"model": label, **_table5_row(view["tables"]["regard"])}
+    return {"table5_regard": pd.DataFrame([{"model": label, **_table5_row(view.tables["regard"])}
                                            for label, view in regard.items()])}
 
 
@@ -178,14 +179,14 @@ def _psycholinguistic_tables(compared: ComparedRuns) -> dict[str, pd.DataFrame]:
     for name, table_name in (("psycholinguistic_gender_difference", "table4_male_minus_female"),
                              ("psycholinguistic_religion_difference", "table6_christianity_minus_islam")):
         rows = [{"model": label, **{header: f"{diff * 100:+.2f} [{low * 100:+.2f}, {high * 100:+.2f}]"
-                                    for header, diff, low, high in view["tables"][name][
+                                    for header, diff, low, high in view.tables[name][
                                         ["header", "difference", "ci_low", "ci_high"]].to_numpy()}}
-                for label, view in views.items() if name in view["tables"]]
+                for label, view in views.items() if name in view.tables]
         if rows:
             tables[table_name] = pd.DataFrame(rows)
     per_domain: dict[str, dict[str, pd.DataFrame]] = {}
     for label, view in views.items():
-        for domain, wide in psycholinguistic_percent_tables(view["tables"]["psycholinguistic"]).items():
+        for domain, wide in psycholinguistic_percent_tables(view.tables["psycholinguistic"]).items():
             per_domain.setdefault(str(domain), {})[label] = wide
     for domain, frames in per_domain.items():
         tables[f"psycholinguistic_{domain}"] = _stack_models(frames, ["group"])
@@ -197,23 +198,23 @@ def _sentiment_and_toxicity_tables(compared: ComparedRuns) -> dict[str, pd.DataF
     sentiment = compared.views("sentiment")
     if sentiment:
         tables["sentiment_per_group"] = _stack_models(
-            {label: interval_cells(view["tables"]["sentiment"], ["domain", "group", "total"],
+            {label: interval_cells(view.tables["sentiment"], ["domain", "group", "total"],
                                     metric_spec("sentiment").labels["sentiment_label"]) for label, view in sentiment.items()},
             ["domain", "group"])
     toxicity = compared.views("toxicity")
     if toxicity:
         tables["toxic_ratio_per_group"] = _stack_models(
-            {label: toxic_ratio_cells(view["tables"]["toxic_ratio"]) for label, view in toxicity.items()},
+            {label: toxic_ratio_cells(view.tables["toxic_ratio"]) for label, view in toxicity.items()},
             ["domain", "group"])
     return tables
 
 
 def _worst_case_tables(compared: ComparedRuns) -> dict[str, pd.DataFrame]:
-    views = {label: view for label, view in compared.views("worst_case").items() if "tables" in view}
+    views = compared.worst_cases()
     if not views:
         return {}
     return {"worst_case_per_group": _stack_models(
-        {label: worst_case_cells(view["tables"]["worst_case"]) for label, view in views.items()},
+        {label: worst_case_cells(view.tables["worst_case"]) for label, view in views.items()},
         ["domain", "group"])}
 
 
@@ -260,8 +261,8 @@ def _interaction_rows(tests: pd.DataFrame, level: str) -> pd.DataFrame:
     })
 
 
-def _interaction_section(found: Mapping[str, Any], alpha: float, correction: str) -> list[str]:
-    tests, family = found["tests"], found["family"]
+def _interaction_section(found: CorrectedFamily, alpha: float, correction: str) -> list[str]:
+    tests, family = found.tests, found.family
     level = confidence_label(alpha)
     out = ["## Which model is more biased, and where", "",
            "For each contrast (a group against the rest of its domain, the paper's pairs, the profession "
@@ -285,8 +286,8 @@ def _interaction_section(found: Mapping[str, Any], alpha: float, correction: str
     return out
 
 
-def _overall_section(found: Mapping[str, Any], alpha: float, correction: str) -> list[str]:
-    tests, family = found["tests"], found["family"]
+def _overall_section(found: CorrectedFamily, alpha: float, correction: str) -> list[str]:
+    tests, family = found.tests, found.family
     if tests.empty:
         return []
     level = confidence_label(alpha)
@@ -335,18 +336,18 @@ def _how_to_read(compared: ComparedRuns, power: pd.DataFrame, alpha: float, corr
     return [*lines, ""]
 
 
-def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, pd.DataFrame], interactions: Mapping[str, Any],
-                      overall: Mapping[str, Any], power: pd.DataFrame, *, alpha: float, correction: str,
+def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, pd.DataFrame], interactions: CorrectedFamily,
+                      overall: CorrectedFamily, power: pd.DataFrame, *, alpha: float, correction: str,
                       cluster: str) -> str:
     level = confidence_label(alpha)
     lines = ["# BOLD comparison", "", *protocol_banner(protocol_differences(_records(compared))),
-             *_banner_lines(compared, power, interactions["family"])]
+             *_banner_lines(compared, power, interactions.family)]
     if not compared.different:
         lines += [f"The runs share all their **{len(compared.shared):,}** prompts; every table compares the same "
                   "prompts.", ""]
     lines += ["Runs:", ""]
-    for label, (scores, record, summary) in compared.runs.items():
-        skipped = [metric for metric, state in summary["metrics"].items() if state["status"] != "scored"]
+    for label, (scores, record, views) in compared.runs.items():
+        skipped = [metric for metric, state in views.metrics.items() if state["status"] != "scored"]
         low, high = compared.samples[label]
         samples = f"{low}" if low == high else f"{low}-{high}"
         lines.append(f"- **{label}**{' (baseline)' if label == compared.baseline else ''}: {len(scores):,} texts "
@@ -397,7 +398,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
             "see the banner in compare.md")
     interactions = interaction_findings(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
     overall = overall_differences(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
-    power = comparability(compared, alpha=alpha, family=interactions["family"], cluster=cluster)
+    power = comparability(compared, alpha=alpha, family=interactions.family, cluster=cluster)
     if len(compared.runs) > 1 and len(power) and power["too_small"].all():
         log(f"WARNING: the runs share {len(compared.shared)} prompts, too few to say which model is more biased; "
             "see the banner in compare.md")
@@ -410,8 +411,8 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
         for name, table in tables.items():
             write_table(table, tables_dir, name)
         if len(compared.runs) > 1:
-            write_table(interactions["tests"], tables_dir, "interactions")
-            write_table(overall["tests"], tables_dir, "overall_differences")
+            write_table(interactions.tests, tables_dir, "interactions")
+            write_table(overall.tests, tables_dir, "overall_differences")
             write_table(power, tables_dir, "comparability")
         report = staging / "compare.md"
         write_text(report, _compare_markdown(compared, tables, interactions, overall, power, alpha=alpha,
@@ -425,7 +426,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
             "different_protocols": protocols,
             "too_few_prompts": bool(len(compared.runs) > 1 and len(power) and power["too_small"].all()),
             "alpha": alpha, "correction": correction, "cluster": cluster,
-            "interactions": {"family": interactions["family"], "tests": to_jsonable(interactions["tests"])},
-            "overall": {"family": overall["family"], "tests": to_jsonable(overall["tests"])},
+            "interactions": {"family": interactions.family, "tests": to_jsonable(interactions.tests)},
+            "overall": {"family": overall.family, "tests": to_jsonable(overall.tests)},
             "comparability": to_jsonable(power), "tables": to_jsonable(tables)})
     return out / "compare.md"

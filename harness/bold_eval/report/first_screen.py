@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from bold_eval.analysis.clustered import METHOD_NOTES, confidence_label
+from bold_eval.analysis.results import Summary
 from bold_eval.core.errors import UsageError
 from bold_eval.metrics import metric_spec, metric_specs
 from bold_eval.report.figures import plot_worst_case
@@ -46,19 +47,19 @@ def metric_title(metric: str) -> str:
 # --------------------------------------------------------------------------- before any number
 
 
-def scope_lines(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
+def scope_lines(record: RunRecord, summary: Summary) -> list[str]:
     """What this run can and cannot say, in plain words and before any number."""
-    found = summary["findings"]
-    coverage = summary["counts"].get("coverage") or {}
+    found = summary.findings
+    coverage = summary.counts.get("coverage") or {}
     lines: list[str] = []
-    power = found["power"]
-    if found["too_small"]:
+    power = found.power
+    if found.too_small:
         lines.append("> **This run is too small to say whether the model treats groups differently.** In every "
                      "domain a typical group would have to differ from the rest by more than "
                      f"{_points(power['detectable_difference'].min())} to be found (80% power after the "
                      "correction for many tests). The tables below describe these particular texts only. Run on "
                      "more prompts (a larger `--limit`, or none).")
-    elif found["too_small_domains"]:
+    elif found.too_small_domains:
         parts = [f"{row.domain} ({_points(row.detectable_difference)})"
                  for row in power[power["too_small"]].itertuples(index=False)]
         lines.append("> **Some domains are too small for claims about their groups:** " + ", ".join(parts) +
@@ -67,10 +68,10 @@ def scope_lines(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
     if coverage and not coverage.get("complete", True):
         lines.append(_partial_line(record, coverage))
     lines += trace_lines(record)[:1]  # texts that ended inside a thinking trace are in no number below
-    reference = summary.get("reference_findings")
-    if reference is not None and reference["shared_prompts"] < reference["model_prompts"]:
-        lines.append(f"> **Reference incomplete:** the Wikipedia sentences of {reference['shared_prompts']:,} of the "
-                     f"run's {reference['model_prompts']:,} prompts were scored; the comparison covers those only.")
+    reference = summary.reference_findings
+    if reference is not None and reference.shared_prompts < reference.model_prompts:
+        lines.append(f"> **Reference incomplete:** the Wikipedia sentences of {reference.shared_prompts:,} of the "
+                     f"run's {reference.model_prompts:,} prompts were scored; the comparison covers those only.")
     return [part for line in lines for part in (line, "")]
 
 
@@ -96,22 +97,22 @@ def _partial_line(record: RunRecord, coverage: Mapping[str, Any]) -> str:
             + " Results describe this sample, not the whole benchmark.")
 
 
-def how_to_read(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
+def how_to_read(record: RunRecord, summary: Summary) -> list[str]:
     """The settings a reader needs to judge every number below, in a few lines."""
-    stats = summary["statistics"]
-    found = summary["findings"]
-    level = stats["confidence_label"]
+    stats = summary.statistics
+    found = summary.findings
+    level = stats.confidence_label
     out = ["## How to read this", "",
-           f"- **Unit of independent information: {stats['cluster']}**: {stats['cluster_unit']}. Texts of one "
+           f"- **Unit of independent information: {stats.cluster}**: {stats.cluster_unit}. Texts of one "
            "person or Wikipedia page share its wording and subject, so they count as one unit in every finding "
            "(`--cluster none` treats texts as independent, as the paper does; `--cluster prompt` keeps only the "
            "samples of a prompt together).",
-           f"- **Tests:** {stats['findings_test']}. Rates and differences carry {level} intervals and their n.",
-           f"- **Correction:** each family of findings is corrected with {stats['correction_name']} "
-           f"(`--correction {stats['correction']}`); a finding is listed when its adjusted p is below "
-           f"alpha = {stats['alpha']:g}. The paper's own tables further down use its text-level tests, "
+           f"- **Tests:** {stats.findings_test}. Rates and differences carry {level} intervals and their n.",
+           f"- **Correction:** each family of findings is corrected with {stats.correction_name} "
+           f"(`--correction {stats.correction}`); a finding is listed when its adjusted p is below "
+           f"alpha = {stats.alpha:g}. The paper's own tables further down use its text-level tests, "
            "Holm-adjusted within each table.", *protocol_lines(record)]
-    deffs = found["design_effects"]
+    deffs = found.design_effects
     if len(deffs):
         cells = ", ".join(f"{row.domain} {row.design_effect_median:.2f} (max {row.design_effect_max:.2f}; "
                           f"{row.texts_per_name:.1f} texts per unit)"
@@ -119,15 +120,16 @@ def how_to_read(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
         out.append(f"- **Design effect** (variance of a rate under this clustering over the variance with "
                    f"independent texts; median over the labels): {cells}. A design effect of 2 means the texts "
                    "hold half the information their count suggests.")
-    power = found["power"]
+    power = found.power
     if len(power):
         cells = ", ".join(f"{row.domain} {_points(row.detectable_difference)}"
                           for row in power.itertuples(index=False))
         out.append("- **Smallest detectable difference** between a typical group and the rest of its domain, for "
-                   f"a label near 50%, with 80% power at the corrected level alpha / {found['family']}: {cells}. "
+                   f"a label near 50%, with 80% power at the corrected level alpha / {found.family}: {cells}. "
                    "Smaller differences may exist and go unseen; rare labels need smaller differences.")
     for spec in metric_specs():
-        if spec.reading_notes is not None and (summary.get(spec.name) or {}).get("tables"):
+        view = summary.scored(spec.name)
+        if spec.reading_notes is not None and view is not None and view.tables:
             out += spec.reading_notes((record.metric_options or {}).get(spec.name) or {})
     return [*out, ""]
 
@@ -135,33 +137,33 @@ def how_to_read(record: RunRecord, summary: Mapping[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------- model against Wikipedia
 
 
-def reference_section(summary: Mapping[str, Any], tables: Path) -> list[str]:
+def reference_section(summary: Summary, tables: Path) -> list[str]:
     """## The model against Wikipedia: contrast x source interactions on the same prompts."""
-    found = summary.get("reference_findings")
+    found = summary.reference_findings
     if found is None:
         return []
-    tests = found["tests"]
+    tests = found.tests
     write_table(tests, tables, "model_vs_wikipedia")
-    alpha = found["alpha"]
+    alpha = found.alpha
     level = confidence_label(alpha)
     out = ["## The model against Wikipedia on the same prompts", "",
            f"For each contrast (a group against the rest of its domain, and the paper's pairs: male vs female, "
            "African vs European Americans, Christianity vs Islam, the profession super-groups), the gap between "
            "the two sides' rates in the model's texts minus the same gap in the Wikipedia sentences of the same "
-           f"{found['shared_prompts']:,} prompts (a group x source interaction). A positive value means the model "
+           f"{found.shared_prompts:,} prompts (a group x source interaction). A positive value means the model "
            "widens the gap the human-written text already has. Each prompt's samples count as one rate; "
-           f"{METHOD_NOTES['cluster permutation'] if found['cluster'] != 'none' else 't test over prompts'}. "
-           f"{found['family']} tests, {found['correction_name']}.", ""]
+           f"{METHOD_NOTES['cluster permutation'] if found.cluster != 'none' else 't test over prompts'}. "
+           f"{found.family} tests, {found.correction_name}.", ""]
     significant = tests[tests["significant"].astype(bool)]
-    if found["family"] == 0:
+    if found.family == 0:
         out += ["_No contrast could be tested: the reference and the run share too few prompts._", ""]
     elif significant.empty:
-        out += [f"**No group's gap differs between the model and Wikipedia** ({found['family']} tests, "
-                f"{found['correction']} correction, alpha = {alpha:g}). The largest interactions, for scale:", ""]
+        out += [f"**No group's gap differs between the model and Wikipedia** ({found.family} tests, "
+                f"{found.correction} correction, alpha = {alpha:g}). The largest interactions, for scale:", ""]
         out += [markdown(_interaction_rows(_ranked(tests).head(5), level)), ""]
     else:
         ranked = _ranked(significant)
-        out += [f"**{len(ranked)} contrasts differ between the model and Wikipedia** (of {found['family']} tests), "
+        out += [f"**{len(ranked)} contrasts differ between the model and Wikipedia** (of {found.family} tests), "
                 "largest first:", "", markdown(_interaction_rows(ranked.head(FINDINGS_SHOWN), level)), ""]
         if len(ranked) > FINDINGS_SHOWN:
             out += [f"_{len(ranked) - FINDINGS_SHOWN} more in tables/model_vs_wikipedia.csv._", ""]
@@ -193,28 +195,28 @@ def _interaction_rows(tests: pd.DataFrame, level: str) -> pd.DataFrame:
 # --------------------------------------------------------------------------- group differences
 
 
-def findings_section(summary: Mapping[str, Any], tables: Path) -> list[str]:
+def findings_section(summary: Summary, tables: Path) -> list[str]:
     """## Group differences in this run's texts, and the largest gap per domain and metric."""
-    found = summary["findings"]
-    alpha = found["alpha"]
+    found = summary.findings
+    alpha = found.alpha
     level = confidence_label(alpha)
-    tests, gaps = found["tests"], found["gaps"]
+    tests, gaps = found.tests, found.gaps if found.gaps is not None else pd.DataFrame()
     write_table(tests, tables, "findings")
     write_table(gaps, tables, "largest_gaps")
-    write_table(found["design_effects"], tables, "design_effects")
-    write_table(found["power"], tables, "power")
+    write_table(found.design_effects, tables, "design_effects")
+    write_table(found.power, tables, "power")
     out = ["## Group differences in this run's texts", "",
            "Each contrast compares two sides of a domain: a group against the rest, or the paper's pairs "
            "(two-group domains once). p-values are adjusted over this family of "
-           f"{found['family']} tests ({found['correction_name']}); the unit is the {found['cluster']}. Rates carry "
+           f"{found.family} tests ({found.correction_name}); the unit is the {found.cluster}. Rates carry "
            f"{level} Wilson intervals and n; differences are side minus other side, with {level} intervals "
            "that resample names.", ""]
     significant = tests[tests["significant"].astype(bool)]
-    if found["family"] == 0:
+    if found.family == 0:
         out += ["_No comparison had texts on both sides._", ""]
     elif significant.empty:
-        out += [f"**No group differs significantly from the rest of its domain** ({found['family']} tests, "
-                f"{found['correction']} correction, alpha = {alpha:g}).", ""]
+        out += [f"**No group differs significantly from the rest of its domain** ({found.family} tests, "
+                f"{found.correction} correction, alpha = {alpha:g}).", ""]
     else:
         ranked = _ranked(significant)
         shown = pd.DataFrame({
@@ -231,7 +233,7 @@ def findings_section(summary: Mapping[str, Any], tables: Path) -> list[str]:
             "names": [f"{a} / {b}" for a, b in ranked[["names", "rest_names"]].to_numpy()],
             "adjusted p": [format_p(p) for p in ranked["p_adjusted"]],
         })
-        out += [f"**{len(shown)} differences are significant** (of {found['family']} tests), largest first:", "",
+        out += [f"**{len(shown)} differences are significant** (of {found.family} tests), largest first:", "",
                 markdown(shown.head(FINDINGS_SHOWN)), ""]
         if len(shown) > FINDINGS_SHOWN:
             out += [f"_{len(shown) - FINDINGS_SHOWN} more in tables/findings.csv._", ""]
@@ -266,23 +268,23 @@ def worst_case_cells(table: pd.DataFrame) -> pd.DataFrame:
     return wide.reset_index()
 
 
-def worst_case_section(summary: Mapping[str, Any], figures: Path, tables: Path) -> list[str]:
+def worst_case_section(summary: Summary, figures: Path, tables: Path) -> list[str]:
     """## Worst case over k samples: per group, the RealToxicityPrompts measures and their analogues, marked as an
     addition to the paper; with one sample per prompt, why there are none."""
-    view = summary.get("worst_case") or {}
+    view = summary.worst_case
     out = ["## Worst case over k samples (an addition to the paper)", ""]
-    if "skipped" in view or "tables" not in view:
-        return out + [f"_Not shown: {view.get('skipped', 'not computed')}._", ""]
-    table = view["tables"]["worst_case"]
+    if view.skipped is not None:
+        return out + [f"_Not shown: {view.skipped}._", ""]
+    table = view.tables["worst_case"]
     write_table(table, tables, "worst_case")
     figure = plot_worst_case(table, figures / "worst_case.png")
-    definitions = "; ".join(f"**{item['title']}**: {item['source']}" for item in view["definitions"].values())
-    out += [f"How a group fares in the worst of a prompt's k = {view['k']} samples, not in a typical one. "
-            f"{definitions}. Each value is a mean over the group's prompts (n), with a {view['interval']} interval. "
+    definitions = "; ".join(f"**{item['title']}**: {item['source']}" for item in view.definitions.values())
+    out += [f"How a group fares in the worst of a prompt's k = {view.k} samples, not in a typical one. "
+            f"{definitions}. Each value is a mean over the group's prompts (n), with a {view.interval} interval. "
             "Group differences in these measures are tested with the others above, in the same corrected family "
             "(labels ending in \"(worst of k)\"). The Wikipedia baseline has one sentence per prompt, so worst cases "
             "are not compared with it; compare two models at equal k with `bold-eval compare`.", ""]
-    out += [f"_Note: {note}._" for note in view.get("notes", [])]
+    out += [f"_Note: {note}._" for note in view.notes]
     out += [markdown(worst_case_cells(table)), "", f"![worst case](figures/{figure.name})", ""]
     return out
 

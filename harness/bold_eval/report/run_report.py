@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from bold_eval.analysis.clustered import confidence_label
+from bold_eval.analysis.results import Summary
 from bold_eval.analysis.statistics import MIN_EXPECTED
 from bold_eval.analysis.summary import summarize
 from bold_eval.core.options import AnalysisOptions
@@ -68,13 +69,13 @@ CAVEATS = (
 # --------------------------------------------------------------------------- I/O helpers
 
 
-def small_groups(summary: Mapping[str, Any]) -> list[str]:
+def small_groups(summary: Summary) -> list[str]:
     """Groups named as too small by any test of the summary, in first-seen order."""
     names: dict[str, None] = {}
-    for metric in summary["metrics"]:
-        for test in summary[metric].get("tests", []):
+    for view in summary.views.values():
+        for test in view.tests:
             names.update(dict.fromkeys(test.get("small_groups", [])))
-        for table in summary[metric].get("tables", {}).values():
+        for table in view.tables.values():
             if "small_groups" in table:
                 for groups in table["small_groups"]:
                     names.update(dict.fromkeys(groups))
@@ -115,32 +116,32 @@ def _settings_lines(record: RunRecord) -> list[str]:
     return lines
 
 
-def _metric_status_lines(summary: Mapping[str, Any]) -> list[str]:
+def _metric_status_lines(summary: Summary) -> list[str]:
     """The per-metric status table; full multi-line reasons (places looked, variables to set)
     follow as a list, since table cells cannot hold line breaks."""
     status = pd.DataFrame([{"metric": metric, **values, "reason": values["reason"].splitlines()[0] if values["reason"] else ""}
-                           for metric, values in summary["metrics"].items()])
+                           for metric, values in summary.metrics.items()])
     lines = ["### Metrics", "", markdown(status), ""]
-    for metric, values in summary["metrics"].items():
+    for metric, values in summary.metrics.items():
         if "\n" in values["reason"]:
             lines += [f"- **{metric}**:", "", "  ```text", *(f"  {line}" for line in values["reason"].splitlines()),
                       "  ```", ""]
     return lines
 
 
-def _run_section(record: RunRecord, summary: Mapping[str, Any], out: list[str]) -> None:
+def _run_section(record: RunRecord, summary: Summary, out: list[str]) -> None:
     out += ["## What was run", ""]
     if record.status == "unknown":
         out += ["_run.json not found: settings unknown._", ""]
     out += _settings_lines(record)
-    counts = summary["counts"]
+    counts = summary.counts
     out += ["", f"{counts['texts']} texts from {counts['prompts']} prompts "
             f"({counts['samples_per_prompt_min']}-{counts['samples_per_prompt_max']} samples per prompt).", ""]
     per_domain = pd.DataFrame([{"domain": domain, **values} for domain, values in counts["domains"].items()])
     out += [markdown(per_domain), ""]
     _missing_generations_section(record.generations, out)
-    if summary["statistics"]["samples_note"]:
-        out += [f"_{summary['statistics']['samples_note'].capitalize()}._", ""]
+    if summary.statistics.samples_note:
+        out += [f"_{summary.statistics.samples_note.capitalize()}._", ""]
     out += _metric_status_lines(summary)
 
 
@@ -161,27 +162,28 @@ def _missing_generations_section(generations: Mapping[str, Any], out: list[str])
         out += [markdown(table), ""]
 
 
-def _statistics_and_caveats(summary: Mapping[str, Any], min_expected: int) -> list[str]:
-    stats = summary["statistics"]
+def _statistics_and_caveats(summary: Summary, min_expected: int) -> list[str]:
+    stats = summary.statistics
     out = ["## Statistics", "",
-           f"- Intervals on the tables' proportions: {stats['interval']}, {stats['confidence_label']}, texts as units.",
-           f"- Findings: {stats['findings_test']}; unit: {stats['cluster_unit']}; correction "
-           f"{stats['correction_name']} (`--correction {stats['correction']}`) over each family of findings.",
-           f"- Across a domain's groups (the paper's tables): {stats['chi_square']}.",
-           f"- Pairs (the paper's binomial proportion test): {stats['pair_test']}.",
-           f"- Small groups in the paper's tables: {stats['small_group_rule']}.", ""]
+           f"- Intervals on the tables' proportions: {stats.interval}, {stats.confidence_label}, texts as units.",
+           f"- Findings: {stats.findings_test}; unit: {stats.cluster_unit}; correction "
+           f"{stats.correction_name} (`--correction {stats.correction}`) over each family of findings.",
+           f"- Across a domain's groups (the paper's tables): {stats.chi_square}.",
+           f"- Pairs (the paper's binomial proportion test): {stats.pair_test}.",
+           f"- Small groups in the paper's tables: {stats.small_group_rule}.", ""]
     out += ["## Caveats", "", *[f"- {caveat}" for caveat in CAVEATS]]
     small = small_groups(summary)
     if small:
         out.append(f"- In this run, groups too small for at least one of the paper's text-level tests (expected "
                    f"count < {min_expected}): {', '.join(small)}.")
-    if stats["samples_note"]:
-        out.append(f"- {stats['samples_note'].capitalize()}.")
+    if stats.samples_note:
+        out.append(f"- {stats.samples_note.capitalize()}.")
     return [*out, ""]
 
 
-def _summary_record(record: RunRecord, summary: Mapping[str, Any]) -> SummaryRecord:
-    payload = to_jsonable(summary)
+def _summary_record(record: RunRecord, summary: Summary) -> SummaryRecord:
+    """summary.json: the run record beside `Summary.as_dict()` made JSON-able (tables as records)."""
+    payload = to_jsonable(summary.as_dict())
     fixed = ("counts", "metrics", "statistics")
     return SummaryRecord(run=to_jsonable(record.to_dict()), counts=payload["counts"], metrics=payload["metrics"],
                          statistics=payload["statistics"],
@@ -205,10 +207,10 @@ def write_report(run_dir: str | Path, options: AnalysisOptions | None = None, **
     return run_dir / REPORT_FILE
 
 
-def _write_report_files(run_dir: Path, staging: Path, record: RunRecord, summary: Mapping[str, Any],
+def _write_report_files(run_dir: Path, staging: Path, record: RunRecord, summary: Summary,
                         min_expected: int) -> None:
     """The report's files, written into `staging` (`report_transaction` moves them into `run_dir`)."""
-    alpha = summary["statistics"]["alpha"]
+    alpha = summary.statistics.alpha
     figures, tables = staging / FIGURES_DIR, staging / TABLES_DIR
     figures.mkdir(parents=True, exist_ok=True)
     tables.mkdir(parents=True, exist_ok=True)
@@ -219,7 +221,7 @@ def _write_report_files(run_dir: Path, staging: Path, record: RunRecord, summary
     out = [f"# BOLD evaluation: {record.model or run_dir.name}", "", *modified, *scope_lines(record, summary),
            "Bias in open-ended language generation, measured as in Dhamala et al., FAccT 2021 "
            f"(BOLD). Proportions carry {confidence_label(alpha)} intervals in brackets "
-           f"({summary['statistics']['interval']}) and their number of texts n.", ""]
+           f"({summary.statistics.interval}) and their number of texts n.", ""]
     out += how_to_read(record, summary)
     out += reference_section(summary, tables)
     out += findings_section(summary, tables)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from bold_eval.analysis.clustered import confidence_label
+from bold_eval.analysis.results import MetricView, Summary
 from bold_eval.analysis.statistics import wide_proportions, wilson_interval
 from bold_eval.analysis.table3 import GENDER_POLARITY_METHODS
 from bold_eval.metrics import metric_spec
@@ -40,9 +40,9 @@ from bold_eval.report.paper_tables import (
 DEFAULT_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
-def _sentiment_section(view: Mapping[str, Any], figures: Path, tables: Path, out: list[str],
+def _sentiment_section(view: MetricView, figures: Path, tables: Path, out: list[str],
                        alpha: float = 0.05) -> None:
-    table = view["tables"]["sentiment"]
+    table = view.tables["sentiment"]
     spec = metric_spec("sentiment")
     for domain, part in table.groupby("domain", sort=True):
         wide = interval_cells(part, ["group", "total"], spec.labels["sentiment_label"])
@@ -52,15 +52,15 @@ def _sentiment_section(view: Mapping[str, Any], figures: Path, tables: Path, out
     write_table(wide_proportions(table), tables, "sentiment_wide")
 
 
-def _toxicity_section(view: Mapping[str, Any], figures: Path, out: list[str], alpha: float = 0.05) -> None:
-    table = view["tables"]["toxic_ratio"]
+def _toxicity_section(view: MetricView, figures: Path, out: list[str], alpha: float = 0.05) -> None:
+    table = view.tables["toxic_ratio"]
     figure = plot_toxic_ratio(table, figures / "toxic_ratio.png", alpha=alpha)
     out += [markdown(toxic_ratio_cells(table)), "",
             f"![toxic ratio](figures/{figure.name})", ""]
 
 
-def _regard_section(view: Mapping[str, Any], figures: Path, out: list[str], alpha: float = 0.05) -> None:
-    table = view["tables"]["regard"]
+def _regard_section(view: MetricView, figures: Path, out: list[str], alpha: float = 0.05) -> None:
+    table = view.tables["regard"]
     spec = metric_spec("regard")
     wide = interval_cells(table, ["domain", "group", "total"], spec.labels["regard_label"])
     figure = plot_stacked_proportions(table, spec.colors, "Regard, gender and race domains",
@@ -68,8 +68,8 @@ def _regard_section(view: Mapping[str, Any], figures: Path, out: list[str], alph
     out += [markdown(wide), "", f"![regard](figures/{figure.name})", ""]
 
 
-def _gender_polarity_section(view: Mapping[str, Any], figures: Path, out: list[str], alpha: float = 0.05) -> None:
-    tables = view["tables"]
+def _gender_polarity_section(view: MetricView, figures: Path, out: list[str], alpha: float = 0.05) -> None:
+    tables = view.tables
     if "gender_polarity_category" in tables:
         table = tables["gender_polarity_category"]
         wide = table3_block(table, ["category"])
@@ -117,9 +117,9 @@ def _ratio_summary_lines(summary: pd.DataFrame | None, table: pd.DataFrame, leve
     return out
 
 
-def _psycholinguistic_section(view: Mapping[str, Any], out: list[str], alpha: float = 0.05) -> None:
+def _psycholinguistic_section(view: MetricView, out: list[str], alpha: float = 0.05) -> None:
     level = confidence_label(alpha)
-    tables = view["tables"]
+    tables = view.tables
     for domain, wide in psycholinguistic_percent_tables(tables["psycholinguistic"]).items():
         out += [f"### {domain} (percent of texts [{level} interval], paper Tables 9-11 layout)", "",
                 markdown(wide, ".2f"), ""]
@@ -148,15 +148,15 @@ def _psycholinguistic_section(view: Mapping[str, Any], out: list[str], alpha: fl
                 f"a = {first['group_a']} (n={first['total_a']}), b = {first['group_b']} (n={first['total_b']}); "
                 "the paper's two-proportion z test per category, texts as units; p-values Holm-adjusted within "
                 "this table (the name-level tests are in the findings).", "", markdown(shown, ".2f"), ""]
-    for note in view.get("notes", []):
+    for note in view.notes:
         out += [f"_Note: {note}_", ""]
 
 
-def _label_section(spec: MetricSpec, view: Mapping[str, Any], figures: Path, out: list[str],
+def _label_section(spec: MetricSpec, view: MetricView, figures: Path, out: list[str],
                    alpha: float = 0.05) -> None:
     """A metric the paper does not have (`views.label_view`): each label column's shares per group, with intervals,
     and a stacked figure per domain when the column has several labels."""
-    for name, table in view["tables"].items():
+    for name, table in view.tables.items():
         labels = list(dict.fromkeys(table["label"]))
         out += [f"### {name}", "", markdown(interval_cells(table, ["domain", "group", "total"], labels)), ""]
         if len(labels) < 2:
@@ -169,36 +169,37 @@ def _label_section(spec: MetricSpec, view: Mapping[str, Any], figures: Path, out
             out += [f"![{name} {domain}](figures/{figure.name})", ""]
 
 
-def write_view_tables(summary: Mapping[str, Any], tables: Path) -> None:
-    for metric in summary["metrics"]:
-        for name, table in summary[metric].get("tables", {}).items():
+def write_view_tables(summary: Summary, tables: Path) -> None:
+    """Every metric's tables, and its tests as `<metric>_tests`, into tables/."""
+    for metric, view in summary.views.items():
+        for name, table in view.tables.items():
             write_table(table, tables, name)
-        if summary[metric].get("tests"):
-            write_table(pd.DataFrame(to_jsonable(summary[metric]["tests"])), tables, f"{metric}_tests")
+        if view.tests:
+            write_table(pd.DataFrame(to_jsonable(view.tests)), tables, f"{metric}_tests")
 
 
-def metric_sections(summary: Mapping[str, Any], figures: Path, tables: Path) -> list[str]:
+def metric_sections(summary: Summary, figures: Path, tables: Path) -> list[str]:
     """One section per metric, in the registry's (the paper's) order; a skipped metric says why."""
     out: list[str] = []
-    alpha = summary["statistics"]["alpha"]
-    renderers: dict[str, Callable[[Mapping[str, Any]], None]] = {
+    alpha = summary.statistics.alpha
+    renderers: dict[str, Callable[[MetricView], None]] = {
         "sentiment": lambda view: _sentiment_section(view, figures, tables, out, alpha),
         "toxicity": lambda view: _toxicity_section(view, figures, out, alpha),
         "regard": lambda view: _regard_section(view, figures, out, alpha),
         "gender_polarity": lambda view: _gender_polarity_section(view, figures, out, alpha),
         "psycholinguistic": lambda view: _psycholinguistic_section(view, out, alpha),
     }
-    for metric in summary["metrics"]:
-        spec, view = metric_spec(metric), summary[metric]
+    for metric, view in summary.views.items():
+        spec = metric_spec(metric)
         out += [f"## {spec.title or metric}", ""]
-        if "skipped" in view:
-            out += [f"**Skipped** — {view['skipped']}", ""]
+        if view.skipped is not None:
+            out += [f"**Skipped** — {view.skipped}", ""]
             continue
         if metric in renderers:
             renderers[metric](view)
         else:
             _label_section(spec, view, figures, out, alpha)
-        if view.get("tests"):
+        if view.tests:
             out += ["Tests (the paper's, texts as units; p-values Holm-adjusted within this table, the name-level "
-                    "tests are in the findings):", "", tests_markdown(view["tests"]), ""]
+                    "tests are in the findings):", "", tests_markdown(view.tests), ""]
     return out
