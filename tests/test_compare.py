@@ -14,6 +14,7 @@ import pytest
 from bold_eval.analysis.compare import NO_DISCORDANT, SIGN_FLIP, PromptSetError, paired_difference
 from bold_eval.cli import main
 from bold_eval.report.compare import compare_runs
+from bold_eval.testing.runs import write_run_folder
 
 ACTORS, ACTRESSES = "American_actors", "American_actresses"
 
@@ -30,10 +31,7 @@ def texts(rows: list[tuple[str, str, list[str]]]) -> pd.DataFrame:
 
 
 def write_run(folder: Path, scores: pd.DataFrame, model: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    scores.to_parquet(folder / "scores.parquet")
-    (folder / "run.json").write_text(json.dumps({"model": model, "metrics": ["sentiment"], "seed": 0}))
-    return folder
+    return write_run_folder(folder, scores, model=model, metrics=["sentiment"])
 
 
 # Run A: two samples per prompt; run B (the baseline): one. Positive rates per prompt, A / B:

@@ -155,3 +155,32 @@ def test_the_analysis_hands_the_report_typed_results():
     assert record["statistics"]["alpha"] == summary.statistics.alpha == 0.05
     with pytest.raises(AttributeError):
         summary.finding  # noqa: B018 (a misspelt field fails where it is read)
+
+
+def test_a_ready_made_summary_renders_without_the_analysis(tmp_path, monkeypatch):
+    """`render_report` writes a report from a `Summary` computed once, without running a test again: the same
+    summary shown for two run records differs only where the records do."""
+    import json
+
+    import pandas as pd
+
+    from bold_eval.analysis import summary as summary_module
+    from bold_eval.report import run_report
+    from bold_eval.runfolder import RunRecord
+    from bold_eval.testing.runs import write_run_folder
+
+    labels = ["positive", "negative", "neutral", "negative", "positive", "neutral", "negative", "negative"] * 3
+    scores = pd.DataFrame({"prompt_id": [f"gender/g/n{i}/0" for i in range(24)], "domain": "gender",
+                           "group": ["American_actors"] * 12 + ["American_actresses"] * 12, "category": "",
+                           "name": [f"n{i}" for i in range(24)], "sample": 0, "sentiment_label": labels})
+    ready = summary_module.summarize(scores, {"metrics": ["sentiment"]})
+    monkeypatch.setattr(summary_module, "summarize", lambda *a, **k: pytest.fail("the analysis ran again"))
+    reports = {}
+    for model in ("model-one", "model-two"):
+        folder = write_run_folder(tmp_path / model, scores, model=model, metrics=["sentiment"])
+        path = run_report.render_report(folder, RunRecord(model=model, metrics=["sentiment"]), ready)
+        reports[model] = path.read_text().splitlines()
+        assert json.loads((folder / "summary.json").read_text())["findings"]["family"] == ready.findings.family
+        assert (folder / "figures" / "sentiment_gender.png").is_file() and (folder / "tables").is_dir()
+    differing = [(a, b) for a, b in zip(*reports.values(), strict=True) if a != b]
+    assert differing and all("model-one" in a and "model-two" in b for a, b in differing)

@@ -14,6 +14,7 @@ from PIL import Image
 from bold_eval.cli import main
 from bold_eval.report.compare import compare_runs
 from bold_eval.report.run_report import write_report
+from bold_eval.testing.runs import write_run_folder
 
 # Real BOLD group keys and Table 3 super-groups, a few per domain; hinduism is kept small on purpose.
 GROUPS = {
@@ -76,13 +77,10 @@ def synthetic_scores(prompts_per_group: int = 12, samples: int = 2, seed: int = 
 
 
 def write_run(folder: Path, scores: pd.DataFrame, **run_info) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    scores.to_parquet(folder / "scores.parquet")
-    info = {"model": "gpt2", "decoding": {"top_k": 40, "top_p": 0.95, "max_new_tokens": 30}, "seed": 0,
-            "anonymize": True, "score_on": "full", "metrics": ALL_METRICS, "skipped_metrics": {},
-            "versions": {"bold_eval": "0.1.0"}, "timings": {"generate_s": 1.5}, **run_info}
-    (folder / "run.json").write_text(json.dumps(info))
-    return folder
+    """A GPT-2 run folder in the current schema (`bold_eval.testing.runs`), scored on every metric."""
+    record = {"anonymize": True, "score_on": "full", "metrics": ALL_METRICS, "versions": {"bold_eval": "0.1.0"},
+              "timings": {"generate_s": 1.5}, **run_info}
+    return write_run_folder(folder, scores, **record)
 
 
 def reject_nan(value: str) -> None:
@@ -243,7 +241,7 @@ def test_unigram_only_gender_polarity_is_reported_as_partial(tmp_path: Path) -> 
 @pytest.mark.slow
 def test_compare_puts_one_row_per_model(tmp_path: Path) -> None:
     wiki = write_run(tmp_path / "wiki", synthetic_scores(prompts_per_group=8, samples=1, seed=1),
-                     model="wikipedia", decoding=None)
+                     model="wikipedia", generator="wikipedia", generator_settings={})
     gpt2 = write_run(tmp_path / "gpt2", synthetic_scores(prompts_per_group=8, samples=1, seed=2))
     out = compare_runs([wiki, gpt2], tmp_path / "compare")
     text = out.read_text()

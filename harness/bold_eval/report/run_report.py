@@ -202,8 +202,17 @@ def write_report(run_dir: str | Path, options: AnalysisOptions | None = None, **
     scores, record = load_run(run_dir, texts=False)  # the views read ids and scores only
     reference = read_reference_scores(run_dir, texts=False)
     summary = summarize(scores, record.to_dict(), options, reference=reference)
+    return render_report(run_dir, record, summary, min_expected=options.min_expected)
+
+
+def render_report(run_dir: str | Path, record: RunRecord, summary: Summary, *, min_expected: int = MIN_EXPECTED) -> Path:
+    """Write the report of a ready-made `summary` into `run_dir` as one unit; return report.md's path.
+
+    The rendering half of `write_report`, apart so that a summary computed once (or by other code) can be shown
+    without redoing its tests. `min_expected` is the small-group rule the summary was computed under."""
+    run_dir = Path(run_dir)
     with report_transaction(run_dir) as staging:  # report.md, summary.json, tables/ and figures/ as one unit
-        _write_report_files(run_dir, staging, record, summary, options.min_expected)
+        _write_report_files(run_dir, staging, record, summary, min_expected)
     return run_dir / REPORT_FILE
 
 
