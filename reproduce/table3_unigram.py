@@ -1,7 +1,7 @@
 """Table 3, WIKI rows: texts classified male and female per profession super-group, paper vs ours.
 
 Runs the Wikipedia baseline exactly as `bold-eval run --model wikipedia` does (anonymized,
-Section 3.3; the package's gender-polarity scorer, Section 4.5; `aggregate.gender_polarity_view`,
+Section 3.3; the package's gender-polarity scorer, Section 4.5; `analysis.views.metric_view("gender_polarity")`,
 the code behind the report's Table 3) and prints, per Table 3 super-group, our male/female counts,
 proportions and male : female ratio (with its 95% interval from a bootstrap over Wikipedia pages) next
 to the paper's, then Section 6.2's average of the ratios and the pooled ratio. Unigram matching needs no resource;
@@ -25,10 +25,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from bold_eval.analysis.table3 import GENDER_POLARITY_METHODS, gender_polarity_view
+from bold_eval.analysis.views import metric_view
+from bold_eval.metrics import metric_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # reproduce/_wikipedia.py, the shared run path
 from _wikipedia import wikipedia_argument_parser, wikipedia_scores  # noqa: E402
+
+# The report's Table 3 code path and the paper's method names, from the metric's spec.
+gender_polarity_view = metric_view("gender_polarity")
+GENDER_POLARITY_METHODS = metric_spec("gender_polarity").view.methods
 
 # Dhamala et al. 2021, Section 6.1.1, Table 3, rows "WIKI": "total #" and, per method,
 # (male #, female #, male : female) as printed.

@@ -2,7 +2,7 @@
 
 Runs the Wikipedia baseline exactly as `bold-eval run --model wikipedia` does (anonymized,
 Section 3.3; `bold_eval.metrics.psycholinguistic` with its default thresholds, anonymization
-placeholders ignored; `aggregate.psycholinguistic_view`, the code behind the report's tables)
+placeholders ignored; `analysis.views.metric_view("psycholinguistic")`, the code behind the report's tables)
 on the race (Table 9) and political ideology (Tables 10 and 11) groups, and prints our
 percentages next to the paper's WIKI rows, with the mean absolute gap per category.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bold_eval.analysis.views import psycholinguistic_view
+from bold_eval.analysis.views import metric_view
 from bold_eval.metrics import psycholinguistic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # reproduce/_wikipedia.py, the shared run path
@@ -78,8 +78,8 @@ def table_rows(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def view_percentages(scores: pd.DataFrame) -> np.ndarray:
-    """Our [16, 11] percentages from `aggregate.psycholinguistic_view`, the report's code path."""
-    table = psycholinguistic_view(table_rows(scores)).tables["psycholinguistic"]
+    """Our [16, 11] percentages from `metric_view("psycholinguistic")`, the report's code path."""
+    table = metric_view("psycholinguistic")(table_rows(scores)).tables["psycholinguistic"]
     cells = table.set_index(["domain", "group", "category"])["proportion"]
     return np.array([[100 * cells[(domain, group, category)] for category in psycholinguistic.CATEGORIES]
                      for domain, group in PAPER_WIKI_ROWS])

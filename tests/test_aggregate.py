@@ -18,9 +18,12 @@ from bold_eval.analysis.statistics import (
     wilson_interval,
 )
 from bold_eval.analysis.summary import summarize
-from bold_eval.analysis.table3 import gender_polarity_view
-from bold_eval.analysis.views import psycholinguistic_view, regard_view, sentiment_view, toxicity_view
+from bold_eval.analysis.views import metric_view
 from bold_eval.core.errors import InputError
+
+# Each paper metric's view, computed by its spec's view kind (`MetricSpec.view`).
+sentiment_view, toxicity_view, regard_view, psycholinguistic_view, gender_polarity_view = (
+    metric_view(name) for name in ("sentiment", "toxicity", "regard", "psycholinguistic", "gender_polarity"))
 
 Z95 = 1.959963984540054  # standard normal 97.5% quantile
 

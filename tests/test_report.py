@@ -358,7 +358,7 @@ def test_small_run_says_so_before_any_number(tmp_path: Path) -> None:
 def test_figures_take_intervals_that_end_a_rounding_error_past_their_value(tmp_path):
     """A share of 0 whose interval starts at 1e-17 (rounding in the interval formula) used to crash
     the report with matplotlib's "'xerr' must not contain negative values"."""
-    from bold_eval.report.figures import plot_stacked_proportions, plot_toxic_ratio
+    from bold_eval.report.figures import plot_ratio, plot_stacked_proportions
 
     rows = []
     for group, counts in (("a", (0, 3, 7)), ("b", (5, 5, 0))):
@@ -371,4 +371,4 @@ def test_figures_take_intervals_that_end_a_rounding_error_past_their_value(tmp_p
     assert Image.open(path).size[0] > 0
     toxic = pd.DataFrame({"domain": ["race", "race"], "group": ["a", "b"], "total": [40, 40],
                           "toxic_ratio": [0.0, 0.1], "ci_low": [1e-17, 0.05], "ci_high": [0.08, 0.2]})
-    assert Image.open(plot_toxic_ratio(toxic, tmp_path / "toxic.png")).size[0] > 0
+    assert Image.open(plot_ratio(toxic, tmp_path / "toxic.png", label="toxic")).size[0] > 0

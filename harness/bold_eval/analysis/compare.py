@@ -30,14 +30,10 @@ from bold_eval.analysis.findings import (
 )
 from bold_eval.analysis.results import CorrectedFamily, MetricView, RunViews, WorstCaseView
 from bold_eval.analysis.scores import (
-    TestedLabel,
     check_scores,
     metric_status,
 )
 from bold_eval.analysis.summary import finding_labels
-from bold_eval.analysis.table3 import (
-    gender_polarity_methods,
-)
 from bold_eval.analysis.views import metric_view
 from bold_eval.analysis.worst_case import (
     prompt_worst_cases,
@@ -154,18 +150,10 @@ def _views(scores: pd.DataFrame, record: RunRecord, alpha: float, seed: int) -> 
 
 
 def shared_labels(run: pd.DataFrame, baseline: pd.DataFrame) -> list[Label]:
-    """`bold_eval.analysis.summary.finding_labels` both runs carry; gender polarity with the first method both scored (a run
-    with Gender-Max against one with unigram matching only is compared on unigram matching)."""
-    theirs = finding_labels(baseline)
-    labels = [label for label in finding_labels(run) if label in theirs]
-    if not any(label.metric == "gender_polarity" for label in labels):
-        methods = gender_polarity_methods(baseline)
-        common = [(method, display) for method, display in gender_polarity_methods(run).items() if method in methods]
-        if common:
-            method, display = common[0]
-            labels += [TestedLabel("gender_polarity", f"{display} {gender}", f"gender_polarity_{method}_label", gender,
-                                   ("profession",)) for gender in ("male", "female")]
-    return labels
+    """`bold_eval.analysis.summary.finding_labels` of the columns both runs carry: a metric whose tested labels
+    depend on the columns (`MetricSpec.tested_labels` a function) is compared on what both scored (gender polarity:
+    a run with Gender-Max against one with unigram matching only is compared on unigram matching)."""
+    return finding_labels(run.columns.intersection(baseline.columns, sort=False))
 
 
 # --------------------------------------------------------------------------- how much overall

@@ -117,7 +117,7 @@ def _applies(label: Label, domain: str) -> bool:
 
 def _hits(part: pd.DataFrame, column: str, value: Any) -> tuple[np.ndarray, np.ndarray]:
     """(label indicator, has a label) per row; rows where the column is null have no label. A value of None
-    compares the column itself (a per-prompt worst case such as the expected maximum toxicity)."""
+    compares the column itself (a per-prompt worst case such as an expected maximum score)."""
     present = part[column].notna().to_numpy()
     if value is None:
         return pd.to_numeric(part[column], errors="coerce").to_numpy(dtype=float), present
@@ -447,7 +447,7 @@ def _paired_rows(prompts: pd.DataFrame, model: pd.DataFrame, reference: pd.DataF
 def _paired_row(contrast: Contrast, label: Label, part: pd.DataFrame, rates_model: pd.Series,
                 rates_reference: pd.Series, alpha: float, cluster: str, seed: int) -> dict[str, Any] | None:
     ids = part["prompt_id"]
-    # get_indexer, not isin: pandas 3 checks Arrow strings one by one in isin (14x slower here, same answer).
+    # get_indexer, not isin: pandas 3 checks Arrow strings one by one in isin (same answer, much slower).
     both = (rates_model.index.get_indexer(ids) >= 0) & (rates_reference.index.get_indexer(ids) >= 0)
     part = part[both]
     if part.empty:

@@ -101,7 +101,7 @@ def chi_square_across_groups(
     """Chi-square test of independence between group and label (Sections 6.1.3, 6.2).
 
     With `target`, the table is group x (target, not target): "is the proportion of negative
-    sentiment the same in every group". Without it, group x every label. Texts with a null
+    labels the same in every group". Without it, group x every label. Texts with a null
     label are left out; labels that never occur are dropped (their expected count is 0).
     No continuity correction, so with two groups the statistic equals the squared z of
     `two_proportion_test`. Groups with an expected count below `min_expected` are listed in
@@ -229,7 +229,7 @@ def proportion_table(
 
     `labels` maps a label name to the value that marks it (e.g. {"toxic": True}); a plain
     sequence uses each value as its own name; None uses the metric's (`label_sets()[column]`). Texts where `column`
-    is null (e.g. regard outside gender and race) are not counted in `total`. `prompts` is the
+    is null (e.g. a metric outside its domains) are not counted in `total`. `prompts` is the
     number of distinct prompts behind the texts.
     """
     if ci not in ("wilson", "bootstrap"):

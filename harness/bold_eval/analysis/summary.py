@@ -2,7 +2,7 @@
 
 Input is the harness's `scores.parquet` frame: one row per text with `prompt_id`, `domain`,
 `group`, `category` (Table 3 profession super-group, "" elsewhere), `sample`, and the metric
-columns `<metric>_<column>` (e.g. `sentiment_label`, `toxicity_is_toxic`). Every function here
+columns `<metric>_<column>` (e.g. `<metric>_label`, `<metric>_is_<label>`). Every function here
 is pure (frames in, typed results out: `bold_eval.analysis.results`); `bold_eval.report.run_report` does the
 reading and writing.
 
@@ -161,15 +161,14 @@ def _statistics(counts: Mapping[str, Any], ci: str, alpha: float, correction: st
 
 # --------------------------------------------------------------------------- findings: who differs, how sure
 
-def finding_labels(scores: pd.DataFrame) -> list[TestedLabel]:
+def finding_labels(scores: pd.DataFrame | pd.Index) -> list[TestedLabel]:
     """The labels whose rates are compared across groups: (metric, label name, per-text column, value
     that marks a text, domains or None for all), from each metric's spec (`MetricSpec.tested` and
-    `finding_domains`). Sentiment, toxicity and regard use their tested labels (regard in gender and race only,
-    Section 4.3), psycholinguistic norms the eleven categories of Tables 4, 6, 9-11, gender polarity the male
-    and female shares of the profession domain (Table 3) for the first method scored in the paper's order
-    (Gender-Max, else Gender-Wavg, else unigram)."""
+    `finding_domains`) and the scores table's columns (`scores` may be the columns alone): a metric's tested labels,
+    in its domains, whose columns the run has (gender polarity: the first method scored in the paper's order)."""
+    columns = scores.columns if isinstance(scores, pd.DataFrame) else scores
     return [TestedLabel(spec.name, label, column, value, spec.finding_domains)
-            for spec in metric_specs() for label, (column, value) in spec.tested(scores.columns).items()]
+            for spec in metric_specs() for label, (column, value) in spec.tested(columns).items()]
 
 
 def run_findings(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,22 +23,21 @@ from bold_eval.analysis.statistics import (
     wilson_interval,
 )
 from bold_eval.data.bold import profession_categories
-from bold_eval.metrics import gender_polarity
-
-GENDER_POLARITY_METHODS = gender_polarity.METHOD_NAMES
+from bold_eval.metrics.spec import MetricSpec
 
 
-def gender_polarity_methods(scores: pd.DataFrame) -> dict[str, str]:
-    """The gender-polarity methods scored in this run (paper order), e.g. only unigram offline."""
-    return {method: display for method, display in GENDER_POLARITY_METHODS.items()
-            if f"gender_polarity_{method}_label" in scores.columns}
+def scored_methods(spec: MetricSpec, columns: Collection[str]) -> dict[str, str]:
+    """The methods of a "gender_ratio" metric (`GenderRatio.methods`) scored in this run, in the paper's order
+    (offline, gender polarity has unigram matching only): method -> (label column, display name)."""
+    return {method: (f"{spec.name}_{method}_label", display) for method, display in spec.view.methods.items()
+            if f"{spec.name}_{method}_label" in columns}
 
 
-def _gender_polarity_table(profession: pd.DataFrame, by: list[str], ci: str, alpha: float, seed: int) -> pd.DataFrame:
+def _gender_table(spec: MetricSpec, texts: pd.DataFrame, by: list[str], ci: str, alpha: float,
+                  seed: int) -> pd.DataFrame:
     blocks = []
-    for method, display in gender_polarity_methods(profession).items():
-        column = f"gender_polarity_{method}_label"
-        long = proportion_table(profession, column, ("male", "female"), by=by, ci=ci, alpha=alpha, seed=seed)
+    for method, (column, display) in scored_methods(spec, texts.columns).items():
+        long = proportion_table(texts, column, ("male", "female"), by=by, ci=ci, alpha=alpha, seed=seed)
         wide = long.pivot_table(index=by, columns="label", values=["count", "proportion", "ci_low", "ci_high"],
                                 sort=False)
         block = pd.DataFrame(index=wide.index)
@@ -181,13 +180,13 @@ def _page_strata(categorized: pd.DataFrame, column: str) -> dict[str, tuple[np.n
     return strata
 
 
-def _with_ratio_intervals(table: pd.DataFrame, categorized: pd.DataFrame, alpha: float,
+def _with_ratio_intervals(spec: MetricSpec, table: pd.DataFrame, categorized: pd.DataFrame, alpha: float,
                           seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 3 with each male : female's page-bootstrap interval, and the Section 6.2 summary per method."""
     pages = page_names(categorized).groupby(categorized["category"]).nunique()
     cells, summary = [], []
-    for method, display in gender_polarity_methods(categorized).items():
-        strata = _page_strata(categorized, f"gender_polarity_{method}_label")
+    for method, (column, display) in scored_methods(spec, categorized.columns).items():
+        strata = _page_strata(categorized, column)
         for category, stratum in strata.items():
             ratio, low, high, note = ratio_interval([stratum], alpha=alpha, seed=seed)
             cells.append({"method": method, "category": category, "pages": int(pages[category]),
@@ -205,59 +204,70 @@ def _with_ratio_intervals(table: pd.DataFrame, categorized: pd.DataFrame, alpha:
     return table.merge(pd.DataFrame(cells), on=["method", "category"], how="left"), pd.DataFrame(summary)
 
 
-def gender_polarity_view(scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
-                         min_expected: int = MIN_EXPECTED, seed: int = 0) -> MetricView:
-    """Table 3 and Figure 2: texts classified male / female in the profession domain (Section 4.5).
+def _category_table(spec: MetricSpec, categorized: pd.DataFrame, ci: str, alpha: float,
+                    seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 3 in the paper's order (methods, then super-groups), with its intervals, and Section 6.2's summary."""
+    method_rank = {name: rank for rank, name in enumerate(spec.view.methods)}
+    category_rank = {name: rank for rank, name in enumerate(profession_categories())}
+    table = _gender_table(spec, categorized, ["category"], ci, alpha, seed)
+    table = table.assign(
+        _method=table["method"].map(method_rank),
+        _category=table["category"].map(category_rank).fillna(len(category_rank)),
+    ).sort_values(["_method", "_category", "category"])
+    table = table.drop(columns=["_method", "_category"]).reset_index(drop=True)
+    return _with_ratio_intervals(spec, table, categorized, alpha, seed)
 
-    `gender_polarity_category`: per Table 3 super-group (`category`), male and female counts and
-    male_to_female ratio for Gender-Max, Gender-Wavg and unigram matching, the ratio with a 1 - alpha
-    interval from a bootstrap over Wikipedia pages (`name`; a page's sentences are not independent).
-    `gender_polarity_ratio_summary`: per method, Section 6.2's average of those ratios and the pooled
-    ratio (all male / all female texts), each with its interval. `gender_polarity_group`:
-    the same per fine-grained profession, with `male_minus_female` (Figure 2 plots Gender-Max).
-    Tests: chi-square across super-groups of the male / female / neutral distribution per metric.
+
+def _group_table(spec: MetricSpec, texts: pd.DataFrame, by: list[str], ci: str, alpha: float,
+                 seed: int) -> pd.DataFrame:
+    """Male and female per group (Figure 2), methods in the paper's order, groups outside a super-group last."""
+    method_rank = {name: rank for rank, name in enumerate(spec.view.methods)}
+    table = _gender_table(spec, texts, by, ci, alpha, seed)
+    return (table.assign(_method=table["method"].map(method_rank),
+                         _uncategorized=table["category"].eq("") if "category" in by else False)
+            .sort_values(["_method", "_uncategorized", *by]).drop(columns=["_method", "_uncategorized"])
+            .reset_index(drop=True))
+
+
+def gender_ratio_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
+                      min_expected: int = MIN_EXPECTED, seed: int = 0) -> MetricView:
+    """View kind "gender_ratio" (`GenderRatio`): Table 3 and Figure 2, texts classified male / female in the
+    metric's tested domain (gender polarity: profession, Section 4.5).
+
+    `<metric>_category`: per Table 3 super-group (`category`), male and female counts and male_to_female ratio
+    per method (Gender-Max, Gender-Wavg, unigram matching), the ratio with a 1 - alpha interval from a bootstrap
+    over Wikipedia pages (`name`; a page's sentences are not independent). `<metric>_ratio_summary`: per method,
+    Section 6.2's average of those ratios and the pooled ratio (all male / all female texts), each with its
+    interval. `<metric>_group`: the same per fine-grained group, with `male_minus_female` (Figure 2 plots the
+    first method). Tests: chi-square across super-groups of the male / female / neutral distribution per method.
     """
-    profession = scores[scores["domain"] == "profession"]
-    if profession.empty:
-        return MetricView(skipped="no texts in the profession domain")
-    has_category = "category" in profession.columns
+    domain = spec.finding_domains[0]  # MetricSpec checks that a "gender_ratio" metric names it
+    texts = scores[scores["domain"] == domain]
+    if texts.empty:
+        return MetricView(skipped=f"no texts in the {domain} domain")
+    has_category = "category" in texts.columns
     by = ["category", "group"] if has_category else ["group"]
     if has_category:
-        profession = profession.assign(category=profession["category"].fillna("").astype(str))
-        # Professions outside the four Table 3 super-groups have category "".
-        categorized = profession[profession["category"] != ""]
+        texts = texts.assign(category=texts["category"].fillna("").astype(str))
+        # Groups outside the four Table 3 super-groups have category "".
+        categorized = texts[texts["category"] != ""]
     else:
-        categorized = profession.iloc[:0]  # no super-groups: no Table 3, no tests
-    method_rank = {name: rank for rank, name in enumerate(GENDER_POLARITY_METHODS)}
+        categorized = texts.iloc[:0]  # no super-groups: no Table 3, no tests
     tables: dict[str, pd.DataFrame] = {}
     tests = []
     if not categorized.empty:
-        table = _gender_polarity_table(categorized, ["category"], ci, alpha, seed)
-        category_rank = {name: rank for rank, name in enumerate(profession_categories())}
-        table = table.assign(
-            _method=table["method"].map(method_rank),
-            _category=table["category"].map(category_rank).fillna(len(category_rank)),
-        ).sort_values(["_method", "_category", "category"])
-        table = table.drop(columns=["_method", "_category"]).reset_index(drop=True)
-        tables["gender_polarity_category"], tables["gender_polarity_ratio_summary"] = _with_ratio_intervals(
-            table, categorized, alpha, seed)
-        for method, display in gender_polarity_methods(categorized).items():
-            column = f"gender_polarity_{method}_label"
+        tables[f"{spec.name}_category"], tables[f"{spec.name}_ratio_summary"] = _category_table(
+            spec, categorized, ci, alpha, seed)
+        for column, display in scored_methods(spec, categorized.columns).values():
             result = chi_square_across_groups(categorized, column, label_sets()[column],
                                               label=f"{display}: male/female/neutral",
                                               group_column="category", min_expected=min_expected)
-            tests.append({"domain": "profession", **result})
-    group_table = _gender_polarity_table(profession, by, ci, alpha, seed)
-    tables["gender_polarity_group"] = (
-        group_table.assign(_method=group_table["method"].map(method_rank),
-                           _uncategorized=group_table["category"].eq("") if has_category else False)
-        .sort_values(["_method", "_uncategorized", *by]).drop(columns=["_method", "_uncategorized"])
-        .reset_index(drop=True)
-    )
-    token_columns = [c for c in ("gender_polarity_male_tokens", "gender_polarity_female_tokens") if c in profession]
+            tests.append({"domain": domain, **result})
+    tables[f"{spec.name}_group"] = _group_table(spec, texts, by, ci, alpha, seed)
+    token_columns = [c for c in (f"{spec.name}_male_tokens", f"{spec.name}_female_tokens") if c in texts]
     if token_columns and not categorized.empty:
-        tables["gender_polarity_tokens"] = (
+        tables[f"{spec.name}_tokens"] = (
             categorized.groupby("category", sort=True)[token_columns].sum().astype(int)
-            .rename(columns=lambda c: c.removeprefix("gender_polarity_")).reset_index()
+            .rename(columns=lambda c: c.removeprefix(f"{spec.name}_")).reset_index()
         )
     return MetricView(tables=tables, tests=tests)

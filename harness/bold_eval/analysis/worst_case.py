@@ -1,8 +1,8 @@
-"""Worst cases over a prompt's k samples, per group: expected maximum toxicity, toxicity probability and their
-sentiment and regard analogues (each metric's `MetricSpec.worst_cases`; RealToxicityPrompts, Gehman et al. 2020).
+"""Worst cases over a prompt's k samples, per group: RealToxicityPrompts' expected maximum and probability (Gehman
+et al. 2020) and their analogues for other metrics (each metric's `MetricSpec.worst_cases`).
 
 An addition to the paper, which scores one text per prompt. Each prompt's k samples are reduced to one value
-(the highest toxicity, the lowest compound, or whether any sample carries the harmful label), so the prompt,
+(the highest or lowest score, or whether any sample carries the harmful label), so the prompt,
 not the text, is the unit; a group's value is the mean over its prompts, with an interval from a bootstrap
 that resamples names (a person's or page's prompts stay together, as in every other interval of the report).
 """
@@ -43,7 +43,7 @@ def samples_per_prompt(scores: pd.DataFrame) -> tuple[int, int]:
 
 def prompt_worst_cases(scores: pd.DataFrame) -> pd.DataFrame:
     """One row per prompt: its ids, `samples` (k), and `worst_<key>` per worst case (null where no sample of the
-    prompt has the column, e.g. regard outside gender and race)."""
+    prompt has the column, e.g. a metric outside its domains)."""
     ids = [column for column in PROMPT_COLUMNS if column in scores.columns]
     grouped = scores.groupby("prompt_id", sort=True)
     frame = grouped[ids[1:]].first()
@@ -102,7 +102,8 @@ def worst_case_view(scores: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0)
         return WorstCaseView(skipped="one sample per prompt: a worst case needs several (bold-eval run "
                                      "--num-samples k; RealToxicityPrompts uses k = 25)")
     if not cases:
-        return WorstCaseView(skipped="no metric with a worst case (toxicity, sentiment, regard) was scored")
+        having = ", ".join(spec.display_name for spec in metric_specs() if spec.worst_cases)
+        return WorstCaseView(skipped=f"no metric with a worst case ({having}) was scored")
     frame = prompt_worst_cases(scores)
     rows, domain_rows = [], []
     for metric, case, _ in cases:

@@ -19,28 +19,16 @@ from bold_eval.core.storage import storage_guard
 from bold_eval.core.version import __version__
 from bold_eval.hub.staging import PublishError, fresh_folder
 from bold_eval.hub.upload import hub_client
+from bold_eval.metrics import metric_specs
+from bold_eval.metrics.spec import CardRow, CardShares
 from bold_eval.runfolder import read_summary
 
 RESULTS_SOURCE = "bold-eval"
 
 
-# Headline numbers per domain for a model card (the full tables stay in summary.json / report.md):
-# (summary metric, table, label column, label, card metric_type, readable name, findings label). Each
-# gives the domain's pooled proportion and, when the report's largest gap for that metric falls on this
-# label, that gap between two groups (from the report's findings).
-CARD_PROPORTIONS: tuple[tuple[str, str, str | None, str | None, str, str, str], ...] = (
-    ("sentiment", "sentiment", "label", "negative", "negative_sentiment", "Negative sentiment (VADER, Section 4.1)",
-     "negative"),
-    ("sentiment", "sentiment", "label", "positive", "positive_sentiment", "Positive sentiment (VADER, Section 4.1)",
-     "positive"),
-    ("toxicity", "toxic_ratio", None, None, "toxic", "Toxic texts (Section 4.2)", "toxic"),
-    ("regard", "regard", "label", "negative", "negative_regard", "Negative regard (Section 4.3)", "negative"),
-    ("regard", "regard", "label", "positive", "positive_regard", "Positive regard (Section 4.3)", "positive"),
-    ("psycholinguistic", "psycholinguistic", "category", "valence_negative", "negative_valence",
-     "Negative valence (Section 4.4)", "valence (-ve)"),
-    ("psycholinguistic", "psycholinguistic", "category", "valence_positive", "positive_valence",
-     "Positive valence (Section 4.4)", "valence (+ve)"),
-)
+# Headline numbers per domain for a model card (the full tables stay in summary.json / report.md) come from each
+# metric's spec: `MetricSpec.card_rows` (a pooled share and, when the report's largest gap for the metric falls on
+# its label, that gap between two groups) and `MetricSpec.card_shares` (shares per method of one domain).
 
 
 class PartialRunError(PublishError):
@@ -91,12 +79,12 @@ def _pooled(records: Sequence[Mapping[str, Any]], count_key: str) -> dict[str, t
 def summary_metrics(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Model-card rows from summary.json: {domain, metric_type, metric_name, value, args}.
 
-    Per domain: the pooled `<x>_ratio` for negative/positive sentiment, toxic texts, negative/positive
-    regard (gender and race only, Section 4.3) and negative/positive valence, and the `<x>_gap`: the report's
-    largest difference between two groups' proportions over the metric's labels (groups with ten names or
-    more), published under the label it fell on; for profession, the male and female shares of each gender polarity method
-    (Table 3). `args` carries the sample size (texts, groups) and the run's coverage of the domain,
-    and for a gap its groups, sizes, interval and interval level. Metrics the run skipped are left out.
+    Per domain and card row of each metric (`MetricSpec.card_rows`): the pooled `<x>_ratio` (a label's share,
+    in the domains the metric scores), and the `<x>_gap`: the report's largest difference between two
+    groups' proportions over the metric's labels (groups with ten names or more), published under the label it fell
+    on; then the worst cases; then the shares per method of one domain (`MetricSpec.card_shares`: gender polarity's
+    male and female shares, Table 3). `args` carries the sample size (texts, groups) and the run's coverage of the
+    domain, and for a gap its groups, sizes, interval and interval level. Metrics the run skipped are left out.
     """
     coverage = run_coverage(summary)
     gaps = {(gap["domain"], gap["metric"], gap["label"]): gap
@@ -108,45 +96,67 @@ def summary_metrics(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "bold_coverage": None if values.get("share") is None else round(values["share"], 4)}
 
     rows: list[dict[str, Any]] = []
-    for metric, table, label_key, label, metric_type, name, finding in CARD_PROPORTIONS:
-        records = ((summary.get(metric) or {}).get("tables") or {}).get(table)
-        if not records:
-            continue
-        if label_key is not None:
-            records = [record for record in records if record.get(label_key) == label]
-        count_key = "count" if label_key is not None else "toxic"
-        for domain, (count, total, groups) in _pooled(records, count_key).items():
-            rows.append({"domain": domain, "metric_type": f"{metric_type}_ratio",
-                         "metric_name": f"{name}: share of texts (n={total})", "value": count / total,
-                         "args": {"texts": total, "groups": groups, **covered(domain)}})
-            gap = gaps.get((domain, metric, finding))
-            # A gap without a value or interval (no eligible pair; a side with one name) is not published:
-            # a number without its interval would be the kind of claim this tool refuses to print.
-            if gap is not None and all(_finite(gap.get(key)) for key in ("gap", "ci_low", "ci_high")):
-                rows.append({
-                    "domain": domain, "metric_type": f"{metric_type}_gap",
-                    "metric_name": f"{name}: largest gap between two groups, over the metric's labels "
-                                   f"(n={int(gap['total_high'])} and {int(gap['total_low'])})",
-                    "value": gap["gap"],
-                    "args": {"group_high": gap["group_high"], "texts_high": int(gap["total_high"]),
-                             "group_low": gap["group_low"], "texts_low": int(gap["total_low"]),
-                             "ci_low": round(gap["ci_low"], 6), "ci_high": round(gap["ci_high"], 6),
-                             "interval_level": round(gap["interval_level"], 6),
-                             "choices": int(gap["choices"]), "eligible_groups": int(gap["eligible_groups"]),
-                             **covered(domain)}})
+    for spec in metric_specs():
+        for card in spec.card_rows:
+            rows += _proportion_rows(summary, spec.name, card, gaps, covered)
     rows += _worst_case_rows(summary, covered)
-    polarity = ((summary.get("gender_polarity") or {}).get("tables") or {}).get("gender_polarity_group") or []
-    for method in ("unigram", "max", "wavg"):
-        records = [record for record in polarity if record.get("method") == method]
+    for spec in metric_specs():
+        for shares in spec.card_shares:
+            rows += _share_rows(summary, spec.name, shares, covered)
+    return rows
+
+
+def _view_table(summary: Mapping[str, Any], metric: str, table: str) -> list[dict[str, Any]]:
+    """The records of one of a metric's view tables in summary.json (none when the metric was skipped)."""
+    return ((summary.get(metric) or {}).get("tables") or {}).get(table) or []
+
+
+def _proportion_rows(summary: Mapping[str, Any], metric: str, card: CardRow, gaps: Mapping[tuple, Any],
+                     covered: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per domain, a card row's pooled share and, when the report's largest gap fell on its label, that gap."""
+    records = _view_table(summary, metric, card.table)
+    if card.key is not None:
+        records = [record for record in records if record.get(card.key) == card.value]
+    rows = []
+    for domain, (count, total, groups) in _pooled(records, card.count).items():
+        rows.append({"domain": domain, "metric_type": f"{card.metric_type}_ratio",
+                     "metric_name": f"{card.name}: share of texts (n={total})", "value": count / total,
+                     "args": {"texts": total, "groups": groups, **covered(domain)}})
+        gap = gaps.get((domain, metric, card.finding))
+        # A gap without a value or interval (no eligible pair; a side with one name) is not published:
+        # a number without its interval would be the kind of claim this tool refuses to print.
+        if gap is not None and all(_finite(gap.get(key)) for key in ("gap", "ci_low", "ci_high")):
+            rows.append({
+                "domain": domain, "metric_type": f"{card.metric_type}_gap",
+                "metric_name": f"{card.name}: largest gap between two groups, over the metric's labels "
+                               f"(n={int(gap['total_high'])} and {int(gap['total_low'])})",
+                "value": gap["gap"],
+                "args": {"group_high": gap["group_high"], "texts_high": int(gap["total_high"]),
+                         "group_low": gap["group_low"], "texts_low": int(gap["total_low"]),
+                         "ci_low": round(gap["ci_low"], 6), "ci_high": round(gap["ci_high"], 6),
+                         "interval_level": round(gap["interval_level"], 6),
+                         "choices": int(gap["choices"]), "eligible_groups": int(gap["eligible_groups"]),
+                         **covered(domain)}})
+    return rows
+
+
+def _share_rows(summary: Mapping[str, Any], metric: str, shares: CardShares,
+                covered: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per value of the table's `by` column (a method), the pooled share of each count column over its rows."""
+    table = _view_table(summary, metric, shares.table)
+    rows = []
+    for value in shares.values:
+        records = [record for record in table if record.get(shares.by) == value]
         total = sum(int(record["total"]) for record in records)
         if not total:
             continue
-        display = records[0].get("method_name", method)
-        for gender in ("male", "female"):
-            share = sum(int(record[gender]) for record in records) / total
-            rows.append({"domain": "profession", "metric_type": f"gender_polarity_{method}_{gender}_ratio",
-                         "metric_name": f"{display}: share of {gender} texts (Section 4.5; n={total})",
-                         "value": share, "args": {"texts": total, "groups": len(records), **covered("profession")}})
+        display = records[0].get(f"{shares.by}_name", value)
+        for count in shares.counts:
+            fill = {"value": value, "count": count, "display": display, "total": total}
+            rows.append({"domain": shares.domain, "metric_type": shares.metric_type.format(**fill),
+                         "metric_name": shares.name.format(**fill),
+                         "value": sum(int(record[count]) for record in records) / total,
+                         "args": {"texts": total, "groups": len(records), **covered(shares.domain)}})
     return rows
 
 

@@ -39,7 +39,7 @@ def _imported_modules(path: Path) -> set[str]:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
-            # `from bold_eval.metrics import sentiment` imports a submodule, not only a name.
+            # `from bold_eval.metrics import <metric>` imports a submodule, not only a name.
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 

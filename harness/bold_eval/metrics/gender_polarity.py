@@ -44,7 +44,7 @@ from bold_eval.metrics.common import (
     placeholder_words,
     summarize_labels,
 )
-from bold_eval.metrics.spec import MetricSpec, Scored, ScoreView
+from bold_eval.metrics.spec import CardShares, GenderRatio, MetricSpec, PaperTable, Scored, ScoreView
 
 if TYPE_CHECKING:  # gensim takes about a second to import; unigram matching never needs it
     from gensim.models import KeyedVectors
@@ -394,4 +394,25 @@ SPEC = MetricSpec(
     fallback_options={"methods": ["unigram"]},
     fallback_guard=("methods",),
     fallback_note="Gender-Max and Gender-Wavg skipped, unigram matching only",
+    view=GenderRatio(
+        methods=METHOD_NAMES,
+        table_caption="Texts classified male and female per profession super-group (paper Table 3)",
+        summary_caption="Section 6.2 summarizes Table 3 by the average of the super-groups' male : female ratios (the "
+                        "paper's WIKI 2.29 is the mean of its four Gender-Max ratios)",
+        tokens_caption="Gendered tokens counted by unigram matching, per super-group:",
+        difference_caption="Proportion male minus proportion female per fine-grained profession",
+        difference_note="paper Fig. 2 uses Gender-Max",
+        figure_title="Gender polarity per profession (paper Fig. 2)",
+        paper_table=PaperTable("table3_gender_polarity",
+                               "Texts classified male / female per profession super-group (paper Table 3)"),
+        difference_table=PaperTable("fig2_male_minus_female", "{methods}: proportion male minus female per profession "
+                                                              "(paper Figure 2 uses Gender-Max)"),
+    ),
+    card_shares=(CardShares("gender_polarity_group", "profession", "method", METHODS, ("male", "female"),
+                            "gender_polarity_{value}_{count}_ratio",
+                            "{display}: share of {count} texts (Section 4.5; n={total})"),),
+    instrument="word-embedding gender polarity",
+    caveats=("Gender polarity (Table 3) is computed on the profession domain only; most texts are neutral (the paper "
+             "reports 6.57% male or female), so male:female ratios rest on few texts.",),
+    paper_rank=1,
 )

@@ -55,7 +55,15 @@ from bold_eval.metrics.lexicon import (
     LexiconSource,
     load_lexicon,
 )
-from bold_eval.metrics.spec import MetricSpec, Scored, ScoreView
+from bold_eval.metrics.spec import (
+    CardRow,
+    Categories,
+    MetricSpec,
+    PairDifference,
+    PaperTable,
+    Scored,
+    ScoreView,
+)
 
 VAD_LABELS = ("negative", "neutral", "positive")
 LABEL_COLUMNS: dict[str, tuple[Any, ...]] = {
@@ -472,4 +480,22 @@ SPEC = MetricSpec(
     read_score=_read_norm,
     evaluate_module=True,
     reading_notes=_reading_notes,
+    view=Categories(
+        categories=CATEGORY_COLUMNS,
+        differences=(
+            PairDifference("gender", "gender", "male minus female (paper Table 4)", PaperTable(
+                "table4_male_minus_female", "Male minus female, percentage points (paper Table 4)")),
+            PairDifference("religion", "religious_ideology", "Christianity minus Islam (paper Table 6)", PaperTable(
+                "table6_christianity_minus_islam", "Christianity minus Islam, percentage points (paper Table 6)")),
+        ),
+        layout="paper Tables 9-11 layout",
+        table_numbers={"race": "paper Table 9", "political_ideology": "paper Table 10"},
+        paper_table=PaperTable("psycholinguistic_{domain}",
+                               "Psycholinguistic norms, {domain} domain: percent of texts per category ({table})"),
+    ),
+    card_rows=tuple(CardRow(f"{side}_valence", f"{side.capitalize()} valence (Section 4.4)", "psycholinguistic",
+                            "category", f"valence_{side}", finding=HEADERS[f"valence_{side}"])
+                    for side in ("negative", "positive")),
+    instrument="the Warriner psycholinguistic lexicon (not extended as in the paper, Section 4.4)",
+    paper_rank=3,
 )

@@ -28,7 +28,7 @@ from bold_eval.metrics.classifier import (
     load_metric_classifier,
 )
 from bold_eval.metrics.common import POLARITY_COLORS, check_groups, check_texts, group_masks, summarize_labels
-from bold_eval.metrics.spec import MetricSpec, Scored, ScoreView, WorstCase
+from bold_eval.metrics.spec import CardRow, LabelShares, MetricSpec, PaperTable, Scored, ScoreView, WorstCase
 
 DEFAULTS: dict[str, Any] = {
     # Section 4.3 / appendix A.2.6: the classifier of https://github.com/ewsheng/nlg-bias.
@@ -206,4 +206,12 @@ SPEC = MetricSpec(
     ),
     cached=True,
     evaluate_module=True,
+    view=LabelShares(pairs=("gender", "race"), figure_title="Regard, gender and race domains", paper_table=PaperTable(
+        "table5_regard", "Proportions of texts with positive and negative regard (paper Table 5)", layout="pairs")),
+    card_rows=tuple(CardRow(f"{label}_regard", f"{label.capitalize()} regard (Section 4.3)", "regard", value=label,
+                            finding=label) for label in ("negative", "positive")),
+    instrument="the Sheng et al. regard classifier (sasha/regardv3, Sheng et al. 2020)",
+    caveats=("Regard is limited to the gender and race domains because the classifier was trained only on such groups "
+             "(Section 4.3).",),
+    paper_rank=2,
 )

@@ -37,7 +37,7 @@ from bold_eval.metrics.common import (
     summarize_labels,
     unique_with_inverse,
 )
-from bold_eval.metrics.spec import MetricSpec, Scored, ScoreView, WorstCase
+from bold_eval.metrics.spec import CardRow, LabelShares, MetricSpec, PaperTable, Scored, ScoreView, WorstCase
 
 LABELS = ("positive", "neutral", "negative")
 
@@ -196,4 +196,10 @@ SPEC = MetricSpec(
                   source="share of prompts with at least one negative sample (compound <= -0.5, Section 4.1) among k"),
     ),
     evaluate_module=True,
+    view=LabelShares(pairs=("gender",), by_domain=True, figure_title="Sentiment, {domain} domain (VADER)", wide_table=True,
+                     paper_table=PaperTable("sentiment_per_group", "Sentiment proportions per group (paper Figures 3-5)")),
+    card_rows=tuple(CardRow(f"{label}_sentiment", f"{label.capitalize()} sentiment (VADER, Section 4.1)", "sentiment",
+                            value=label, finding=label) for label in ("negative", "positive")),
+    instrument="VADER",
+    paper_rank=4,
 )

@@ -1,16 +1,21 @@
-"""One spec per metric: what scoring, analysis, report and validation need to know about it.
+"""One spec per metric: what scoring, analysis, report, compare, validation and the Hub need to know about it.
 
 Each metric module ends with a `SPEC = MetricSpec(...)`; `bold_eval.metrics.registry` collects them (and any
 registered at run time or through the `bold_eval.metrics` entry-point group), so adding a metric touches its
 own module and its evaluate folder only. Every column name here is a scores-table column: the metric's
 per-text column prefixed with `<name>_`, as scoring writes it.
+
+The later stages are generic over the spec, which carries data only (a metric may not import them): its view
+kind (`LabelShares`, `LabelRatio`, `Categories`, `GenderRatio`: which tables and tests `analysis/views.py`
+computes, which section `report/sections.py` writes and which side-by-side tables `report/compare.py` builds) with
+the titles, captions and paper references of those, its model-card rows (`CardRow`, `CardShares`) and its caveats.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -74,6 +79,122 @@ class WorstCase:
         return self.reduce == "any"
 
 
+# --------------------------------------------------------------------------- how the report shows a metric
+
+
+@dataclass(frozen=True)
+class PaperTable:
+    """One of the paper's tables as `bold-eval compare` shows it side by side, one row per model: a file in
+    compare's tables/ and a heading in compare.md."""
+
+    name: str  # file name in compare's tables/ ("table5_regard")
+    title: str  # heading in compare.md
+    # "groups": a row per domain, group and model, a "p [low, high]" column per label (Figures 3-5);
+    # "pairs": a row per model, a column per tested label and group of the view's paper pairs (Table 5).
+    layout: str = "groups"
+
+
+@dataclass(frozen=True)
+class LabelShares:
+    """View kind "labels", the default: each label column's shares per group with intervals; for every tested label
+    a chi-square across each domain's groups and a two-proportion test per paper pair in `pairs` (Figures 3-5,
+    Table 5)."""
+
+    kind: ClassVar[str] = "labels"
+    pairs: tuple[str, ...] | None = None  # domains of the paper's pairs tested (data.bold.PAPER_PAIRS); None: all
+    by_domain: bool = False  # the report shows a table and a figure per domain, under "### <domain>" (Figures 3-5)
+    # Report figure title: with "{domain}" a figure per domain, without one of all; "": "<title>, {domain} domain".
+    figure_title: str = ""
+    wide_table: bool = False  # also tables/<metric>_wide: a row per group, a column per label
+    paper_table: PaperTable | None = None  # compare's side-by-side table of the view's (first) table
+
+
+@dataclass(frozen=True)
+class LabelRatio:
+    """View kind "ratio": the share of texts with the metric's one tested label per group, as `<label>_ratio` with
+    its interval and the count as `<label>` (toxic_ratio, Section 6.1.3); tested as `LabelShares` are."""
+
+    kind: ClassVar[str] = "ratio"
+    pairs: tuple[str, ...] | None = None
+    paper_table: PaperTable | None = None  # layout "groups": the ratio cells per domain, group and model
+
+
+@dataclass(frozen=True)
+class PairDifference:
+    """A paper pair's difference table (Tables 4, 6): per category, its share in the pair's first group minus the
+    second's, with a two-proportion test; the view table `<metric>_<key>_difference`."""
+
+    key: str  # "gender"
+    domain: str  # the pair's domain in data.bold.PAPER_PAIRS
+    title: str  # the report's heading ("male minus female (paper Table 4)")
+    paper_table: PaperTable | None = None  # compare: a row per model, a column per category (points [interval])
+
+
+@dataclass(frozen=True)
+class Categories:
+    """View kind "categories": the share of texts in each category per group with intervals, shown in percent
+    (Tables 9-11), and the pair differences `differences` (Tables 4, 6). Headers: `MetricSpec.headers`."""
+
+    kind: ClassVar[str] = "categories"
+    categories: Mapping[str, tuple[str, Any]] = field(default_factory=dict)  # name -> (column, value that marks it)
+    differences: tuple[PairDifference, ...] = ()
+    layout: str = ""  # the percent tables' source, in their headings ("paper Tables 9-11 layout")
+    table_numbers: Mapping[str, str] = field(default_factory=dict)  # domain -> its paper table ("paper Table 9")
+    # compare's percent table per domain: "{domain}" in name and title, "{table}" its number (else `layout`).
+    paper_table: PaperTable | None = None
+
+
+@dataclass(frozen=True)
+class GenderRatio:
+    """View kind "gender_ratio": texts classified male and female per super-group of the metric's tested domain, each
+    male : female with its page-bootstrap interval and Section 6.2's summaries (Table 3), and male minus female per
+    group (Figure 2), for each method scored (columns `<metric>_<method>_label`)."""
+
+    kind: ClassVar[str] = "gender_ratio"
+    methods: Mapping[str, str] = field(default_factory=dict)  # method -> name, paper order (the first scored leads)
+    table_caption: str = ""  # before the Table 3 layout
+    summary_caption: str = ""  # before the average and pooled ratios
+    tokens_caption: str = ""  # before the gendered-token counts
+    difference_caption: str = ""  # before male minus female per group
+    difference_note: str = ""  # after its interval's name
+    figure_title: str = ""
+    paper_table: PaperTable | None = None  # Table 3 per model
+    difference_table: PaperTable | None = None  # male minus female per model; "{methods}" in its title: those shown
+
+
+ViewKind = LabelShares | LabelRatio | Categories | GenderRatio
+
+
+@dataclass(frozen=True)
+class CardRow:
+    """A model-card number per domain (`bold-eval publish-results`): the pooled share of the texts counted in the
+    view table `table` (its rows whose `key` column is `value`; all rows when `key` is None), and the report's
+    largest gap between two groups when it fell on the tested label `finding`."""
+
+    metric_type: str  # published as `<metric_type>_ratio` and `<metric_type>_gap`
+    name: str  # "Negative sentiment (VADER, Section 4.1)"
+    table: str
+    key: str | None = "label"
+    value: Any = None
+    count: str = "count"
+    finding: str = ""
+
+
+@dataclass(frozen=True)
+class CardShares:
+    """Model-card numbers of one domain: per value of the view table's `by` column (a method), the pooled share of
+    each count column over its rows. `metric_type` and `name` are templates of {value}, {count}, {display} (the
+    rows' `<by>_name`) and {total}."""
+
+    table: str
+    domain: str
+    by: str
+    values: tuple[str, ...]
+    counts: tuple[str, ...]
+    metric_type: str
+    name: str
+
+
 # (view, scorer, the scorer's per-text columns, the options it was loaded with) -> Scored
 ScoreReader = Callable[[ScoreView, Any, Mapping[str, np.ndarray], dict[str, Any]], Scored]
 # (requested score or None, scorer options) -> (score, options): a metric that computes only what is validated
@@ -134,6 +255,16 @@ class MetricSpec:
     fallback_note: str = ""
     # Lines for the report's "How to read this" once the metric was scored: (its options in run.json) -> lines.
     reading_notes: Callable[[Mapping[str, Any]], list[str]] | None = None
+    # The view kind: the tables and tests of `analysis/views.py`, the report section, compare's side-by-side tables.
+    view: ViewKind = LabelShares()
+    # Model-card numbers: pooled shares per domain (before the worst cases), then shares per method (after them).
+    card_rows: tuple[CardRow, ...] = ()
+    card_shares: tuple[CardShares, ...] = ()
+    # The metric's instrument in the report's caveat on them ("VADER"), and caveats of its own.
+    instrument: str = ""
+    caveats: tuple[str, ...] = ()
+    # Where its side-by-side tables stand in compare.md and its caveats in the report (ties: the registry's order).
+    paper_rank: int = 100
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -145,6 +276,18 @@ class MetricSpec:
             raise ValueError(f"metric {self.name}: columns {wrong} must start with {prefix!r} (scoring prefixes them)")
         if self.scores and self.read_score is None:
             raise ValueError(f"metric {self.name}: `scores` to validate need `read_score`")
+        self._check_view()
+
+    def _check_view(self) -> None:
+        """What the view kind needs from the rest of the spec, checked where the metric is defined."""
+        if isinstance(self.view, LabelRatio) and not (isinstance(self.tested_labels, Mapping)
+                                                      and len(self.tested_labels) == 1):
+            raise ValueError(f"metric {self.name}: a LabelRatio view needs exactly one tested label (a mapping)")
+        if isinstance(self.view, GenderRatio) and not (self.view.methods and self.finding_domains):
+            raise ValueError(f"metric {self.name}: a GenderRatio view needs `methods` and the domain it compares "
+                             "(`tested_domains` or `domains`)")
+        if isinstance(self.view, Categories) and not self.view.categories:
+            raise ValueError(f"metric {self.name}: a Categories view needs its `categories`")
 
     @property
     def display_name(self) -> str:

@@ -30,7 +30,7 @@ from bold_eval.metrics.common import (
     group_masks,
     worst_over_samples,
 )
-from bold_eval.metrics.spec import MetricSpec, Scored, ScoreView, WorstCase
+from bold_eval.metrics.spec import CardRow, LabelRatio, MetricSpec, PaperTable, Scored, ScoreView, WorstCase
 
 DEFAULTS: dict[str, Any] = {
     # Section 4.2 and footnote 5; appendix A.2.5 describes the same Jigsaw multi-label classifier.
@@ -264,4 +264,9 @@ SPEC = MetricSpec(
     ),
     cached=True,
     evaluate_module=True,
+    view=LabelRatio(pairs=("gender",), paper_table=PaperTable("toxic_ratio_per_group",
+                                                              "toxic_ratio per group (Section 6.1.3)")),
+    card_rows=(CardRow("toxic", "Toxic texts (Section 4.2)", "toxic_ratio", key=None, count="toxic", finding="toxic"),),
+    instrument="a BERT toxicity classifier",
+    paper_rank=5,
 )

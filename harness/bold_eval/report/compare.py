@@ -21,7 +21,7 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -43,10 +43,11 @@ from bold_eval.analysis.compare import (
     worst_case_comparability,
 )
 from bold_eval.analysis.findings import TOO_SMALL_DIFFERENCE
-from bold_eval.analysis.results import CorrectedFamily
+from bold_eval.analysis.results import CorrectedFamily, MetricView
+from bold_eval.analysis.views import paper_pairs
 from bold_eval.core.options import AnalysisOptions
-from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR
-from bold_eval.metrics import metric_spec
+from bold_eval.metrics import metric_specs
+from bold_eval.metrics.spec import MetricSpec
 from bold_eval.report.first_screen import (
     FINDINGS_SHOWN,
     metric_title,
@@ -63,15 +64,16 @@ from bold_eval.report.markdown import (
 )
 from bold_eval.report.paper_tables import (
     PAPER_GROUP_NAMES,
+    category_headers,
     first_method,
     interval_cells,
-    psycholinguistic_percent_tables,
+    percent_tables,
+    ratio_cells,
     table3_block,
-    toxic_ratio_cells,
 )
 from bold_eval.report.protocol import protocol_banner, protocol_differences
 from bold_eval.report.run_report import (
-    CAVEATS,
+    caveats,
 )
 from bold_eval.runfolder import TABLES_DIR, RunRecord, chat_protocol, report_transaction, write_json
 
@@ -130,118 +132,125 @@ def _stack_models(frames: Mapping[str, pd.DataFrame], keys: list[str]) -> pd.Dat
     return stacked[columns].reset_index(drop=True)
 
 
-def _table5_row(regard: pd.DataFrame) -> dict[str, Any]:
-    """Table 5 cells of one run: each pair's positive / negative regard share with its interval and n."""
+class SideBySide(NamedTuple):
+    """One of the paper's tables with a row per model, as compare.md shows it."""
+
+    title: str
+    table: pd.DataFrame
+    number_format: str = ".3f"
+
+
+def _pairs_row(table: pd.DataFrame, spec: MetricSpec) -> dict[str, Any]:
+    """Table 5 cells of one run: each paper pair's groups' share of each tested label, with its interval and n."""
     row: dict[str, Any] = {}
-    for pair in (GENDER_PAIR, RACE_PAIR):
-        for label in ("positive", "negative"):
+    tested = spec.tested(tuple(spec.labels))
+    for pair in paper_pairs(spec.view.pairs):
+        for label, (_, value) in tested.items():
             for group in pair[1:]:
-                match = regard[(regard["group"] == group) & (regard["label"] == label)]
+                match = table[(table["group"] == group) & (table["label"] == str(value))]
                 row[f"{label} {PAPER_GROUP_NAMES[group]}"] = (
                     f"{format_interval(*match[['proportion', 'ci_low', 'ci_high']].iloc[0])} "
                     f"(n={int(match['total'].iloc[0])})" if len(match) else "")
     return row
 
 
-def _gender_polarity_tables(compared: ComparedRuns) -> dict[str, pd.DataFrame]:
-    """Table 3 per model, and Figure 2's male minus female per profession (with intervals)."""
-    gender = compared.views("gender_polarity")
-    table3 = {label: table3_block(view.tables["gender_polarity_category"], ["category"])
-              for label, view in gender.items() if "gender_polarity_category" in view.tables}
-    if not table3:
+def _label_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> dict[str, SideBySide]:
+    """View kind "labels": the first table's shares per domain and group ("groups") or per paper pair ("pairs")."""
+    paper = spec.view.paper_table
+    if paper is None:
         return {}
-    # Figure 2 plots Gender-Max; a run without embeddings contributes its first scored method instead,
-    # named in the method_name column (and in the heading).
-    fig2 = {}
-    for label, view in gender.items():
-        rows = first_method(view.tables["gender_polarity_group"])
-        fig2[label] = rows.assign(**{"male minus female [interval]": [
-            signed_cell(*row) for row in rows[["male_minus_female", "male_minus_female_ci_low",
-                                               "male_minus_female_ci_high"]].to_numpy()]})[
-            ["category", "group", "method_name", "total", "male minus female [interval]"]]
-    return {"table3_gender_polarity": _stack_models(table3, ["category"]),
-            "fig2_male_minus_female": _stack_models(fig2, ["category", "group"])}
+    tables = {label: next(iter(view.tables.values())) for label, view in views.items()}
+    if paper.layout == "pairs":
+        rows = [{"model": label, **_pairs_row(table, spec)} for label, table in tables.items()]
+        return {paper.name: SideBySide(paper.title, pd.DataFrame(rows))}
+    cells = {label: interval_cells(table, ["domain", "group", "total"], list(dict.fromkeys(table["label"])))
+             for label, table in tables.items()}
+    return {paper.name: SideBySide(paper.title, _stack_models(cells, ["domain", "group"]))}
 
 
-def _regard_tables(compared: ComparedRuns) -> dict[str, pd.DataFrame]:
-    regard = compared.views("regard")
-    if not regard:
+def _ratio_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> dict[str, SideBySide]:
+    """View kind "ratio": the ratio cells per domain, group and model."""
+    paper = spec.view.paper_table
+    if paper is None:
         return {}
-    return {"table5_regard": pd.DataFrame([{"model": label, **_table5_row(view.tables["regard"])}
-                                           for label, view in regard.items()])}
+    counted = next(iter(spec.tested_labels))  # the one tested label (MetricSpec checks it)
+    cells = {label: ratio_cells(view.tables[f"{counted}_ratio"], counted) for label, view in views.items()}
+    return {paper.name: SideBySide(paper.title, _stack_models(cells, ["domain", "group"]))}
 
 
-def _psycholinguistic_tables(compared: ComparedRuns) -> dict[str, pd.DataFrame]:
-    """Tables 4 and 6 (one row per model and category: the difference in points with its interval) and
-    Tables 9-11 layout per domain (one row per group and model, percent of texts with intervals)."""
-    tables = {}
-    views = compared.views("psycholinguistic")
-    for name, table_name in (("psycholinguistic_gender_difference", "table4_male_minus_female"),
-                             ("psycholinguistic_religion_difference", "table6_christianity_minus_islam")):
+def _category_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> dict[str, SideBySide]:
+    """View kind "categories": each pair difference (one row per model and a column per category: the difference in
+    points with its interval; Tables 4, 6), then the percent tables per domain (a row per group and model)."""
+    kind, tables = spec.view, {}
+    for difference in kind.differences:
+        name, paper = f"{spec.name}_{difference.key}_difference", difference.paper_table
         rows = [{"model": label, **{header: f"{diff * 100:+.2f} [{low * 100:+.2f}, {high * 100:+.2f}]"
                                     for header, diff, low, high in view.tables[name][
                                         ["header", "difference", "ci_low", "ci_high"]].to_numpy()}}
                 for label, view in views.items() if name in view.tables]
-        if rows:
-            tables[table_name] = pd.DataFrame(rows)
+        if rows and paper is not None:
+            tables[paper.name] = SideBySide(paper.title, pd.DataFrame(rows))
+    if kind.paper_table is None:
+        return tables
     per_domain: dict[str, dict[str, pd.DataFrame]] = {}
     for label, view in views.items():
-        for domain, wide in psycholinguistic_percent_tables(view.tables["psycholinguistic"]).items():
+        for domain, wide in percent_tables(view.tables[spec.name], category_headers(spec)).items():
             per_domain.setdefault(str(domain), {})[label] = wide
     for domain, frames in per_domain.items():
-        tables[f"psycholinguistic_{domain}"] = _stack_models(frames, ["group"])
+        title = kind.paper_table.title.format(domain=domain, table=kind.table_numbers.get(domain, kind.layout))
+        tables[kind.paper_table.name.format(domain=domain)] = SideBySide(title, _stack_models(frames, ["group"]))
     return tables
 
 
-def _sentiment_and_toxicity_tables(compared: ComparedRuns) -> dict[str, pd.DataFrame]:
-    tables = {}
-    sentiment = compared.views("sentiment")
-    if sentiment:
-        tables["sentiment_per_group"] = _stack_models(
-            {label: interval_cells(view.tables["sentiment"], ["domain", "group", "total"],
-                                    metric_spec("sentiment").labels["sentiment_label"]) for label, view in sentiment.items()},
-            ["domain", "group"])
-    toxicity = compared.views("toxicity")
-    if toxicity:
-        tables["toxic_ratio_per_group"] = _stack_models(
-            {label: toxic_ratio_cells(view.tables["toxic_ratio"]) for label, view in toxicity.items()},
-            ["domain", "group"])
-    return tables
-
-
-def _worst_case_tables(compared: ComparedRuns) -> dict[str, pd.DataFrame]:
-    views = compared.worst_cases()
-    if not views:
+def _gender_ratio_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> dict[str, SideBySide]:
+    """View kind "gender_ratio": Table 3 per model, and Figure 2's male minus female per group (with intervals)."""
+    kind = spec.view
+    table3 = {label: table3_block(view.tables[f"{spec.name}_category"], ["category"], kind.methods)
+              for label, view in views.items() if f"{spec.name}_category" in view.tables}
+    if not table3:
         return {}
-    return {"worst_case_per_group": _stack_models(
-        {label: worst_case_cells(view.tables["worst_case"]) for label, view in views.items()},
-        ["domain", "group"])}
+    tables = {}
+    if kind.paper_table is not None:
+        tables[kind.paper_table.name] = SideBySide(kind.paper_table.title, _stack_models(table3, ["category"]), ".2f")
+    # Figure 2 plots the paper's first method; a run without it contributes its first scored method instead,
+    # named in the method_name column (and in the heading).
+    fig2 = {}
+    for label, view in views.items():
+        rows = first_method(view.tables[f"{spec.name}_group"], kind.methods)
+        fig2[label] = rows.assign(**{"male minus female [interval]": [
+            signed_cell(*row) for row in rows[["male_minus_female", "male_minus_female_ci_low",
+                                               "male_minus_female_ci_high"]].to_numpy()]})[
+            ["category", "group", "method_name", "total", "male minus female [interval]"]]
+    if kind.difference_table is not None:
+        table = _stack_models(fig2, ["category", "group"])
+        title = kind.difference_table.title.format(methods=" / ".join(dict.fromkeys(table["method_name"])))
+        tables[kind.difference_table.name] = SideBySide(title, table)
+    return tables
 
 
-COMPARE_TITLES = {
-    "worst_case_per_group": "Worst case over k samples per group (an addition to the paper; RealToxicityPrompts)",
-    "table3_gender_polarity": "Texts classified male / female per profession super-group (paper Table 3)",
-    "table5_regard": "Proportions of texts with positive and negative regard (paper Table 5)",
-    "table4_male_minus_female": "Male minus female, percentage points (paper Table 4)",
-    "table6_christianity_minus_islam": "Christianity minus Islam, percentage points (paper Table 6)",
-    "sentiment_per_group": "Sentiment proportions per group (paper Figures 3-5)",
-    "toxic_ratio_per_group": "toxic_ratio per group (Section 6.1.3)",
+# View kind (`MetricSpec.view.kind`) -> its side-by-side tables: (spec, {model: view}) -> {file name: table}.
+PAPER_TABLES: dict[str, Callable[[MetricSpec, Mapping[str, MetricView]], dict[str, SideBySide]]] = {
+    "labels": _label_tables,
+    "ratio": _ratio_tables,
+    "categories": _category_tables,
+    "gender_ratio": _gender_ratio_tables,
 }
 
 
-PSYCHOLINGUISTIC_TABLE_NUMBERS = {"race": "paper Table 9", "political_ideology": "paper Table 10"}
-
-
-def _compare_title(name: str, table: pd.DataFrame) -> str:
-    """Headings say what the data hold: Figure 2's method is the one the runs scored."""
-    if name == "fig2_male_minus_female":
-        methods = " / ".join(dict.fromkeys(table["method_name"]))
-        return f"{methods}: proportion male minus female per profession (paper Figure 2 uses Gender-Max)"
-    if name.startswith("psycholinguistic_"):
-        domain = name.removeprefix("psycholinguistic_")
-        source = PSYCHOLINGUISTIC_TABLE_NUMBERS.get(domain, "paper Tables 9-11 layout")
-        return f"Psycholinguistic norms, {domain} domain: percent of texts per category ({source})"
-    return COMPARE_TITLES[name]
+def _paper_tables(compared: ComparedRuns) -> dict[str, SideBySide]:
+    """Every metric's side-by-side tables (in `MetricSpec.paper_rank` order), then the worst cases over k."""
+    tables: dict[str, SideBySide] = {}
+    for spec in sorted(metric_specs(), key=lambda spec: spec.paper_rank):
+        views = compared.views(spec.name)
+        if views:
+            tables.update(PAPER_TABLES[spec.view.kind](spec, views))
+    worst = compared.worst_cases()
+    if worst:
+        tables["worst_case_per_group"] = SideBySide(
+            "Worst case over k samples per group (an addition to the paper; RealToxicityPrompts)", _stack_models(
+                {label: worst_case_cells(view.tables["worst_case"]) for label, view in worst.items()},
+                ["domain", "group"]))
+    return tables
 
 
 def _interaction_rows(tests: pd.DataFrame, level: str) -> pd.DataFrame:
@@ -336,7 +345,7 @@ def _how_to_read(compared: ComparedRuns, power: pd.DataFrame, alpha: float, corr
     return [*lines, ""]
 
 
-def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, pd.DataFrame], interactions: CorrectedFamily,
+def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, SideBySide], interactions: CorrectedFamily,
                       overall: CorrectedFamily, power: pd.DataFrame, *, alpha: float, correction: str,
                       cluster: str) -> str:
     level = confidence_label(alpha)
@@ -364,10 +373,9 @@ def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, pd.DataFrame]
         lines += _overall_section(overall, alpha, correction)
     lines += ["## The paper's tables, one row per model", "",
               f"Text-level proportions of each run on the shared prompts, with {level} intervals.", ""]
-    for name, table in tables.items():
-        lines += [f"### {_compare_title(name, table)}", "",
-                  markdown(table, ".2f" if name == "table3_gender_polarity" else ".3f"), ""]
-    lines += ["## Caveats", "", *[f"- {caveat}" for caveat in CAVEATS], ""]
+    for shown in tables.values():
+        lines += [f"### {shown.title}", "", markdown(shown.table, shown.number_format), ""]
+    lines += ["## Caveats", "", *[f"- {caveat}" for caveat in caveats()], ""]
     return "\n".join(lines)
 
 
@@ -403,9 +411,8 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
         log(f"WARNING: the runs share {len(compared.shared)} prompts, too few to say which model is more biased; "
             "see the banner in compare.md")
     out = Path(out)
-    tables = {**_gender_polarity_tables(compared), **_regard_tables(compared),
-              **_psycholinguistic_tables(compared), **_sentiment_and_toxicity_tables(compared),
-              **_worst_case_tables(compared)}
+    shown = _paper_tables(compared)
+    tables = {name: table.table for name, table in shown.items()}
     with report_transaction(out, COMPARE_ITEMS) as staging:  # compare.md, compare.json and tables/ as one unit
         tables_dir = staging / TABLES_DIR
         for name, table in tables.items():
@@ -415,7 +422,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
             write_table(overall.tests, tables_dir, "overall_differences")
             write_table(power, tables_dir, "comparability")
         report = staging / "compare.md"
-        write_text(report, _compare_markdown(compared, tables, interactions, overall, power, alpha=alpha,
+        write_text(report, _compare_markdown(compared, shown, interactions, overall, power, alpha=alpha,
                                               correction=correction, cluster=cluster))
         write_json(staging / "compare.json", {
             "runs": list(compared.runs), "baseline": compared.baseline, "shared_prompts": len(compared.shared),

@@ -12,7 +12,6 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from bold_eval.analysis.clustered import confidence_label
-from bold_eval.analysis.table3 import GENDER_POLARITY_METHODS
 
 
 def _error_extents(value: Any, low: Any, high: Any) -> np.ndarray:
@@ -31,7 +30,7 @@ def plot_stacked_proportions(table: pd.DataFrame, colors: Mapping[str, str], tit
     """Horizontal stacked bars, one per group, of a `proportion_table` (Figures 3-5 style).
 
     Error bars show the intervals of the first label's share (at its right edge) and of the last
-    label's share (at its left edge, which is 1 minus that share), e.g. negative and positive sentiment.
+    label's share (at its left edge, which is 1 minus that share), e.g. negative and positive labels.
     """
     wide = table.pivot_table(index="group", columns="label", values="proportion", sort=False)  # domain order
     totals = table.groupby("group", sort=False)["total"].first()
@@ -67,8 +66,10 @@ def plot_stacked_proportions(table: pd.DataFrame, colors: Mapping[str, str], tit
     return path
 
 
-def plot_toxic_ratio(table: pd.DataFrame, path: Path, *, alpha: float = 0.05) -> Path:
-    """toxic_ratio per group with its interval, one panel per domain (Section 6.1.3)."""
+def plot_ratio(table: pd.DataFrame, path: Path, *, label: str, alpha: float = 0.05) -> Path:
+    """A "ratio" view's `<label>_ratio` per group with its interval, one panel per domain (toxic_ratio, Section
+    6.1.3)."""
+    ratio = f"{label}_ratio"
     domains = list(dict.fromkeys(table["domain"]))
     sizes = [int((table["domain"] == domain).sum()) for domain in domains]
     fig = Figure(figsize=(8.5, 0.6 * len(domains) + 0.32 * sum(sizes) + 0.6))
@@ -76,11 +77,11 @@ def plot_toxic_ratio(table: pd.DataFrame, path: Path, *, alpha: float = 0.05) ->
     # Scale to the groups with at least 30 texts so one tiny group's wide interval does not flatten the rest;
     # its error bar is cut at the edge.
     sized = table[table["total"] >= 30] if (table["total"] >= 30).any() else table
-    upper = max(float(np.nan_to_num(sized["ci_high"].max())), float(table["toxic_ratio"].max()), 0.01)
+    upper = max(float(np.nan_to_num(sized["ci_high"].max())), float(table[ratio].max()), 0.01)
     for ax, domain in zip(axes[:, 0], domains, strict=True):
         part = table[table["domain"] == domain]
-        ratio = part["toxic_ratio"].to_numpy()
-        ax.barh(range(len(part)), ratio, xerr=_error_extents(ratio, part["ci_low"], part["ci_high"]),
+        values = part[ratio].to_numpy()
+        ax.barh(range(len(part)), values, xerr=_error_extents(values, part["ci_low"], part["ci_high"]),
                 color="#b2182b", alpha=0.8,
                 error_kw={"ecolor": "#333333", "capsize": 3, "lw": 1})
         ax.set_yticks(range(len(part)), [f"{g} (n={n})" for g, n in zip(part["group"], part["total"], strict=True)],
@@ -89,20 +90,21 @@ def plot_toxic_ratio(table: pd.DataFrame, path: Path, *, alpha: float = 0.05) ->
         ax.set_title(domain, fontsize=10, loc="left")
         ax.grid(axis="x", alpha=0.3)
     axes[-1, 0].set_xlim(0, upper * 1.05)
-    axes[-1, 0].set_xlabel(f"toxic_ratio (share of texts classified toxic), {confidence_label(alpha)} interval\n"
+    axes[-1, 0].set_xlabel(f"{ratio} (share of texts classified {label}), {confidence_label(alpha)} interval\n"
                            "(axis fits groups with >= 30 texts; wider intervals are cut)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     return path
 
 
-def plot_gender_polarity(table: pd.DataFrame, path: Path, *, alpha: float = 0.05) -> Path:
-    """Figure 2: proportion male minus proportion female per fine-grained profession, with the
-    interval of the plotted method's difference and each profession's number of texts."""
+def plot_male_minus_female(table: pd.DataFrame, path: Path, *, methods: Mapping[str, str], title: str,
+                           alpha: float = 0.05) -> Path:
+    """Figure 2: proportion male minus proportion female per fine-grained group of a "gender_ratio" view, with the
+    interval of the plotted method's difference and each group's number of texts."""
     wide = table.pivot_table(index="group", columns="method", values="male_minus_female", sort=False)
     totals = table.groupby("group", sort=False)["total"].first()
-    # Bars for Gender-Max as in the paper, or the first method scored when it is absent.
-    bars = next(method for method in GENDER_POLARITY_METHODS if method in wide)
+    # Bars for the paper's first method (Gender-Max), or the first method scored when it is absent.
+    bars = next(method for method in methods if method in wide)
     wide = wide.sort_values(bars)
     fig = Figure(figsize=(8.5, _figure_height(len(wide))))
     ax = fig.subplots()
@@ -115,17 +117,18 @@ def plot_gender_polarity(table: pd.DataFrame, path: Path, *, alpha: float = 0.05
         errors = _error_extents(values, bounds["male_minus_female_ci_low"], bounds["male_minus_female_ci_high"])
     ax.barh(positions, values, color=np.where(values >= 0, male_color, female_color), alpha=0.85, xerr=errors,
             error_kw={"ecolor": "#333333", "capsize": 3, "lw": 1})
-    handles = [Patch(color=male_color, alpha=0.85, label=f"{GENDER_POLARITY_METHODS[bars]}: more male"),
-               Patch(color=female_color, alpha=0.85, label=f"{GENDER_POLARITY_METHODS[bars]}: more female")]
-    for method, marker in (("wavg", "o"), ("unigram", "x")):
+    handles = [Patch(color=male_color, alpha=0.85, label=f"{methods[bars]}: more male"),
+               Patch(color=female_color, alpha=0.85, label=f"{methods[bars]}: more female")]
+    # The other methods as markers, each with its own (the paper's first method is always the bars when scored).
+    for method, marker in zip(list(methods)[1:], "ox+^", strict=False):
         if method in wide and method != bars:
             handles.append(ax.scatter(wide[method], positions, marker=marker, color="black", s=22, zorder=3,
-                                      label=GENDER_POLARITY_METHODS[method]))
+                                      label=methods[method]))
     ax.axvline(0, color="black", lw=0.8)
     ax.set_yticks(positions, [f"{group} (n={totals[group]})" for group in wide.index], fontsize=9)
     ax.set_xlabel(f"proportion male - proportion female  (> 0: more texts classified male); "
                   f"{confidence_label(alpha)} intervals")
-    ax.set_title("Gender polarity per profession (paper Fig. 2)", fontsize=11)
+    ax.set_title(title, fontsize=11)
     ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()

@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bold_eval.analysis.table3 import GENDER_POLARITY_METHODS
 from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR, RELIGION_PAIR
-from bold_eval.metrics.psycholinguistic import HEADERS as PSYCHOLINGUISTIC_HEADERS
+from bold_eval.metrics.spec import MetricSpec
 from bold_eval.report.markdown import (
     format_interval,
     format_p,
@@ -59,22 +58,23 @@ def tests_markdown(tests: Sequence[Mapping[str, Any]]) -> str:
 
 def interval_cells(table: pd.DataFrame, index: list[str], labels: Sequence[str]) -> pd.DataFrame:
     """A `proportion_table` as one row per `index` and one "p [low, high]" column per label, in
-    `labels` order (the sentiment and regard sections)."""
+    `labels` order (the sections of view kind "labels")."""
     cells = table.assign(cell=[format_interval(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
     wide = cells.pivot_table(index=index, columns="label", values="cell", aggfunc="first", sort=True)
     return wide[[label for label in labels if label in wide.columns]].reset_index()
 
 
-def toxic_ratio_cells(table: pd.DataFrame) -> pd.DataFrame:
-    """The toxic_ratio table as shown: domain, group, total, toxic, and toxic_ratio as "r [low, high]"."""
-    shown = table.assign(toxic_ratio=[format_interval(*row) for row in
-                                      table[["toxic_ratio", "ci_low", "ci_high"]].to_numpy()])
-    return shown[["domain", "group", "total", "toxic", "toxic_ratio"]]
+def ratio_cells(table: pd.DataFrame, label: str) -> pd.DataFrame:
+    """A "ratio" view's table (`LabelRatio`) as shown: domain, group, total, the count `<label>`, and
+    `<label>_ratio` as "r [low, high]"."""
+    ratio = f"{label}_ratio"
+    shown = table.assign(**{ratio: [format_interval(*row) for row in table[[ratio, "ci_low", "ci_high"]].to_numpy()]})
+    return shown[["domain", "group", "total", label, ratio]]
 
 
-def first_method(table: pd.DataFrame) -> pd.DataFrame:
-    """Rows of the first gender-polarity method in the paper's order that the table has."""
-    method = next(method for method in GENDER_POLARITY_METHODS if (table["method"] == method).any())
+def first_method(table: pd.DataFrame, methods: Mapping[str, str]) -> pd.DataFrame:
+    """Rows of the first method in the paper's order (`GenderRatio.methods`) that the table has."""
+    method = next(method for method in methods if (table["method"] == method).any())
     return table[table["method"] == method]
 
 
@@ -93,12 +93,13 @@ def ratio_cell(ratio: float, low: float, high: float) -> str:
     return shown if pd.isna(low) or pd.isna(high) else f"{shown} [{ratio_bound(low)}, {ratio_bound(high)}]"
 
 
-def table3_block(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Table 3 layout: one row per key, male #, female #, male : female [interval] for each method."""
+def table3_block(table: pd.DataFrame, keys: list[str], methods: Mapping[str, str]) -> pd.DataFrame:
+    """Table 3 layout: one row per key, male #, female #, male : female [interval] for each method
+    (`GenderRatio.methods`: method -> name, in the paper's order)."""
     blocks = []
-    methods = [method for method in GENDER_POLARITY_METHODS if (table["method"] == method).any()]
-    for method in methods:
-        display = GENDER_POLARITY_METHODS[method]
+    shown = [method for method in methods if (table["method"] == method).any()]
+    for method in shown:
+        display = methods[method]
         part = table[table["method"] == method].set_index(keys)
         bounds = (part[["male_to_female_ci_low", "male_to_female_ci_high"]] if "male_to_female_ci_low" in part
                   else pd.DataFrame(np.nan, index=part.index, columns=["low", "high"]))
@@ -109,8 +110,13 @@ def table3_block(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
                                           zip(part["male_to_female"], bounds.to_numpy(), strict=True)],
         }, index=part.index)
         blocks.append(block)
-    totals = table[table["method"] == methods[0]].set_index(keys)["total"].rename("total #")
+    totals = table[table["method"] == shown[0]].set_index(keys)["total"].rename("total #")
     return pd.concat([totals, *blocks], axis=1).reset_index()
+
+
+def category_headers(spec: MetricSpec) -> dict[str, str]:
+    """A "categories" metric's category -> the paper's column header (`MetricSpec.headers`, else its name)."""
+    return {name: spec.headers.get(name, name) for name in spec.view.categories}
 
 
 def percent_cell(proportion: float, low: float, high: float) -> str:
@@ -122,15 +128,15 @@ def percent_cell(proportion: float, low: float, high: float) -> str:
     return f"{proportion * 100:.2f} [{low * 100:.1f}, {high * 100:.1f}]"
 
 
-def psycholinguistic_percent_tables(table: pd.DataFrame) -> dict[Any, pd.DataFrame]:
-    """{domain: paper Tables 9-11 layout}: one row per group (and its n), one "percent [interval]"
-    column per psycholinguistic category, in the paper's category order."""
+def percent_tables(table: pd.DataFrame, headers: Mapping[str, str]) -> dict[Any, pd.DataFrame]:
+    """{domain: paper Tables 9-11 layout} of a "categories" view (`Categories`): one row per group (and its n), one
+    "percent [interval]" column per category, in the order of `headers` (category -> the paper's header)."""
     cells = table.assign(cell=[percent_cell(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
     per_domain = {}
     for domain, part in cells.groupby("domain", sort=True):
         wide = part.pivot_table(index=["group", "total"], columns="category", values="cell", aggfunc="first",
                                 sort=False)
-        wide = wide[[c for c in PSYCHOLINGUISTIC_HEADERS if c in wide.columns]]
-        wide.columns = [PSYCHOLINGUISTIC_HEADERS[c] for c in wide.columns]
+        wide = wide[[c for c in headers if c in wide.columns]]
+        wide.columns = [headers[c] for c in wide.columns]
         per_domain[domain] = wide.reset_index()
     return per_domain

@@ -19,6 +19,7 @@ from bold_eval.analysis.results import Summary
 from bold_eval.analysis.statistics import MIN_EXPECTED
 from bold_eval.analysis.summary import summarize
 from bold_eval.core.options import AnalysisOptions
+from bold_eval.metrics import metric_specs
 from bold_eval.report.first_screen import (
     findings_section,
     how_to_read,
@@ -47,23 +48,28 @@ from bold_eval.runfolder import (
     write_summary,
 )
 
-CAVEATS = (
+# What every report and comparison says about BOLD and its baseline; the metrics' own caveats come from their specs.
+BOLD_CAVEAT = (
     "BOLD covers a limited set of domains and groups: binary gender, four racial groups as conceptualized in "
     "American culture, seven religious and twelve political ideologies. A model that looks unbiased here is "
-    "not shown to be fair (paper Section 7).",
-    "The metrics are classifiers and lexicons (VADER, a BERT toxicity classifier, the Sheng et al. regard "
-    "classifier (sasha/regardv3, Sheng et al. 2020), the Warriner psycholinguistic lexicon (not extended as in the "
-    "paper, Section 4.4), word-embedding gender polarity). They carry their own "
-    "biases and do not measure the degree of social bias (Section 7).",
+    "not shown to be fair (paper Section 7).")
+BASELINE_CAVEATS = (
     "Wikipedia is not a fair baseline: its authors' demographics are skewed and its sentences show biases that "
     "resemble those of the LMs (Sections 6.2 and 7). Compare models with each other, not against WIKI as ground truth.",
     "Small groups: some groups have few prompts in BOLD (hinduism 12, atheism 29, populism 59; Section 6.1.4 notes "
     "Hinduism is underrepresented). Their proportions have wide intervals, and tests involving them are flagged "
     f"as unreliable when an expected count is below {MIN_EXPECTED}.",
-    "Gender polarity (Table 3) is computed on the profession domain only; most texts are neutral (the paper "
-    "reports 6.57% male or female), so male:female ratios rest on few texts.",
-    "Regard is limited to the gender and race domains because the classifier was trained only on such groups (Section 4.3).",
 )
+
+
+def caveats() -> tuple[str, ...]:
+    """The report's and compare's caveats: BOLD's scope, the metrics' instruments (`MetricSpec.instrument`, in the
+    registry's order), the baseline and small groups, then each metric's own (`MetricSpec.caveats`, by `paper_rank`)."""
+    instruments = [spec.instrument for spec in metric_specs() if spec.instrument]
+    measured = ([f"The metrics are classifiers and lexicons ({', '.join(instruments)}). They carry their own biases "
+                 "and do not measure the degree of social bias (Section 7)."] if instruments else [])
+    own = [caveat for spec in sorted(metric_specs(), key=lambda spec: spec.paper_rank) for caveat in spec.caveats]
+    return (BOLD_CAVEAT, *measured, *BASELINE_CAVEATS, *own)
 
 
 # --------------------------------------------------------------------------- I/O helpers
@@ -171,7 +177,7 @@ def _statistics_and_caveats(summary: Summary, min_expected: int) -> list[str]:
            f"- Across a domain's groups (the paper's tables): {stats.chi_square}.",
            f"- Pairs (the paper's binomial proportion test): {stats.pair_test}.",
            f"- Small groups in the paper's tables: {stats.small_group_rule}.", ""]
-    out += ["## Caveats", "", *[f"- {caveat}" for caveat in CAVEATS]]
+    out += ["## Caveats", "", *[f"- {caveat}" for caveat in caveats()]]
     small = small_groups(summary)
     if small:
         out.append(f"- In this run, groups too small for at least one of the paper's text-level tests (expected "

@@ -9,10 +9,10 @@ scorers (reference_scores.parquet), so the report can ask whether the model's ga
 groups is larger than the human-written one (Section 6's group x source comparison). The
 classifier scores of those sentences are cached across runs (`ReferenceCache`).
 
-Each metric's per-text columns are prefixed `<metric>_` (e.g. `sentiment_label`). A metric whose
-default model or resource is unavailable (`ResourceNotFoundError` from its `load_scorer`, e.g. the
-default toxicity classifier offline) is skipped and its message kept for run.json and the report.
-A resource the user named (`toxicity.model=PATH`, `psycholinguistic.lexicon_dir=DIR`, ...) that
+Each metric's per-text columns are prefixed `<metric>_` (e.g. `<metric>_label`). A metric whose
+default model or resource is unavailable (`ResourceNotFoundError` from its `load_scorer`, e.g. a
+default classifier offline) is skipped and its message kept for run.json and the report.
+A resource the user named (`<metric>.model=PATH`, `<metric>.lexicon_dir=DIR`, ...) that
 cannot be found is their mistake, not an optional extra: it is an error, and the run stops before
 scoring anything (its generations stay on disk for `bold-eval score` or a resumed run). Any other
 error is a bug and propagates.
@@ -226,8 +226,8 @@ def score_generations(
     records, or bring-your-own generations matched back to BOLD), as a frame or as the path of a
     generations.jsonl. Either way they are scored `STREAM_ROWS` rows at a time, so that memory does not grow
     with the number of texts beyond a few bytes each (issue 22), and each metric scores each distinct text
-    once (`TextMemo`). The scored `text` is built by `build_texts`; regard is computed on gender and race
-    rows only (Section 4.3); unavailable metrics are skipped and listed in run.json `skipped_metrics`.
+    once (`TextMemo`). The scored `text` is built by `build_texts`; a metric with `domains` is computed on
+    their rows only; unavailable metrics are skipped and listed in run.json `skipped_metrics`.
     Unless `reference` is False or the texts are the Wikipedia baseline, the Wikipedia sentences of the
     same prompts (BOLD from `data_dir`) are scored alike into reference_scores.parquet (run.json
     `reference`). `record` (what generated the texts) is completed with the scoring settings and written

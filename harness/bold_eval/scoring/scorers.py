@@ -140,7 +140,7 @@ def load_scorers(metrics: Sequence[str], metric_options: Mapping[str, Mapping[st
 
 
 def metric_rows(name: str, domains: Sequence[str]) -> np.ndarray:
-    """Positions of the texts metric `name` scores: those of its domains (regard: gender and race, Section 4.3)."""
+    """Positions of the texts metric `name` scores: those of its domains (`MetricSpec.domains`)."""
     spec_domains = metric_spec(name).domains
     if spec_domains is None:
         return np.arange(len(domains))
@@ -153,7 +153,7 @@ def score_texts(
     metrics: Sequence[str],
     metric_options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ScoringResult:
-    """Run each metric's scorer over `texts`, each on the rows of its domains (regard: gender and race)."""
+    """Run each metric's scorer over `texts`, each on the rows of its domains (`MetricSpec.domains`)."""
     if len(texts) != len(domains):
         raise ValueError(f"texts and domains must have the same length, got {len(texts)} and {len(domains)}")
     metric_options = dict(metric_options or {})
@@ -217,7 +217,7 @@ def score_with(scorers: Mapping[str, Any], texts: list[str], domains: Sequence[s
 
 
 def parse_metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """`["gender_polarity.methods=unigram", "toxicity.batch_size=64"]` -> {metric: {key: value}}.
+    """`["<metric>.methods=unigram", "<metric>.batch_size=64"]` (`--metric-option`) -> {metric: {key: value}}.
 
     A value is read as JSON when it parses (numbers, booleans, lists), else kept as a string;
     `methods` also accepts a comma list.
