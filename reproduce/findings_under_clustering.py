@@ -37,7 +37,7 @@ def survival(scores: pd.DataFrame, *, correction: str = "holm", alpha: float = 0
 
 def main(argv: list[str] | None = None) -> int:
     parser = wikipedia_argument_parser(__doc__.splitlines()[0])
-    parser.add_argument("--correction", default="holm", choices=("holm", "bh"))
+    parser.add_argument("--correction", default="holm", choices=("holm", "bh", "by"))
     args = parser.parse_args(argv)
     scores = wikipedia_scores(DOMAINS, METRICS, run_dir=args.run_dir, data_dir=args.data_dir)
     deffs, table = survival(scores, correction=args.correction)

@@ -421,7 +421,7 @@ def test_findings_group_vs_rest_with_holm_and_bh_by_hand() -> None:
     assert gap["gap"] == pytest.approx(0.3) and gap["interval_level"] == pytest.approx(1 - 0.05 / 6)
     assert (gap["ci_low"], gap["ci_high"]) == pytest.approx(confint_proportions_2indep(
         40, 100, 10, 100, method="newcomb", compare="diff", alpha=0.05 / 6))
-    with pytest.raises(ValueError, match="--correction must be one of holm, bh"):
+    with pytest.raises(ValueError, match="--correction must be one of holm, bh, by"):
         run_findings(_race_scores(), correction="bonferroni")
 
 

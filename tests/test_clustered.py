@@ -457,8 +457,11 @@ def test_adjust_equals_statsmodels_multipletests() -> None:
     assert adjusted == pytest.approx([0.03, 0.06, 0.06]) and list(reject) == [True, False, False]
     adjusted, reject = adjust([0.01, 0.04, 0.03], alpha=0.05, correction="bh")
     assert adjusted == pytest.approx([0.03, 0.04, 0.04]) and list(reject) == [True, True, True]
+    # Benjamini-Yekutieli: BH's adjusted values times 1 + 1/2 + 1/3 = 11/6 (valid under any dependence)
+    adjusted, reject = adjust([0.01, 0.04, 0.03], alpha=0.05, correction="by")
+    assert adjusted == pytest.approx([0.055, 0.22 / 3, 0.22 / 3]) and list(reject) == [False, False, False]
     p_values = np.random.default_rng(1).random(30) ** 3
-    for correction, method in (("holm", "holm"), ("bh", "fdr_bh")):
+    for correction, method in (("holm", "holm"), ("bh", "fdr_bh"), ("by", "fdr_by")):
         reject, expected, _, _ = multipletests(p_values, alpha=0.1, method=method)
         adjusted, rejected = adjust(p_values, alpha=0.1, correction=correction)
         assert adjusted == pytest.approx(expected) and (rejected == reject).all()
@@ -488,7 +491,7 @@ def test_validation_names_the_option(alpha) -> None:
     with pytest.raises(UsageError, match="--alpha must"):
         check_alpha(alpha)
     assert check_alpha("0.1") == 0.1
-    with pytest.raises(UsageError, match="--correction must be one of holm, bh"):
+    with pytest.raises(UsageError, match="--correction must be one of holm, bh, by"):
         check_correction("bonferroni")
     with pytest.raises(UsageError, match="--cluster"):
         check_cluster("text")

@@ -26,7 +26,7 @@ from bold_eval.generation.decoding import make_decoding
     ({"alpha": "x"}, "--alpha must be a number"),
     ({"alpha": float("nan")}, "--alpha must lie strictly between 0 and 1"),
     ({"cluster": "page"}, "--cluster must be one of name, prompt, none"),
-    ({"correction": "bonferroni"}, "--correction must be one of holm, bh"),
+    ({"correction": "bonferroni"}, "--correction must be one of holm, bh, by"),
     ({"ci": "exact"}, "--ci must be one of wilson, bootstrap"),
     ({"seed": -1}, "--seed must be a whole number >= 0"),
     ({"seed": True}, "--seed must be a whole number >= 0"),

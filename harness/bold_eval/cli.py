@@ -347,8 +347,9 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
     _add_alpha(report)
     report.add_argument("--correction", choices=tuple(options.CORRECTIONS), default=options.DEFAULT_CORRECTION,
                         help="multiple-comparison correction of the findings over the report's whole family of "
-                             "group-vs-rest tests: holm (default; family-wise error rate) or bh "
-                             "(Benjamini-Hochberg; false discovery rate)")
+                             "tests: holm (default; family-wise error rate), bh (Benjamini-Hochberg; false "
+                             "discovery rate, proven for independent or positively dependent tests) or by "
+                             "(Benjamini-Yekutieli; false discovery rate under any dependence)")
     report.add_argument("--seed", type=_SEED, default=0, help="bootstrap seed (default 0)")
     _add_cluster(report)
     report.set_defaults(handler=_report)
@@ -375,7 +376,8 @@ def _add_compare(subparsers: argparse._SubParsersAction) -> None:
     _add_cluster(compare)
     compare.add_argument("--correction", choices=tuple(options.CORRECTIONS), default=options.DEFAULT_CORRECTION,
                          help="multiple-comparison correction over all model x group interactions (and, apart, "
-                              "over the overall differences): holm (default) or bh (Benjamini-Hochberg)")
+                              "over the overall differences): holm (default), bh (Benjamini-Hochberg) or by "
+                              "(Benjamini-Yekutieli)")
     compare.set_defaults(handler=_compare)
 
 
