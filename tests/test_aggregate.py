@@ -434,76 +434,76 @@ def test_findings_by_name_permute_single_text_names_and_give_the_gap_a_cluster_t
     Monte Carlo floor 1 / 100,000. Largest gap: the cluster-robust t at 1 - 0.05 / 6 on A (0.4) minus B (0.1), each text
     its own cluster: SE^2 = (0.4 * 0.6 + 0.1 * 0.9) / 100 times CR1's G / (G - 1) * (N - 1) / (N - 2) =
     200/199 * 199/198, SE = 0.057735, on 199 df."""
-    from bold_eval.analysis.clustered import MAX_PERMUTATIONS, PERMUTATION, WALD
+    from bold_eval.analysis.clustered import SCORE
+    from bold_eval.analysis.rate_test import rate_test
     from bold_eval.analysis.summary import run_findings
 
     result = run_findings(_race_scores())
     assert result.cluster == "name" and result.family == 3 and result.untestable == 3
     tests = result.tests.set_index(["label", "group"])
     a, b, c = (tests.loc[("negative", group)] for group in "ABC")
-    assert {a["method"], b["method"], c["method"]} == {PERMUTATION}
+    assert {a["method"], b["method"], c["method"]} == {SCORE}
     assert (a["names"], a["rest_names"]) == (100, 200) and (a["difference"], b["difference"]) == pytest.approx((0.3, -0.15))
-    assert b["statistic"] == pytest.approx(-0.15 / math.sqrt(0.09 / 99 + 0.1875 / 199)) == pytest.approx(-3.486203)
-    assert b["statistic"] == pytest.approx(stats.ttest_ind([1.0] * 10 + [0.0] * 90, [1.0] * 50 + [0.0] * 150,
-                                                           equal_var=False).statistic)
-    exact_b = exact_binary_p(10, 100, 50, 200)
-    assert exact_b == pytest.approx(0.00134, abs=1e-5)
-    assert exact_binary_p(40, 100, 20, 200) == pytest.approx(7.42e-7, rel=1e-3)
-    for row in (b, c):
-        assert abs(row["p_value"] - exact_b) < 4 * math.sqrt(exact_b / 9999)
-    assert a["p_value"] == pytest.approx(1 / (MAX_PERMUTATIONS + 1))
+    ones = np.ones(300)
+    # B against the rest, one text per name: under the hypothesis both rates are the pooled 60/300 = 0.2, so the
+    # variance is 0.2 * 0.8 (1/100 + 1/200) and t = -0.15 / 0.048990 = -3.0619 ... on Welch-Satterthwaite df
+    expected_b = rate_test(np.r_[np.ones(10), np.zeros(90), np.ones(50), np.zeros(150)], ones, np.arange(300) < 100,
+                           alpha=0.05)
+    assert b["statistic"] == pytest.approx(expected_b.statistic) and b["p_value"] == pytest.approx(expected_b.p_value)
+    assert b["statistic"] == pytest.approx(-0.15 / math.sqrt(0.2 * 0.8 * (1 / 100 + 1 / 200)), rel=0.05)
+    assert c["p_value"] == pytest.approx(b["p_value"]) and a["p_value"] < 1e-5
     assert a["significant"] and b["significant"] and c["significant"]
     gap = result.gaps.set_index("metric").loc["sentiment"]
-    assert (gap["group_high"], gap["group_low"], gap["interval_label"], gap["method"]) == ("A", "B", "99.17%", WALD)
-    half = stats.t.ppf(1 - 0.05 / 12, 199) * math.sqrt(0.33 / 100 * 200 / 198)
-    assert (gap["ci_low"], gap["ci_high"]) == pytest.approx((0.3 - half, 0.3 + half))
+    assert (gap["group_high"], gap["group_low"], gap["interval_label"], gap["method"]) == ("A", "B", "99.17%", SCORE)
+    expected_gap = rate_test(np.r_[np.ones(40), np.zeros(60), np.ones(10), np.zeros(90)], np.ones(200),
+                             np.arange(200) < 100, alpha=0.05 / 6)
+    assert (gap["ci_low"], gap["ci_high"]) == pytest.approx((expected_gap.ci_low, expected_gap.ci_high))
+    assert gap["ci_low"] < 0.3 < gap["ci_high"]
 
 
 @pytest.mark.slow
 def test_findings_test_small_groups_and_rare_labels_instead_of_dropping_them() -> None:
-    """Religion with 2 texts per group (x 1 of 2 negative, y 0 of 2): four names, so the permutation test,
-    in the family all the same. Of the C(4, 2) = 6 splits of the names each puts the negative text with one
-    neutral name against two: |statistic| 0.5 / sqrt(0.5 / 2) = 1 in every one, p = 1. With --cluster none,
-    expected counts below 5 give Fisher's exact test (p = 1: every table with one negative is as likely).
-    "positive" never occurs there either. Family 3 race + 1 religion = 4, untestable 3 + 1 = 4. Four tests
-    lower the corrected level to 0.05 / 4, and a typical race group (100 texts against 200) could then only show
-    (z_0.99375 + z_0.8) * sqrt(1/100 + 1/200) * 0.5 = 0.204 > 0.20: too small, and religion far more so. With the
-    3 race tests alone, 0.198: race can find a realistic difference."""
-    from bold_eval.analysis.clustered import PERMUTATION
+    """Religion with 2 texts per group (x 1 of 2 negative, y 0 of 2): two names a side, whose design cannot give
+    a p-value below alpha whatever they say, so the pair is stated with the reason and left out of the family
+    (Tarone 1990: a test that cannot reject cannot make a false finding). With --cluster none, expected counts below
+    5 give Fisher's exact test (p = 1: every table with one negative is as likely). "positive" never occurs
+    there either. Family 3 (race), untestable 3 + 2 = 5. A typical race group (100 texts against 200) could show
+    (z_0.99583 + z_0.8) * sqrt(1/100 + 1/200) * 0.5 = 0.198 at 0.05 / 3: race can find a realistic difference;
+    religion could not."""
+    from bold_eval.analysis.clustered import SCORE
     from bold_eval.analysis.summary import run_findings
 
     scores = _race_scores([("religious_ideology", "x", 2, 1), ("religious_ideology", "y", 2, 0)])
     result = run_findings(scores)
-    assert result.family == 4 and result.untestable == 4
+    assert result.family == 3 and result.untestable == 5
     religion = result.tests[result.tests["domain"] == "religious_ideology"].set_index("label")
     assert religion.loc["negative", "contrast"] == "x vs y" and religion.loc["negative", "kind"] == "pair"
-    assert religion.loc["negative", "method"] == PERMUTATION and religion.loc["negative", "p_value"] == 1.0
-    assert religion.loc["negative", "statistic"] == pytest.approx(1.0)
-    assert exact_binary_p(1, 2, 0, 2) == pytest.approx(1.0)
+    assert religion.loc["negative", "method"] == SCORE and not religion.loc["negative", "testable"]
+    assert religion.loc["negative", "note"].startswith("too few names to test a rate (2 against 2)")
     text_level = run_findings(scores, cluster="none").tests
     text_level = text_level[text_level["domain"] == "religious_ideology"].set_index("label")
     assert text_level.loc["negative", "method"] == "Fisher exact"
     assert text_level.loc["negative", "p_value"] == 1.0
     power = result.power.set_index("domain")["detectable_difference"]
-    assert power["race"] == pytest.approx(0.204491, abs=1e-5) and power["religious_ideology"] > 1
-    assert result.too_small_domains == ["race", "religious_ideology"] and result.too_small
+    assert power["race"] == pytest.approx(0.198139, abs=1e-5) and power["religious_ideology"] > 1
+    assert result.too_small_domains == ["religious_ideology"]
     alone = run_findings(_race_scores())
     assert alone.power["detectable_difference"].iloc[0] == pytest.approx(0.198139, abs=1e-5)
     assert alone.too_small_domains == [] and not alone.too_small
     gap = result.gaps.set_index("domain").loc["religious_ideology"]
     assert pd.isna(gap["gap"]) and gap["note"] == "0 of 2 groups have 10 names or more; no gap is reported"
-    # 1 of 2 negative in every race group: each group against the rest has the same rate (difference 0), so every
-    # split of the 6 names is as extreme, p = 1
+    # 1 of 2 negative in every race group: two names against four cannot reach alpha, so nothing is tested
     tiny = _race_scores()[lambda frame: frame["prompt_id"].str.endswith(("/0", "/50"))]
     small = run_findings(tiny)
     negative = small.tests[small.tests["label"] == "negative"]
-    assert small.family == 3 and (negative["method"] == PERMUTATION).all() and (negative["p_value"] == 1).all()
+    assert small.family == 0 and (negative["method"] == SCORE).all() and not negative["testable"].any()
+    assert negative["note"].str.startswith("too few names to test a rate (2 against 4)").all()
     assert exact_binary_p(1, 2, 2, 4) == pytest.approx(1.0)
     assert small.too_small and not small.tests["significant"].any()
     # two names in all: the difference is stated but not tested
     two = run_findings(tiny[tiny["group"].isin(["A", "B"])].assign(name=lambda frame: frame["group"]))
     pair = two.tests.set_index("label").loc["negative"]
-    assert not pair["testable"] and pair["note"] == "fewer than three units: nothing to test with"
+    assert not pair["testable"] and pair["note"].startswith("too few names to test a rate (1 against 1)")
     assert pair["difference"] == 0.0 and pd.isna(pair["p_value"]) and two.family == 0
 
 

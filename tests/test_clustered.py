@@ -24,6 +24,7 @@ from bold_eval.analysis.clustered import (
     FISHER,
     MAX_PERMUTATIONS,
     PERMUTATION,
+    SCORE,
     T_TEST,
     WALD,
     Z_TEST,
@@ -37,6 +38,7 @@ from bold_eval.analysis.clustered import (
     difference_test,
     minimum_detectable_difference,
 )
+from bold_eval.analysis.rate_test import SideSums, score_t
 from bold_eval.analysis.results import DifferenceTest
 from bold_eval.core.errors import UsageError
 
@@ -211,7 +213,7 @@ def _exact_p(per_cluster: list[list[int]], in_a: list[bool]) -> float:
 def test_permutation_statistic_is_the_studentized_difference_by_hand() -> None:
     """Side a: 3 + 2 + 2 = 7 of 9 texts, side b: 1 + 1 + 1 = 3 of 10; difference 7/9 - 3/10 = 0.477778."""
     values, side, clusters = rows_of(SIX_CLUSTERS, SIX_SIDES)
-    result = difference_test(values, side, clusters)
+    result = difference_test(values, side, clusters, method="permutation")
     totals = np.array([sum(c) for c in SIX_CLUSTERS], float)
     sizes = np.array([len(c) for c in SIX_CLUSTERS], float)
     assert result.method == PERMUTATION and result.testable
@@ -237,7 +239,7 @@ def test_permutation_p_value_with_three_against_three_names_is_the_exact_one() -
                                          alternative="greater", n_resamples=np.inf, vectorized=False)
     assert scipy_exact.pvalue == pytest.approx(exact)
     values, side, clusters = rows_of(SIX_CLUSTERS, SIX_SIDES)
-    p_values = [difference_test(values, side, clusters, seed=seed).p_value for seed in range(10)]
+    p_values = [difference_test(values, side, clusters, seed=seed, method="permutation").p_value for seed in range(10)]
     assert all(abs(p - exact) < 0.05 for p in p_values)
     assert np.mean(p_values) == pytest.approx(exact, abs=0.012)
     # a less extreme split: exact p well inside (0, 1)
@@ -245,7 +247,7 @@ def test_permutation_p_value_with_three_against_three_names_is_the_exact_one() -
     values, side, clusters = rows_of(SIX_CLUSTERS, middle)
     exact_middle = _exact_p(SIX_CLUSTERS, middle)
     assert 0.2 < exact_middle < 1
-    p_values = [difference_test(values, side, clusters, seed=seed).p_value for seed in range(10)]
+    p_values = [difference_test(values, side, clusters, seed=seed, method="permutation").p_value for seed in range(10)]
     assert np.mean(p_values) == pytest.approx(exact_middle, abs=0.02)
 
 
@@ -254,16 +256,16 @@ def test_permutation_with_one_name_on_a_side_is_exact_by_hand() -> None:
     on side a in turn: c1: (1 - 1/6) / (1/6) = 5; c2 and c4: -0.5 / sqrt(1/12) = -1.732; c3: (1/2 - 1/3) / (1/3)
     = 0.5. Only c1 itself is as extreme as 5: p = 1/4. Side b alone gives the same p; no interval."""
     values, side, clusters = rows_of([[1, 1], [0, 0], [1, 0], [0, 0]], [True, False, False, False])
-    result = difference_test(values, side, clusters)
+    result = difference_test(values, side, clusters, method="permutation")
     assert result.method == PERMUTATION
     assert result.estimate == pytest.approx(5 / 6) and result.statistic == pytest.approx(5.0)
     assert result.p_value == pytest.approx(0.25)
     assert math.isnan(result.ci_low) and "one name on a side" in result.note
-    mirrored = difference_test(values, ~side, clusters)
+    mirrored = difference_test(values, ~side, clusters, method="permutation")
     assert mirrored.estimate == pytest.approx(-5 / 6) and mirrored.p_value == pytest.approx(0.25)
     # c3 alone on side a: |0.5| is reached by c1 (5), c2 and c4 (1.732) and c3: p = 1
     values, side, clusters = rows_of([[1, 1], [0, 0], [1, 0], [0, 0]], [False, False, True, False])
-    assert difference_test(values, side, clusters).p_value == pytest.approx(1.0)
+    assert difference_test(values, side, clusters, method="permutation").p_value == pytest.approx(1.0)
 
 
 def test_one_text_per_name_is_still_the_permutation_test() -> None:
@@ -276,12 +278,12 @@ def test_one_text_per_name_is_still_the_permutation_test() -> None:
     per_text = [[1], [1], [1], [0], [1], [0], [0], [0], [0], [0]]
     in_a = [True] * 4 + [False] * 6
     values, side, clusters = rows_of(per_text, in_a)
-    result = difference_test(values, side, clusters)
+    result = difference_test(values, side, clusters, method="permutation")
     assert result.method == PERMUTATION and result.testable
     assert result.statistic == pytest.approx(stats.ttest_ind(values[side], values[~side], equal_var=False).statistic)
     assert result.statistic == pytest.approx((3 / 4 - 1 / 6) / math.sqrt(3 / 16 / 3 + 5 / 36 / 5))
     assert _exact_p(per_text, in_a) == pytest.approx(40 / 210)
-    p_values = [difference_test(values, side, clusters, seed=seed).p_value for seed in range(10)]
+    p_values = [difference_test(values, side, clusters, seed=seed, method="permutation").p_value for seed in range(10)]
     assert all(abs(p - 40 / 210) < 0.05 for p in p_values)
     assert np.mean(p_values) == pytest.approx(40 / 210, abs=0.016)
     assert difference_test(values, side, None).method == FISHER  # texts independent: the paper's test
@@ -290,11 +292,11 @@ def test_one_text_per_name_is_still_the_permutation_test() -> None:
 def test_fewer_than_three_units_are_not_tested() -> None:
     """Two names in all (one a side): two ways to place them, no p-value can fall below 1/2; not testable, out
     of every family, but the difference (1 - 0 here) is still stated. Three names: tested."""
-    for method in ("auto", "wald"):
+    for method in ("permutation", "wald"):
         two = difference_test([1, 1, 0, 0], [True, True, False, False], ["a", "a", "b", "b"], method=method)
         assert not two.testable and two.note == "fewer than three units: nothing to test with"
         assert two.estimate == 1.0 and math.isnan(two.p_value) and math.isnan(two.ci_low)
-    three = difference_test([1, 1, 0, 0], [True, True, False, False], ["a", "a", "b", "c"])
+    three = difference_test([1, 1, 0, 0], [True, True, False, False], ["a", "a", "b", "c"], method="permutation")
     assert three.testable and three.method == PERMUTATION
     assert three.p_value == pytest.approx(1 / 3)  # one unit on a side: each of the 3 placements once
     # with texts independent two texts are two units, tested by the paper's test
@@ -306,7 +308,7 @@ def test_a_name_on_both_sides_moves_as_two_units() -> None:
     values = np.array([1, 1, 0, 1, 0, 0, 0, 1, 0, 0], dtype=float)
     side = np.array([True, True, False, True, True, False, False, False, False, False])
     clusters = np.array(["x", "x", "x", "y", "y", "z", "z", "w", "w", "w"])  # x on both sides
-    result = difference_test(values, side, clusters)
+    result = difference_test(values, side, clusters, method="permutation")
     # units: x|a (2 of 2), y|a (1 of 2) against x|b (0 of 1), z (0 of 2), w (1 of 3)
     totals, sizes = np.array([2, 1, 0, 0, 1.0]), np.array([2, 2, 1, 2, 3.0])
     in_a = np.array([True, True, False, False, False])
@@ -326,7 +328,7 @@ def test_bootstrap_interval_resamples_names_and_matches_the_cluster_standard_err
     rate = rng.beta(0.6, 1.4, 400)[clusters]
     values = (rng.random(len(clusters)) < rate).astype(float)
     side = clusters < 200
-    result = difference_test(values, side, clusters)
+    result = difference_test(values, side, clusters, method="permutation")
     totals = pd.Series(values).groupby(clusters).sum().to_numpy()
     in_a = np.arange(400) < 200
     se = abs(result.estimate / studentized(totals, sizes.astype(float), in_a))
@@ -334,7 +336,7 @@ def test_bootstrap_interval_resamples_names_and_matches_the_cluster_standard_err
     assert result.ci_high - result.ci_low == pytest.approx(2 * Z95 * se, rel=0.15)
     naive = difference_test(values, side, None)
     assert result.ci_high - result.ci_low > 1.4 * (naive.ci_high - naive.ci_low)
-    again = difference_test(values, side, clusters)
+    again = difference_test(values, side, clusters, method="permutation")
     assert (again.ci_low, again.ci_high, again.p_value) == (result.ci_low, result.ci_high,
                                                                      result.p_value)
 
@@ -350,8 +352,9 @@ def test_p_values_are_in_zero_one(names_per_side: int) -> None:
     side = clusters < names_per_side
     for values in (rng.random(2 * units) < 0.3, np.where(side, rng.random(2 * units) < 0.6,
                                                          rng.random(2 * units) < 0.2), side):
-        p_value = difference_test(values.astype(float), side, clusters).p_value
-        assert 0 < p_value <= 1
+        result = difference_test(values.astype(float), side, clusters)
+        assert 0 < result.p_value <= 1 or (not result.testable and math.isnan(result.p_value))
+        assert result.testable == (names_per_side >= 10)  # 2 or 3 names a side cannot reach alpha
 
 
 @pytest.mark.slow
@@ -361,7 +364,7 @@ def test_p_value_of_a_perfect_separation_is_the_monte_carlo_floor() -> None:
     never an extrapolation beyond the draws."""
     clusters = np.repeat(np.arange(2000), 2)
     side = clusters < 1000
-    deep = difference_test(side.astype(float), side, clusters)
+    deep = difference_test(side.astype(float), side, clusters, method="permutation")
     assert deep.estimate == 1.0
     assert deep.p_value == pytest.approx(1 / (MAX_PERMUTATIONS + 1))
 
@@ -519,3 +522,76 @@ def test_permutation_draws_do_not_depend_on_the_block_size(monkeypatch):
     direct = clustered._statistics(sums_a, moments.sum(axis=1, keepdims=True) - sums_a)
     np.testing.assert_allclose(whole[0], direct[0], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(whole[1], direct[1], rtol=1e-9)
+
+
+# --------------------------------------------------------------------------- the score-type test of equal rates
+
+
+def test_score_test_by_hand_on_six_names() -> None:
+    """Side a: names with 2 of 3, 1 of 2, 1 of 2 texts (4 of 7); side b: 0 of 2, 1 of 3, 0 of 1, 1 of 2 (2 of 8).
+    Under delta = 0 both rates are the pooled 6/15 = 0.4. Side a: S = (2 - 1.2)^2 + 2 (1 - 0.8)^2 = 0.72; its
+    moment variance is N p (1 - p) + tau2 sum n(n - 1) with tau2 = 0 here (the names agree more than binomially),
+    7 * 0.24 = 1.68 > S, so V_a = 1.68 / 49; side b likewise 8 * 0.24 = 1.92 against S = 0.64 + 0.04 + 0.16 + 0.04
+    = 0.88, V_b = 1.92 / 64. t = (4/7 - 2/8) / sqrt(V_a + V_b); df = (V_a + V_b)^2 / (V_a^2 / 2 + V_b^2 / 3)."""
+    from scipy import stats as scipy_stats
+
+    values, side, clusters = rows_of([[1, 1, 0], [1, 0], [1, 0], [0, 0], [1, 0, 0], [0], [1, 0]],
+                                     [True, True, True, False, False, False, False])
+    result = difference_test(values, side, clusters, alpha=0.5)
+    var_a, var_b = 1.68 / 49, 1.92 / 64
+    t = (4 / 7 - 2 / 8) / math.sqrt(var_a + var_b)
+    df = (var_a + var_b) ** 2 / (var_a ** 2 / 2 + var_b ** 2 / 3)
+    assert result.method == SCORE and result.testable
+    assert result.estimate == pytest.approx(4 / 7 - 2 / 8)
+    assert result.statistic == pytest.approx(t) and result.p_value == pytest.approx(2 * scipy_stats.t.sf(t, df))
+    assert result.p_value < 0.5 and 0 < result.ci_low < result.estimate < result.ci_high  # agree about zero
+
+
+def test_score_interval_and_p_value_agree_about_zero() -> None:
+    """On random designs (names of 1-20 texts, unlike spreads), the interval excludes 0 exactly when p <= alpha,
+    and it holds the estimate."""
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        names_a, names_b = rng.integers(2, 30), rng.integers(5, 80)
+        sizes = rng.integers(1, 21, names_a + names_b)
+        rates = np.r_[rng.beta(0.5, 1.0, names_a), rng.beta(20, 40, names_b)]
+        clusters = np.repeat(np.arange(names_a + names_b), sizes)
+        values = (rng.random(len(clusters)) < rates[clusters]).astype(float)
+        result = difference_test(values, clusters < names_a, clusters, alpha=0.05)
+        if result.testable:
+            assert result.ci_low <= result.estimate <= result.ci_high
+            assert (result.ci_low > 0 or result.ci_high < 0) == (result.p_value <= 0.05)
+
+
+def test_too_few_names_to_test_a_rate_says_so_with_the_smallest_p_value() -> None:
+    """Whatever their texts say, the variance under the hypothesis bounds |t| by about sqrt(names) of the small
+    side: 3 names against 60 cannot reach 5%, 10 reach 5% but not 0.1%, 30 reach 0.1%. Below, the contrast is
+    untested with the reason, and the difference is still stated."""
+    for names, testable_at in ((3, ()), (10, (0.05,)), (30, (0.05, 0.001))):
+        clusters = np.repeat(np.arange(names + 60), 5)
+        values = (clusters >= names).astype(float)  # side a: no label at all; side b: every text
+        for alpha in (0.05, 0.001):
+            result = difference_test(values, clusters < names, clusters, alpha=alpha)
+            assert result.testable == (alpha in testable_at) and result.estimate == -1.0
+            if not result.testable:
+                assert result.note.startswith(f"too few names to test a rate ({names} against 60)")
+                assert math.isnan(result.p_value) and math.isnan(result.ci_low)
+            else:
+                assert result.p_value <= alpha and result.ci_high < 0
+
+
+@pytest.mark.parametrize("names_a", [3, 4, 10, 30])
+def test_score_test_holds_its_level_when_a_small_group_is_more_spread(names_a: int) -> None:
+    """Issue 32's failing null: every name's rate has mean 0.3, the small group's spread widely (Beta(0.3, 0.7))
+    and the rest's tightly (Beta(30, 70)), 2-8 texts a name. The permutation test rejected 21% of these at 5%
+    with 3 names; the score test stays at or below 5% (plus Monte Carlo noise: 2,000 data sets, SE 0.5%)."""
+    rng = np.random.default_rng(names_a)
+    rejected = 0
+    for _ in range(2000):
+        sizes = rng.integers(2, 9, names_a + 60)
+        rates = np.r_[rng.beta(0.3, 0.7, names_a), rng.beta(30, 70, 60)]
+        hits = rng.binomial(sizes, rates).astype(float)
+        in_a = np.arange(names_a + 60) < names_a
+        a, b = SideSums.of(hits[in_a], sizes[in_a].astype(float)), SideSums.of(hits[~in_a], sizes[~in_a].astype(float))
+        rejected += float(score_t(a, b, 0.0)[2]) <= 0.05
+    assert rejected / 2000 <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000)

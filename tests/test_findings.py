@@ -10,14 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
 from bold_eval.analysis.clustered import (
     FISHER,
-    PERMUTATION,
-    WALD,
+    SCORE,
     Z_TEST,
     difference_test,
     minimum_detectable_difference,
@@ -32,6 +30,7 @@ from bold_eval.analysis.findings import (
     power_table,
     prompt_rates,
 )
+from bold_eval.analysis.rate_test import rate_test
 
 NEGATIVE = ("sentiment", "negative", "sentiment_label", "negative", None)
 POSITIVE = ("sentiment", "positive", "sentiment_label", "positive", None)
@@ -204,14 +203,13 @@ def test_names_as_units_test_every_row_and_rare_labels_too() -> None:
     tests = found.tests
     assert found.family == 7 and found.cluster == "name" and found.untestable == 5
     testable = tests[tests["testable"]]
-    assert (testable["method"] == PERMUTATION).all()
+    assert (testable["method"] == SCORE).all()
     assert ((testable["names"] * 2 == testable["total"]) & (testable["rest_names"] * 2 == testable["rest_total"])).all()
     rare = testable[(testable["domain"] == "gender") & (testable["label"] == "positive")].iloc[0]
     assert (rare["count"], rare["rest_count"]) == (1, 1) and rare["p_value"] == 1.0
     for row in testable[testable["label"] == "negative"].itertuples():
         assert row.count % 2 == 0 and row.rest_count % 2 == 0  # whole names negative
-        exact = exact_binary_p(row.count // 2, row.names, row.rest_count // 2, row.rest_names)
-        assert row.p_value == pytest.approx(exact, abs=monte_carlo_error(exact)), row.contrast
+        assert row.p_value == pytest.approx(_per_name_test(row, per_name=2).p_value), row.contrast
     reject, adjusted, _, _ = multipletests(testable["p_value"], alpha=0.05, method="holm")
     assert testable["p_adjusted"].to_numpy() == pytest.approx(adjusted)
     assert (testable["significant"].to_numpy() == reject).all()
@@ -220,23 +218,28 @@ def test_names_as_units_test_every_row_and_rare_labels_too() -> None:
     text_level = group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE], cluster="none").tests
     assert (single["testable"] == text_level["testable"]).all() and (single["names"] == single["total"]).all()
     testable = single[single["testable"]]
-    assert (testable["method"] == PERMUTATION).all() and set(text_level["method"]) >= {Z_TEST, FISHER}
+    assert (testable["method"] == SCORE).all() and set(text_level["method"]) >= {Z_TEST, FISHER}
     assert testable["difference"].to_numpy() == pytest.approx(text_level.loc[single["testable"], "difference"])
     gender = testable[testable["domain"] == "gender"].set_index("label")
     assert exact_binary_p(30, 50, 20, 50) == pytest.approx(stats.fisher_exact([[30, 20], [20, 30]])[1])
     assert exact_binary_p(30, 50, 20, 50) == pytest.approx(0.0713, abs=5e-5)
-    assert gender.loc["negative", "statistic"] == pytest.approx(stats.ttest_ind(
-        [1.0] * 30 + [0.0] * 20, [1.0] * 20 + [0.0] * 30, equal_var=False).statistic)
+    assert gender.loc["negative", "statistic"] == pytest.approx(rate_test(
+        np.r_[np.ones(30), np.zeros(20), np.ones(20), np.zeros(30)], np.ones(100), np.arange(100) < 50,
+        alpha=0.05).statistic)
     assert gender.loc["positive", "p_value"] == 1.0
     z_p = text_level[text_level["domain"] == "gender"].set_index("label").loc["negative", "p_value"]
     assert z_p == pytest.approx(0.0455003, rel=1e-5)  # the paper's z test, which the name level no longer gives
-    seeds = [group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE], seed=seed).tests["p_value"]
-             for seed in range(1, 10)]
-    mean_p = pd.concat([single["p_value"], *seeds], axis=1).mean(axis=1)
-    for index, row in zip(testable.index, testable.itertuples(), strict=True):
-        exact = exact_binary_p(row.count, row.total, row.rest_count, row.rest_total)
-        assert row.p_value == pytest.approx(exact, abs=monte_carlo_error(exact)), (row.contrast, row.label)
-        assert mean_p[index] == pytest.approx(exact, abs=monte_carlo_error(exact, 9990)), (row.contrast, row.label)
+    for row in testable.itertuples():  # the score test on the per-name sums, whatever the seed
+        assert row.p_value == pytest.approx(_per_name_test(row, per_name=1).p_value), (row.contrast, row.label)
+    assert group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE], seed=5).tests["p_value"].equals(single["p_value"])
+
+
+def _per_name_test(row, *, per_name: int):
+    """The score test of a findings row whose names hold `per_name` texts each, all with the same label."""
+    hits_a, hits_b = row.count // per_name, row.rest_count // per_name
+    t = np.r_[np.full(hits_a, per_name), np.zeros(row.names - hits_a), np.full(hits_b, per_name),
+              np.zeros(row.rest_names - hits_b)]
+    return rate_test(t, np.full(len(t), per_name), np.arange(len(t)) < row.names, alpha=0.05)
 
 
 def test_a_label_limited_to_some_domains_and_texts_without_a_label() -> None:
@@ -336,12 +339,11 @@ def test_largest_gap_over_labels_with_a_bonferroni_interval() -> None:
     assert (gap["group_low"], gap["count_low"], gap["total_low"]) == ("A", 2, 24)
     assert gap["gap"] == pytest.approx(10 / 24) and gap["eligible_groups"] == 3
     assert gap["choices"] == 6 and gap["interval_level"] == pytest.approx(1 - 0.05 / 6)
-    assert gap["interval_label"] == "99.17%" and gap["method"] == WALD
-    rows = frame[frame["group"].isin(["A", "B"])]
-    fit = OLS((rows["sentiment_label"] == "positive").astype(float).to_numpy(),
-              np.column_stack([np.ones(len(rows)), (rows["group"] == "B").astype(float)])).fit(
-        cov_type="cluster", cov_kwds={"groups": pd.factorize(rows["name"])[0]}, use_t=True)
-    assert (gap["ci_low"], gap["ci_high"]) == pytest.approx(tuple(fit.conf_int(0.05 / 6)[1]))
+    assert gap["interval_label"] == "99.17%" and gap["method"] == SCORE
+    rows = frame[frame["group"].isin(["A", "B"])].assign(hit=lambda f: f["sentiment_label"].eq("positive"))
+    per = rows.groupby("name").agg(t=("hit", "sum"), n=("hit", "size"), high=("group", lambda g: g.iloc[0] == "B"))
+    expected = rate_test(per["t"].to_numpy(), per["n"].to_numpy(), per["high"].to_numpy(), alpha=0.05 / 6)
+    assert (gap["ci_low"], gap["ci_high"]) == pytest.approx((expected.ci_low, expected.ci_high))
     # one label: 3 choices, 1 - 0.05/3
     only_negative = largest_gaps(frame, [NEGATIVE]).iloc[0]
     assert (only_negative["group_high"], only_negative["group_low"], only_negative["choices"]) == ("A", "B", 3)
@@ -403,14 +405,12 @@ def exact_split_p(values: np.ndarray, side: np.ndarray) -> float:
 def test_paired_findings_interaction_by_hand() -> None:
     """Shared prompts p1-p4. Model: actors (1 + 1) / 2 = 1, actresses (0 + 0.5) / 2 = 0.25, gap 0.75.
     Reference: actors (0 + 1) / 2 = 0.5, actresses 0, gap 0.5. Interaction 0.75 - 0.5 = 0.25 = the mean per-prompt
-    difference d = (1, 0) on side a minus d = (0, 0.5) on side b. One name per prompt, so the permutation test
-    moves prompts. Studentized: variances 0.5 / 2 + 0.125 / 2 = 0.3125, SE 0.559017, statistic 0.447214. Of the
-    C(4, 2) = 6 splits, (1, 0 | 0, 0.5) and its mirror give 0.447 (twice each, one per zero) and (1, 0.5 | 0, 0)
-    gives 0.75 / 0.25 = 3: every split is as extreme, exact p = 1, and so is the module's (1000 / 1000)."""
+    difference d = (1, 0) on side a minus d = (0, 0.5) on side b. One name per prompt: two names a side, whose
+    design cannot give a p-value below alpha, so the interaction is stated and not tested (issue 32)."""
     model, reference = paired_runs()
     found = paired_findings(model, reference, [NEGATIVE])
     assert (found.shared_prompts, found.model_prompts, found.reference_prompts) == (4, 5, 4)
-    assert found.family == 1
+    assert found.family == 0 and found.untestable == 1  # two names against two cannot reach alpha
     row = found.tests.iloc[0]
     assert (row["contrast"], row["kind"], row["prompts"], row["rest_prompts"]) == (
         "American_actors vs American_actresses", "pair", 2, 2)
@@ -418,33 +418,24 @@ def test_paired_findings_interaction_by_hand() -> None:
     assert (row["reference_rate"], row["reference_rest_rate"]) == pytest.approx((0.5, 0.0))
     assert (row["model_gap"], row["reference_gap"]) == pytest.approx((0.75, 0.5))
     assert row["interaction"] == pytest.approx(0.25)
-    assert row["method"] == PERMUTATION and row["testable"]
-    d, side = np.array([1.0, 0.0, 0.0, 0.5]), np.array([True, True, False, False])
-    assert row["statistic"] == pytest.approx(0.25 / math.sqrt(0.3125)) and welch(d, side) == pytest.approx(
-        row["statistic"])
-    assert exact_split_p(d, side) == 1.0 and row["p_value"] == 1.0
-    assert row["p_adjusted"] == pytest.approx(row["p_value"])  # a family of one
-    # positive: model p3 1/2, everything else 0, so d = (0, 0) against (0.5, 0): interaction -0.25, statistic
-    # -0.25 / sqrt(0.125 / 2) = -1; every split puts 0.5 with a 0 against two zeros: |statistic| 1, p = 1.
-    # Holm over the two: 1 and 1.
+    assert row["method"] == SCORE and not row["testable"] and math.isnan(row["p_value"])
+    assert row["note"].startswith("too few names to test a rate (2 against 2)")
+    # positive: model p3 1/2, everything else 0: interaction -0.25, untested as well
     both = paired_findings(model, reference, [NEGATIVE, POSITIVE]).tests.set_index("label")
     assert both.loc["positive", "interaction"] == pytest.approx(-0.25)
-    assert both.loc["positive", "statistic"] == pytest.approx(-1.0)
-    assert exact_split_p(np.array([0.0, 0.0, 0.5, 0.0]), side) == 1.0 and both.loc["positive", "p_value"] == 1.0
-    assert both["p_adjusted"].tolist() == [1.0, 1.0]
+    assert not both["testable"].any()
     # --cluster none: prompts are the units all the same (a prompt's samples are already one rate)
     none = paired_findings(model, reference, [NEGATIVE, POSITIVE], cluster="none").tests.set_index("label")
-    assert (none["method"] == PERMUTATION).all()
-    assert none[["interaction", "statistic", "p_value"]].to_numpy() == pytest.approx(
-        both[["interaction", "statistic", "p_value"]].to_numpy())
+    assert (none["method"] == SCORE).all() and not none["testable"].any()
+    assert none["interaction"].to_numpy() == pytest.approx(both["interaction"].to_numpy())
 
 
 @pytest.mark.slow
 def test_paired_findings_permutation_p_over_eight_prompts_is_the_exact_one() -> None:
     """Each of p1-p4 twice (new prompt ids and names): d = (1, 0, 1, 0) on side a against (0, 0.5, 0, 0.5).
     Studentized: 0.25 / sqrt(1/3 / 4 + 1/12 / 4) = 0.774597. All C(8, 4) = 70 splits, enumerated: 46 are as
-    extreme, exact p = 46/70 = 0.657143; the module draws 999 splits per seed, and over ten seeds its mean p is
-    the exact one within Monte Carlo error. With --cluster none (prompts as units) the same test."""
+    extreme, exact p = 46/70 = 0.657143; the permutation test draws 999 splits per seed, and over ten seeds its
+    mean p is the exact one within Monte Carlo error. The findings use the score test on the same d."""
     model, reference = paired_runs()
     extra_model = model.assign(prompt_id=model["prompt_id"] + "b", name=model["name"] + "b")
     extra_reference = reference.assign(prompt_id=reference["prompt_id"] + "b", name=reference["name"] + "b")
@@ -453,16 +444,17 @@ def test_paired_findings_permutation_p_over_eight_prompts_is_the_exact_one() -> 
     side = np.arange(8) < 4
     exact = exact_split_p(d, side)
     assert exact == pytest.approx(46 / 70)
-    rows = [paired_findings(model, reference, [NEGATIVE], seed=seed).tests.iloc[0] for seed in range(10)]
-    row = rows[0]
-    assert row["method"] == PERMUTATION and (row["prompts"], row["names"], row["rest_names"]) == (4, 4, 4)
-    assert row["interaction"] == pytest.approx(0.25)
-    assert row["statistic"] == pytest.approx(0.25 / math.sqrt(1 / 12 + 1 / 48))
-    assert row["statistic"] == pytest.approx(welch(d, side))
-    assert row["p_value"] == pytest.approx(exact, abs=monte_carlo_error(exact))
-    assert np.mean([r["p_value"] for r in rows]) == pytest.approx(exact, abs=monte_carlo_error(exact, 9990))
-    none = paired_findings(model, reference, [NEGATIVE], cluster="none").tests.iloc[0]
-    assert none["method"] == PERMUTATION and none["p_value"] == row["p_value"]
+    row = paired_findings(model, reference, [NEGATIVE]).tests.iloc[0]
+    assert row["method"] == SCORE and (row["prompts"], row["names"], row["rest_names"]) == (4, 4, 4)
+    assert row["interaction"] == pytest.approx(0.25) and row["testable"]
+    assert row["p_value"] == pytest.approx(difference_test(d, side, np.arange(8), binary=False).p_value)
+    # the permutation test, kept for the calibration's comparison, still gives the exact p on these d
+    names = np.arange(8)
+    p_values = [difference_test(d, side, names, binary=False, method="permutation", seed=seed).p_value
+                for seed in range(10)]
+    assert np.mean(p_values) == pytest.approx(exact, abs=monte_carlo_error(exact, 9990))
+    assert difference_test(d, side, names, binary=False, method="permutation").statistic == pytest.approx(
+        0.25 / math.sqrt(1 / 12 + 1 / 48)) == pytest.approx(welch(d, side))
 
 
 def test_paired_findings_keep_a_names_prompts_together() -> None:
@@ -475,15 +467,15 @@ def test_paired_findings_keep_a_names_prompts_together() -> None:
     extra_reference = reference.assign(prompt_id=reference["prompt_id"] + "b", name=reference["name"] + "2")
     model, reference = pd.concat([model, extra_model]), pd.concat([reference, extra_reference])
     row = paired_findings(model, reference, [NEGATIVE]).tests.iloc[0]
-    assert row["method"] == PERMUTATION and (row["prompts"], row["names"]) == (4, 2)
+    assert row["method"] == SCORE and (row["prompts"], row["names"]) == (4, 2)
     assert (row["rest_prompts"], row["rest_names"]) == (4, 4)
     d = np.array([0.0, 1.0, 0.0, 0.5] * 2)
     side = np.array([True, True, False, False] * 2)
     names = np.array(["gender/ann", "gender/ann", "gender/bea", "gender/cat",
                       "gender/ann2", "gender/ann2", "gender/bea2", "gender/cat2"])
     expected = difference_test(d, side, names, binary=False)
-    assert row["interaction"] == pytest.approx(0.25) and row["p_value"] == pytest.approx(expected.p_value)
-    assert row["statistic"] == pytest.approx(expected.statistic)
+    assert row["interaction"] == pytest.approx(0.25) and row["testable"] == expected.testable
+    assert row["p_value"] == pytest.approx(expected.p_value, nan_ok=True)
 
 
 # --------------------------------------------------------------------------- real BOLD: the paper's analysis
@@ -526,8 +518,8 @@ def test_wikipedia_religion_text_level_and_by_page(wikipedia_religion) -> None:
     assert rows.loc[("atheism vs rest", "male"), "names"] == pages["atheism"] == 1
     assert rows.loc[("christianity vs islam", "male"), ["names", "rest_names"]].tolist() == [
         pages["christianity"], pages["islam"]]
-    atheism = rows.loc[("atheism vs rest", "male"), "p_value"]
-    assert atheism * 80 == pytest.approx(round(atheism * 80))
+    atheism = rows.loc[("atheism vs rest", "male")]  # one page: no test of a rate, and the report says why
+    assert not atheism["testable"] and atheism["note"].startswith("too few names to test a rate (1 against 79)")
     deff = by_page.design_effects.iloc[0]
     assert deff["names"] == 80 and deff["design_effect_max"] > 1
 

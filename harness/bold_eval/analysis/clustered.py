@@ -6,16 +6,16 @@ of one name share its page, its wording and its subject, so counting texts as in
 run knows (issue 19 measured design effects of 1.5-5 in profession). Every comparison here therefore treats
 the cluster (`--cluster name`, the default; `prompt`; or `none`, the paper's text-level analysis) as the unit:
 
-- a **studentized cluster permutation test** (scipy.stats.permutation_test: the side labels of whole names
-  are shuffled, the statistic is the difference over its cluster-robust standard error; Chung & Romano 2013)
-  with a **cluster bootstrap** interval (scipy.stats.bootstrap, names resampled within each side). It is
-  exact when names are exchangeable, so rare labels and small groups are tested rather than dropped, and
-  asymptotically valid when the sides differ in variance.
-- The **cluster-robust Wald t** (statsmodels OLS on the side indicator, `cov_type="cluster"`, CR1, t on
-  G - 1 df; Cameron & Miller 2015, J. Human Resources 50(2)) is kept as `method="wald"` but is not the
-  default: on BOLD's profession pages (36.8 texts per page, some with hundreds) it rejected 10.7% of
-  shuffled-label nulls at alpha = 5% (300 shuffles, theatre_personnel, unigram male), because a few large
-  pages dominate the variance. The permutation test is exact under that shuffle by construction.
+- the **score-type cluster-robust t of equal rates** (`bold_eval.analysis.rate_test`, the default): valid when
+  the sides differ in names and in spread, with a test-inversion interval that agrees with its p-value about
+  zero, and "too few names to test a rate" where the design cannot reach alpha. It needs no resampling.
+- the **studentized cluster permutation test** (the side labels of whole names are shuffled, the statistic is
+  the difference over its cluster-robust standard error; Chung & Romano 2013) with a cluster bootstrap
+  interval, kept as `method="permutation"`: exact when names are exchangeable, but on a few widely spread names
+  against many tight ones at the same rate it rejects far more often than its level (issue 32).
+- the **cluster-robust Wald t** (statsmodels OLS on the side indicator, `cov_type="cluster"`, CR1, t on
+  G - 1 df; Cameron & Miller 2015, J. Human Resources 50(2)), kept as `method="wald"`: on BOLD's profession
+  pages a few large pages dominate its variance, and it rejected 10.7% of shuffled-label nulls at 5%.
 
 With `--cluster none` binary outcomes get the paper's two-proportion z test (pooled variance, Newcombe
 interval; Fisher's exact test when an expected count is below 5) and continuous ones an ordinary t test.
@@ -36,6 +36,7 @@ from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
+from bold_eval.analysis.rate_test import rate_test
 from bold_eval.analysis.results import DifferenceTest
 from bold_eval.core.environment import THREADS_ENV, env_threads  # noqa: F401 (THREADS_ENV: re-exported)
 from bold_eval.core.options import (  # noqa: F401 (re-exported: the analysis' options, defined once)
@@ -65,12 +66,20 @@ MAX_DEFAULT_THREADS = 8
 
 T = TypeVar("T")
 
+# The test `difference_test` uses when none is named: "auto" (the score test, or the text-level tests with
+# --cluster none); benchmarks set "permutation" to time and calibrate the test it replaced.
+DEFAULT_METHOD = "auto"
 WALD = "cluster-robust t"
+SCORE = "cluster score t"
 PERMUTATION = "cluster permutation"
 Z_TEST = "two-proportion z"
 FISHER = "Fisher exact"
 T_TEST = "t test"
 METHOD_NOTES: dict[str, str] = {
+    SCORE: "score-type cluster-robust t of equal rates: the variance is computed under the hypothesis (the larger "
+           "of the null-imposed cluster-robust and the beta-binomial moment variance per side), Welch-Satterthwaite "
+           "degrees of freedom with names - 1 per side; interval by inverting the same test; a contrast whose "
+           "design cannot reach alpha is reported as too few names to test a rate",
     WALD: "OLS on the side indicator with cluster-robust (CR1) variance, t on names - 1 df (statsmodels)",
     PERMUTATION: "studentized permutation test that moves whole units between the two sides (999 draws, up to "
                  "99,999 when p < alpha; p-values down to 1e-5), interval from a bootstrap over units within each "
@@ -195,17 +204,20 @@ def difference_test(
     n_permutations: int = N_PERMUTATIONS,
     n_bootstrap: int = N_BOOTSTRAP,
     seed: int = 0,
-    method: str = "auto",
+    method: str | None = None,
 ) -> DifferenceTest:
     """Mean of `values` on side a (`side` True) minus side b, with an interval and a two-sided p-value.
 
     `clusters` holds one label per row; `None` means every row is independent, and then the text-level
     tests are used (z / Fisher for `binary` 0-1 values, else OLS t: `--cluster none`). Otherwise
-    `method="auto"` is the studentized cluster permutation test (also when every cluster holds one row: on
-    per-prompt rates of a rare label an ordinary t is unbounded); `method="wald"` forces the cluster-robust t.
+    `method="auto"` is the score-type cluster-robust t of equal rates (`analysis.rate_test`), valid when the
+    sides differ in names and spread; values outside [0, 1] are first mapped onto it by their observed range.
+    `method="permutation"` is the studentized cluster permutation test (exact for exchangeable names only, kept
+    for the calibration's comparison) and `method="wald"` the CR1 cluster-robust t.
     Returns a `DifferenceTest`: estimate, ci_low, ci_high, statistic, p_value, method, testable (False when
-    undefined: an empty side, fewer than three units, or no variation at all) and note.
+    undefined: an empty side, too few names for the design to reach alpha, or no variation at all) and note.
     """
+    method = method or DEFAULT_METHOD
     y = np.asarray(values, dtype=float)
     a = np.asarray(side, dtype=bool)
     independent = clusters is None
@@ -218,6 +230,8 @@ def difference_test(
         return _untestable("every text has the same value: the test is undefined", estimate=0.0)
     if independent and method == "auto":
         return _independent_test(y, a, alpha=alpha, binary=binary, min_expected=min_expected)
+    if method == "auto":
+        return _score(y, a, groups, alpha)
     if len(pd.unique(groups)) < 3:  # the difference is known, only its test is not
         return _untestable("fewer than three units: nothing to test with",
                            estimate=float(y[a].mean() - y[~a].mean()))
@@ -225,6 +239,19 @@ def difference_test(
         return _wald(y, a, groups, alpha)
     return _permutation(_per_cluster(y, a, groups), alpha=alpha, n_permutations=n_permutations,
                         n_bootstrap=n_bootstrap, seed=seed)
+
+
+def _score(y: np.ndarray, a: np.ndarray, groups: np.ndarray, alpha: float) -> DifferenceTest:
+    """The score-type test (`rate_test`) on the per-unit sums, in the values' own units."""
+    low, span = float(y.min()), float(y.max() - y.min())
+    scaled = y if low >= 0 and y.max() <= 1 else (y - low) / span
+    scale = 1.0 if scaled is y else span
+    per = _per_cluster(scaled, a, groups)
+    binary = bool(np.isin(y, (0.0, 1.0)).all())  # 0/1 texts: the binomial floor applies
+    result = rate_test(per.total, per.n, per.side, alpha=alpha, floor=binary)
+    return DifferenceTest(estimate=result.estimate * scale, ci_low=result.ci_low * scale,
+                          ci_high=result.ci_high * scale, statistic=result.statistic, p_value=result.p_value,
+                          method=SCORE, testable=result.testable, note=result.note)
 
 
 def _independent_test(y: np.ndarray, a: np.ndarray, *, alpha: float, binary: bool,

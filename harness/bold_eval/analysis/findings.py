@@ -20,9 +20,9 @@ taken too.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -360,7 +360,7 @@ def _largest_gap(domain: str, metric: str, labels: list[Label], part: pd.DataFra
     keep = present & np.isin(groups, [high, low])
     side = groups[keep] == high
     result = difference_test(hits[keep], side, None if cluster == "none" else clusters[keep], alpha=level,
-                             method="auto" if cluster == "none" else "wald")
+                             method="auto")
     y, in_high = hits[keep], side
     row.update(label=label.name, group_high=high, count_high=int(y[in_high].sum()), total_high=int(in_high.sum()),
                proportion_high=float(y[in_high].mean()), group_low=low, count_low=int(y[~in_high].sum()),
@@ -430,38 +430,56 @@ def paired_findings(
 
 def _paired_rows(prompts: pd.DataFrame, model: pd.DataFrame, reference: pd.DataFrame, labels: Sequence[Label], *,
                  alpha: float, cluster: str, seed: int) -> list[dict[str, Any]]:
-    """One tested interaction per contrast x label on the shared `prompts`."""
+    """One tested interaction per contrast x label on the shared `prompts`. A domain's sides and clusters, and
+    each label's per-prompt rates on its prompts, are put into arrays once, not once per contrast."""
     rates = {label: (prompt_rates(model, label.column, label.value)["rate"], prompt_rates(reference, label.column, label.value)["rate"])
              for label in labels if label.column in model and label.column in reference}
+    domains: dict[str, PairedDomain] = {}
     jobs: list[Callable[[], dict[str, Any] | None]] = []
     for contrast in contrasts(prompts):
-        part = prompts[prompts["domain"].astype(str) == contrast.domain]
-        for label, (rates_model, rates_reference) in rates.items():
-            if not _applies(label, contrast.domain):
-                continue
-            jobs.append(functools.partial(_paired_row, contrast, label, part, rates_model, rates_reference, alpha,
-                                          cluster, seed))
+        if contrast.domain not in domains:
+            domains[contrast.domain] = PairedDomain.of(prompts, contrast.domain, cluster, rates)
+        for label in rates:
+            if _applies(label, contrast.domain):
+                jobs.append(functools.partial(_paired_row, contrast, label, domains[contrast.domain], alpha, seed))
     return [row for row in run_tests(jobs) if row is not None]
 
 
-def _paired_row(contrast: Contrast, label: Label, part: pd.DataFrame, rates_model: pd.Series,
-                rates_reference: pd.Series, alpha: float, cluster: str, seed: int) -> dict[str, Any] | None:
-    ids = part["prompt_id"]
-    # get_indexer, not isin: pandas 3 checks Arrow strings one by one in isin (same answer, much slower).
-    both = (rates_model.index.get_indexer(ids) >= 0) & (rates_reference.index.get_indexer(ids) >= 0)
-    part = part[both]
-    if part.empty:
-        return None
-    in_a, in_b = contrast.sides(part)
-    keep = in_a | in_b
-    part, in_a = part[keep], in_a[keep]
+class PairedDomain(NamedTuple):
+    """One domain's shared prompts as arrays: the side columns, the clusters, and per label the model's and the
+    reference's per-prompt rates with the mask of the prompts both have."""
+
+    columns: dict[str, np.ndarray]
+    clusters: np.ndarray
+    rates: dict[Label, tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+    @classmethod
+    def of(cls, prompts: pd.DataFrame, domain: str, cluster: str,
+           rates: Mapping[Label, tuple[pd.Series, pd.Series]]) -> PairedDomain:
+        part = prompts[prompts["domain"].astype(str) == domain]
+        ids = part["prompt_id"]
+        columns = {name: part[name].astype(str).to_numpy() for name in ("group", "category") if name in part}
+        # The samples of a prompt are already summarized: a prompt is the smallest unit here, and pairs of rates
+        # are tested by the score test even with --cluster none (an ordinary t on rare per-prompt rates is unbounded).
+        clusters = cluster_ids(part, "prompt" if cluster == "none" else cluster)
+        aligned = {}
+        for label, (rates_model, rates_reference) in rates.items():
+            # get_indexer, not isin: pandas 3 checks Arrow strings one by one in isin (same answer, much slower).
+            at_model, at_reference = rates_model.index.get_indexer(ids), rates_reference.index.get_indexer(ids)
+            both = (at_model >= 0) & (at_reference >= 0)
+            aligned[label] = (rates_model.to_numpy()[at_model], rates_reference.to_numpy()[at_reference], both)
+        return cls(columns, clusters, aligned)
+
+
+def _paired_row(contrast: Contrast, label: Label, domain: PairedDomain, alpha: float,
+                seed: int) -> dict[str, Any] | None:
+    y_model, y_reference, both = domain.rates[label]
+    values = domain.columns[contrast.column]
+    in_a = values == contrast.a
+    keep = both & (in_a | (values == contrast.b if contrast.b is not None else ~in_a))
+    y_model, y_reference, clusters, in_a = y_model[keep], y_reference[keep], domain.clusters[keep], in_a[keep]
     if not in_a.any() or in_a.all():
         return None
-    y_model = rates_model.reindex(part["prompt_id"]).to_numpy()
-    y_reference = rates_reference.reindex(part["prompt_id"]).to_numpy()
-    # The samples of a prompt are already summarized: a prompt is the smallest unit here, and pairs of rates are
-    # tested by permutation even with --cluster none (an ordinary t on rare per-prompt rates is unbounded).
-    clusters = cluster_ids(part, "prompt" if cluster == "none" else cluster)
     result = difference_test(y_model - y_reference, in_a, clusters, alpha=alpha, binary=False, seed=seed)
     return {"domain": contrast.domain, "metric": label.metric, "label": label.name, "contrast": contrast.name,
             "kind": contrast.kind, "group": contrast.a, "rest": contrast.b or "rest", "prompts": int(in_a.sum()),

@@ -32,7 +32,7 @@ from bold_eval.analysis.clustered import (
     DEFAULT_CORRECTION,
     FISHER,
     METHOD_NOTES,
-    PERMUTATION,
+    SCORE,
     Z_TEST,
     adjust,
     confidence_label,
@@ -142,7 +142,7 @@ def _statistics(counts: Mapping[str, Any], ci: str, alpha: float, correction: st
         correction_name=CORRECTIONS[correction][1],
         cluster=cluster,
         cluster_unit=CLUSTER_UNITS[cluster],
-        findings_test=METHOD_NOTES[PERMUTATION] if cluster != "none"
+        findings_test=METHOD_NOTES[SCORE] if cluster != "none"
         else f"{METHOD_NOTES[Z_TEST]}; {METHOD_NOTES[FISHER]} when an expected count is below {min_expected}",
         interval="Wilson score" if ci == "wilson" else "percentile bootstrap over prompts",
         chi_square="scipy.stats.chi2_contingency without continuity correction, groups x (label, not label); "

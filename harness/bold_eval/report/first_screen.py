@@ -152,7 +152,7 @@ def reference_section(summary: Summary, tables: Path) -> list[str]:
            "the two sides' rates in the model's texts minus the same gap in the Wikipedia sentences of the same "
            f"{found.shared_prompts:,} prompts (a group x source interaction). A positive value means the model "
            "widens the gap the human-written text already has. Each prompt's samples count as one rate; "
-           f"{METHOD_NOTES['cluster permutation'] if found.cluster != 'none' else 't test over prompts'}. "
+           f"{METHOD_NOTES['cluster score t']}. "
            f"{found.family} tests, {found.correction_name}.", ""]
     significant = tests[tests["significant"].astype(bool)]
     if found.family == 0:
@@ -210,7 +210,9 @@ def findings_section(summary: Summary, tables: Path) -> list[str]:
            "(two-group domains once). p-values are adjusted over this family of "
            f"{found.family} tests ({found.correction_name}); the unit is the {found.cluster}. Rates carry "
            f"{level} Wilson intervals and n; differences are side minus other side, with {level} intervals "
-           "that resample names.", ""]
+           + ("from inverting the same test, so an interval and its p-value agree about zero; a contrast whose "
+              "names are too few for any p-value below alpha is listed as too few names to test a rate, outside "
+              "the family." if found.cluster != "none" else "(Newcombe's, texts independent)."), ""]
     significant = tests[tests["significant"].astype(bool)]
     if found.family == 0:
         out += ["_No comparison had texts on both sides._", ""]
