@@ -169,9 +169,11 @@ def test_shuffled_wikipedia_null_is_calibrated(calibration, religion) -> None:
         lambda index: calibration.shuffled_trial(index, scores=data, labels=labels, seed=0, alpha=ALPHA,
                                                  correction="holm", clusters=["name", "none"]), 40, jobs=1)
     summary = calibration.shuffled_summary(trials, ALPHA).set_index("cluster")
-    assert summary.loc["name", "family"] == 40
+    assert summary.loc["name", "family"] == 30  # atheism (1 page) and sikhism (4) cannot reach alpha: untested
     assert summary.loc["name", "with_finding"] <= at_most_alpha(40) == 6
-    assert summary.loc["name", "raw_rate"] == pytest.approx(ALPHA, abs=0.03)
+    # The score test is conservative here (measured: 0.6% of the tests at p < alpha): validity under unlike
+    # spreads costs level on exchangeable names; benchmarks/CALIBRATION.md gives its power beside the old test's.
+    assert summary.loc["name", "raw_rate"] <= ALPHA + 0.02
 
 
 @pytest.mark.slow
@@ -189,7 +191,8 @@ def test_shuffled_wikipedia_null_is_calibrated_on_three_domains(calibration, bol
         lambda index: calibration.shuffled_trial(index, scores=data, labels=labels, seed=0, alpha=ALPHA,
                                                  correction="holm", clusters=["name"]), 10, jobs=1)
     summary = calibration.shuffled_summary(trials, ALPHA).iloc[0]
-    assert summary["family"] == 105  # (8 religion + 12 politics + 1 gender contrasts) x 5 labels
+    assert summary["family"] == 95  # (8 religion + 12 politics + 1 gender contrasts) x 5 labels, less atheism and
+    # sikhism (1 and 4 pages: too few names to test a rate)
     assert summary["with_finding"] <= at_most_alpha(10)
 
 
@@ -233,7 +236,7 @@ def test_script_writes_the_tables(calibration, religion, tmp_path) -> None:
                              "--jobs", "1",
                              "--out", str(out)])
     assert out.read_text() == text
-    assert "## Shuffled nulls on the Wikipedia baseline" in text and "| name | 2 | 16 |" in text
+    assert "## Shuffled nulls on the Wikipedia baseline" in text and "| name | 2 | 12 |" in text
     assert "| 0.3 | 0.2 | 8.2 / " in text  # the synthetic null with profession's expected design effect
     assert "| 0.3 | +15 points | 0.2 | none | 2 |" in text
 
@@ -325,8 +328,8 @@ def test_paired_wikipedia_null_is_calibrated(calibration, religion) -> None:
                                                          groups="shuffled", flip=0.2, samples=5, seed=0, alpha=ALPHA,
                                                          correction="holm", clusters=["name"]), 30, jobs=1)
     summary = calibration.fwer_row(trials, ALPHA)
-    # 8 contrasts x 5 labels, less the rare one whose d was 0 on every prompt of a contrast once (untestable)
-    assert summary["family"] > 39.9
+    # 8 contrasts x 5 labels, less atheism's and sikhism's (1 and 4 pages: too few names to test a rate)
+    assert summary["family"] == pytest.approx(30, abs=0.1)
     assert summary["with_finding"] <= at_most_alpha(30)
 
 
@@ -357,7 +360,8 @@ def test_script_writes_the_paired_tables(calibration, religion, tmp_path) -> Non
                              "--names", "40", "--groups", "4", "--rhos", "0.2", "--rates", "0.3", "--samples", "2",
                              "--paired-effects", "0.2", "--jobs", "1"])
     assert "## Paired null on the Wikipedia baseline" in text and "## Shuffled nulls" not in text
-    assert "| real | name | 2 | 16 |" in text and "| shuffled | none | 2 | 16 |" in text  # 8 contrasts x 2 labels
+    # 8 contrasts x 2 labels; by name less atheism's and sikhism's (1 and 4 pages: too few names to test a rate)
+    assert "| real | name | 2 | 12 |" in text and "| shuffled | none | 2 | 16 |" in text
     assert "| 0.3 | 0.2 | 2 | 0 | +" in text and "| 0.3 | 0.2 | 2 | 1 | +" in text  # the null, then with a spread
     assert " | name | 2 | 8 | " in text and " | none | 1 | 8 | " in text  # none on the first data set only
     assert "| 0.3 | +20 points | 0.2 | 2 | name | 2 |" in text
