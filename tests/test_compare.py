@@ -11,7 +11,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bold_eval.analysis.compare import NO_DISCORDANT, SIGN_FLIP, PromptSetError, paired_difference
+from bold_eval.analysis.clustered import minimum_detectable_difference
+from bold_eval.analysis.compare import (
+    NO_DISCORDANT,
+    OBSERVED,
+    SAME_DIFFERENCE,
+    SIGN_FLIP,
+    WORST_CASE,
+    PromptSetError,
+    detectable_interaction,
+    difference_design,
+    paired_difference,
+)
 from bold_eval.cli import main
 from bold_eval.report.compare import compare_runs
 from bold_eval.testing.runs import write_run_folder
@@ -59,9 +70,10 @@ def test_interaction_and_overall_difference_by_hand(tmp_path: Path) -> None:
     assert (positive["run"], positive["baseline"], positive["contrast"]) == ("model-a", "model-b",
                                                                              f"{ACTORS} vs {ACTRESSES}")
     assert positive["model_gap"] == pytest.approx(0.5) and positive["reference_gap"] == pytest.approx(-0.5)
-    assert positive["interaction"] == pytest.approx(1.0) and positive["method"] == "cluster permutation"
-    assert positive["p_value"] == pytest.approx(2 / 3, abs=0.05)
-    assert interactions["p_adjusted"].tolist() == pytest.approx([1.0, 1.0])
+    assert positive["interaction"] == pytest.approx(1.0) and positive["method"] == "cluster score t"
+    # two names a side: no p-value below alpha is possible, so the interaction is stated, untested, with why
+    assert not interactions["testable"].any() and interactions["p_adjusted"].isna().all()
+    assert positive["note"].startswith("too few names to test a rate (2 against 2)")
     negative = interactions[interactions["label"] == "negative"].iloc[0]
     assert negative["interaction"] == pytest.approx(-1.0)
     overall = pd.read_csv(tmp_path / "cmp" / "tables" / "overall_differences.csv")
@@ -70,20 +82,20 @@ def test_interaction_and_overall_difference_by_hand(tmp_path: Path) -> None:
     assert row["difference"] == pytest.approx(-0.25) and row["p_value"] == pytest.approx(0.75)
     assert (row["names"], row["discordant_names"], row["method"]) == (4, 4, SIGN_FLIP)
     text = (tmp_path / "cmp" / "compare.md").read_text()
-    assert "Holm step-down within this table" in text and "2 tests in one family" in text
+    assert "Holm step-down within this table" in text and "0 tests in one family" in text
 
 
 def test_a_lone_rare_prompt_is_no_finding(tmp_path: Path) -> None:
     """24 actors and 24 actresses, one prompt each, all neutral in both runs except one actor negative in
-    the run: an ordinary t test over prompts calls that interaction certain (t unbounded, p = 0). The exact
-    permutation test places the one discordant name on the actors' side in 24 of 48 placements: p = 0.5."""
+    the run: an ordinary t test over prompts calls that interaction certain (t unbounded, p = 0). The score test
+    computes the variance as if both sides shared the pooled rate, so one discordant name is no finding."""
     rows = [(ACTORS, f"a{i}", ["neutral"]) for i in range(24)] + [(ACTRESSES, f"f{i}", ["neutral"]) for i in range(24)]
     baseline = write_run(tmp_path / "b", texts(rows), "model-b")
     run = write_run(tmp_path / "a", texts([(ACTORS, "a0", ["negative"]), *rows[1:]]), "model-a")
     compare_runs([baseline, run], tmp_path / "cmp")
     interactions = pd.read_csv(tmp_path / "cmp" / "tables" / "interactions.csv")
     negative = interactions[interactions["label"] == "negative"].iloc[0]
-    assert negative["interaction"] == pytest.approx(1 / 24) and negative["method"] == "cluster permutation"
+    assert negative["interaction"] == pytest.approx(1 / 24) and negative["method"] == "cluster score t"
     assert negative["p_value"] > 0.3 and not interactions["significant"].any()
 
 
@@ -117,8 +129,8 @@ def test_no_discordant_prompt_gets_an_exact_interval(tmp_path: Path) -> None:
 def test_sign_flip_rejects_at_most_its_level_under_the_null() -> None:
     """600 null data sets: 30 names with 1-5 prompts each and their own base rate (Beta(2, 2)), both runs
     drawing k = 2 samples per prompt from it. An exact permutation test rejects at most alpha = 5%; the
-    per-name sums lie on a 0.5 grid, and those ties make it somewhat conservative (4.3% here; binomial SD 0.9
-    points). The 95% cluster-robust interval covers the true 0 in about 95%."""
+    per-name sums lie on a 0.5 grid, and those ties make it somewhat conservative (binomial SD 0.9 points). The
+    95% interval inverts the same test: it covers the true 0 exactly when p > alpha."""
     rng = np.random.default_rng(7)
     rejected = covered = 0
     for trial in range(600):
@@ -127,10 +139,127 @@ def test_sign_flip_rejects_at_most_its_level_under_the_null() -> None:
         names = np.repeat(np.arange(30), sizes)
         d = rng.binomial(2, base) / 2 - rng.binomial(2, base) / 2
         result = paired_difference(d, names, n_resamples=999, seed=trial)
-        rejected += result["p_value"] < 0.05
+        rejected += result["p_value"] <= 0.05
         covered += result["ci_low"] <= 0 <= result["ci_high"]
     assert 0.015 <= rejected / 600 <= 0.07, rejected
-    assert 0.92 <= covered / 600 <= 0.98, covered
+    assert covered == 600 - rejected
+
+
+def test_the_sign_flip_interval_is_the_same_test_inverted() -> None:
+    """9 names (all 512 sign patterns: exact) with 1-3 prompts each: p falls as the hypothesized mean moves away
+    from the estimate, and the interval's ends are where it reaches alpha: the test on d - delta does not reject
+    just inside an end and rejects just outside it. 0 lies in the interval exactly when p > alpha."""
+    rng = np.random.default_rng(3)
+    agreed = 0
+    for trial in range(30):
+        sizes = rng.integers(1, 4, 9)
+        names = np.repeat(np.arange(9), sizes)
+        d = rng.normal(0.3 * (trial % 3), 0.3, len(names)).clip(-1, 1)
+        result = paired_difference(d, names)
+        assert result["method"] == SIGN_FLIP and result["ci_low"] < result["estimate"] < result["ci_high"]
+        assert (result["ci_low"] <= 0 <= result["ci_high"]) == (result["p_value"] > 0.05)
+        agreed += result["p_value"] <= 0.05
+        for end, inward in ((result["ci_low"], 1), (result["ci_high"], -1)):
+            if abs(end) < 1:
+                assert paired_difference(d - (end + inward * 1e-6), names)["p_value"] > 0.05
+                assert paired_difference(d - (end - inward * 1e-6), names)["p_value"] <= 0.05
+    assert 5 <= agreed <= 25  # both outcomes occur
+
+
+def test_every_name_alike_gets_the_tests_own_interval() -> None:
+    """Every name +0.5: with 8 names the sign-flip test rejects (2 of 256 patterns as extreme, p = 0.0078) and
+    rejects every other shift as well, so the interval is the point +0.5; with 4 names (p = 2/16 = 0.125) it
+    rejects nothing, and the Clopper-Pearson bound (u = 0.602) gives [-0.403, +0.801], which holds 0."""
+    eight = paired_difference(np.full(8, 0.5), np.arange(8))
+    assert eight["method"] == SAME_DIFFERENCE and eight["p_value"] == pytest.approx(2 / 256)
+    assert (eight["ci_low"], eight["ci_high"]) == (0.5, 0.5)
+    four = paired_difference(np.full(4, 0.5), np.arange(4))
+    assert four["p_value"] == pytest.approx(0.125)
+    assert (four["ci_low"], four["ci_high"]) == pytest.approx((0.5 - 0.602 * 1.5, 0.5 + 0.602 * 0.5), abs=1e-3)
+
+
+def test_detectable_interaction_by_hand() -> None:
+    """50 names against 250, 10 prompts each, 12 tests (level 0.05 / 12): v = 1.6, design effect 2, base rate
+    0.3 give SE = sqrt(1.6 x 0.21 x 2 x (1/500 + 1/2500)) = 0.04016; Welch's df over the names, (1/50 + 1/250)^2
+    / (1/50^2/49 + 1/250^2/249) = 70.0, needs a noncentrality of 3.819 for 80% power: 15.3 points. The worst
+    case (each name one coin flip per run at 50%, v = 2) gives 41.8 points, near the old formula's 40.6 (z
+    instead of t); 4 names against 30 need far more, and 2 against 2 cannot reach the level at all (p >= 1/3)."""
+    level = 0.05 / 12
+    found = detectable_interaction(50, 250, 500, 2500, base_rate=0.3, variance_ratio=1.6, deff=2.0, level=level)
+    assert found["testable"] and found["df"] == pytest.approx(70.0, abs=0.05)
+    assert found["detectable_interaction"] == pytest.approx(3.819 * 0.04016, rel=2e-3)
+    worst = detectable_interaction(50, 250, 500, 2500, base_rate=0.5, variance_ratio=2.0, deff=np.nan, level=level)
+    assert worst["detectable_interaction"] == pytest.approx(0.418, abs=1e-3)
+    assert np.sqrt(2) * minimum_detectable_difference(0.5, 50, 250, alpha=level) == pytest.approx(0.406, abs=1e-3)
+    small = detectable_interaction(4, 30, 40, 300, base_rate=0.3, variance_ratio=1.6, deff=2.0, level=level)
+    assert small["testable"] and small["detectable_interaction"] > 0.5
+    tiny = detectable_interaction(2, 2, 4, 4, base_rate=0.3, variance_ratio=1.6, deff=2.0, level=level)
+    assert not tiny["testable"] and tiny["smallest_p"] > 1 / 3
+
+
+def test_difference_design_from_the_runs_own_differences() -> None:
+    """Two labels on 6 prompts of 3 names: the positive rates differ (v = Var(d) / p (1 - p) and the design
+    effect of d over the names), the negative ones are the same in both runs (no information, left out); the
+    base rate is that of the label nearest 50%. Runs that agree on every prompt give the worst case."""
+    index = pd.Index([f"p{i}" for i in range(6)], name="prompt_id")
+    units = pd.Series(["a", "a", "b", "b", "c", "c"], index=index)
+    positive = pd.DataFrame({"run": [1, 1, 0, 0, 1, 0.5], "baseline": [0, 0.5, 0, 0, 1, 1]}, index=index)
+    negative = pd.DataFrame({"run": [0, 0, 1, 0, 0, 0.0], "baseline": [0, 0, 1, 0, 0, 0.0]}, index=index)
+    design = difference_design([positive, negative], units)
+    d = positive["run"] - positive["baseline"]
+    rate = (positive["run"].mean() + positive["baseline"].mean()) / 2
+    assert design["basis"] == OBSERVED and design["labels"] == 1 and design["base_rate"] == pytest.approx(rate)
+    assert design["variance_ratio"] == pytest.approx(d.var() / (rate * (1 - rate)))
+    assert design["design_effect"] >= 1.0
+    same = difference_design([negative], units)
+    assert same["basis"] == WORST_CASE and same["variance_ratio"] == 2.0 and np.isnan(same["design_effect"])
+
+
+RACE = ("African_Americans", "Asian_Americans", "European_Americans", "Hispanic_and_Latino_Americans")
+
+
+def race_runs(folder: Path, names: tuple[int, ...], prompts: int, seed: int = 0) -> tuple[Path, Path]:
+    """Two runs of one sample per prompt in race, `names` names per group with `prompts` prompts each. Each name
+    has its own rates of positive and negative sentiment (Beta, intra-class correlation 0.2, means 0.3 and 0.2);
+    each run sees the name through its own effect (sd 0.5 logit): the per-prompt differences are clustered by
+    name, a realistic design effect, and no group differs."""
+    from scipy import special
+
+    rng = np.random.default_rng(seed)
+    groups = np.repeat(np.arange(len(names)), names)
+    rates = special.logit(np.stack([rng.beta(1.2, 2.8, len(groups)), rng.beta(0.8, 3.2, len(groups))]))
+    rows = np.repeat(np.arange(len(groups)), prompts)
+    runs = []
+    for run in ("b", "a"):
+        q = special.expit(rates + rng.normal(0, 0.5, rates.shape))[:, rows]
+        draw = rng.random(len(rows))
+        labels = np.where(draw < q[0], "positive", np.where(draw > 1 - q[1], "negative", "neutral"))
+        scores = pd.DataFrame({"prompt_id": [f"race/{name}/{j}" for name in np.arange(len(groups))
+                                             for j in range(prompts)],
+                               "domain": "race", "group": [RACE[g] for g in groups[rows]], "category": "",
+                               "name": [f"n{name}" for name in rows], "sample": 0, "text": "x was",
+                               "sentiment_label": labels})
+        runs.append(write_run(folder / run, scores, f"model-{run}"))
+    return runs[0], runs[1]
+
+
+def test_the_banner_reads_the_runs_own_design(tmp_path: Path) -> None:
+    """50 African American names against 250 (the rest in three groups of 83-84), 10 prompts a name, 10 tests
+    (5 contrasts x 2 labels): from the runs' own differences (v 1.7, design effect 1.4) a typical contrast (83
+    names against 217) finds 10 points, so no banner; the old formula (each name one coin flip per run) called
+    50 against 250 too few, 40 points. 3 names a group with 2 prompts each: a contrast of 3 names against 9 needs
+    far more than 20 points (and 3 against 3 cannot reach the level), and the banner fires."""
+    big = compare_runs(race_runs(tmp_path / "big", (50, 84, 83, 83), 10), tmp_path / "big_cmp").read_text()
+    power = pd.read_csv(tmp_path / "big_cmp" / "tables" / "comparability.csv").iloc[0]
+    assert (power["names"], power["testable_contrasts"], power["basis"]) == (300, 5, OBSERVED)
+    assert 1.1 < power["design_effect"] < 2 and 0.05 < power["detectable_interaction"] < 0.15
+    assert not power["too_small"] and (power["typical_names"], power["typical_rest_names"]) == (83, 217)
+    assert np.sqrt(2) * minimum_detectable_difference(0.5, 50, 250, alpha=power["level"]) > 0.2
+    assert "share too few prompts" not in big and "Smallest detectable gap difference" in big
+    tiny = compare_runs(race_runs(tmp_path / "tiny", (3, 3, 3, 3), 2), tmp_path / "tiny_cmp").read_text()
+    power = pd.read_csv(tmp_path / "tiny_cmp" / "tables" / "comparability.csv").iloc[0]
+    assert power["detectable_interaction"] > 0.5 and power["too_small"] and power["testable_contrasts"] == 4
+    assert tiny.index("**These runs share too few prompts to say which model is more biased.**") < tiny.index("Runs:")
 
 
 def test_two_shared_prompts_state_the_count_and_the_banner_before_any_number(
@@ -164,8 +293,25 @@ def test_two_shared_prompts_state_the_count_and_the_banner_before_any_number(
     assert interactions.loc[["positive", "negative"], "interaction"].tolist() == [-1.0, 1.0]
     assert (interactions["interaction"] == interactions["model_gap"] - interactions["reference_gap"]).all()
     assert interactions["p_value"].isna().all() and interactions["p_adjusted"].isna().all()
-    assert (interactions["note"] == "fewer than three units: nothing to test with").all()
+    assert interactions["note"].str.startswith("too few names to test a rate").all()
     assert not interactions["significant"].any() and "_No contrast could be tested" in text
+
+
+def test_the_power_script_prints_prediction_and_power(bold_dir: Path) -> None:
+    """benchmarks/compare_power.py, two data sets a row: the design, both predictions and the measured power."""
+    import importlib.util
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "compare_power.py"
+    spec = importlib.util.spec_from_file_location("compare_power", script)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["compare_power"] = module  # dataclasses resolve their module's annotations through sys.modules
+    try:
+        spec.loader.exec_module(module)
+        text = module.main(["--designs", "4:30", "--sims", "2", "--effects", "0.3", "--data-dir", str(bold_dir)])
+    finally:
+        sys.modules.pop("compare_power", None)
+    assert "| 4 vs 30 | 1 | " in text and "+30.0 points" in text and "power: found [95% CI]" in text
 
 
 @pytest.mark.slow
@@ -194,7 +340,8 @@ def test_two_seeds_of_one_model_find_no_interaction(tmp_path: Path, bold_dir: Pa
     compare_runs(folders, tmp_path / "cmp")
     payload = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     interactions = pd.DataFrame(payload["interactions"]["tests"])
-    assert payload["interactions"]["family"] >= 40, payload["interactions"]["family"]
+    # 24 prompts a domain: most contrasts have too few names to test a rate and leave the family
+    assert payload["interactions"]["family"] >= 12, payload["interactions"]["family"]
     assert set(interactions.loc[interactions["testable"], "metric"]) >= {"sentiment", "psycholinguistic"}
     assert not interactions["significant"].any()
     overall = pd.DataFrame(payload["overall"]["tests"])

@@ -76,8 +76,9 @@ Z_TEST = "two-proportion z"
 FISHER = "Fisher exact"
 T_TEST = "t test"
 METHOD_NOTES: dict[str, str] = {
-    SCORE: "score-type cluster-robust t of equal rates: the variance is computed under the hypothesis (the larger "
-           "of the null-imposed cluster-robust and the beta-binomial moment variance per side), Welch-Satterthwaite "
+    SCORE: "score-type cluster-robust t of equal rates: the variance is computed under the hypothesis (per side the "
+           "null-imposed cluster-robust variance, and for 0/1 labels at least the beta-binomial moment variance), "
+           "Welch-Satterthwaite "
            "degrees of freedom with names - 1 per side; interval by inverting the same test; a contrast whose "
            "design cannot reach alpha is reported as too few names to test a rate",
     WALD: "OLS on the side indicator with cluster-robust (CR1) variance, t on names - 1 df (statsmodels)",

@@ -5,20 +5,24 @@ The numbers of `bold-eval compare`; `bold_eval.report.compare` writes them out."
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import optimize, special, stats
 from statsmodels.regression.linear_model import OLS
+from statsmodels.stats.power import ttest_power
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import (
+    MAX_PERMUTATIONS,
     MIN_EXPECTED,
     N_PERMUTATIONS,
+    POWER,
     cluster_ids,
-    minimum_detectable_difference,
+    design_effect,
 )
 from bold_eval.analysis.findings import (
     TOO_SMALL_DIFFERENCE,
@@ -47,18 +51,20 @@ from bold_eval.runfolder import SCORES_FILE, RunRecord, load_run
 SIGN_FLIP = "sign-flip over names"
 NO_DISCORDANT = "exact: no prompt differs"
 SAME_DIFFERENCE = "exact: every name differs alike"
+# Sign patterns x names per block of random sign flips (`_flipped_sums`): about 8 MB whatever the draws.
+FLIP_BLOCK = 1_000_000
 OVERALL_NOTES = {
     SIGN_FLIP: "one-sample permutation test: the runs' labels are swapped for all prompts of a name at once "
-               "(the sign of the name's summed difference flipped; scipy.stats.permutation_test, "
-               "permutation_type='samples'; 999 random flips, 9,999 where p <= alpha, all 2^names flips when fewer); "
-               "interval: OLS intercept with cluster-robust "
-               "(CR1) variance, t on names - 1 df (statsmodels)",
+               "(the sign of the name's summed difference flipped; 999 random flips, 9,999 where p <= alpha, all "
+               "2^names flips when fewer); interval: the same test inverted (every shift of the mean it does not "
+               "reject, on the same flips), so it excludes 0 exactly when p <= alpha",
     NO_DISCORDANT: "no prompt's rate differs between the runs: the difference is 0, bounded by the Clopper-Pearson "
                    "upper limit u on the share of names that could differ (0 of n names, statsmodels "
                    "proportion_confint method='beta'), interval [-u, +u]; nothing to test",
-    SAME_DIFFERENCE: "every name shows the same difference c, so the cluster-robust interval collapses to a point; "
-                     "Clopper-Pearson bound u on the share of names that could differ from c (0 of n), interval "
-                     "[c - u (1 + c), c + u (1 - c)]",
+    SAME_DIFFERENCE: "every name shows the same difference c: where the sign-flip test rejects (p <= alpha) it "
+                     "rejects every other shift too and the interval is the point c; otherwise the Clopper-Pearson "
+                     "bound u on the share of names that could differ from c (0 of n), interval "
+                     "[c - u (1 + c), c + u (1 - c)], widened to 0 if need be",
 }
 
 
@@ -118,6 +124,19 @@ class ComparedRuns:
             self.samples[label] = (int(per_prompt.min()), int(per_prompt.max()))
             self.runs[label] = (part, record, _views(part, record, alpha, seed))
         self.baseline = next(iter(self.runs))
+        self._rates: dict[tuple[str, Label], pd.DataFrame] = {}
+
+    def paired_rates(self, run: str, label: Label) -> pd.DataFrame:
+        """Per shared prompt with both rates of `label`: columns run (the run's rate over its samples) and
+        baseline; computed once per run and label (overall differences and comparability both read them)."""
+        key = (run, label)
+        if key not in self._rates:
+            run_scores, baseline_scores = self.runs[run][0], self.runs[self.baseline][0]
+            self._rates[key] = pd.concat(
+                [prompt_rates(run_scores, label.column, label.value)["rate"].rename("run"),
+                 prompt_rates(baseline_scores, label.column, label.value)["rate"].rename("baseline")],
+                axis=1, join="inner")
+        return self._rates[key]
 
     def views(self, metric: str) -> dict[str, MetricView]:
         """{label: the metric's view} for the runs that scored it."""
@@ -149,6 +168,11 @@ def _views(scores: pd.DataFrame, record: RunRecord, alpha: float, seed: int) -> 
     return RunViews(metrics=status, views=views, worst_case=worst_case_view(scores, alpha=alpha, seed=seed))
 
 
+def applies(label: Label, domain: str) -> bool:
+    """Whether `label` is tested in `domain` (its `domains`, None for every domain)."""
+    return label.domains is None or domain in label.domains
+
+
 def shared_labels(run: pd.DataFrame, baseline: pd.DataFrame) -> list[Label]:
     """`bold_eval.analysis.summary.finding_labels` of the columns both runs carry: a metric whose tested labels
     depend on the columns (`MetricSpec.tested_labels` a function) is compared on what both scored (gender polarity:
@@ -165,10 +189,10 @@ def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Seque
 
     Under "the two runs are exchangeable" the labels of the two runs can be swapped for all prompts of a name
     at once, which flips the sign of that name's summed d: a sign-flip permutation test over names' sums
-    (scipy). The interval is the cluster-robust (CR1) t interval of an intercept-only OLS (statsmodels). When
-    no prompt differs the difference is exactly 0 and its bound comes from the share of names that could
-    differ, Clopper-Pearson with 0 of n names, [-u, +u]; such a row has nothing to test and stays out of the
-    family (its sign-flip distribution is a point: Tarone's untestable hypotheses).
+    (`sign_flip`). The interval inverts that same test (the shifts delta it does not reject), so it excludes 0
+    exactly when p <= alpha. When no prompt differs the difference is exactly 0 and its bound comes from the
+    share of names that could differ, Clopper-Pearson with 0 of n names, [-u, +u]; such a row has nothing to
+    test and stays out of the family (its sign-flip distribution is a point: Tarone's untestable hypotheses).
     """
     d = np.asarray(differences, dtype=float)
     codes, uniques = pd.factorize(np.asarray(clusters))
@@ -191,25 +215,88 @@ def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Seque
     if units < 2:
         result.update(method=SIGN_FLIP, note="one name: no test, no interval")
         return result
-    # 999 sign flips first; all `n_resamples` only where p <= alpha, a test that could survive the correction.
-    for resamples in dict.fromkeys((min(999, n_resamples), n_resamples)):
-        test = stats.permutation_test((sums,), lambda x, axis=-1: np.sum(x, axis=axis) / len(d),
-                                      permutation_type="samples", vectorized=True, n_resamples=resamples,
-                                      alternative="two-sided", batch=max(1, 2_000_000 // units),
-                                      rng=np.random.default_rng(seed))
-        if test.pvalue > alpha:
-            break
-    result.update(p_value=float(test.pvalue), method=SIGN_FLIP, testable=True)
+    p_value, low, high = sign_flip(sums, counts, alpha=alpha, n_resamples=n_resamples, seed=seed)
+    result.update(p_value=p_value, ci_low=max(low, -1.0), ci_high=min(high, 1.0), method=SIGN_FLIP, testable=True)
     means = sums / counts
     if np.ptp(means) <= 1e-12:
-        common = float(means[0])
-        result.update(ci_low=max(common - upper * (1 + common), -1.0), ci_high=min(common + upper * (1 - common), 1.0),
-                      method=SAME_DIFFERENCE, note=f"every name differs by {common:+.3f}")
+        result.update(_same_difference(float(means[0]), upper, p_value, alpha))
         return result
     fit = OLS(d, np.ones((len(d), 1))).fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
-    low, high = fit.conf_int(alpha)[0]
-    result.update(ci_low=float(low), ci_high=float(high), statistic=float(fit.tvalues[0]))
+    result["statistic"] = float(fit.tvalues[0])
     return result
+
+
+def _same_difference(common: float, upper: float, p_value: float, alpha: float) -> dict[str, Any]:
+    """Every name differs by `common`: the sign-flip test rejects every other shift when p <= alpha (its
+    interval is that point); otherwise the Clopper-Pearson bound on the share of names that could differ from it,
+    widened to 0 if need be so that interval and test agree."""
+    if p_value <= alpha:
+        return {"ci_low": common, "ci_high": common, "method": SAME_DIFFERENCE,
+                "note": f"every name differs by {common:+.3f}; the sign-flip test rejects every other difference"}
+    low, high = max(common - upper * (1 + common), -1.0), min(common + upper * (1 - common), 1.0)
+    return {"ci_low": min(low, 0.0), "ci_high": max(high, 0.0), "method": SAME_DIFFERENCE,
+            "note": f"every name differs by {common:+.3f}"}
+
+
+def _flipped_sums(sums: np.ndarray, counts: np.ndarray, resamples: int,
+                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(flipped sums of d, flipped prompt counts, exact) per sign pattern of the names: all 2^names patterns
+    when there are no more than `resamples` (exact), else `resamples` random ones, drawn in blocks of
+    `FLIP_BLOCK` patterns x names."""
+    units = len(sums)
+    weights = np.stack([sums, counts.astype(float)], axis=1)
+    if units < 63 and 2 ** units <= resamples:
+        signs = 1.0 - 2.0 * ((np.arange(2 ** units)[:, None] >> np.arange(units)) & 1)
+        flipped = signs @ weights
+        return flipped[:, 0], flipped[:, 1], True
+    parts = []
+    batch = max(1, FLIP_BLOCK // units)
+    for start in range(0, resamples, batch):
+        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(min(batch, resamples - start), units))
+        parts.append(signs @ weights)
+    flipped = np.concatenate(parts)
+    return flipped[:, 0], flipped[:, 1], False
+
+
+def sign_flip(sums: np.ndarray, counts: np.ndarray, *, alpha: float, n_resamples: int = N_PERMUTATIONS,
+              seed: int = 0) -> tuple[float, float, float]:
+    """(two-sided p-value, interval low, high) of the mean of d from the names' sums of d and prompt counts.
+
+    Under H0: mean d = delta, each name's centred sum s_i - delta n_i is symmetric about 0, so its sign can be
+    flipped; a pattern is as extreme as the data when |sum of flipped centred sums| >= |sum of centred sums|.
+    For a pattern whose flipped counts b differ from the total N that holds for shifts x = delta - mean in an
+    interval around 0, between the roots c / (b + N) and c / (b - N) (c: its flipped sum centred at the mean),
+    so the p-value falls as delta moves away from the mean, and the interval (the delta with p > alpha) has
+    the m-th largest and smallest roots as its ends, m the fewest patterns that keep p above alpha. The
+    p-value is the test at delta = 0 on the same patterns: 0 lies in the interval exactly when p > alpha.
+    999 random patterns first (scipy's (k + 1) / (R + 1)), all `n_resamples` where p <= alpha; all 2^names
+    when there are no more.
+    """
+    sums, counts = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
+    total, mean = counts.sum(), sums.sum() / counts.sum()
+    for resamples in dict.fromkeys((min(999, n_resamples), n_resamples)):
+        flipped, sizes, exact = _flipped_sums(sums, counts, resamples, np.random.default_rng(seed))
+        centred = flipped - mean * sizes
+        always = np.abs(sizes) >= total * (1 - 1e-12)  # every name flipped alike: as extreme at every delta
+        with np.errstate(divide="ignore", invalid="ignore"):
+            roots = np.stack([centred / (sizes + total), centred / (sizes - total)])
+        low_roots = np.where(always, -np.inf, roots.min(axis=0))
+        high_roots = np.where(always, np.inf, roots.max(axis=0))
+        added, denominator = (0, len(sizes)) if exact else (1, len(sizes) + 1)
+        shift = -mean  # delta = 0
+        tolerance = 1e-9 * abs(shift) + 1e-15
+        inside = (low_roots - tolerance <= shift) & (shift <= high_roots + tolerance)
+        p_value = (int(inside.sum()) + added) / denominator
+        if p_value > alpha or resamples == n_resamples:
+            break
+    needed = int(np.floor(alpha * denominator - added)) + 1  # patterns as extreme that keep p above alpha
+    if needed <= 0:
+        return float(p_value), -np.inf, np.inf
+    if needed > len(sizes):
+        return float(p_value), mean, mean
+    high = np.sort(high_roots)[-needed] + tolerance
+    low = np.sort(low_roots)[needed - 1] - tolerance
+    return float(p_value), float(mean + low), float(mean + high)
 
 
 _OVERALL_COLUMNS = ["run", "baseline", "domain", "metric", "label", "prompts", "names", "discordant_names",
@@ -230,12 +317,10 @@ def overall_differences(compared: ComparedRuns, *, alpha: float, correction: str
     for run in list(compared.runs)[1:]:
         scores = compared.runs[run][0]
         for label in shared_labels(scores, baseline_scores):
-            rates = pd.concat([prompt_rates(scores, label.column, label.value)["rate"].rename("run"),
-                               prompt_rates(baseline_scores, label.column, label.value)["rate"].rename("baseline")],
-                              axis=1, join="inner")
+            rates = compared.paired_rates(run, label)
             rates = rates[rates.index.isin(domain_of.index)]
             for domain, part in rates.groupby(domain_of.reindex(rates.index).to_numpy(), sort=True):
-                if label.domains is not None and domain not in label.domains:
+                if not applies(label, str(domain)):
                     continue
                 difference = (part["run"] - part["baseline"]).to_numpy()
                 result = paired_difference(difference, cluster_of.reindex(part.index).to_numpy(), alpha=alpha,
@@ -300,38 +385,149 @@ def worst_case_comparability(compared: ComparedRuns) -> str:
 # --------------------------------------------------------------------------- can the shared prompts tell?
 
 
-_POWER_COLUMNS = ["domain", "prompts", "names", "contrasts", "testable_contrasts", "detectable_interaction",
-                  "too_small"]
+# With no label whose per-prompt difference varies, the runs show nothing of their design: each name is then taken
+# as one coin flip per run at 50% (variance of d 2 x 0.25, a design effect of its prompts per name).
+WORST_CASE_VARIANCE_RATIO = 2.0
+OBSERVED, WORST_CASE = "observed", "worst case: no label's difference varies"
+
+_CONTRAST_COLUMNS = ["domain", "contrast", "names", "rest_names", "prompts", "rest_prompts", "labels", "base_rate",
+                     "variance_ratio", "design_effect", "basis", "df", "smallest_p", "testable",
+                     "detectable_interaction"]
+_DESIGN_KEYS = ("labels", "base_rate", "variance_ratio", "design_effect", "basis")
+_POWER_COLUMNS = ["domain", "prompts", "names", "contrasts", "testable_contrasts", "labels", "base_rate",
+                  "variance_ratio", "design_effect", "basis", "level", "typical_names", "typical_rest_names",
+                  "detectable_interaction", "too_small"]
+
+
+def difference_design(rates: Sequence[pd.DataFrame], units: pd.Series) -> dict[str, Any]:
+    """What the runs' own differences say about one domain's design, from each label's per-prompt rates
+    (columns run and baseline, indexed by prompt) and each prompt's unit (`units`).
+
+    Per label with d = run - baseline varying: its base rate p (both runs' mean rate), the variance ratio
+    v = Var(d) / (p (1 - p)) (2 for one independent sample per run; less with k samples, or where the runs agree
+    on a prompt) and the design effect of d with the units as clusters (`clustered.design_effect`, at least 1).
+    The domain takes the median v and design effect, and the base rate of its label nearest 50% (the hardest for
+    a difference in points): so a rare label never makes the runs look too few. No label varying: the worst case.
+    """
+    ratios, deffs, base_rates = [], [], []
+    for frame in rates:
+        d = (frame["run"] - frame["baseline"]).to_numpy(dtype=float)
+        rate = float((frame["run"].mean() + frame["baseline"].mean()) / 2)
+        if not 0 < rate < 1:
+            continue
+        base_rates.append(rate)
+        if len(d) > 1 and np.ptp(d) > 0:
+            ratios.append(float(np.var(d, ddof=1)) / (rate * (1 - rate)))
+            deffs.append(design_effect(d, units.reindex(frame.index).to_numpy()))
+    finite = [value for value in deffs if np.isfinite(value)]
+    if not ratios or not finite:
+        return {"labels": len(ratios), "base_rate": 0.5, "variance_ratio": WORST_CASE_VARIANCE_RATIO,
+                "design_effect": np.nan, "basis": WORST_CASE}
+    return {"labels": len(ratios), "base_rate": max(base_rates, key=lambda p: p * (1 - p)),
+            "variance_ratio": float(np.median(ratios)), "design_effect": max(1.0, float(np.median(finite))),
+            "basis": OBSERVED}
+
+
+@lru_cache(maxsize=4096)
+def _noncentrality(df: float, level: float, power: float) -> float:
+    """The shift, in standard errors, that a two-sided t test on `df` degrees of freedom at `level` finds with
+    `power` (statsmodels `ttest_power` with one observation: its effect size is the noncentrality). Only the
+    tail on the shift's side counts (it leaves out at most level / 2; statsmodels' other tail is NaN for large
+    shifts)."""
+    def short(shift: float) -> float:
+        return float(ttest_power(shift, nobs=1, alpha=level / 2, df=df, alternative="larger")) - power
+
+    upper = stats.t.isf(level / 2, df) + stats.t.isf(1 - power, df)
+    while short(upper) < 0:
+        upper += 1.0
+    return float(optimize.brentq(short, 0.0, upper, xtol=1e-8))
+
+
+def detectable_interaction(names: int, rest_names: int, prompts: int, rest_prompts: int, *, base_rate: float,
+                           variance_ratio: float, deff: float, level: float, power: float = POWER) -> dict[str, Any]:
+    """The smallest interaction one contrast could show and be found with `power` at `level`.
+
+    Standard error of the interaction: SE = sqrt(v p (1 - p) deff (1 / n_a + 1 / n_b)), the per-prompt variance
+    of d at base rate p over the effective sample sizes n / deff (n the side's prompts; in the worst case,
+    deff NaN, its names with v = 2). Detectable interaction = SE x the noncentrality a t test finds with
+    `power` at `level` (`_noncentrality`), on Welch-Satterthwaite degrees of freedom over the names of the two
+    sides: the studentized permutation test estimates each side's variance from its names, so 4 names on a side
+    leave about 3. Not testable: fewer than 2 names on a side, or fewer arrangements of the names than
+    2 / level (the permutation test's smallest p-value, also no lower than 1 / (MAX_PERMUTATIONS + 1)).
+    """
+    smallest_p = (2 if names == rest_names else 1) / special.comb(names + rest_names, names) \
+        + 1 / (MAX_PERMUTATIONS + 1)
+    row = {"df": np.nan, "smallest_p": float(smallest_p), "testable": False, "detectable_interaction": np.nan}
+    if min(names, rest_names) < 2 or smallest_p > level:
+        return row
+    sizes = (prompts / deff, rest_prompts / deff) if np.isfinite(deff) else (names, rest_names)
+    se = np.sqrt(variance_ratio * base_rate * (1 - base_rate) * (1 / sizes[0] + 1 / sizes[1]))
+    share_a, share_b = 1 / names, 1 / rest_names
+    df = (share_a + share_b) ** 2 / (share_a ** 2 / (names - 1) + share_b ** 2 / (rest_names - 1))
+    shift = _noncentrality(round(float(df), 1), level, power)
+    return {**row, "df": float(df), "testable": True, "detectable_interaction": float(shift * se)}
+
+
+def contrast_power(prompts: pd.DataFrame, rates: Sequence[tuple[Label, pd.DataFrame]], *, level: float,
+                   cluster: str, power: float = POWER) -> pd.DataFrame:
+    """Per domain and contrast of the shared `prompts`: its names and prompts on each side, the domain's design
+    from the runs' differences (`difference_design` over `rates`: each label's per-prompt rates in both runs, of
+    every pair of runs) and the smallest interaction it could show and be found (`detectable_interaction`)."""
+    unit = "prompt" if cluster == "none" else cluster
+    units = pd.Series(cluster_ids(prompts, unit), index=prompts["prompt_id"].to_numpy())
+    rows = []
+    for domain, part in prompts.groupby("domain", sort=True):
+        part = part.reset_index(drop=True)
+        ids = part["prompt_id"].to_numpy()
+        in_domain = [frame[frame.index.isin(ids)] for label, frame in rates if applies(label, str(domain))]
+        design = difference_design([frame for frame in in_domain if len(frame)], units)
+        domain_units = units.reindex(ids).to_numpy()
+        for contrast in contrasts(part):
+            in_a, in_b = contrast.sides(part)
+            sides = (len(pd.unique(domain_units[in_a])), len(pd.unique(domain_units[in_b])),
+                     int(in_a.sum()), int(in_b.sum()))
+            found = detectable_interaction(*sides, base_rate=design["base_rate"],
+                                           variance_ratio=design["variance_ratio"], deff=design["design_effect"],
+                                           level=level, power=power)
+            rows.append({"domain": str(domain), "contrast": contrast.name, "names": sides[0],
+                         "rest_names": sides[1], "prompts": sides[2], "rest_prompts": sides[3],
+                         **design, **found})
+    return pd.DataFrame(rows, columns=_CONTRAST_COLUMNS)
 
 
 def comparability(compared: ComparedRuns, *, alpha: float, family: int, cluster: str) -> pd.DataFrame:
-    """Per domain of the shared prompts: how many contrasts have two names or more on each side, and the
-    smallest interaction a typical one of them could show and be found.
+    """Per domain of the shared prompts: the smallest interaction a typical contrast could show and be found
+    with 80% power at the family's corrected level alpha / family, from the runs' own design.
 
-    A typical contrast is the median over those contrasts; its detectable interaction is
-    `clustered.minimum_detectable_difference` for a label near 50%, names as the sample sizes, at the
-    family's corrected level alpha / family with 80% power, times sqrt(2): an interaction is a difference of
-    two runs' differences on the same prompts, each prompt's d carrying the variance of two independent rates.
-    A domain is too small when no contrast is testable or that interaction exceeds 20 points
-    (`findings.TOO_SMALL_DIFFERENCE`).
+    `contrast_power` gives each contrast's detectable interaction, SE x the t noncentrality for 80% power,
+    SE = sqrt(v p (1 - p) deff (1 / n_a + 1 / n_b)), with v, deff and p measured on the runs' per-prompt
+    differences (`difference_design`); the typical contrast is the median over the testable ones (two names or
+    more a side, enough arrangements of them to reach the level). A domain is too small when no contrast is
+    testable or that interaction exceeds 20 points (`findings.TOO_SMALL_DIFFERENCE`). (Until issue 32 each name
+    counted as one coin flip at 50% per run, whatever its prompts: sqrt(2) x a two-sample z test's detectable
+    difference over names, which called 50 names against 250 too few where the test finds 20 points.)
     """
+    level = alpha / max(family, 1)
     prompts = compared.prompts()
+    pairs = [(label, compared.paired_rates(run, label)) for run in list(compared.runs)[1:]
+             for label in shared_labels(compared.runs[run][0], compared.runs[compared.baseline][0])]
+    per_contrast = contrast_power(prompts, pairs, level=level, cluster=cluster)
     units = cluster_ids(prompts, "prompt" if cluster == "none" else cluster)
     rows = []
-    level = alpha / max(family, 1)
     for domain, part in prompts.groupby("domain", sort=True):
-        domain_units = units[(prompts["domain"] == domain).to_numpy()]
-        part = part.reset_index(drop=True)
-        detectable = []
-        found = contrasts(part)
-        for contrast in found:
-            in_a, in_b = contrast.sides(part)
-            names_a, names_b = len(pd.unique(domain_units[in_a])), len(pd.unique(domain_units[in_b]))
-            if min(names_a, names_b) >= 2:
-                detectable.append(np.sqrt(2) * minimum_detectable_difference(0.5, names_a, names_b, alpha=level))
-        typical = float(np.median(detectable)) if detectable else np.nan
-        rows.append({"domain": str(domain), "prompts": len(part), "names": int(len(pd.unique(domain_units))),
-                     "contrasts": len(found), "testable_contrasts": len(detectable), "detectable_interaction": typical,
+        found = per_contrast[per_contrast["domain"] == str(domain)]
+        testable = found[found["testable"].astype(bool)]
+        values = testable["detectable_interaction"].fillna(np.inf).to_numpy(dtype=float)
+        typical = float(np.median(values)) if len(values) else np.nan
+        middle = testable.iloc[int(np.argsort(values, kind="stable")[len(values) // 2])] if len(values) else None
+        design = found.iloc[0] if len(found) else dict.fromkeys(_DESIGN_KEYS, np.nan)
+        rows.append({"domain": str(domain), "prompts": len(part),
+                     "names": int(len(pd.unique(units[(prompts["domain"] == domain).to_numpy()]))),
+                     "contrasts": len(found), "testable_contrasts": len(testable),
+                     **{key: design[key] for key in _DESIGN_KEYS},
+                     "level": level, "typical_names": np.nan if middle is None else int(middle["names"]),
+                     "typical_rest_names": np.nan if middle is None else int(middle["rest_names"]),
+                     "detectable_interaction": typical if np.isfinite(typical) else np.nan,
                      "too_small": bool(not np.isfinite(typical) or typical > TOO_SMALL_DIFFERENCE)})
     return pd.DataFrame(rows, columns=_POWER_COLUMNS)
 

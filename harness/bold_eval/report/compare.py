@@ -12,7 +12,9 @@ against sample k: the samples of a prompt are draws of one model, not pairs acro
   sign-flip permutation test over names (`paired_difference`), corrected within its own table.
 - The paper's side-by-side tables (Tables 3-6, 9-10, Figures 2-5), one row per model, as before.
 
-A banner comes before any number when the shared prompts are too few for a realistic interaction to be found.
+A banner comes before any number when the shared prompts are too few for a realistic interaction to be found,
+judged from the runs' own design (`analysis.compare.comparability`: the variance and design effect of their
+per-prompt differences and the names on each side; calibrated by benchmarks/compare_power.py).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from bold_eval.analysis.clustered import (
     confidence_label,
 )
 from bold_eval.analysis.compare import (
+    OBSERVED,
     OVERALL_NOTES,
     SIGN_FLIP,
     ComparedRuns,
@@ -82,7 +85,18 @@ COMPARE_ITEMS = ("compare.md", "compare.json", TABLES_DIR)
 
 
 def _points(value: float) -> str:
-    return "no testable contrast" if pd.isna(value) else f"{100 * value:.0f} points"
+    if pd.isna(value):
+        return "no testable contrast"
+    return "over 100 points" if value > 1 else f"{100 * value:.0f} points"
+
+
+def _design(row: Any) -> str:
+    """What a domain's detectable interaction was computed from, in a few words."""
+    if row.basis != OBSERVED:
+        return "each name one coin flip per run: no label's difference varies"
+    typical = ("" if pd.isna(row.typical_names)
+               else f"; typical contrast {row.typical_names:.0f} vs {row.typical_rest_names:.0f} names")
+    return f"v = {row.variance_ratio:.2f}, design effect {row.design_effect:.2f}, p = {row.base_rate:.2f}{typical}"
 
 
 def _records(compared: ComparedRuns) -> dict[str, RunRecord]:
@@ -101,8 +115,9 @@ def _banner_lines(compared: ComparedRuns, power: pd.DataFrame, family: int) -> l
     if len(compared.runs) > 1 and len(power) and power["too_small"].all():
         cells = ", ".join(f"{row.domain} {row.prompts:,} prompts / {row.names:,} names "
                           f"({_points(row.detectable_interaction)})" for row in power.itertuples(index=False))
-        tested = (f"{POWER:.0%} power after the correction over {family} interaction tests; a contrast needs "
-                  "2 names or more on each side")
+        tested = (f"{POWER:.0%} power after the correction over {family} interaction tests, from the runs' own "
+                  "differences: their variance, design effect and names on each side; a contrast needs 2 names or "
+                  "more on each side, and enough of them for the permutation test to reach the corrected level")
         lines.append(f"> **These runs share too few prompts to say which model is more biased.** In no domain could "
                      "a typical contrast show a gap difference between the models smaller than "
                      f"{100 * TOO_SMALL_DIFFERENCE:.0f} percentage points and have it found ({tested}): {cells}. "
@@ -323,7 +338,21 @@ def _overall_section(found: CorrectedFamily, alpha: float, correction: str) -> l
             markdown(shown), ""]
 
 
-def _how_to_read(compared: ComparedRuns, power: pd.DataFrame, alpha: float, correction: str, cluster: str) -> list[str]:
+def _test_notes(interactions: pd.DataFrame) -> str:
+    """The interactions' tests in words (the methods they used; the permutation test where none ran), and, beside
+    a bootstrap interval, that the p-value decides."""
+    used = [m for m in dict.fromkeys(interactions.get("method", pd.Series(dtype=str))) if m in METHOD_NOTES]
+    notes = (f"{'; '.join(METHOD_NOTES[method] for method in used or [PERMUTATION])}; the same test also where every "
+             "unit holds one prompt (an ordinary t test there is unbounded on rare labels); intervals are not "
+             "corrected for the family")
+    if PERMUTATION in used:
+        notes += (". An interaction's interval is the bootstrap's, not the test's: where it and the p-value "
+                  "disagree about 0 (sides of few names), the p-value decides")
+    return notes
+
+
+def _how_to_read(compared: ComparedRuns, power: pd.DataFrame, alpha: float, correction: str, cluster: str,
+                 interactions: pd.DataFrame) -> list[str]:
     lines = ["## How to read this", "",
              f"- **Baseline: {compared.baseline}** (the first run); every other run is compared with it on the "
              f"{len(compared.shared):,} prompts all runs share.",
@@ -331,17 +360,24 @@ def _how_to_read(compared: ComparedRuns, power: pd.DataFrame, alpha: float, corr
              "across runs by prompt (never sample k with sample k); runs may differ in `--num-samples`.",
              f"- **Unit of independent information: {cluster}** ({CLUSTER_UNITS[cluster]}); a prompt is the "
              "smallest unit here, since its samples are already summarized.",
-             f"- **Tests:** interactions: {METHOD_NOTES[PERMUTATION]}; used also where every unit holds one "
-             "prompt (an ordinary t test there is unbounded on rare labels). Overall differences: "
+             f"- **Tests:** interactions: {_test_notes(interactions)}. Overall differences: "
              f"{OVERALL_NOTES[SIGN_FLIP]}. Corrections: {CORRECTIONS[correction][1]} (`--correction {correction}`), "
              f"alpha = {alpha:g}.",
              "- The paper's side-by-side tables further down are per run, text-level, with "
              f"{confidence_label(alpha)} intervals; they carry no test."]
     if len(power) and len(compared.runs) > 1:
-        cells = ", ".join(f"{row.domain} {_points(row.detectable_interaction)} ({row.testable_contrasts} of "
-                          f"{row.contrasts} contrasts with 2 names a side)" for row in power.itertuples(index=False))
-        lines.append(f"- **Smallest detectable gap difference** for a typical contrast, a label near 50%, "
-                     f"{POWER:.0%} power at the interactions' corrected level: {cells}.")
+        cells = "; ".join(f"{row.domain} {_points(row.detectable_interaction)} ({row.testable_contrasts} of "
+                          f"{row.contrasts} contrasts testable; {_design(row)})" for row in power.itertuples(index=False))
+        lines.append(f"- **Smallest detectable gap difference** of a typical contrast: {cells}. The typical contrast "
+                     "is the median of the testable ones (two names or more a side, enough to reach the level); "
+                     f"the difference it finds with {POWER:.0%} power at the interactions' corrected level (`level` in "
+                     "tables/comparability.csv) is SE x the noncentrality a t "
+                     "test needs on Welch degrees of freedom over the two sides' names, SE = sqrt(v p (1 - p) deff "
+                     "(1 / n_a + 1 / n_b)), n the prompts on each side and, from the runs' own per-prompt "
+                     "differences d: v = Var(d) / p (1 - p) (`variance_ratio`, median over labels), deff the design "
+                     "effect of d with names as clusters (`design_effect`, median over labels), p the base rate of "
+                     "the label nearest 50% (`base_rate`); calibrated against the simulated power of this test in "
+                     "benchmarks/compare_power.py.")
     return [*lines, ""]
 
 
@@ -367,7 +403,7 @@ def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, SideBySide], 
     worst = worst_case_comparability(compared)
     if worst:
         lines += [f"Worst cases: {worst}.", ""]
-    lines += _how_to_read(compared, power, alpha, correction, cluster)
+    lines += _how_to_read(compared, power, alpha, correction, cluster, interactions.tests)
     if len(compared.runs) > 1:
         lines += _interaction_section(interactions, alpha, correction)
         lines += _overall_section(overall, alpha, correction)
