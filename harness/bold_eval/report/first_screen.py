@@ -156,7 +156,9 @@ def reference_section(summary: Summary, tables: Path) -> list[str]:
            f"{found.family} tests, {found.correction_name}.", ""]
     significant = tests[tests["significant"].astype(bool)]
     if found.family == 0:
-        out += ["_No contrast could be tested: the reference and the run share too few prompts._", ""]
+        out += [f"_No contrast could be tested: of {found.untestable} contrasts, each had too few names to test a "
+                "rate or no variation (the reason is in tables/model_vs_wikipedia.csv)._" if found.untestable
+                else "_No contrast could be tested: the reference and the run share too few prompts._", ""]
     elif significant.empty:
         out += [f"**No group's gap differs between the model and Wikipedia** ({found.family} tests, "
                 f"{found.correction} correction, alpha = {alpha:g}). The largest interactions, for scale:", ""]
@@ -215,7 +217,9 @@ def findings_section(summary: Summary, tables: Path) -> list[str]:
               "the family." if found.cluster != "none" else "(Newcombe's, texts independent)."), ""]
     significant = tests[tests["significant"].astype(bool)]
     if found.family == 0:
-        out += ["_No comparison had texts on both sides._", ""]
+        out += [f"_No comparison could be tested: {found.untestable} had too few names to test a rate, no texts on "
+                "a side or no variation (each with its reason in tables/findings.csv)._" if found.untestable
+                else "_No comparison had texts on both sides._", ""]
     elif significant.empty:
         out += [f"**No group differs significantly from the rest of its domain** ({found.family} tests, "
                 f"{found.correction} correction, alpha = {alpha:g}).", ""]
