@@ -3,7 +3,7 @@
 Runs the Wikipedia baseline exactly as `bold-eval run --model wikipedia` does (anonymized,
 Section 3.3; the package's gender-polarity scorer, Section 4.5; `analysis.views.metric_view("gender_polarity")`,
 the code behind the report's Table 3) and prints, per Table 3 super-group, our male/female counts,
-proportions and male : female ratio (with its 95% interval from a bootstrap over Wikipedia pages) next
+proportions and male : female ratio (with its 95% interval, Wikipedia pages as units) next
 to the paper's, then Section 6.2's average of the ratios and the pooled ratio. Unigram matching needs no resource;
 Gender-Max and Gender-Wavg are added when the hard-debiased word2vec is available
 ($BOLD_WORD2VEC). Table 3's caption speaks of proportions, but its columns are counts
@@ -149,8 +149,8 @@ def format_table(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> st
                 f"{_interval(row.ratio_ci_low, row.ratio_ci_high):>20}"
             )
     if summary is not None:
-        lines += ["", "Section 6.2: average of the super-groups' male : female ratios (ours [95% interval, pages "
-                  "resampled within each super-group] / paper), and the pooled ratio all male / all female texts"]
+        lines += ["", "Section 6.2: average of the super-groups' male : female ratios (ours [95% interval for the "
+                  "mean of the true ratios, pages as units] / paper), and the pooled ratio all male / all female texts"]
         for row in summary.itertuples(index=False):
             paper = f"{row.paper_average:.2f}" + ("" if row.paper_printed else " (mean of Table 3's ratios)")
             lines.append(f"{row.method_name:<18} average {row.average_male_to_female:.2f} "

@@ -1,13 +1,15 @@
-"""Table 3 and Figure 2: texts classified male and female per profession, ratios with page-bootstrap intervals."""
+"""Table 3 and Figure 2: texts classified male and female per profession, ratios and differences with intervals
+that have the Wikipedia page as their unit."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy.stats import bootstrap, norm
+from scipy.stats import beta, norm
+from scipy.stats import t as t_dist
 
 from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
@@ -20,7 +22,6 @@ from bold_eval.analysis.scores import (
 from bold_eval.analysis.statistics import (
     chi_square_across_groups,
     proportion_table,
-    wilson_interval,
 )
 from bold_eval.data.bold import profession_categories
 from bold_eval.metrics.spec import MetricSpec
@@ -35,6 +36,8 @@ def scored_methods(spec: MetricSpec, columns: Collection[str]) -> dict[str, str]
 
 def _gender_table(spec: MetricSpec, texts: pd.DataFrame, by: list[str], ci: str, alpha: float,
                   seed: int) -> pd.DataFrame:
+    """Male and female counts, shares and ratio per `by` group and method; male minus female with its page-level
+    interval (`difference_interval`)."""
     blocks = []
     for method, (column, display) in scored_methods(spec, texts.columns).items():
         long = proportion_table(texts, column, ("male", "female"), by=by, ci=ci, alpha=alpha, seed=seed)
@@ -53,18 +56,36 @@ def _gender_table(spec: MetricSpec, texts: pd.DataFrame, by: list[str], ci: str,
             block[f"{gender}_ci_low"] = wide[("ci_low", gender)]
             block[f"{gender}_ci_high"] = wide[("ci_high", gender)]
         block["male_minus_female"] = block["male_proportion"] - block["female_proportion"]
-        # Male and female shares come from the same texts (one multinomial), so the difference's variance
-        # is (p_m + p_f - (p_m - p_f)^2) / n; a normal-approximation interval, clipped to [-1, 1].
-        spread = norm.ppf(1 - alpha / 2) * np.sqrt(
-            (block["male_proportion"] + block["female_proportion"] - block["male_minus_female"] ** 2) / block["total"])
-        block["male_minus_female_ci_low"] = (block["male_minus_female"] - spread).clip(lower=-1.0)
-        block["male_minus_female_ci_high"] = (block["male_minus_female"] + spread).clip(upper=1.0)
+        block = block.join(_difference_intervals(texts, column, by, alpha))
         blocks.append(block.reset_index())
     return pd.concat(blocks, ignore_index=True)
 
 
-# Resamples of the page bootstrap behind Table 3's male : female intervals and the Section 6.2 average.
-RATIO_RESAMPLES = 9999
+def _page_counts(texts: pd.DataFrame, column: str, by: list[str]) -> pd.DataFrame:
+    """Per `by` group and Wikipedia page: male, female and all texts with a label in `column`."""
+    scored = texts[texts[column].notna()]
+    label = scored[column]
+    frame = pd.DataFrame({**{key: scored[key].to_numpy() for key in by}, "name": page_names(scored).to_numpy(),
+                          "male": label.eq("male").to_numpy(dtype=float),
+                          "female": label.eq("female").to_numpy(dtype=float), "texts": 1.0})
+    return frame.groupby([*by, "name"], sort=False)[["male", "female", "texts"]].sum()
+
+
+def _difference_intervals(texts: pd.DataFrame, column: str, by: list[str], alpha: float) -> pd.DataFrame:
+    """male_minus_female's page-level interval and note per `by` group (index: the `by` keys), each group's design
+    effects at least the groups' median (`typical_design_effects`)."""
+    counts = _page_counts(texts, column, by)
+    groups = dict(list(counts.groupby(level=list(range(len(by))), sort=False)))
+    floors = typical_design_effects([(pages["male"], pages["female"], pages["texts"]) for pages in groups.values()])
+    rows = {}
+    for key, pages in groups.items():
+        _, low, high, note = difference_interval(pages["male"], pages["female"], pages["texts"], alpha=alpha,
+                                                 floors=floors)
+        rows[key] = (low, high, note)
+    index = (pd.MultiIndex.from_tuples(list(rows), names=by) if len(by) > 1
+             else pd.Index([key[0] if isinstance(key, tuple) else key for key in rows], name=by[0]))
+    return pd.DataFrame(list(rows.values()), index=index,
+                        columns=["male_minus_female_ci_low", "male_minus_female_ci_high", "male_minus_female_note"])
 
 
 def male_to_female(male: Any, female: Any) -> Any:
@@ -73,126 +94,241 @@ def male_to_female(male: Any, female: Any) -> Any:
         return np.divide(np.asarray(male, dtype=float), np.asarray(female, dtype=float))
 
 
-def _to_unit(ratio: Any) -> Any:
-    """r / (1 + r): the ratio's order on [0, 1], with an infinite ratio at 1."""
-    ratio = np.asarray(ratio, dtype=float)
-    with np.errstate(invalid="ignore"):
-        return np.where(np.isinf(ratio), 1.0, ratio / (1 + ratio))
+# Page-level intervals (issue 32 point 5). A page's texts are not independent, so every interval below has the
+# Wikipedia page (BOLD `name`) as its unit. A share sum(hits) / sum(totals) over pages (a ratio estimator) gets
+# the Korn-Graubard interval: Clopper-Pearson at the effective sample size p(1 - p) / variance, the variance from
+# the page jackknife, the sample size scaled by (z / t_df)^2. benchmarks/table3_coverage.py checks the coverage
+# by simulation at BOLD's page sizes (benchmarks/RESULTS.md, "Table 3 intervals").
 
 
-def _from_unit(unit: float) -> float:
-    return float("inf") if unit >= 1 else float(unit / (1 - unit))
+class PageShare(NamedTuple):
+    """A share over pages with what its interval needs: `deviations` are the pages' scaled jackknife deviations
+    (their squares sum to the variance; two shares of the same pages give their covariance)."""
+
+    estimate: float
+    texts: float
+    pages: int
+    deviations: np.ndarray
+    variance: float
+    df: float
+    kish: float
+
+
+def page_share(hits: Any, totals: Any, strata: Any = None) -> PageShare:
+    """sum(hits) / sum(totals) with its page-jackknife variance, stratified when `strata` labels the pages.
+
+    Degrees of freedom: the smallest of pages - strata, Kish's effective number of pages (sum n)^2 / sum n^2
+    minus the strata, and Satterthwaite's 3 (sum d^2)^2 / sum d^4 of the deviations: a few pages carrying most
+    texts or most of the variance leave fewer degrees of freedom than pages (Bell and McCaffrey 2002).
+    """
+    hits, totals = np.asarray(hits, dtype=float), np.asarray(totals, dtype=float)
+    labels = np.zeros(len(totals), dtype=int) if strata is None else np.asarray(strata)
+    keep = totals > 0
+    hits, totals, labels = hits[keep], totals[keep], labels[keep]
+    texts = float(totals.sum())
+    estimate = float(hits.sum() / texts) if texts > 0 else float("nan")
+    deviations = np.zeros(len(totals))
+    for label in np.unique(labels):
+        inside = labels == label
+        count = int(inside.sum())
+        if count >= 2:  # leave-one-page-out estimate minus the full one: -(h - p n) / (N - n)
+            pseudo = (hits[inside] - estimate * totals[inside]) / np.maximum(texts - totals[inside], 1.0)
+            deviations[inside] = (pseudo - pseudo.mean()) * np.sqrt((count - 1) / count)
+    squares = deviations**2
+    variance = float(squares.sum())
+    strata_count = len(np.unique(labels))
+    kish = texts**2 / float((totals**2).sum()) if texts > 0 else 0.0
+    df = min(len(totals) - strata_count, max(kish - strata_count, 1.0))
+    if variance > 0:
+        df = min(df, max(3 * variance**2 / float((squares**2).sum()), 1.0))
+    return PageShare(estimate, texts, len(totals), deviations, variance, float(df), kish)
+
+
+def design_effect(share: PageShare) -> float:
+    """variance / (p (1 - p) / texts), at least 1: how much the pages' clustering widens the share's interval."""
+    p = share.estimate
+    if not 0 < p < 1 or share.variance <= 0:
+        return 1.0
+    return max(share.variance * share.texts / (p * (1 - p)), 1.0)
+
+
+def share_interval(share: PageShare, *, alpha: float = 0.05, floor: float = 1.0) -> tuple[float, float]:
+    """Korn and Graubard's (1998) interval of a page share: Clopper-Pearson at the effective number of texts
+    p(1 - p) / variance (at most texts / `floor`, a design effect measured on more pages), scaled by (z / t_df)^2
+    for the variance's own uncertainty. A share of 0 or 1 has no variance to measure the clustering by: its
+    effective number is Kish's number of pages, the worst case where each page's texts are all alike. NaN without
+    two pages in a stratum."""
+    if share.df < 1 or np.isnan(share.estimate):
+        return float("nan"), float("nan")
+    p = share.estimate
+    if 0 < p < 1 and share.variance > 0:
+        effective = min(p * (1 - p) / share.variance, share.texts / max(floor, 1.0))
+        effective *= (norm.ppf(1 - alpha / 2) / t_dist.ppf(1 - alpha / 2, share.df)) ** 2
+    else:
+        effective = share.kish
+    hits = p * effective
+    low = 0.0 if hits <= 0 else float(beta.ppf(alpha / 2, hits, effective - hits + 1))
+    high = 1.0 if hits >= effective else float(beta.ppf(1 - alpha / 2, hits + 1, effective - hits))
+    return min(low, p), max(high, p)
+
+
+def _odds(share: float) -> float:
+    """r = s / (1 - s): the male share of gendered texts as male : female."""
+    return float("inf") if share >= 1 else float(share / (1 - share))
 
 
 Strata = Sequence[tuple[np.ndarray, np.ndarray]]  # per category: male and female texts of each page
 
 
-def _page_bootstrap(strata: Strata, combine: Callable[[list[tuple[Any, Any]]], Any], *, alpha: float,
-                    seed: int, n_resamples: int = RATIO_RESAMPLES) -> tuple[float, float]:
-    """Percentile interval of a ratio statistic, resampling Wikipedia pages within each category.
+def ratio_interval(strata: Strata, *, alpha: float = 0.05) -> tuple[float, float, float, str]:
+    """All male texts / all female texts of the strata, with its page-level interval and a note.
 
-    `combine` maps the categories' (male, female) totals to the statistic. Each category's page indices are
-    one sample, which scipy resamples independently of the others (paired=False: stratified); an index
-    keeps its page's male and female counts together. Percentiles are taken of r / (1 + r), which keeps a
-    resample without female texts (r infinite) in order, and mapped back. A category of one page has
-    nothing to resample and enters fixed.
+    The ratio is s / (1 - s) for s the male share of the texts classified male or female, so its interval is
+    s's mapped through s / (1 - s): one stratum's s gets `share_interval` (pages with such a text as units);
+    several strata (the pooled ratio) add their shares' intervals, weighted by their gendered texts, by MOVER
+    (`pooled_share_interval`). Without female texts s is 1 and the ratio infinite: the lower end comes from the
+    upper bound on the female share of those texts, at Kish's effective number of pages.
     """
-    varying = [len(male) >= 2 for male, _ in strata]
-    if not any(varying):
-        return float("nan"), float("nan")
-
-    def statistic(*indices: np.ndarray, axis: int = -1) -> np.ndarray:
-        picks = iter(indices)
-        totals = []
-        for (male, female), resampled in zip(strata, varying, strict=True):
-            if resampled:
-                index = next(picks).astype(int)
-                totals.append((male[index].sum(axis=axis), female[index].sum(axis=axis)))
-            else:
-                totals.append((male.sum(), female.sum()))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return _to_unit(combine(totals))
-
-    samples = tuple(np.arange(len(male)) for (male, _), resampled in zip(strata, varying, strict=True) if resampled)
-    result = bootstrap(samples, statistic, paired=False, vectorized=True, n_resamples=n_resamples,
-                       confidence_level=1 - alpha, method="percentile", batch=1000, rng=np.random.default_rng(seed))
-    return _from_unit(result.confidence_interval.low), _from_unit(result.confidence_interval.high)
-
-
-def _pooled(totals: list[tuple[Any, Any]]) -> Any:
-    return male_to_female(sum(male for male, _ in totals), sum(female for _, female in totals))
-
-
-def _average(totals: list[tuple[Any, Any]]) -> Any:
-    return sum(male_to_female(male, female) for male, female in totals) / len(totals)
-
-
-def ratio_interval(strata: Strata, *, alpha: float = 0.05, seed: int = 0,
-                   n_resamples: int = RATIO_RESAMPLES) -> tuple[float, float, float, str]:
-    """All male texts / all female texts of the strata, with its page-bootstrap interval and a note.
-
-    One stratum is a Table 3 cell; several give the pooled ratio. Without female texts the ratio is
-    infinite and every resample too, so the lower end is the Wilson bound with the pages as the unit:
-    none of k pages female bounds the female share by z^2 / (k + z^2), the ratio below by k / z^2
-    (and, without male texts, the ratio 0 above by z^2 / k).
-    """
-    male = float(sum(m.sum() for m, _ in strata))
-    female = float(sum(f.sum() for _, f in strata))
-    pages = sum(len(m) for m, _ in strata)
+    male = float(sum(np.sum(m) for m, _ in strata))
+    female = float(sum(np.sum(f) for _, f in strata))
     ratio = float(male_to_female(male, female))
     if male + female == 0:
         return ratio, float("nan"), float("nan"), "no text classified male or female: the ratio is undefined"
-    if female == 0 or male == 0:
-        _, share_high = wilson_interval(0, pages, alpha=alpha)
-        bound = (1 - share_high) / share_high
-        if female == 0:
-            return ratio, bound, float("inf"), (f"no female text: the ratio is infinite; the lower end is the Wilson "
-                                                f"bound over its {pages} page(s), as no resample has a female text")
-        return ratio, 0.0, 1 / bound, (f"no male text: the ratio is 0; the upper end is the Wilson bound over its "
-                                       f"{pages} page(s), as no resample has a male text")
-    low, high = _page_bootstrap(strata, _pooled, alpha=alpha, seed=seed, n_resamples=n_resamples)
-    return ratio, low, high, "" if not np.isnan(low) else "one page per category: nothing to resample, no interval"
+    if len(strata) == 1:
+        low, high = share_interval(page_share(strata[0][0], np.add(strata[0][0], strata[0][1])), alpha=alpha)
+    else:
+        low, high = pooled_share_interval(strata, alpha=alpha)
+    if np.isnan(low):
+        where = "on one page" if len(strata) == 1 else "on one page in a super-group"
+        return ratio, low, high, (f"no interval: the texts classified male or female are {where}, and an interval "
+                                  "with pages as units needs two")
+    effective = "" if len(strata) > 1 else (
+        f", at the effective number of pages ({page_share(strata[0][0], np.add(*strata[0])).kish:.1f} of "
+        f"{len(strata[0][0])})")
+    if female == 0:
+        return ratio, _odds(low), float("inf"), (
+            "no female text: the ratio is infinite; the lower end is the Clopper-Pearson upper bound on the female "
+            f"share of the gendered texts{effective}")
+    if male == 0:
+        return ratio, 0.0, _odds(high), (
+            "no male text: the ratio is 0; the upper end is the Clopper-Pearson upper bound on the male share of "
+            f"the gendered texts{effective}")
+    return ratio, _odds(low), _odds(high), ""
 
 
-def average_ratio(strata: Mapping[str, tuple[np.ndarray, np.ndarray]], *, alpha: float = 0.05, seed: int = 0,
-                  n_resamples: int = RATIO_RESAMPLES) -> tuple[float, float, float, str]:
-    """Section 6.2's summary of Table 3: the mean of the categories' male : female ratios, with an interval
-    from the page bootstrap stratified by category. Undefined (NaN) when a category has no female text."""
-    undefined = [category for category, (male, female) in strata.items() if female.sum() == 0]
+def pooled_share_interval(strata: Strata, *, alpha: float = 0.05) -> tuple[float, float]:
+    """The male share of all strata's gendered texts, sum w s, with w a stratum's share of those texts: MOVER
+    (Zou and Donner 2008) over the strata's independent `share_interval`s, sum w s -/+ sqrt(sum w^2 (s - end)^2).
+    NaN when a stratum with gendered texts has them on one page (its share's spread is unknown)."""
+    parts = []
+    for male, female in strata:
+        share = page_share(male, np.add(male, female))
+        if share.pages:
+            parts.append((share.texts, share.estimate, *share_interval(share, alpha=alpha)))
+    weights = np.array([part[0] for part in parts]) / sum(part[0] for part in parts)
+    estimates, lows, highs = (np.array([part[i] for part in parts]) for i in (1, 2, 3))
+    if np.isnan(lows).any():
+        return float("nan"), float("nan")
+    pooled = float(weights @ estimates)
+    return (max(pooled - float(np.sqrt(np.sum((weights * (estimates - lows)) ** 2))), 0.0),
+            min(pooled + float(np.sqrt(np.sum((weights * (highs - estimates)) ** 2))), 1.0))
+
+
+def average_ratio(strata: Mapping[str, tuple[np.ndarray, np.ndarray]], *,
+                  alpha: float = 0.05) -> tuple[float, float, float, str]:
+    """Section 6.2's summary of Table 3: the mean of the categories' male : female ratios (the paper's number,
+    biased upward when a category has few female texts), with an interval for the mean of the true ratios.
+
+    Categories share no page, so MOVER (Zou and Donner 2008) adds their ratios' intervals: the mean minus
+    sqrt(sum (r - low)^2) / k and plus sqrt(sum (high - r)^2) / k. With an infinite ratio the mean is infinite;
+    its lower end is the mean of the categories' lower ends at level 1 - alpha / k each (Bonferroni).
+    """
+    undefined = [category for category, (male, female) in strata.items() if male.sum() + female.sum() == 0]
     if undefined:
         return (float("nan"), float("nan"), float("nan"),
-                f"undefined: {', '.join(undefined)} {'has' if len(undefined) == 1 else 'have'} no female text, "
-                "so its ratio is infinite or undefined")
-    estimate = float(_average([(male.sum(), female.sum()) for male, female in strata.values()]))
-    low, high = _page_bootstrap(list(strata.values()), _average, alpha=alpha, seed=seed, n_resamples=n_resamples)
-    return estimate, low, high, ""
+                f"undefined: {', '.join(undefined)} {'has' if len(undefined) == 1 else 'have'} no text classified "
+                "male or female, so its ratio is undefined")
+    cells = [ratio_interval([stratum], alpha=alpha) for stratum in strata.values()]
+    estimate = float(np.mean([cell[0] for cell in cells]))
+    lonely = [category for category, cell in zip(strata, cells, strict=True) if np.isnan(cell[1])]
+    if lonely:
+        return estimate, float("nan"), float("nan"), (
+            f"no interval: {', '.join(lonely)} {'has' if len(lonely) == 1 else 'have'} none (one page)")
+    if np.isinf(estimate):
+        lows = [ratio_interval([stratum], alpha=alpha / len(strata))[1] for stratum in strata.values()]
+        return estimate, float(np.mean(lows)), float("inf"), (
+            "infinite: a super-group has no female text; the lower end averages the super-groups' lower ends at "
+            f"level 1 - alpha / {len(strata)} each (Bonferroni)")
+    ratios, lows, highs = (np.array([cell[i] for cell in cells]) for i in (0, 1, 2))
+    count = len(cells)
+    low = estimate - float(np.sqrt(np.sum((ratios - lows) ** 2))) / count
+    high = estimate + float(np.sqrt(np.sum((highs - ratios) ** 2))) / count
+    return estimate, max(low, 0.0), high, ""
+
+
+def difference_interval(male: Any, female: Any, totals: Any, *, alpha: float = 0.05,
+                        floors: tuple[float, float] = (1.0, 1.0)) -> tuple[float, float, float, str]:
+    """Male share minus female share of all texts over pages (Figure 2), with its page-level interval.
+
+    MOVER for a difference of two correlated shares (Zou and Donner 2008; Newcombe 1998 for one sample): each
+    share's Korn-Graubard interval, combined with their page-jackknife correlation, so a group without a male or
+    a female text still gets an interval from the zero share's upper bound.
+    """
+    male_share = page_share(male, totals)
+    female_share = page_share(female, totals)
+    difference = male_share.estimate - female_share.estimate
+    male_low, male_high = share_interval(male_share, alpha=alpha, floor=floors[0])
+    female_low, female_high = share_interval(female_share, alpha=alpha, floor=floors[1])
+    if np.isnan(male_low) or np.isnan(female_low):
+        return difference, float("nan"), float("nan"), (
+            "no interval: one page, and an interval with pages as units needs two")
+    spread = np.sqrt(male_share.variance * female_share.variance)
+    rho = float(np.dot(male_share.deviations, female_share.deviations) / spread) if spread > 0 else 0.0
+    below = _mover_half(male_share.estimate - male_low, female_high - female_share.estimate, rho)
+    above = _mover_half(male_high - male_share.estimate, female_share.estimate - female_low, rho)
+    return difference, max(difference - below, -1.0), min(difference + above, 1.0), ""
+
+
+def typical_design_effects(groups: Sequence[tuple[Any, Any, Any]]) -> tuple[float, float]:
+    """The median over groups (male, female, texts per page) of their male and female shares' design effects:
+    the floor of each group's own (`difference_interval`), so a group whose pages happen to miss the clumps of a
+    label is not taken as less clustered than groups typically are."""
+    floors = []
+    for index in (0, 1):
+        effects = [design_effect(share) for share in (page_share(group[index], group[2]) for group in groups)
+                   if share.pages >= 2 and 0 < share.estimate < 1 and share.variance > 0]
+        floors.append(float(np.median(effects)) if effects else 1.0)
+    return floors[0], floors[1]
+
+
+def _mover_half(first: float, second: float, rho: float) -> float:
+    """One side of a MOVER difference interval: sqrt(a^2 + b^2 - 2 rho a b)."""
+    return float(np.sqrt(max(first**2 + second**2 - 2 * rho * first * second, 0.0)))
 
 
 def _page_strata(categorized: pd.DataFrame, column: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """category -> (male, female) texts per page, over the pages with a text classified male or female."""
-    label = categorized[column]
-    pages = pd.DataFrame({"category": categorized["category"].to_numpy(), "name": page_names(categorized).to_numpy(),
-                          "male": label.eq("male").to_numpy(dtype=int), "female": label.eq("female").to_numpy(dtype=int)})
-    pages = pages[pages["male"] + pages["female"] > 0].groupby(["category", "name"], sort=False)[["male", "female"]].sum()
+    pages = _page_counts(categorized, column, ["category"])
+    pages = pages[pages["male"] + pages["female"] > 0]
     strata = {category: (np.zeros(0), np.zeros(0)) for category in pd.unique(categorized["category"])}
     for category, part in pages.groupby(level="category", sort=False):
         strata[category] = (part["male"].to_numpy(dtype=float), part["female"].to_numpy(dtype=float))
     return strata
 
 
-def _with_ratio_intervals(spec: MetricSpec, table: pd.DataFrame, categorized: pd.DataFrame, alpha: float,
-                          seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Table 3 with each male : female's page-bootstrap interval, and the Section 6.2 summary per method."""
+def _with_ratio_intervals(spec: MetricSpec, table: pd.DataFrame, categorized: pd.DataFrame,
+                          alpha: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 3 with each male : female's page-level interval, and the Section 6.2 summary per method."""
     pages = page_names(categorized).groupby(categorized["category"]).nunique()
     cells, summary = [], []
     for method, (column, display) in scored_methods(spec, categorized.columns).items():
         strata = _page_strata(categorized, column)
         for category, stratum in strata.items():
-            ratio, low, high, note = ratio_interval([stratum], alpha=alpha, seed=seed)
+            ratio, low, high, note = ratio_interval([stratum], alpha=alpha)
             cells.append({"method": method, "category": category, "pages": int(pages[category]),
                           "male_to_female_ci_low": low, "male_to_female_ci_high": high, "male_to_female_note": note})
-        average, average_low, average_high, average_note = average_ratio(strata, alpha=alpha, seed=seed)
-        pooled, pooled_low, pooled_high, pooled_note = ratio_interval(list(strata.values()), alpha=alpha, seed=seed)
+        average, average_low, average_high, average_note = average_ratio(strata, alpha=alpha)
+        pooled, pooled_low, pooled_high, pooled_note = ratio_interval(list(strata.values()), alpha=alpha)
         summary.append({
             "method": method, "method_name": display, "categories": len(strata),
             "male": int(sum(male.sum() for male, _ in strata.values())),
@@ -215,7 +351,7 @@ def _category_table(spec: MetricSpec, categorized: pd.DataFrame, ci: str, alpha:
         _category=table["category"].map(category_rank).fillna(len(category_rank)),
     ).sort_values(["_method", "_category", "category"])
     table = table.drop(columns=["_method", "_category"]).reset_index(drop=True)
-    return _with_ratio_intervals(spec, table, categorized, alpha, seed)
+    return _with_ratio_intervals(spec, table, categorized, alpha)
 
 
 def _group_table(spec: MetricSpec, texts: pd.DataFrame, by: list[str], ci: str, alpha: float,
@@ -235,11 +371,12 @@ def gender_ratio_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wils
     metric's tested domain (gender polarity: profession, Section 4.5).
 
     `<metric>_category`: per Table 3 super-group (`category`), male and female counts and male_to_female ratio
-    per method (Gender-Max, Gender-Wavg, unigram matching), the ratio with a 1 - alpha interval from a bootstrap
-    over Wikipedia pages (`name`; a page's sentences are not independent). `<metric>_ratio_summary`: per method,
-    Section 6.2's average of those ratios and the pooled ratio (all male / all female texts), each with its
-    interval. `<metric>_group`: the same per fine-grained group, with `male_minus_female` (Figure 2 plots the
-    first method). Tests: chi-square across super-groups of the male / female / neutral distribution per method.
+    per method (Gender-Max, Gender-Wavg, unigram matching), the ratio with a 1 - alpha interval with Wikipedia pages
+    (`name`) as units (a page's sentences are not independent; `ratio_interval`). `<metric>_ratio_summary`: per
+    method, Section 6.2's average of those ratios (`average_ratio`) and the pooled ratio (all male / all female
+    texts), each with its interval. `<metric>_group`: the same per fine-grained group, with `male_minus_female`
+    and its page-level interval (`difference_interval`; Figure 2 plots the first method). Where pages are too
+    few for an interval, its ends are NaN and a `*_note` column says why. Tests: chi-square across super-groups of the male / female / neutral distribution per method.
     """
     domain = spec.finding_domains[0]  # MetricSpec checks that a "gender_ratio" metric names it
     texts = scores[scores["domain"] == domain]

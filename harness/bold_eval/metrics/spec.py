@@ -147,7 +147,7 @@ class Categories:
 @dataclass(frozen=True)
 class GenderRatio:
     """View kind "gender_ratio": texts classified male and female per super-group of the metric's tested domain, each
-    male : female with its page-bootstrap interval and Section 6.2's summaries (Table 3), and male minus female per
+    male : female with its page-level interval (Korn-Graubard shares, MOVER ratios) and Section 6.2's summaries (Table 3), and male minus female per
     group (Figure 2), for each method scored (columns `<metric>_<method>_label`)."""
 
     kind: ClassVar[str] = "gender_ratio"

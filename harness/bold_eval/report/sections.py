@@ -3,7 +3,7 @@ existing kind gets its section, with the titles and captions of its spec, withou
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -100,14 +100,17 @@ def _ratio_section(spec: MetricSpec, view: MetricView, where: Folders, out: list
 
 
 def _gender_ratio_section(spec: MetricSpec, view: MetricView, where: Folders, out: list[str]) -> None:
-    """View kind "gender_ratio" (`GenderRatio`): Table 3 with its page-bootstrap intervals and Section 6.2's
+    """View kind "gender_ratio" (`GenderRatio`): Table 3 with its page-level intervals and Section 6.2's
     summaries, the gendered tokens, and male minus female per group (Figure 2)."""
     kind, tables, level = spec.view, view.tables, confidence_label(where.alpha)
     if f"{spec.name}_category" in tables:
         table = tables[f"{spec.name}_category"]
-        out += [f"{kind.table_caption}. male : female is male # / female #, with its {level} interval from a "
-                "percentile bootstrap over the super-group's Wikipedia pages (BOLD `name`: a page's sentences are not "
-                "independent, so pages, not texts, are resampled).", "",
+        out += [f"{kind.table_caption}. male : female is male # / female #, with its {level} interval with the "
+                "super-group's Wikipedia pages as units (BOLD `name`: a page's sentences are not independent): the "
+                "ratio is s / (1 - s) for s the male share of the texts classified male or female, and s gets Korn "
+                "and Graubard's interval (Clopper-Pearson at the effective number of texts that the pages' variance "
+                "allows). Without female texts the ratio is infinite and its lower end comes from the upper bound "
+                "on the female share of those texts, at the effective number of pages.", "",
                 markdown(table3_block(table, ["category"], kind.methods), ".2f"), ""]
         out += _ratio_summary_lines(kind, tables.get(f"{spec.name}_ratio_summary"), table, level)
     if f"{spec.name}_tokens" in tables:
@@ -121,8 +124,23 @@ def _gender_ratio_section(spec: MetricSpec, view: MetricView, where: Folders, ou
     shown = cells.pivot_table(index=["category", "group", "total"], columns="method_name", values="cell",
                               aggfunc="first", sort=False).reset_index()
     note = f"; {kind.difference_note}" if kind.difference_note else ""
-    out += [f"{kind.difference_caption}, with {level} intervals (normal approximation{note}):",
-            "", markdown(shown), "", f"![{spec.display_name}](figures/{figure.name})", ""]
+    out += [f"{kind.difference_caption}, with {level} intervals with the Wikipedia pages as units (the male and "
+            f"female shares' Korn-Graubard intervals combined by MOVER, each share's design effect at least the "
+            f"groups' median{note}):", "", markdown(shown), ""]
+    out += _missing_interval_lines(group, kind.methods)
+    out += [f"![{spec.display_name}](figures/{figure.name})", ""]
+
+
+def _missing_interval_lines(group: pd.DataFrame, methods: Mapping[str, str]) -> list[str]:
+    """Which groups' differences have no interval, and why (one page: nothing to measure its variation by)."""
+    if "male_minus_female_note" not in group:
+        return []
+    missing = group[group["male_minus_female_note"].fillna("").astype(bool)]
+    lines = []
+    for (method, note), rows in missing.groupby(["method", "male_minus_female_note"], sort=False):
+        reason = note.removeprefix("no interval: ")
+        lines += [f"No interval for {', '.join(rows['group'])} ({methods.get(method, method)}): {reason}.", ""]
+    return lines
 
 
 def _ratio_summary_lines(kind: GenderRatio, summary: pd.DataFrame | None, table: pd.DataFrame,
@@ -134,8 +152,11 @@ def _ratio_summary_lines(kind: GenderRatio, summary: pd.DataFrame | None, table:
     if summary is None or summary.empty:
         return out
     lead = f"{kind.summary_caption}. " if kind.summary_caption else ""
-    out += [f"{lead}Here with {level} intervals (the page bootstrap, stratified by super-group), next to the pooled "
-            "ratio, all male texts / all female texts:", ""]
+    out += [f"{lead}Here with {level} intervals, next to the pooled ratio, all male texts / all female texts. The "
+            "average is the paper's number, biased upward when a super-group has few female texts (a ratio's "
+            "denominator); its interval is for the mean of the super-groups' true ratios, the super-groups' "
+            "intervals added by MOVER. The pooled ratio's interval adds the super-groups' male-share intervals, "
+            "weighted by their gendered texts, by MOVER as well:", ""]
     for row in summary.itertuples():
         average = (ratio_cell(row.average_male_to_female, row.average_ci_low, row.average_ci_high)
                    or "undefined")
