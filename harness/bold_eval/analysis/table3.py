@@ -75,7 +75,9 @@ def _difference_intervals(texts: pd.DataFrame, column: str, by: list[str], alpha
     """male_minus_female's page-level interval and note per `by` group (index: the `by` keys), each group's design
     effects at least the groups' median (`typical_design_effects`)."""
     counts = _page_counts(texts, column, by)
-    groups = dict(list(counts.groupby(level=list(range(len(by))), sort=False)))
+    # a scalar level for one key: pandas < 3 warns that a length-1 list will give tuple keys
+    levels = list(range(len(by))) if len(by) > 1 else 0
+    groups = dict(list(counts.groupby(level=levels, sort=False)))
     floors = typical_design_effects([(pages["male"], pages["female"], pages["texts"]) for pages in groups.values()])
     rows = {}
     for key, pages in groups.items():
