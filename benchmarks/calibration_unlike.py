@@ -8,10 +8,14 @@ tail). Printed per design: the share of data sets the score test (`analysis.rate
 at 5% and at 0.1% (where Holm's thresholds sit), the share the design cannot test (too few names: counted as
 not rejected), and the old permutation test's rate at 5%, with Monte Carlo standard errors; then the coverage
 of the score test's 95% interval at a planted difference, and the power of both tests for planted differences
-where names are plentiful.
+where names are plentiful. Two more tables (`--sections real,rate-coverage`): group-vs-rest tests on BOLD's own
+designs (profession, religion, politics: their names per group and texts per name) with rare and common labels
+and unlike within-name correlations, and the coverage of the name-level interval of one group's rate by number
+of names.
 
-    .venv/bin/python benchmarks/calibration_unlike.py            # about 10 minutes on 2 cores
-    .venv/bin/python benchmarks/calibration_unlike.py --fast     # about 2 minutes
+    .venv/bin/python benchmarks/calibration_unlike.py            # about an hour on 2 cores
+    .venv/bin/python benchmarks/calibration_unlike.py --fast     # about 6 minutes
+    .venv/bin/python benchmarks/calibration_unlike.py --fast --sections real,rate-coverage
 """
 
 from __future__ import annotations
@@ -84,6 +88,83 @@ def level_rows(args: argparse.Namespace) -> None:
                       f"{old_5:.1%} ± {_se(old_5, len(old)):.1%} |", flush=True)
 
 
+REAL_DOMAINS = ("profession", "religious_ideology", "political_ideology")
+
+
+def real_design(domain: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """BOLD's own design for one domain: texts per name, each name's group index, and the group names."""
+    from bold_eval.data.bold import load_bold
+
+    frame = load_bold(domain).to_pandas()
+    per_name = frame.groupby(["group", "name"]).size().reset_index(name="texts")
+    groups = sorted(per_name["group"].unique())
+    return (per_name["texts"].to_numpy(float), per_name["group"].map(groups.index).to_numpy(), groups)
+
+
+def real_design_rows(args: argparse.Namespace) -> None:
+    """Group-vs-rest tests on BOLD's real designs (names per group and texts per name as they are) where every
+    name's rate has the same mean: rare labels (2%, 5%) and a common one (30%), names clustered with intra-class
+    correlation rho, and the unlike case where the groups with at most 15 names have rho 0.8 against 0.05 for
+    the rest. Pooled over the domain's groups: the share of tests rejected at 5% and at 0.1%, and the worst
+    group's rate at 5%."""
+    print("\n| domain | rate | rho (small groups / rest) | tests | rejected at 5% | at 0.1% | untestable at 5% | "
+          "worst group at 5% |")
+    print("|---|---|---|---|---|---|---|---|")
+    for domain in REAL_DOMAINS:
+        texts, group, names = real_design(domain)
+        sizes = np.bincount(group)
+        small = sizes[group] <= 15
+        for rate in (0.02, 0.05, 0.3):
+            for rho_small, rho_rest in ((0.05, 0.05), (0.3, 0.3), (0.8, 0.05)):
+                rng = np.random.default_rng(hash((domain, rate, rho_small, rho_rest)) % 2**32)
+                rho = np.where(small, rho_small, rho_rest)
+                scale = (1 - rho) / rho
+                rejected = np.zeros((2, len(names)))
+                untestable = np.zeros(len(names))
+                for _ in range(args.real_replicates):
+                    rates = rng.beta(rate * scale, (1 - rate) * scale)
+                    hits = rng.binomial(texts.astype(int), rates).astype(float)
+                    for g in range(len(names)):
+                        in_a = group == g
+                        p, floor = score_p(hits[in_a], texts[in_a], hits[~in_a], texts[~in_a])
+                        untestable[g] += floor > 0.05
+                        rejected[0, g] += (p <= 0.05) and (floor <= 0.05)
+                        rejected[1, g] += (p <= 0.001) and (floor <= 0.001)
+                total = args.real_replicates * len(names)
+                at_5, at_01 = rejected[0].sum() / total, rejected[1].sum() / total
+                worst = int(np.argmax(rejected[0]))
+                worst_rate = rejected[0, worst] / args.real_replicates
+                print(f"| {domain} | {rate} | {rho_small} / {rho_rest} | {total} | {at_5:.2%} ± {_se(at_5, total):.2%} "
+                      f"| {at_01:.3%} ± {_se(at_01, total):.3%} | {untestable.sum() / total:.0%} | "
+                      f"{worst_rate:.1%} ± {_se(worst_rate, args.real_replicates):.1%} ({names[worst]}, "
+                      f"{sizes[worst]} names) |", flush=True)
+
+
+def rate_coverage_rows(args: argparse.Namespace) -> None:
+    """Coverage of the name-level 95% interval of one group's rate (`rate_test.rate_interval`, the findings'
+    rate cells) by number of names, for names alike (ICC 0.05), moderately (0.3) and widely spread (0.8), at a
+    common and a rare rate, with its mean width."""
+    from bold_eval.analysis.rate_test import rate_interval
+
+    print("\n| rate | rho | names | 95% rate interval covers | mean width |")
+    print("|---|---|---|---|---|")
+    for rate in (0.3, 0.03):
+        for rho in (0.05, 0.3, 0.8):
+            scale = (1 - rho) / rho
+            for names in (2, 3, 5, 10, 30, 100):
+                rng = np.random.default_rng(hash((rate, rho, names)) % 2**32)
+                covered, width = 0, 0.0
+                for _ in range(args.coverage_replicates):
+                    n = 1 + np.minimum(rng.geometric(0.3, names) - 1, 59)
+                    t = rng.binomial(n, rng.beta(rate * scale, (1 - rate) * scale, names)).astype(float)
+                    low, high, _ = rate_interval(t, n.astype(float), alpha=0.05)
+                    covered += low <= rate <= high
+                    width += high - low
+                share = covered / args.coverage_replicates
+                print(f"| {rate} | {rho} | {names} | {share:.1%} ± {_se(share, args.coverage_replicates):.1%} | "
+                      f"{width / args.coverage_replicates:.3f} |", flush=True)
+
+
 def coverage_and_power(args: argparse.Namespace) -> None:
     from bold_eval.analysis.rate_test import rate_test
 
@@ -110,6 +191,10 @@ def coverage_and_power(args: argparse.Namespace) -> None:
                       f"{np.mean(found):.0%} | {np.mean(old):.0%} (n {len(old)}) |", flush=True)
 
 
+SECTIONS = {"level": level_rows, "real": real_design_rows, "rate-coverage": rate_coverage_rows,
+            "power": coverage_and_power}
+
+
 def _expected_rate(beta: tuple[float, float], shift: float) -> float:
     """E[clip(Beta + shift, 0, 1)] by simulation (the clip moves the mean a little)."""
     draws = np.random.default_rng(0).beta(*beta, 400_000)
@@ -123,13 +208,17 @@ def _se(rate: float, n: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true", help="fewer data sets (CI-sized)")
+    parser.add_argument("--sections", default=",".join(SECTIONS),
+                        help=f"comma list of the tables to print, of {', '.join(SECTIONS)} (default: all)")
     args = parser.parse_args()
     args.names = (1, 3, 4, 7, 10, 30, 100)
-    args.replicates, args.old_replicates, args.power_replicates = (
-        (2000, 100, 200) if args.fast else (20000, 400, 1000))
+    args.replicates, args.old_replicates, args.power_replicates, args.real_replicates, args.coverage_replicates = (
+        (2000, 100, 200, 200, 2000) if args.fast else (20000, 400, 1000, 2000, 10000))
     started = time.perf_counter()
-    level_rows(args)
-    coverage_and_power(args)
+    for section in args.sections.split(","):
+        if section not in SECTIONS:
+            parser.error(f"unknown section {section!r}; choose from {', '.join(SECTIONS)}")
+        SECTIONS[section](args)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 

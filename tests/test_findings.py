@@ -558,3 +558,35 @@ def test_a_bad_thread_count_is_a_usage_error(monkeypatch, value) -> None:
     monkeypatch.setenv(clustered.THREADS_ENV, value)
     with pytest.raises(UsageError, match="BOLD_EVAL_THREADS must be a whole number"):
         group_findings(paper_run(), [NEGATIVE])
+
+
+def test_own_texts_and_interactions_are_one_holm_family() -> None:
+    """A report's own-text contrasts and its model-vs-Wikipedia interactions are adjusted together (issue 32): the
+    adjusted p-values are Holm's over the union of both tables' testable rows, and both report its size."""
+    from statsmodels.stats.multitest import multipletests
+
+    from bold_eval.analysis.findings import one_family
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for group, rate in (("a", 0.2), ("b", 0.5), ("c", 0.3)):
+        for name in range(40):
+            for prompt in range(3):
+                rows.append({"prompt_id": f"{group}{name}-{prompt}", "domain": "d", "group": group, "category": "",
+                             "name": f"{group}{name}", "sample": 0,
+                             "sentiment_label": "negative" if rng.random() < rate else "neutral"})
+    model = pd.DataFrame(rows)
+    reference = model.assign(sentiment_label=np.where(rng.random(len(model)) < 0.3, "negative", "neutral"))
+    own = group_findings(model, [NEGATIVE])
+    paired = paired_findings(model, reference, [NEGATIVE])
+    joint_own, joint_paired = one_family(own, paired, model, alpha=0.05, correction="holm")
+    p = np.r_[own.tests.loc[own.tests["testable"], "p_value"], paired.tests.loc[paired.tests["testable"], "p_value"]]
+    expected = multipletests(p, alpha=0.05, method="holm")[1]
+    got = np.r_[joint_own.tests.loc[joint_own.tests["testable"], "p_adjusted"],
+                joint_paired.tests.loc[joint_paired.tests["testable"], "p_adjusted"]]
+    assert joint_own.family == joint_paired.family == len(p) == own.family + paired.family > own.family
+    np.testing.assert_allclose(got, expected)
+    assert joint_own.power["level"].iloc[0] == pytest.approx(0.05 / len(p))
+    alone, none = one_family(own, None, model, alpha=0.05, correction="holm")
+    assert none is None and alone.family == own.family
+    np.testing.assert_allclose(alone.tests["p_adjusted"], own.tests["p_adjusted"])

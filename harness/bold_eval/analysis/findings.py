@@ -19,6 +19,7 @@ taken too.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from bold_eval.analysis.clustered import (
     check_alpha,
     check_cluster,
     check_correction,
+    cluster_codes,
     cluster_ids,
     confidence_label,
     design_effect,
@@ -44,15 +46,17 @@ from bold_eval.analysis.clustered import (
     minimum_detectable_difference,
     run_tests,
 )
+from bold_eval.analysis.rate_test import rate_interval
 from bold_eval.analysis.results import DifferenceTest, GroupFindings, PairedFindings
 from bold_eval.analysis.scores import TestedLabel
+from bold_eval.analysis.statistics import wilson_interval
 from bold_eval.data.bold import PAPER_PAIRS
 
 Label = TestedLabel  # a (metric, name, column, value, domains) tuple is taken too: `_labels` names its fields
 
 
-# Groups with fewer names are not eligible for the largest gap: its cluster-robust interval needs names to
-# estimate a group's variance (with 7 pages and no hit, the variance estimate is 0).
+# Groups with fewer names are not eligible for the largest gap: at the Bonferroni levels it is printed at
+# (99.9% and beyond), fewer names cannot reach the level, and the gap would have no interval.
 MIN_GAP_NAMES = 10
 
 # A domain is too small for claims about its groups when a typical group would have to differ from the rest
@@ -128,8 +132,9 @@ def _hits(part: pd.DataFrame, column: str, value: Any) -> tuple[np.ndarray, np.n
 
 
 _GROUP_COLUMNS = ["domain", "metric", "label", "contrast", "kind", "group", "rest", "count", "total", "proportion",
-                  "rest_count", "rest_total", "rest_proportion", "names", "rest_names", "difference", "ci_low",
-                  "ci_high", "statistic", "p_value", "method", "testable", "note", "detectable"]
+                  "rate_low", "rate_high", "rest_count", "rest_total", "rest_proportion", "rest_rate_low",
+                  "rest_rate_high", "names", "rest_names", "difference", "ci_low", "ci_high", "statistic", "p_value",
+                  "method", "testable", "note", "detectable"]
 
 
 def group_findings(
@@ -142,13 +147,15 @@ def group_findings(
     seed: int = 0,
     worst: pd.DataFrame | None = None,
     worst_labels: Sequence[Label] = (),
+    plan_power: bool = True,
 ) -> GroupFindings:
     """Every contrast x label of one run, tested with the name as the unit, in one corrected family.
 
     `worst` (one row per prompt, `worst_case.prompt_worst_cases`) and `worst_labels` add the worst cases over
     k samples to the same family. Returns `GroupFindings`: `tests` (one row per contrast and label, with
     `p_adjusted` and `significant`), `design_effects` and `power` per domain, `family`, `untestable`,
-    `too_small`, `too_small_domains` and the settings; `gaps` is left to `summary.run_findings`.
+    `too_small`, `too_small_domains` and the settings; `gaps` is left to `summary.run_findings`. Without
+    `plan_power` the power table is left empty for `one_family`, which plans it at the whole report's level.
     """
     alpha = check_alpha(alpha)
     check_correction(correction)
@@ -159,54 +166,87 @@ def group_findings(
         rows += _contrast_rows(worst, worst_labels, alpha=alpha, cluster=cluster, seed=seed)
     tests = pd.DataFrame(rows, columns=_GROUP_COLUMNS)
     family = adjust_family(tests, alpha, correction)
-    deffs = design_effects(scores, labels, cluster)
-    power = power_table(scores, deffs, alpha=alpha, family=max(family, 1), cluster=cluster)
-    tests["detectable"] = _detectable(tests, deffs, alpha / max(family, 1))
-    small = power.loc[power["too_small"], "domain"].tolist() if len(power) else []
-    return GroupFindings(tests=tests, design_effects=deffs, power=power, family=family,
-                         untestable=int((~tests["testable"].astype(bool)).sum()), too_small_domains=small,
-                         too_small=bool(len(power) and len(small) == len(power)),
-                         **_settings(alpha, correction, cluster))
+    found = GroupFindings(tests=tests, design_effects=design_effects(scores, labels, cluster),
+                          power=pd.DataFrame(), family=family,
+                          untestable=int((~tests["testable"].astype(bool)).sum()), too_small_domains=[],
+                          too_small=False, **_settings(alpha, correction, cluster))
+    return _with_power(found, scores, alpha) if plan_power else found
 
 
 def _contrast_rows(frame: pd.DataFrame, labels: Sequence[Label], *, alpha: float, cluster: str,
                    seed: int) -> list[dict[str, Any]]:
-    """One tested row per contrast x label of `frame` (texts, or prompts for the worst cases)."""
+    """One tested row per contrast x label of `frame` (texts, or prompts for the worst cases). A domain's side
+    columns, units and label indicators are put into arrays once (`DomainArrays`), not once per contrast."""
     jobs: list[Callable[[], dict[str, Any]]] = []
+    domains: dict[str, DomainArrays] = {}
     for contrast in contrasts(frame):
-        part = frame[frame["domain"].astype(str) == contrast.domain]
-        clusters = cluster_ids(part, cluster)
-        in_a, in_b = contrast.sides(part)
-        for label in labels:
-            if not _applies(label, contrast.domain) or label.column not in part.columns:
-                continue
-            hits, present = _hits(part, label.column, label.value)
+        if contrast.domain not in domains:
+            domains[contrast.domain] = DomainArrays.of(frame, contrast.domain, cluster, labels)
+        domain = domains[contrast.domain]
+        values = domain.columns[contrast.column]
+        in_a = values == contrast.a
+        in_b = values == contrast.b if contrast.b is not None else ~in_a
+        for label, (hits, present) in domain.hits.items():
             keep = present & (in_a | in_b)
             if not (keep & in_a).any() or not (keep & in_b).any():
                 continue
-            jobs.append(functools.partial(_group_test, contrast, label, hits[keep], in_a[keep], clusters[keep],
-                                          alpha=alpha, cluster=cluster, seed=seed))
+            jobs.append(functools.partial(_group_test, contrast, label, hits[keep], in_a[keep],
+                                          domain.clusters[keep], alpha=alpha, cluster=cluster, seed=seed))
     return run_tests(jobs)
+
+
+class DomainArrays(NamedTuple):
+    """One domain's rows as arrays: its side columns (group, category) as strings, its units as integer codes,
+    and per label that applies to it the label indicator and the mask of rows that have a label."""
+
+    columns: dict[str, np.ndarray]
+    clusters: np.ndarray
+    hits: dict[Label, tuple[np.ndarray, np.ndarray]]
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, domain: str, cluster: str, labels: Sequence[Label]) -> DomainArrays:
+        part = frame[frame["domain"].astype(str) == domain]
+        columns = {name: part[name].fillna("").astype(str).to_numpy() if name == "category"
+                   else part[name].astype(str).to_numpy() for name in ("group", "category") if name in part}
+        hits = {label: _hits(part, label.column, label.value) for label in labels
+                if _applies(label, domain) and label.column in part.columns}
+        return cls(columns, cluster_codes(part, cluster), hits)
 
 
 def _group_test(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.ndarray, clusters: np.ndarray, *,
                 alpha: float, cluster: str, seed: int) -> dict[str, Any]:
     result = difference_test(hits, in_a, None if cluster == "none" else clusters, alpha=alpha,
                              binary=label.value is not None, seed=seed)
-    return _group_row(contrast, label, hits, in_a, clusters, result)
+    return _group_row(contrast, label, hits, in_a, clusters, result, alpha, cluster)
+
+
+def side_rate_interval(hits: np.ndarray, clusters: np.ndarray, *, alpha: float, cluster: str) -> tuple[float, float]:
+    """A side's rate interval at the level of the test beside it: name-level (`rate_test.rate_interval`) with the
+    name as the unit, Wilson's with `--cluster none` (texts independent, as the z test beside it)."""
+    if cluster == "none":
+        return wilson_interval(int(hits.sum()), len(hits), alpha=alpha)
+    codes, _ = pd.factorize(clusters)
+    low, high, _ = rate_interval(np.bincount(codes, weights=hits), np.bincount(codes), alpha=alpha)
+    return low, high
 
 
 def _group_row(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.ndarray, clusters: np.ndarray,
-               result: DifferenceTest) -> dict[str, Any]:
-    """A label's counts, or for a continuous worst case (value None) no counts and the means as proportions."""
+               result: DifferenceTest, alpha: float, cluster: str) -> dict[str, Any]:
+    """A label's counts and each side's rate interval, or for a continuous worst case (value None) no counts
+    and the means as proportions, without an interval."""
     total, rest_total = int(in_a.sum()), int((~in_a).sum())
     binary = label.value is not None
     count = int(hits[in_a].sum()) if binary else np.nan
     rest_count = int(hits[~in_a].sum()) if binary else np.nan
+    nan = (np.nan, np.nan)
+    interval = side_rate_interval(hits[in_a], clusters[in_a], alpha=alpha, cluster=cluster) if binary else nan
+    rest_interval = side_rate_interval(hits[~in_a], clusters[~in_a], alpha=alpha, cluster=cluster) if binary else nan
     return {"domain": contrast.domain, "metric": label.metric, "label": label.name, "contrast": contrast.name,
             "kind": contrast.kind, "group": contrast.a, "rest": contrast.b or "rest", "count": count,
-            "total": total, "proportion": float(hits[in_a].mean()), "rest_count": rest_count,
-            "rest_total": rest_total, "rest_proportion": float(hits[~in_a].mean()), "names": int(len(pd.unique(clusters[in_a]))),
+            "total": total, "proportion": float(hits[in_a].mean()), "rate_low": interval[0],
+            "rate_high": interval[1], "rest_count": rest_count, "rest_total": rest_total,
+            "rest_proportion": float(hits[~in_a].mean()), "rest_rate_low": rest_interval[0],
+            "rest_rate_high": rest_interval[1], "names": int(len(pd.unique(clusters[in_a]))),
             "rest_names": int(len(pd.unique(clusters[~in_a]))), "difference": result.estimate,
             "ci_low": result.ci_low, "ci_high": result.ci_high, "statistic": result.statistic,
             "p_value": result.p_value, "method": result.method, "testable": result.testable,
@@ -230,6 +270,39 @@ def adjust_family(tests: pd.DataFrame, alpha: float, correction: str) -> int:
         tests.loc[testable, "p_adjusted"] = adjusted
         tests.loc[testable, "significant"] = reject
     return int(testable.sum())
+
+
+def one_family(found: GroupFindings, paired: PairedFindings | None, scores: pd.DataFrame, *, alpha: float,
+               correction: str) -> tuple[GroupFindings, PairedFindings | None]:
+    """Correct a report's own-text contrasts and its model-vs-Wikipedia interactions as *one* family, and plan
+    the power at that family's level.
+
+    Two families each at alpha let a report make a false finding with probability near 2 alpha (issue 32); here
+    every testable row of both tables is adjusted together, so Holm bounds the chance of any false finding in
+    the report by alpha. `family` on both results is then the whole family's size, and the power and detectable
+    differences are computed at its level."""
+    own = found.tests.copy()
+    other = paired.tests.copy() if paired is not None else own.iloc[:0].assign(p_adjusted=np.nan, significant=False)
+    in_own, in_other = own["testable"].astype(bool).to_numpy(), other["testable"].astype(bool).to_numpy()
+    p_values = np.r_[own.loc[in_own, "p_value"].to_numpy(float), other.loc[in_other, "p_value"].to_numpy(float)]
+    family = len(p_values)
+    if family:
+        adjusted, reject = adjust(p_values, alpha=alpha, correction=correction)
+        split = int(in_own.sum())
+        own.loc[in_own, "p_adjusted"], own.loc[in_own, "significant"] = adjusted[:split], reject[:split]
+        other.loc[in_other, "p_adjusted"], other.loc[in_other, "significant"] = adjusted[split:], reject[split:]
+    found = _with_power(dataclasses.replace(found, tests=own, family=family), scores, alpha)
+    return found, (dataclasses.replace(paired, tests=other, family=family) if paired is not None else None)
+
+
+def _with_power(found: GroupFindings, scores: pd.DataFrame, alpha: float) -> GroupFindings:
+    """`found` with its power table and detectable differences at its family's corrected level."""
+    family = max(found.family, 1)
+    power = power_table(scores, found.design_effects, alpha=alpha, family=family, cluster=found.cluster)
+    tests = found.tests.assign(detectable=_detectable(found.tests, found.design_effects, alpha / family))
+    small = power.loc[power["too_small"], "domain"].tolist() if len(power) else []
+    return dataclasses.replace(found, tests=tests, power=power, too_small_domains=small,
+                               too_small=bool(len(power) and len(small) == len(power)))
 
 
 def _settings(alpha: float, correction: str, cluster: str) -> dict[str, Any]:
@@ -306,7 +379,8 @@ def _detectable(tests: pd.DataFrame, deffs: pd.DataFrame, level: float) -> list[
 
 
 _GAP_COLUMNS = ["domain", "metric", "label", "group_high", "count_high", "total_high", "proportion_high",
-                "group_low", "count_low", "total_low", "proportion_low", "gap", "ci_low", "ci_high", "choices",
+                "names_high", "high_rate_low", "high_rate_high", "group_low", "count_low", "total_low",
+                "proportion_low", "names_low", "low_rate_low", "low_rate_high", "gap", "ci_low", "ci_high", "choices",
                 "interval_level", "interval_label", "method", "eligible_groups", "note"]
 
 
@@ -315,8 +389,8 @@ def largest_gaps(scores: pd.DataFrame, labels: Sequence[Label], *, alpha: float 
     """Per domain and metric: the largest difference between two groups' rates over every label of the metric,
     with an interval at level 1 - alpha / (pairs x labels), Bonferroni over every choice it was picked from
     (the pair *and* the label), so picking the largest does not make it look surer than it is. Groups with
-    fewer than `min_names` names are not eligible. The interval is the cluster-robust t (statsmodels) at
-    that level, or Newcombe's with `--cluster none`."""
+    fewer than `min_names` names are not eligible. The interval inverts the score-type test
+    (`clustered.difference_test`) at that level, or is Newcombe's with `--cluster none`."""
     rows = []
     by_metric: dict[str, list[Label]] = {}
     for label in _labels(labels):
@@ -361,12 +435,17 @@ def _largest_gap(domain: str, metric: str, labels: list[Label], part: pd.DataFra
     side = groups[keep] == high
     result = difference_test(hits[keep], side, None if cluster == "none" else clusters[keep], alpha=level,
                              method="auto")
-    y, in_high = hits[keep], side
+    y, in_high, units = hits[keep], side, clusters[keep]
+    rate_high = side_rate_interval(y[in_high], units[in_high], alpha=alpha, cluster=cluster)
+    rate_low = side_rate_interval(y[~in_high], units[~in_high], alpha=alpha, cluster=cluster)
     row.update(label=label.name, group_high=high, count_high=int(y[in_high].sum()), total_high=int(in_high.sum()),
-               proportion_high=float(y[in_high].mean()), group_low=low, count_low=int(y[~in_high].sum()),
-               total_low=int((~in_high).sum()), proportion_low=float(y[~in_high].mean()), gap=result.estimate,
+               proportion_high=float(y[in_high].mean()), names_high=int(len(pd.unique(units[in_high]))),
+               high_rate_low=rate_high[0], high_rate_high=rate_high[1], group_low=low,
+               count_low=int(y[~in_high].sum()), total_low=int((~in_high).sum()),
+               proportion_low=float(y[~in_high].mean()), names_low=int(len(pd.unique(units[~in_high]))),
+               low_rate_low=rate_low[0], low_rate_high=rate_low[1], gap=result.estimate,
                ci_low=result.ci_low, ci_high=result.ci_high, choices=choices, interval_level=1 - level,
-               interval_label=confidence_label(level), method=result.method)
+               interval_label=confidence_label(level), method=result.method, note=result.note)
     return row
 
 
@@ -461,7 +540,7 @@ class PairedDomain(NamedTuple):
         columns = {name: part[name].astype(str).to_numpy() for name in ("group", "category") if name in part}
         # The samples of a prompt are already summarized: a prompt is the smallest unit here, and pairs of rates
         # are tested by the score test even with --cluster none (an ordinary t on rare per-prompt rates is unbounded).
-        clusters = cluster_ids(part, "prompt" if cluster == "none" else cluster)
+        clusters = cluster_codes(part, "prompt" if cluster == "none" else cluster)
         aligned = {}
         for label, (rates_model, rates_reference) in rates.items():
             # get_indexer, not isin: pandas 3 checks Arrow strings one by one in isin (same answer, much slower).

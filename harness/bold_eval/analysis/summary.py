@@ -40,6 +40,7 @@ from bold_eval.analysis.clustered import (
 from bold_eval.analysis.findings import (
     group_findings,
     largest_gaps,
+    one_family,
     paired_findings,
 )
 from bold_eval.analysis.results import GroupFindings, MetricView, Statistics, Summary
@@ -98,12 +99,15 @@ def summarize(
         views[metric] = _holm_within_tables(
             metric_view(metric)(scores, ci=ci, alpha=alpha, min_expected=min_expected, seed=seed), alpha)
     worst_case = worst_case_view(scores, alpha=alpha, seed=seed)
-    findings = run_findings(scores, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
+    findings = run_findings(scores, alpha=alpha, correction=correction, cluster=cluster, seed=seed,
+                            plan_power=False)
     reference_findings = None
     if reference is not None and len(reference):
         reference = check_scores(reference, (run_info or {}).get("label_columns"), source="reference_scores.parquet")
         reference_findings = paired_findings(scores, reference, finding_labels(scores), alpha=alpha,
                                              correction=correction, cluster=cluster, seed=seed)
+    findings, reference_findings = one_family(findings, reference_findings, scores, alpha=alpha,
+                                              correction=correction)
     return Summary(metrics=status, views=views, worst_case=worst_case, counts=counts,
                    statistics=_statistics(counts, ci, alpha, correction, cluster, min_expected),
                    findings=findings, reference_findings=reference_findings)
@@ -178,6 +182,7 @@ def run_findings(
     correction: str = DEFAULT_CORRECTION,
     cluster: str = DEFAULT_CLUSTER,
     seed: int = 0,
+    plan_power: bool = True,
 ) -> GroupFindings:
     """Which groups differ, how sure we are, and how much the run could see (`findings.group_findings`),
     plus the largest gap between two groups per domain and metric (`findings.largest_gaps`). With several
@@ -187,5 +192,5 @@ def run_findings(
     if samples_per_prompt(scores)[1] > 1:
         worst, worst_labels = prompt_worst_cases(scores), worst_case_labels(scores.columns)
     found = group_findings(scores, labels, alpha=alpha, correction=correction, cluster=cluster, seed=seed,
-                           worst=worst, worst_labels=worst_labels)
+                           worst=worst, worst_labels=worst_labels, plan_power=plan_power)
     return dataclasses.replace(found, gaps=largest_gaps(scores, labels, alpha=alpha, cluster=cluster))

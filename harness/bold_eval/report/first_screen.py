@@ -25,7 +25,6 @@ from bold_eval.report.markdown import (
     format_interval,
     format_p,
     markdown,
-    rate_cell,
     signed_cell,
     write_table,
 )
@@ -108,7 +107,7 @@ def how_to_read(record: RunRecord, summary: Summary) -> list[str]:
            "(`--cluster none` treats texts as independent, as the paper does; `--cluster prompt` keeps only the "
            "samples of a prompt together).",
            f"- **Tests:** {stats.findings_test}. Rates and differences carry {level} intervals and their n.",
-           f"- **Correction:** each family of findings is corrected with {stats.correction_name} "
+           f"- **Correction:** {family_words(summary)}, corrected with {stats.correction_name} "
            f"(`--correction {stats.correction}`); a finding is listed when its adjusted p is below "
            f"alpha = {stats.alpha:g}. The paper's own tables further down use its text-level tests, "
            "Holm-adjusted within each table.", *protocol_lines(record)]
@@ -134,6 +133,16 @@ def how_to_read(record: RunRecord, summary: Summary) -> list[str]:
     return [*out, ""]
 
 
+def family_words(summary: Summary) -> str:
+    """What the report's one corrected family holds, in words: its size and where its tests are listed."""
+    found, paired = summary.findings, summary.reference_findings
+    own = int(found.tests["testable"].astype(bool).sum()) if len(found.tests) else 0
+    if paired is None:
+        return f"every finding is in one family of {found.family} tests (the contrasts of this run's texts)"
+    return (f"every finding is in one family of {found.family} tests: {own} contrasts of the model's own texts and "
+            f"{found.family - own} model-vs-Wikipedia interactions")
+
+
 # --------------------------------------------------------------------------- model against Wikipedia
 
 
@@ -153,7 +162,7 @@ def reference_section(summary: Summary, tables: Path) -> list[str]:
            f"{found.shared_prompts:,} prompts (a group x source interaction). A positive value means the model "
            "widens the gap the human-written text already has. Each prompt's samples count as one rate; "
            f"{METHOD_NOTES['cluster score t']}. "
-           f"{found.family} tests, {found.correction_name}.", ""]
+           f"p-values are adjusted with {found.correction_name} over the report's {family_words(summary)}.", ""]
     significant = tests[tests["significant"].astype(bool)]
     if found.family == 0:
         out += [f"_No contrast could be tested: of {found.untestable} contrasts, each had too few names to test a "
@@ -209,9 +218,11 @@ def findings_section(summary: Summary, tables: Path) -> list[str]:
     write_table(found.power, tables, "power")
     out = ["## Group differences in this run's texts", "",
            "Each contrast compares two sides of a domain: a group against the rest, or the paper's pairs "
-           "(two-group domains once). p-values are adjusted over this family of "
-           f"{found.family} tests ({found.correction_name}); the unit is the {found.cluster}. Rates carry "
-           f"{level} Wilson intervals and n; differences are side minus other side, with {level} intervals "
+           f"(two-group domains once). p-values are adjusted with {found.correction_name}: {family_words(summary)}; "
+           f"the unit is the {found.cluster}. Rates carry {level} intervals "
+           + ("with the name as the unit (the one-sample form of the test: cluster-robust spread, at least the "
+              "beta-binomial one; none for a side of one name)" if found.cluster != "none" else "(Wilson's)")
+           + f" and n; differences are side minus other side, with {level} intervals "
            + ("from inverting the same test, so an interval and its p-value agree about zero; a contrast whose "
               "names are too few for any p-value below alpha is listed as too few names to test a rate, outside "
               "the family." if found.cluster != "none" else "(Newcombe's, texts independent)."), ""]
@@ -230,10 +241,12 @@ def findings_section(summary: Summary, tables: Path) -> list[str]:
             "metric": [metric_title(metric) for metric in ranked["metric"]],
             "label": ranked["label"],
             "contrast": ranked["contrast"],
-            f"side rate [{level}]": [_side_cell(*row, alpha) for row in
-                                     ranked[["count", "total", "proportion"]].to_numpy()],
-            f"other side [{level}]": [_side_cell(*row, alpha) for row in
-                                      ranked[["rest_count", "rest_total", "rest_proportion"]].to_numpy()],
+            f"side rate [{level}]": [_side_cell(*row) for row in
+                                     ranked[["count", "total", "proportion", "rate_low", "rate_high", "names"]]
+                                     .to_numpy()],
+            f"other side [{level}]": [_side_cell(*row) for row in
+                                      ranked[["rest_count", "rest_total", "rest_proportion", "rest_rate_low",
+                                              "rest_rate_high", "rest_names"]].to_numpy()],
             f"difference [{level}]": [signed_cell(*row) for row in ranked[["difference", "ci_low", "ci_high"]]
                                       .to_numpy()],
             "names": [f"{a} / {b}" for a, b in ranked[["names", "rest_names"]].to_numpy()],
@@ -247,18 +260,20 @@ def findings_section(summary: Summary, tables: Path) -> list[str]:
             "Per domain and metric, the largest difference between two groups' rates over all the metric's labels, "
             "among groups with at least ten units (names). Its interval is Bonferroni-adjusted over every choice it was "
             "picked from (pairs of groups x labels; level shown), so picking the largest does not make it look "
-            "surer than it is. The interval is the cluster-robust t (statsmodels), normal theory carried to that "
-            "level; where a few units hold most texts (profession pages) it runs narrow (it rejects shuffled nulls "
-            "more often than its level there; bold_eval/analysis/clustered.py), so read such gaps as indicative.", ""]
+            "surer than it is. The interval inverts the same score-type test as the findings at that level, so it "
+            "holds for groups that differ in names and spread; where the two groups' names are too few to reach "
+            "that level no interval is printed, and the note says so.", ""]
     out += [markdown(largest_gap_rows(gaps, alpha)), ""]
     return out
 
 
-def _side_cell(count: float, total: int, proportion: float, alpha: float) -> str:
-    """A side's rate with its interval and n; a continuous worst case (no count) as the mean over its prompts."""
+def _side_cell(count: float, total: int, proportion: float, low: float, high: float, names: int) -> str:
+    """A side's rate with its interval (at the level of the test beside it: names, or texts with `--cluster
+    none`) and n; a continuous worst case (no count) as the mean over its prompts."""
     if pd.isna(count):
         return f"{proportion:.3f} (mean, n={int(total)} prompts)"
-    return rate_cell(int(count), int(total), alpha)
+    interval = "[no interval: one name]" if pd.isna(low) else f"[{low:.3f}, {high:.3f}]"
+    return f"{proportion:.3f} {interval} (n={int(total)}, {int(names)} names)"
 
 
 # --------------------------------------------------------------------------- worst cases over k samples
@@ -306,10 +321,13 @@ def largest_gap_rows(gaps: pd.DataFrame, alpha: float) -> pd.DataFrame:
             continue
         rows.append({
             **base, "label": row["label"],
-            "highest": f"{row['group_high']} {rate_cell(int(row['count_high']), int(row['total_high']), alpha)}",
-            "lowest": f"{row['group_low']} {rate_cell(int(row['count_low']), int(row['total_low']), alpha)}",
+            "highest": f"{row['group_high']} " + _side_cell(row["count_high"], row["total_high"], row["proportion_high"],
+                                                             row["high_rate_low"], row["high_rate_high"],
+                                                             row["names_high"]),
+            "lowest": f"{row['group_low']} " + _side_cell(row["count_low"], row["total_low"], row["proportion_low"],
+                                                           row["low_rate_low"], row["low_rate_high"], row["names_low"]),
             "gap [interval]": f"{signed_cell(row['gap'], row['ci_low'], row['ci_high'])} ({row['interval_label']}, "
                               f"{int(row['choices'])} choice{'s' if int(row['choices']) > 1 else ''})",
-            "note": f"{int(row['eligible_groups'])} groups eligible",
+            "note": row.get("note") or f"{int(row['eligible_groups'])} groups eligible",
         })
     return pd.DataFrame(rows)
