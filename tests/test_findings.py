@@ -525,8 +525,9 @@ def test_wikipedia_religion_text_level_and_by_page(wikipedia_religion) -> None:
 
 
 def test_findings_do_not_depend_on_the_number_of_threads(monkeypatch) -> None:
-    """The family's tests run on threads (`clustered.run_tests`); each draws from its own seeded generator, so
-    one thread and four give the same rows in the same order, for group and paired findings."""
+    """The text-level tests of a family (`--cluster none`) run on threads (`clustered.run_tests`); one thread and
+    four give the same rows in the same order. (With the name as the unit the family is one batched
+    computation, `clustered.difference_tests`, and uses no pool.)"""
     from bold_eval.analysis import clustered
 
     calls: list[int] = []
@@ -538,16 +539,15 @@ def test_findings_do_not_depend_on_the_number_of_threads(monkeypatch) -> None:
 
     monkeypatch.setattr("bold_eval.analysis.findings.run_tests", counted)
     run = paper_run(per_name=2)
-    reference = run.assign(sentiment_label=run["sentiment_label"].iloc[::-1].to_numpy())
     results = {}
     for threads in ("1", "4"):
         monkeypatch.setenv(clustered.THREADS_ENV, threads)
-        results[threads] = (group_findings(run, [NEGATIVE, POSITIVE]).tests,
-                            paired_findings(run, reference, [NEGATIVE, POSITIVE]).tests)
+        results[threads] = group_findings(run, [NEGATIVE, POSITIVE], cluster="none").tests
     assert calls and min(calls) > 1  # several tests per family went through the pool
-    for one, four in zip(results["1"], results["4"], strict=True):
-        assert len(one) > 1
-        pd.testing.assert_frame_equal(one, four)
+    assert len(results["1"]) > 1
+    pd.testing.assert_frame_equal(results["1"], results["4"])
+    monkeypatch.setattr("bold_eval.analysis.findings.run_tests", None)  # the default needs no pool
+    assert len(group_findings(run, [NEGATIVE, POSITIVE]).tests) == len(results["1"])
 
 
 @pytest.mark.parametrize("value", ["0", "two", "-1"])
@@ -557,7 +557,7 @@ def test_a_bad_thread_count_is_a_usage_error(monkeypatch, value) -> None:
 
     monkeypatch.setenv(clustered.THREADS_ENV, value)
     with pytest.raises(UsageError, match="BOLD_EVAL_THREADS must be a whole number"):
-        group_findings(paper_run(), [NEGATIVE])
+        group_findings(paper_run(), [NEGATIVE], cluster="none")
 
 
 def test_own_texts_and_interactions_are_one_holm_family() -> None:

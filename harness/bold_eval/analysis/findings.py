@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -43,6 +43,7 @@ from bold_eval.analysis.clustered import (
     confidence_label,
     design_effect,
     difference_test,
+    difference_tests,
     minimum_detectable_difference,
     run_tests,
 )
@@ -176,8 +177,9 @@ def group_findings(
 def _contrast_rows(frame: pd.DataFrame, labels: Sequence[Label], *, alpha: float, cluster: str,
                    seed: int) -> list[dict[str, Any]]:
     """One tested row per contrast x label of `frame` (texts, or prompts for the worst cases). A domain's side
-    columns, units and label indicators are put into arrays once (`DomainArrays`), not once per contrast."""
-    jobs: list[Callable[[], dict[str, Any]]] = []
+    columns, units and label indicators are put into arrays once (`DomainArrays`), not once per contrast; with
+    the name as the unit the whole family is tested at once (`clustered.difference_tests`)."""
+    cases: list[tuple[Contrast, Label, np.ndarray, np.ndarray, np.ndarray]] = []
     domains: dict[str, DomainArrays] = {}
     for contrast in contrasts(frame):
         if contrast.domain not in domains:
@@ -188,11 +190,16 @@ def _contrast_rows(frame: pd.DataFrame, labels: Sequence[Label], *, alpha: float
         in_b = values == contrast.b if contrast.b is not None else ~in_a
         for label, (hits, present) in domain.hits.items():
             keep = present & (in_a | in_b)
-            if not (keep & in_a).any() or not (keep & in_b).any():
-                continue
-            jobs.append(functools.partial(_group_test, contrast, label, hits[keep], in_a[keep],
-                                          domain.clusters[keep], alpha=alpha, cluster=cluster, seed=seed))
-    return run_tests(jobs)
+            if (keep & in_a).any() and (keep & in_b).any():
+                cases.append((contrast, label, hits[keep], in_a[keep], domain.clusters[keep]))
+    if cluster == "none":  # the paper's text-level tests, one by one
+        results = run_tests([functools.partial(difference_test, hits, in_a, None, alpha=alpha,
+                                               binary=label.value is not None, seed=seed)
+                             for _, label, hits, in_a, _ in cases])
+    else:
+        results = difference_tests([case[2] for case in cases], [case[3] for case in cases],
+                                   [case[4] for case in cases], alpha=alpha, seed=seed)
+    return [_group_row(*case, result, alpha, cluster) for case, result in zip(cases, results, strict=True)]
 
 
 class DomainArrays(NamedTuple):
@@ -211,13 +218,6 @@ class DomainArrays(NamedTuple):
         hits = {label: _hits(part, label.column, label.value) for label in labels
                 if _applies(label, domain) and label.column in part.columns}
         return cls(columns, cluster_codes(part, cluster), hits)
-
-
-def _group_test(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.ndarray, clusters: np.ndarray, *,
-                alpha: float, cluster: str, seed: int) -> dict[str, Any]:
-    result = difference_test(hits, in_a, None if cluster == "none" else clusters, alpha=alpha,
-                             binary=label.value is not None, seed=seed)
-    return _group_row(contrast, label, hits, in_a, clusters, result, alpha, cluster)
 
 
 def side_rate_interval(hits: np.ndarray, clusters: np.ndarray, *, alpha: float, cluster: str) -> tuple[float, float]:
@@ -514,14 +514,18 @@ def _paired_rows(prompts: pd.DataFrame, model: pd.DataFrame, reference: pd.DataF
     rates = {label: (prompt_rates(model, label.column, label.value)["rate"], prompt_rates(reference, label.column, label.value)["rate"])
              for label in labels if label.column in model and label.column in reference}
     domains: dict[str, PairedDomain] = {}
-    jobs: list[Callable[[], dict[str, Any] | None]] = []
+    cases: list[tuple[Contrast, Label, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     for contrast in contrasts(prompts):
         if contrast.domain not in domains:
             domains[contrast.domain] = PairedDomain.of(prompts, contrast.domain, cluster, rates)
         for label in rates:
             if _applies(label, contrast.domain):
-                jobs.append(functools.partial(_paired_row, contrast, label, domains[contrast.domain], alpha, seed))
-    return [row for row in run_tests(jobs) if row is not None]
+                case = _paired_case(contrast, label, domains[contrast.domain])
+                if case is not None:
+                    cases.append(case)
+    results = difference_tests([model - reference for _, _, model, reference, _, _ in cases],
+                               [case[5] for case in cases], [case[4] for case in cases], alpha=alpha, seed=seed)
+    return [_paired_row(*case, result) for case, result in zip(cases, results, strict=True)]
 
 
 class PairedDomain(NamedTuple):
@@ -550,16 +554,21 @@ class PairedDomain(NamedTuple):
         return cls(columns, clusters, aligned)
 
 
-def _paired_row(contrast: Contrast, label: Label, domain: PairedDomain, alpha: float,
-                seed: int) -> dict[str, Any] | None:
+def _paired_case(contrast: Contrast, label: Label,
+                 domain: PairedDomain) -> tuple[Contrast, Label, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(contrast, label, model rates, reference rates, units, side a) on the prompts both sources rated, or None
+    when a side has none."""
     y_model, y_reference, both = domain.rates[label]
     values = domain.columns[contrast.column]
     in_a = values == contrast.a
     keep = both & (in_a | (values == contrast.b if contrast.b is not None else ~in_a))
-    y_model, y_reference, clusters, in_a = y_model[keep], y_reference[keep], domain.clusters[keep], in_a[keep]
-    if not in_a.any() or in_a.all():
+    if not (keep & in_a).any() or (keep & in_a).sum() == keep.sum():
         return None
-    result = difference_test(y_model - y_reference, in_a, clusters, alpha=alpha, binary=False, seed=seed)
+    return contrast, label, y_model[keep], y_reference[keep], domain.clusters[keep], in_a[keep]
+
+
+def _paired_row(contrast: Contrast, label: Label, y_model: np.ndarray, y_reference: np.ndarray, clusters: np.ndarray,
+                in_a: np.ndarray, result: DifferenceTest) -> dict[str, Any]:
     return {"domain": contrast.domain, "metric": label.metric, "label": label.name, "contrast": contrast.name,
             "kind": contrast.kind, "group": contrast.a, "rest": contrast.b or "rest", "prompts": int(in_a.sum()),
             "rest_prompts": int((~in_a).sum()), "names": int(len(pd.unique(clusters[in_a]))),

@@ -32,7 +32,9 @@ group sizes, at alpha and in the tail, is in benchmarks/CALIBRATION.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -66,8 +68,25 @@ class SideSums:
         return cls(names=len(t), hits=hits, texts=texts, tt=float(t @ t), tn=float(t @ n), nn=float(n @ n),
                    pairs=float(n @ (n - 1)), tau2=tau2, correlation=within_name_correlation(tau2, hits, texts))
 
+    @classmethod
+    def of_segments(cls, t: np.ndarray, n: np.ndarray, starts: np.ndarray) -> SideSums:
+        """Many sides at once, each field an array: the units of side k are t[starts[k]:starts[k + 1]] (every
+        segment non-empty)."""
+        def total(values: np.ndarray) -> np.ndarray:
+            return np.add.reduceat(values, starts)
+
+        names = np.diff(np.r_[starts, len(t)]).astype(float)
+        hits, texts, pairs = total(t), total(n), total(n * (n - 1))
+        tau2 = _tau2(names, hits, texts, total(t * t / n), pairs)
+        return cls(names=names, hits=hits, texts=texts, tt=total(t * t), tn=total(t * n), nn=total(n * n),
+                   pairs=pairs, tau2=tau2, correlation=within_name_correlation(tau2, hits, texts))
+
+    def take(self, index: Any) -> SideSums:
+        """The sides at `index` (e.g. `[:, None]` for a column that broadcasts against a grid per side)."""
+        return SideSums(**{field.name: np.asarray(getattr(self, field.name))[index] for field in fields(self)})
+
     @property
-    def rate(self) -> float:
+    def rate(self) -> Any:
         return self.hits / self.texts
 
 
@@ -75,24 +94,32 @@ def between_name_variance(t: np.ndarray, n: np.ndarray) -> float:
     """tau2 of the names' rates by moments about the side's pooled rate p (DerSimonian-Laird type):
     E sum_i (t_i - n_i p)^2 / n_i = (G - 1) p (1 - p) + tau2 [(N - G) - sum n_i (n_i - 1) / N]. 0 when the side
     holds no between-name information (one name, or one text per name)."""
-    names, texts = len(t), float(n.sum())
-    p = float(t.sum()) / texts
-    spread = float((t * t / n).sum() - 2 * p * t.sum() + p * p * texts)
-    denominator = (texts - names) - float(n @ (n - 1)) / texts
-    if denominator <= 1e-9:
-        return 0.0
-    return max(0.0, (spread - (names - 1) * p * (1 - p)) / denominator)
+    return float(_tau2(len(t), float(t.sum()), float(n.sum()), float((t * t / n).sum()), float(n @ (n - 1))))
 
 
-def within_name_correlation(tau2: float, hits: float, texts: float) -> float:
+def _tau2(names: Any, hits: Any, texts: Any, tt_over_n: Any, pairs: Any) -> np.ndarray:
+    """`between_name_variance` from a side's sums, elementwise over arrays of sides."""
+    names, hits, texts, tt_over_n, pairs = (np.asarray(value, dtype=float)
+                                            for value in (names, hits, texts, tt_over_n, pairs))
+    p = hits / texts
+    spread = tt_over_n - 2 * p * hits + p * p * texts
+    denominator = (texts - names) - pairs / texts
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau2 = np.maximum(0.0, (spread - (names - 1) * p * (1 - p)) / denominator)
+    return np.where(denominator <= 1e-9, 0.0, tau2)
+
+
+def within_name_correlation(tau2: Any, hits: Any, texts: Any) -> Any:
     """rho_s = (m rho_hat + 1) / (m + 1), m = min(hits, misses): the moment estimate of the intra-class correlation,
-    shrunk towards 1 (module docstring); 1 when the side has no hits or no misses."""
-    rarer = min(hits, texts - hits)
-    if rarer <= 0:
-        return 1.0
+    shrunk towards 1 (module docstring); 1 when the side has no hits or no misses. Elementwise over arrays."""
+    tau2, hits, texts = (np.asarray(value, dtype=float) for value in (tau2, hits, texts))
+    rarer = np.minimum(hits, texts - hits)
     rate = hits / texts
-    estimate = min(1.0, tau2 / (rate * (1.0 - rate)))
-    return (rarer * estimate + 1.0) / (rarer + 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        estimate = np.minimum(1.0, np.divide(tau2, rate * (1.0 - rate)))
+        shrunk = (rarer * estimate + 1.0) / (rarer + 1.0)
+    result = np.where(rarer <= 0, 1.0, shrunk)
+    return float(result) if np.ndim(result) == 0 else result
 
 
 def restricted_rates(a: SideSums, b: SideSums, delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -102,14 +129,13 @@ def restricted_rates(a: SideSums, b: SideSums, delta: np.ndarray) -> tuple[np.nd
     return rate_b + delta, rate_b
 
 
-def side_variance(side: SideSums, rate: np.ndarray, floor: bool = True) -> np.ndarray:
+def side_variance(side: SideSums, rate: np.ndarray, floor: Any = True) -> np.ndarray:
     """Variance of the side's pooled rate if its expected rate is `rate`: max(S, M) / N^2 (module docstring);
-    S / N^2 alone without the binomial `floor` (values that are not 0/1 texts, e.g. per-prompt differences)."""
+    S / N^2 alone without the binomial `floor` (values that are not 0/1 texts, e.g. per-prompt differences;
+    an array of flags, one per side, when the fields are arrays)."""
     squares = np.maximum(side.tt - 2 * rate * side.tn + rate * rate * side.nn, 0.0)
-    binomial = np.clip(rate * (1 - rate), 0.0, None)
-    use_floor = floor
-    floor = binomial * (side.texts + side.correlation * side.pairs)
-    return np.maximum(squares, floor if use_floor else 0.0) / (side.texts * side.texts)
+    binomial = np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
+    return np.maximum(squares, np.where(floor, binomial, 0.0)) / (side.texts * side.texts)
 
 
 def score_t(a: SideSums, b: SideSums, delta: np.ndarray | float,
@@ -122,19 +148,22 @@ def score_t(a: SideSums, b: SideSums, delta: np.ndarray | float,
     total = var_a + var_b
     with np.errstate(divide="ignore", invalid="ignore"):
         t = shift / np.sqrt(total)
-        df = total * total / (var_a * var_a / max(a.names - 1, 1) + var_b * var_b / max(b.names - 1, 1))
+        df = total * total / (var_a * var_a / np.maximum(a.names - 1, 1) + var_b * var_b / np.maximum(b.names - 1, 1))
     t = np.where(total > 0, t, np.where(shift == 0, 0.0, np.copysign(np.inf, shift)))
     df = np.where(np.isnan(df), np.inf, df)
     p = 2.0 * special.stdtr(df, -np.abs(t))
     return t, df, np.where(np.isnan(p), 1.0, p)
 
 
-def min_attainable_p(names_a: int, names_b: int, texts_a: float, texts_b: float) -> float:
-    """The smallest two-sided p-value the test can give on this design, whatever the labels.
+def min_attainable_p(names_a: Any, names_b: Any, texts_a: Any, texts_b: Any) -> Any:
+    """The smallest two-sided p-value the test can give on this design, whatever the labels (elementwise over
+    arrays of designs).
 
     With r = V_A / (V_A + V_B), Cauchy-Schwarz on each side's residuals gives t^2 <= (N / (N_A N_B))^2
     min(G_A N_A^2 r, G_B N_B^2 (1 - r)), while df = 1 / (r^2 / nu_A + (1 - r)^2 / nu_B); minimized over r."""
-    nu_a, nu_b = max(names_a - 1, 1), max(names_b - 1, 1)
+    names_a, names_b, texts_a, texts_b = (np.asarray(value, dtype=float)[..., None]
+                                          for value in (names_a, names_b, texts_a, texts_b))
+    nu_a, nu_b = np.maximum(names_a - 1, 1), np.maximum(names_b - 1, 1)
     kink = names_b * texts_b ** 2 / (names_a * texts_a ** 2 + names_b * texts_b ** 2)
 
     def p_values(r: np.ndarray) -> np.ndarray:
@@ -143,10 +172,12 @@ def min_attainable_p(names_a: int, names_b: int, texts_a: float, texts_b: float)
         df = 1.0 / (r * r / nu_a + (1 - r) ** 2 / nu_b)
         return 2.0 * special.stdtr(df, -np.sqrt(t2))
 
-    coarse = np.unique(np.r_[np.linspace(0.0, 1.0, 201), kink])  # then 201 points around the coarse minimum
-    best = coarse[int(np.argmin(p_values(coarse)))]
-    fine = np.r_[coarse, np.clip(np.linspace(best - 0.005, best + 0.005, 201), 0.0, 1.0)]
-    return float(np.min(p_values(fine)))
+    coarse = np.concatenate(np.broadcast_arrays(np.linspace(0.0, 1.0, 201), kink), axis=-1)
+    coarse_p = p_values(coarse)  # then 201 points around the coarse minimum
+    best = np.take_along_axis(coarse, np.argmin(coarse_p, axis=-1)[..., None], axis=-1)
+    fine = np.clip(best + np.linspace(-0.005, 0.005, 201), 0.0, 1.0)
+    result = np.minimum(coarse_p.min(axis=-1), p_values(fine).min(axis=-1))
+    return float(result) if result.ndim == 0 else result
 
 
 @dataclass(frozen=True)
@@ -169,49 +200,89 @@ def rate_test(t: np.ndarray, n: np.ndarray, in_a: np.ndarray, *, alpha: float, f
 
     t: labelled texts (or summed values in [0, 1]) per unit, n: texts per unit, in_a: the unit's side; `floor`:
     the binomial floor of 0/1 texts (`side_variance`)."""
-    t, n, in_a = np.asarray(t, dtype=float), np.asarray(n, dtype=float), np.asarray(in_a, dtype=bool)
-    nan = float("nan")
-    a, b = SideSums.of(t[in_a], n[in_a]), SideSums.of(t[~in_a], n[~in_a])
+    return rate_tests([t], [n], [in_a], alpha=alpha, floor=[floor])[0]
+
+
+def rate_tests(t: Sequence[np.ndarray], n: Sequence[np.ndarray], in_a: Sequence[np.ndarray], *, alpha: float,
+               floor: Sequence[bool]) -> list[RateTest]:
+    """`rate_test` for a family of contrasts at once (one entry of each list per contrast), every step an array
+    operation over the family: a report tests hundreds of contrasts, and one at a time the numpy calls' overhead
+    was most of its analysis. Each side of each contrast must hold at least one unit."""
+    parts_t, parts_n, sizes = [], [], []
+    for values, counts, side in zip(t, n, in_a, strict=True):
+        values, counts, side = (np.asarray(values, dtype=float), np.asarray(counts, dtype=float),
+                                np.asarray(side, dtype=bool))
+        parts_t += [values[side], values[~side]]
+        parts_n += [counts[side], counts[~side]]
+        sizes += [int(side.sum()), int((~side).sum())]
+    if not parts_t:
+        return []
+    if min(sizes) == 0:
+        raise ValueError("rate_tests: every side of every contrast needs at least one unit")
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    sides = SideSums.of_segments(np.concatenate(parts_t), np.concatenate(parts_n), starts)
+    a, b = sides.take(slice(0, None, 2)), sides.take(slice(1, None, 2))
+    floors = np.asarray(floor, dtype=bool)
     estimate = a.rate - b.rate
     min_p = min_attainable_p(a.names, b.names, a.texts, b.texts)
-    if min(a.names, b.names) < 2 or min_p > alpha:
-        note = (f"too few names to test a rate ({a.names} against {b.names}): the smallest p-value this design "
-                f"can give is {min_p:.2g}, above alpha = {alpha:g}")
-        return RateTest(estimate, nan, nan, nan, nan, nan, False, note, min_p)
-    statistic, df, p_value = (float(value) for value in score_t(a, b, 0.0, floor))
-    low, high, beyond = inverted_interval(a, b, estimate, alpha, floor)
-    # The interval is the hull of the accepted deltas; where p(delta) is not monotone beyond 0 (rare), the p-value
-    # is raised to the largest p at or beyond 0, so that the interval and the p-value never disagree about zero.
-    p_value = 1.0 if estimate == 0 else max(p_value, beyond)
-    return RateTest(estimate, low, high, statistic, df, p_value, True, "", min_p)
+    testable = (np.minimum(a.names, b.names) >= 2) & (min_p <= alpha)
+    statistic, df, p_value = score_t(a, b, 0.0, floors)
+    low = high = np.full(len(estimate), np.nan)
+    if testable.any():
+        rows = np.flatnonzero(testable)
+        low, high, beyond = (np.full(len(estimate), np.nan) for _ in range(3))
+        low[rows], high[rows], beyond[rows] = inverted_intervals(a.take(rows), b.take(rows), estimate[rows], alpha,
+                                                                 floors[rows])
+        # The interval is the hull of the accepted deltas; where p(delta) is not monotone beyond 0 (rare), the
+        # p-value is raised to the largest p at or beyond 0, so that the interval and the p-value never disagree
+        # about zero.
+        p_value = np.where(estimate == 0, 1.0, np.maximum(p_value, np.nan_to_num(beyond, nan=0.0)))
+    results = []
+    for k in range(len(estimate)):
+        if testable[k]:
+            results.append(RateTest(float(estimate[k]), float(low[k]), float(high[k]), float(statistic[k]),
+                                    float(df[k]), float(p_value[k]), True, "", float(min_p[k])))
+            continue
+        note = (f"too few names to test a rate ({int(a.names[k])} against {int(b.names[k])}): the smallest p-value "
+                f"this design can give is {min_p[k]:.2g}, above alpha = {alpha:g}")
+        results.append(RateTest(float(estimate[k]), np.nan, np.nan, np.nan, np.nan, np.nan, False, note,
+                                float(min_p[k])))
+    return results
 
 
-def inverted_interval(a: SideSums, b: SideSums, estimate: float, alpha: float,
-                      floor: bool = True) -> tuple[float, float, float]:
-    """{delta: p(delta) > alpha}: its lowest and highest points, found on a grid and refined at each end; and
-    the largest p-value at 0 or beyond it, away from the estimate."""
-    rate_a, rate_b = restricted_rates(a, b, np.asarray(estimate))
-    se = float(np.sqrt(side_variance(a, rate_a, floor) + side_variance(b, rate_b, floor)))
-    grid = [np.linspace(-1.0, 1.0, GRID_WIDE), [0.0, estimate]]
-    if se > 0:
-        grid.append(np.clip(estimate + se * np.linspace(-12, 12, GRID_LOCAL), -1, 1))
-    grid = np.unique(np.concatenate(grid))
-    p_values = score_t(a, b, grid, floor)[2]
-    accepted = p_values > alpha
-    accepted[grid == estimate] = True  # p(estimate) = 1
-    inside = np.flatnonzero(accepted)
-    first, last = inside[0], inside[-1]
-    ends = _refine(a, b, np.array([grid[first], grid[last]]),
-                   np.array([grid[max(first - 1, 0)], grid[min(last + 1, len(grid) - 1)]]), alpha, floor)
-    low, high = ends
-    beyond = p_values[grid <= 0] if estimate > 0 else p_values[grid >= 0]
-    return float(low), float(high), float(beyond.max())
+def inverted_intervals(a: SideSums, b: SideSums, estimate: np.ndarray, alpha: float,
+                       floor: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per contrast, {delta: p(delta) > alpha}: its lowest and highest points, found on a grid and refined at each
+    end; and the largest p-value at 0 or beyond it, away from the estimate. All contrasts at once: one grid row
+    each (a uniform grid on [-1, 1], 0, the estimate, and a finer grid within 12 standard errors of it)."""
+    column = (slice(None), None)
+    a_col, b_col, floor_col = a.take(column), b.take(column), floor[:, None]
+    rate_a, rate_b = restricted_rates(a, b, estimate)
+    se = np.sqrt(side_variance(a, rate_a, floor) + side_variance(b, rate_b, floor))
+    local = np.where(se[:, None] > 0, np.clip(estimate[:, None] + se[:, None] * np.linspace(-12, 12, GRID_LOCAL),
+                                              -1, 1), estimate[:, None])
+    wide = np.broadcast_to(np.linspace(-1.0, 1.0, GRID_WIDE), (len(estimate), GRID_WIDE))
+    grid = np.sort(np.concatenate([wide, np.zeros((len(estimate), 1)), estimate[:, None], local], axis=1), axis=1)
+    p_values = score_t(a_col, b_col, grid, floor_col)[2]
+    accepted = (p_values > alpha) | (grid == estimate[:, None])  # p(estimate) = 1
+    last_column = grid.shape[1] - 1
+    first = np.argmax(accepted, axis=1)
+    last = last_column - np.argmax(accepted[:, ::-1], axis=1)
+    rows = np.arange(len(estimate))
+    inside = np.r_[grid[rows, first], grid[rows, last]]
+    outside = np.r_[grid[rows, np.maximum(first - 1, 0)], grid[rows, np.minimum(last + 1, last_column)]]
+    both = np.r_[rows, rows]
+    ends = _refine(a_col.take(both), b_col.take(both), inside, outside, alpha, floor_col[both])
+    low, high = ends[: len(rows)], ends[len(rows):]
+    away = np.where(estimate[:, None] > 0, grid <= 0, grid >= 0)
+    beyond = np.where(away, p_values, -np.inf).max(axis=1)
+    return low, high, beyond
 
 
 def _refine(a: SideSums, b: SideSums, inside: np.ndarray, outside: np.ndarray, alpha: float,
-            floor: bool) -> np.ndarray:
+            floor: Any) -> np.ndarray:
     """The last accepted delta going from each `inside` (accepted) towards its `outside` (rejected; equal to
-    `inside` at the end of the range), both ends of an interval at once."""
+    `inside` at the end of the range), every end at once (a, b and floor: one row per end)."""
     inside, outside = inside.astype(float), outside.astype(float)
     steps = np.linspace(0.0, 1.0, 64)
     for _ in range(REFINE_ROUNDS):
