@@ -8,10 +8,11 @@ tail). Printed per design: the share of data sets the score test (`analysis.rate
 at 5% and at 0.1% (where Holm's thresholds sit), the share the design cannot test (too few names: counted as
 not rejected), and the old permutation test's rate at 5%, with Monte Carlo standard errors; then the coverage
 of the score test's 95% interval at a planted difference, and the power of both tests for planted differences
-where names are plentiful. Two more tables (`--sections real,rate-coverage`): group-vs-rest tests on BOLD's own
-designs (profession, religion, politics: their names per group and texts per name) with rare and common labels
-and unlike within-name correlations, and the coverage of the name-level interval of one group's rate by number
-of names.
+where names are plentiful. Three more tables (`--sections real,paired-worst,rate-coverage`): group-vs-rest
+tests on BOLD's own designs (profession, religion, politics: their names per group and texts per name) with rare
+and common labels and unlike within-name correlations; the tests without the binomial floor (model-vs-Wikipedia
+interactions and continuous worst cases) under unlike-spread nulls; and the coverage of the name-level interval
+of one group's rate by number of names.
 
     .venv/bin/python benchmarks/calibration_unlike.py            # about an hour on 2 cores
     .venv/bin/python benchmarks/calibration_unlike.py --fast     # about 6 minutes
@@ -140,6 +141,63 @@ def real_design_rows(args: argparse.Namespace) -> None:
                       f"{sizes[worst]} names) |", flush=True)
 
 
+def _beta(rng: np.random.Generator, mean: float, total: float, size: int) -> np.ndarray:
+    return rng.beta(mean * total, (1 - mean) * total, size)
+
+
+def interaction_data(rng: np.random.Generator, names_a: int, spread: str, rate: float) -> tuple[np.ndarray, ...]:
+    """One null data set of model-vs-Wikipedia interactions: per prompt d = model label - reference label (one
+    sample each), names with 1 + Geometric(0.3) prompts. Reference rates Beta(rate, a + b = 20) on both sides;
+    the model's rates have the same mean on both sides, spread widely on side A (a + b = 1) and tightly on side B
+    (a + b = 100) when `spread` is "strong", alike (a + b = 3.33) when "exchangeable". E[d] = 0 on both sides:
+    the gap does not change, whatever the spreads."""
+    totals = {"strong": (1.0, 100.0), "exchangeable": (3.33, 3.33)}[spread]
+    names = np.r_[np.zeros(names_a, bool), np.ones(60, bool)]
+    prompts = 1 + np.minimum(rng.geometric(0.3, len(names)) - 1, 59)
+    model = np.r_[_beta(rng, rate, totals[0], names_a), _beta(rng, rate, totals[1], 60)]
+    reference = _beta(rng, rate, 20.0, len(names))
+    unit = np.repeat(np.arange(len(names)), prompts)
+    d = (rng.random(len(unit)) < model[unit]).astype(float) - (rng.random(len(unit)) < reference[unit])
+    return d, ~names[unit], unit
+
+
+def worst_case_data(rng: np.random.Generator, names_a: int, spread: str, rate: float) -> tuple[np.ndarray, ...]:
+    """One null data set of a continuous worst case per prompt (e.g. the expected maximum toxicity over k
+    samples): per prompt a value in [0, 1] from Beta(mu_i, a + b = 20) around its name's mean mu_i, which has
+    the same mean `rate` on both sides but a wide spread on side A when `spread` is "strong"."""
+    totals = {"strong": (1.0, 100.0), "exchangeable": (3.33, 3.33)}[spread]
+    names = np.r_[np.zeros(names_a, bool), np.ones(60, bool)]
+    prompts = 1 + np.minimum(rng.geometric(0.3, len(names)) - 1, 59)
+    means = np.clip(np.r_[_beta(rng, rate, totals[0], names_a), _beta(rng, rate, totals[1], 60)], 1e-3, 1 - 1e-3)
+    unit = np.repeat(np.arange(len(names)), prompts)
+    return rng.beta(means[unit] * 20, (1 - means[unit]) * 20), ~names[unit], unit
+
+
+def paired_and_worst_rows(args: argparse.Namespace) -> None:
+    """Tests without the binomial floor: the model-vs-Wikipedia interactions (per-prompt differences) and the
+    continuous worst cases, under nulls with unlike spreads, at 5% and at 0.1%, through the report's own
+    `clustered.difference_tests` (every data set of a design in one batch)."""
+    from bold_eval.analysis.clustered import difference_tests
+
+    print("\n| test | rate | spread | names A / B | rejected at 5% | at 0.1% | untestable at 5% |")
+    print("|---|---|---|---|---|---|---|")
+    for kind, make in (("interaction", interaction_data), ("worst case", worst_case_data)):
+        for rate in (0.3, 0.03) if kind == "interaction" else (0.2,):
+            for spread in ("strong", "exchangeable"):
+                for names in (3, 7, 10, 30, 100):
+                    rng = np.random.default_rng(hash((kind, rate, spread, names)) % 2**32)
+                    sets = [make(rng, names, spread, rate) for _ in range(args.paired_replicates)]
+                    at_5 = difference_tests(*zip(*sets, strict=True), alpha=0.05)
+                    at_01 = difference_tests(*zip(*sets, strict=True), alpha=0.001)
+                    total = len(sets)
+                    rejected_5 = np.mean([test.testable and test.p_value <= 0.05 for test in at_5])
+                    rejected_01 = np.mean([test.testable and test.p_value <= 0.001 for test in at_01])
+                    untestable = np.mean([not test.testable for test in at_5])
+                    print(f"| {kind} | {rate} | {spread} | {names} / 60 | {rejected_5:.2%} ± "
+                          f"{_se(rejected_5, total):.2%} | {rejected_01:.3%} ± {_se(rejected_01, total):.3%} | "
+                          f"{untestable:.0%} |", flush=True)
+
+
 def rate_coverage_rows(args: argparse.Namespace) -> None:
     """Coverage of the name-level 95% interval of one group's rate (`rate_test.rate_interval`, the findings'
     rate cells) by number of names, for names alike (ICC 0.05), moderately (0.3) and widely spread (0.8), at a
@@ -191,8 +249,8 @@ def coverage_and_power(args: argparse.Namespace) -> None:
                       f"{np.mean(found):.0%} | {np.mean(old):.0%} (n {len(old)}) |", flush=True)
 
 
-SECTIONS = {"level": level_rows, "real": real_design_rows, "rate-coverage": rate_coverage_rows,
-            "power": coverage_and_power}
+SECTIONS = {"level": level_rows, "real": real_design_rows, "paired-worst": paired_and_worst_rows,
+            "rate-coverage": rate_coverage_rows, "power": coverage_and_power}
 
 
 def _expected_rate(beta: tuple[float, float], shift: float) -> float:
@@ -212,8 +270,9 @@ def main() -> None:
                         help=f"comma list of the tables to print, of {', '.join(SECTIONS)} (default: all)")
     args = parser.parse_args()
     args.names = (1, 3, 4, 7, 10, 30, 100)
-    args.replicates, args.old_replicates, args.power_replicates, args.real_replicates, args.coverage_replicates = (
-        (2000, 100, 200, 200, 2000) if args.fast else (20000, 400, 1000, 2000, 10000))
+    (args.replicates, args.old_replicates, args.power_replicates, args.real_replicates, args.coverage_replicates,
+     args.paired_replicates) = (2000, 100, 200, 200, 2000, 2000) if args.fast else (20000, 400, 1000, 2000, 10000,
+                                                                                   20000)
     started = time.perf_counter()
     for section in args.sections.split(","):
         if section not in SECTIONS:

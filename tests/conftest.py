@@ -134,3 +134,25 @@ def console_script():
         return found
 
     return find
+
+
+@pytest.fixture
+def bold_eval_here(monkeypatch, capsys):
+    """`bold_eval_here("score", ..., env={...})`: `bold-eval ARGS` run in this process (`cli.main`: the same
+    parser, checks, messages and exit statuses as the console script) without a new interpreter's seconds of
+    imports. Returns a `subprocess.CompletedProcess`, as `subprocess.run(..., capture_output=True, text=True)`
+    does. Tests of signals, crashes and several processes keep real subprocesses."""
+    import subprocess
+
+    from bold_eval.cli import main
+
+    def run(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        for key, value in (env or {}).items():
+            if os.environ.get(key) != value:
+                monkeypatch.setenv(key, value)
+        capsys.readouterr()
+        code = main([str(arg) for arg in args])
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["bold-eval", *map(str, args)], code, out, err)
+
+    return run

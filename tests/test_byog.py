@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -158,17 +156,15 @@ def test_lm_eval_samples_of_other_tasks_rejected(tmp_path):
         read_lm_eval_samples(path)
 
 
-def _bold_eval(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [sys.executable, "-m", "bold_eval.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=600
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result
-
-
 @pytest.mark.slow
-def test_score_reproduces_run(tmp_path, bold_dir):
+def test_score_reproduces_run(tmp_path, bold_dir, bold_eval_here, monkeypatch):
     """`bold-eval score` on a run's generations.jsonl gives the run's scores.parquet and summary."""
+    monkeypatch.chdir(tmp_path)
+
+    def _bold_eval(*args: str, cwd: Path) -> None:
+        result = bold_eval_here(*args)
+        assert result.returncode == 0, result.stdout + result.stderr
+
     run_dir, score_dir = tmp_path / "run", tmp_path / "score"
     metrics = ["sentiment", "gender_polarity", "toxicity", "psycholinguistic"]  # gender_polarity and toxicity are skipped offline in both
     _bold_eval("run", "--model", "wikipedia", "--limit", "3", "--metrics", *metrics, "--out", str(run_dir), cwd=tmp_path)

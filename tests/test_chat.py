@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -232,12 +231,11 @@ def test_instruct_on_a_thinking_model_never_scores_the_trace(thinking_folder):
     assert 0 < ended < len(items) and sum(bool(r.continuation) for r in results.values()) >= 5
 
 
-def _run(folder, out, *flags, limit="3"):
-    """`bold-eval run` on a tiny model through the CLI (a subprocess)."""
-    command = [sys.executable, "-m", "bold_eval.cli", "run", "--model", str(folder), "--limit", limit, "--domains",
-               "gender,race", "--metrics", "sentiment", "--no-reference", "--no-progress", "--dtype", "float32",
-               "--max-new-tokens", "10", "--top-k", "0", "--top-p", "1", "--out", str(out), *flags]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+def _run(cli, folder, out, *flags, limit="3"):
+    """`bold-eval run` on a tiny model through the CLI (`cli`: the `bold_eval_here` fixture)."""
+    return cli("run", "--model", folder, "--limit", limit, "--domains", "gender,race", "--metrics", "sentiment",
+               "--no-reference", "--no-progress", "--dtype", "float32", "--max-new-tokens", "10", "--top-k", "0",
+               "--top-p", "1", "--out", out, *flags)
 
 
 def _run_here(folder, out, **chat):
@@ -250,9 +248,9 @@ def _run_here(folder, out, **chat):
 
 
 @pytest.mark.slow
-def test_texts_cut_inside_the_trace_are_counted_and_never_scored(thinking_folder, tmp_path):
+def test_texts_cut_inside_the_trace_are_counted_and_never_scored(thinking_folder, tmp_path, bold_eval_here):
     out = tmp_path / "run"
-    result = _run(thinking_folder, out, "--chat-template", "instruct", limit="8")
+    result = _run(bold_eval_here, thinking_folder, out, "--chat-template", "instruct", limit="8")
     assert result.returncode == 0, result.stderr[-3000:]
     records = [json.loads(line) for line in (out / "generations.jsonl").read_text().splitlines()]
     flagged = [record for record in records if record["ended_in_trace"]]
@@ -335,11 +333,11 @@ def test_chat_flags_that_cannot_apply_are_refused(tmp_path, capsys, flags, messa
 
 
 @pytest.mark.slow
-def test_a_base_model_without_a_template_refuses_a_chat_protocol(tmp_path, bold_sentences):
+def test_a_base_model_without_a_template_refuses_a_chat_protocol(tmp_path, bold_sentences, bold_eval_here):
     from bold_eval.testing.models import build_tiny_causal_lm
 
     folder = build_tiny_causal_lm(tmp_path / "base", bold_sentences[:200])
-    result = _run(folder, tmp_path / "run", "--chat-template", "prefill")
+    result = _run(bold_eval_here, folder, tmp_path / "run", "--chat-template", "prefill")
     assert result.returncode == 2 and "has no chat template" in result.stderr
     assert not (tmp_path / "run" / "run.json").exists()  # refused before anything was recorded
     _run_here(folder, tmp_path / "auto")  # auto: no chat template, so the raw continuation
@@ -436,14 +434,13 @@ def test_every_protocol_on_the_embedded_chat_model_locally_and_over_http(embedde
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["prefill", "instruct"])
-def test_bold_eval_run_on_the_embedded_chat_model(embedded, tmp_path, name):
+def test_bold_eval_run_on_the_embedded_chat_model(embedded, tmp_path, name, bold_eval_here):
     """`bold-eval run --model embedded --chat-template prefill|instruct`: clean continuations, the protocol in
     run.json and on the report's first screen."""
     out = tmp_path / name
-    result = subprocess.run([sys.executable, "-m", "bold_eval.cli", "run", "--model", "embedded", "--chat-template",
-                             name, "--limit", "3", "--domains", "gender,religious_ideology", "--max-new-tokens", "12",
-                             "--metrics", "sentiment", "--no-reference", "--no-progress", "--out", str(out)],
-                            capture_output=True, text=True, timeout=600)
+    result = bold_eval_here("run", "--model", "embedded", "--chat-template", name, "--limit", "3", "--domains",
+                            "gender,religious_ideology", "--max-new-tokens", "12", "--metrics", "sentiment",
+                            "--no-reference", "--no-progress", "--out", out)
     assert result.returncode == 0, result.stderr[-3000:]
     records = [json.loads(line) for line in (out / "generations.jsonl").read_text().splitlines()]
     _assert_clean([record["continuation"] for record in records], [record["prompt"] for record in records])

@@ -67,6 +67,18 @@ def _run(command: list[str], env: dict[str, str] | None = None) -> subprocess.Co
                           stdin=subprocess.DEVNULL)
 
 
+@pytest.fixture
+def run_here(bold_eval_here, monkeypatch):
+    """`bold-eval run` in this process (the kill-and-resume test keeps a real process): `run_here(command,
+    **env)` with a `_command` list, no API key of the user's."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    def run(command: list[str], **env: str) -> subprocess.CompletedProcess:
+        return bold_eval_here(*command[1:], env=env)
+
+    return run
+
+
 def _generations(out: Path) -> list[dict]:
     """The whole lines of generations.jsonl (a SIGKILL may tear the last one)."""
     path = out / "generations.jsonl"
@@ -97,10 +109,10 @@ def _assert_complete(out: Path) -> list[tuple[str, int]]:
     return keys
 
 
-def test_a_limit_run_completes_and_the_report_names_the_api_and_the_server(served, tmp_path):
+def test_a_limit_run_completes_and_the_report_names_the_api_and_the_server(served, tmp_path, run_here):
     out = tmp_path / "run"
     with FaultProxy(served.base_url, rates={}) as proxy:
-        result = _run(_command(served.model, proxy.base_url, out, "--concurrency", "3"))
+        result = run_here(_command(served.model, proxy.base_url, out, "--concurrency", "3"))
         assert result.returncode == 0, result.stderr
         keys = _assert_complete(out)
         seeds = {request_seed(0, prompt_id, sample): (prompt_id, sample) for prompt_id, sample in keys}
@@ -153,11 +165,11 @@ def test_a_killed_run_resumes_without_re_requesting_finished_prompts(served, tmp
     assert sorted(resumed) == sorted(set(keys) - set(finished))  # only the missing ones, each once
 
 
-def test_injected_faults_are_retried_through_nothing_lost_or_duplicated(served, tmp_path):
+def test_injected_faults_are_retried_through_nothing_lost_or_duplicated(served, tmp_path, run_here):
     out = tmp_path / "run"
     rates = {"429": 0.25, "500": 0.25, "drop": 0.25}
     with FaultProxy(served.base_url, seed=7, rates=rates, max_faults=3, retry_after="1") as proxy:
-        result = _run(_command(served.model, proxy.base_url, out, "--concurrency", "4"))
+        result = run_here(_command(served.model, proxy.base_url, out, "--concurrency", "4"))
         faults = dict(proxy.faults)
         assert result.returncode == 0, result.stderr
         keys = _assert_complete(out)
@@ -180,12 +192,12 @@ def _one_paragraph_error(result: subprocess.CompletedProcess) -> str:
     return errors[0]
 
 
-def test_a_bad_key_gives_a_one_paragraph_error_without_the_key(served, tmp_path):
+def test_a_bad_key_gives_a_one_paragraph_error_without_the_key(served, tmp_path, run_here):
     secret = "sk-bold-eval-cli-test-5e4d3c2b1a"
     out = tmp_path / "run"
     with FaultProxy(served.base_url, rates={}, required_key="the-right-key") as proxy:
-        result = _run(_command(served.model, proxy.base_url, out, "--api-key-env", "BOLD_TEST_API_KEY"),
-                      env=_env(BOLD_TEST_API_KEY=secret))
+        result = run_here(_command(served.model, proxy.base_url, out, "--api-key-env", "BOLD_TEST_API_KEY"),
+                          BOLD_TEST_API_KEY=secret)
         assert proxy.faults["401"] >= 1 and not proxy.forwarded  # the key was sent, and refused
     error = _one_paragraph_error(result)
     assert "HTTP 401" in error and "$BOLD_TEST_API_KEY" in error and "--api-key-env" in error, error
@@ -193,8 +205,8 @@ def test_a_bad_key_gives_a_one_paragraph_error_without_the_key(served, tmp_path)
     assert all(secret not in text for text in [result.stdout, result.stderr, *written])
 
 
-def test_a_bad_url_gives_a_one_paragraph_error(tmp_path):
+def test_a_bad_url_gives_a_one_paragraph_error(tmp_path, run_here):
     nobody = f"http://127.0.0.1:{free_port()}/v1"
-    result = _run(_command("served-model", nobody, tmp_path / "run", "--generator-option", "max_attempts=2"))
+    result = run_here(_command("served-model", nobody, tmp_path / "run", "--generator-option", "max_attempts=2"))
     error = _one_paragraph_error(result)
     assert "failed after 2 attempts" in error and f"Is the server running at {nobody}? Check --base-url" in error, error

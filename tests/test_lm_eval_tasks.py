@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -115,7 +114,7 @@ def test_gender_polarity_imbalance_is_unsigned_and_lower_is_better():
 
 
 @pytest.mark.slow
-def test_lm_eval_round_trip_then_score(tmp_path, bold_dir, console_script):
+def test_lm_eval_round_trip_then_score(tmp_path, bold_dir, console_script, bold_eval_here):
     """lm_eval runs bold_gender offline on a tiny local LM; `bold-eval score --from lm-eval` scores
     the logged samples and agrees with the per-document metrics lm-eval computed."""
     from bold_eval.data.bold import load_bold
@@ -126,8 +125,7 @@ def test_lm_eval_round_trip_then_score(tmp_path, bold_dir, console_script):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "BOLD_DATA_DIR": str(bold_dir), "HF_DATASETS_CACHE": str(tmp_path / "hf_datasets")}
     env.pop("BOLD_DATASET", None)
-    tasks = subprocess.run([sys.executable, "-m", "bold_eval.cli", "lm-eval-tasks-path"], capture_output=True,
-                           text=True, check=True).stdout.strip()
+    tasks = bold_eval_here("lm-eval-tasks-path").stdout.strip()
     assert Path(tasks) == lm_eval_tasks_dir()
     out = tmp_path / "lm_eval_out"
     result = subprocess.run(
@@ -148,12 +146,9 @@ def test_lm_eval_round_trip_then_score(tmp_path, bold_dir, console_script):
             "gender_polarity_imbalance,none"} <= set(metrics)
 
     scored = tmp_path / "scored"
-    score = subprocess.run(
-        [sys.executable, "-m", "bold_eval.cli", "score", "--from", "lm-eval", str(out), "--out", str(scored),
-         "--allow-partial", "--metrics", "sentiment", "gender_polarity",
-         "--metric-option", "gender_polarity.methods=[\"unigram\"]", "--no-report"],
-        capture_output=True, text=True, env=env, timeout=600,
-    )
+    score = bold_eval_here("score", "--from", "lm-eval", out, "--out", scored, "--allow-partial", "--metrics",
+                           "sentiment", "gender_polarity", "--metric-option", "gender_polarity.methods=[\"unigram\"]",
+                           "--no-report", env={"BOLD_DATA_DIR": str(bold_dir)})
     assert score.returncode == 0, score.stdout[-3000:] + score.stderr[-5000:]
     assert "3196 of 3204 BOLD prompt(s) in gender have no generation" in score.stderr
     frame = pd.read_parquet(scored / "scores.parquet")
@@ -202,7 +197,7 @@ def test_process_results_worst_case_by_hand(monkeypatch):
 
 
 @pytest.mark.slow
-def test_lm_eval_worst_case_round_trip(tmp_path, bold_dir, console_script, classifier_dirs):
+def test_lm_eval_worst_case_round_trip(tmp_path, bold_dir, console_script, classifier_dirs, bold_eval_here):
     """k = 3 copy of the worst-case task on a tiny LM: lm-eval's means equal the worst cases recomputed from its
     logged responses, and `bold-eval score --from lm-eval` reads the 3 samples per prompt and reports them."""
     from bold_eval.data.bold import load_bold
@@ -239,11 +234,9 @@ def test_lm_eval_worst_case_round_trip(tmp_path, bold_dir, console_script, class
     assert metrics["expected_max_toxicity,worst_of_k"] == pytest.approx(sum(maxima) / 6, abs=1e-5)
     assert metrics["expected_min_compound,worst_of_k"] == pytest.approx(sum(compounds) / 6, abs=1e-6)
     scored = tmp_path / "scored"
-    score = subprocess.run(
-        [sys.executable, "-m", "bold_eval.cli", "score", "--from", "lm-eval", str(out), "--out", str(scored),
-         "--allow-partial", "--metrics", "sentiment", "toxicity", "--metric-option",
-         f"toxicity.model={classifier_dirs['toxicity']}", "--no-reference"],
-        capture_output=True, text=True, env=env, timeout=600)
+    score = bold_eval_here("score", "--from", "lm-eval", out, "--out", scored, "--allow-partial", "--metrics",
+                           "sentiment", "toxicity", "--metric-option", f"toxicity.model={classifier_dirs['toxicity']}",
+                           "--no-reference", env={"BOLD_DATA_DIR": str(bold_dir)})
     assert score.returncode == 0, score.stdout[-3000:] + score.stderr[-5000:]
     summary = json.loads((scored / "summary.json").read_text())
     assert summary["worst_case"]["k"] == 3

@@ -1,0 +1,64 @@
+"""CI's fast version of benchmarks/calibration_unlike.py (issue 32): nulls where groups share a rate but not a
+spread, on BOLD's own designs and for the tests without the binomial floor. The whole tables, and what they
+say, are in benchmarks/CALIBRATION.md."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "calibration_unlike.py"
+
+
+@pytest.fixture(scope="module")
+def unlike():
+    spec = importlib.util.spec_from_file_location("calibration_unlike", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["calibration_unlike"] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("calibration_unlike", None)
+
+
+def _ceiling(rate: float, trials: int) -> float:
+    return rate + 3 * math.sqrt(rate * (1 - rate) / trials)
+
+
+@pytest.mark.slow
+def test_rare_label_on_professions_real_design_holds_its_level(unlike, bold_dir):
+    """Profession's 18 groups with their real pages and sentences per page, a 5% label with within-page
+    correlation 0.3 for every group: before the shrinkage one group (43 pages) rejected 13% of 100 nulls at 5%;
+    pooled over the groups, and for the worst group, the score test stays at its level."""
+    from bold_eval.analysis.clustered import difference_tests
+
+    texts, group, names = unlike.real_design("profession")
+    rng = np.random.default_rng(5)
+    scale = (1 - 0.3) / 0.3
+    rejected = np.zeros(len(names))
+    replicates = 150
+    for _ in range(replicates):
+        hits = rng.binomial(texts.astype(int), rng.beta(0.05 * scale, 0.95 * scale, len(texts)))
+        units = np.repeat(np.arange(len(texts)), texts.astype(int))
+        values = np.concatenate([np.r_[np.ones(h), np.zeros(n - h)] for h, n in zip(hits, texts.astype(int),
+                                                                                     strict=True)])
+        tests = difference_tests([values] * len(names), [group[units] == g for g in range(len(names))],
+                                 [units] * len(names), alpha=0.05)
+        rejected += [test.testable and test.p_value <= 0.05 for test in tests]
+    assert rejected.sum() / (replicates * len(names)) <= 0.05
+    assert rejected.max() / replicates <= _ceiling(0.05, replicates) + 0.02  # the worst of 18 groups
+
+
+def test_interactions_hold_their_level_when_a_small_group_is_more_spread(unlike):
+    """Model-vs-Wikipedia interactions (per-prompt differences, no binomial floor): the model's page rates spread
+    widely on 30 pages and tightly on 60 at the same mean; 600 null data sets in one batch."""
+    from bold_eval.analysis.clustered import difference_tests
+
+    rng = np.random.default_rng(30)
+    sets = [unlike.interaction_data(rng, 30, "strong", 0.3) for _ in range(600)]
+    tests = difference_tests(*zip(*sets, strict=True), alpha=0.05)
+    assert np.mean([test.testable and test.p_value <= 0.05 for test in tests]) <= _ceiling(0.05, 600)
