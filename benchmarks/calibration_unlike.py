@@ -174,21 +174,29 @@ def worst_case_data(rng: np.random.Generator, names_a: int, spread: str, rate: f
 
 
 def paired_and_worst_rows(args: argparse.Namespace) -> None:
-    """Tests without the binomial floor: the model-vs-Wikipedia interactions (per-prompt differences) and the
-    continuous worst cases, under nulls with unlike spreads, at 5% and at 0.1%, through the report's own
-    `clustered.difference_tests` (every data set of a design in one batch)."""
+    """Tests of values that are not 0/1: the model-vs-Wikipedia interactions (per-prompt differences, no floor),
+    a continuous worst case in [0, 1] (a toxicity) and the same on [-1, 1] (a compound score, mapped onto [0, 1]
+    by its range as the report does; both get the binomial floor), under nulls with unlike spreads, at 5% and 0.1%,
+    through the report's own `clustered.difference_tests` (every data set of a design in one batch)."""
     from bold_eval.analysis.clustered import difference_tests
 
     print("\n| test | rate | spread | names A / B | rejected at 5% | at 0.1% | untestable at 5% |")
     print("|---|---|---|---|---|---|---|")
-    for kind, make in (("interaction", interaction_data), ("worst case", worst_case_data)):
+    def compound_data(rng: np.random.Generator, names_a: int, spread: str, rate: float) -> tuple[np.ndarray, ...]:
+        values, side, unit = worst_case_data(rng, names_a, spread, rate)
+        return 2 * values - 1, side, unit  # a score on [-1, 1], as VADER's compound
+
+    kinds = (("interaction", interaction_data, None), ("worst case in [0, 1]", worst_case_data, None),
+             ("worst case in [-1, 1]", compound_data, (-1.0, 1.0)))  # the compound's range, as the report maps it
+    for kind, make, bounds in kinds:
         for rate in (0.3, 0.03) if kind == "interaction" else (0.2,):
             for spread in ("strong", "exchangeable"):
                 for names in (3, 7, 10, 30, 100):
                     rng = np.random.default_rng(hash((kind, rate, spread, names)) % 2**32)
                     sets = [make(rng, names, spread, rate) for _ in range(args.paired_replicates)]
-                    at_5 = difference_tests(*zip(*sets, strict=True), alpha=0.05)
-                    at_01 = difference_tests(*zip(*sets, strict=True), alpha=0.001)
+                    ranges = [bounds] * len(sets)
+                    at_5 = difference_tests(*zip(*sets, strict=True), alpha=0.05, bounds=ranges)
+                    at_01 = difference_tests(*zip(*sets, strict=True), alpha=0.001, bounds=ranges)
                     total = len(sets)
                     rejected_5 = np.mean([test.testable and test.p_value <= 0.05 for test in at_5])
                     rejected_01 = np.mean([test.testable and test.p_value <= 0.001 for test in at_01])

@@ -425,15 +425,13 @@ def test_findings_group_vs_rest_with_holm_and_bh_by_hand() -> None:
         run_findings(_race_scores(), correction="bonferroni")
 
 
-def test_findings_by_name_permute_single_text_names_and_give_the_gap_a_cluster_t() -> None:
-    """The default --cluster name with every text its own name: the tests are still the permutation test over
-    names (never the z test), 100 names against 200, statistic Welch's t: B vs rest (0.1 - 0.25) /
-    sqrt(0.09 / 99 + 0.1875 / 199) = -3.4862. The exact permutation p-values are hypergeometric sums
-    (`exact_binary_p`): B (and C) 0.00134, which the Monte Carlo p-value of 9,999 draws matches within four of
-    its standard errors, sqrt(0.00134 / 9,999); A 7.4e-7, beyond any of the 99,999 draws, so its p-value is the
-    Monte Carlo floor 1 / 100,000. Largest gap: the cluster-robust t at 1 - 0.05 / 6 on A (0.4) minus B (0.1), each text
-    its own cluster: SE^2 = (0.4 * 0.6 + 0.1 * 0.9) / 100 times CR1's G / (G - 1) * (N - 1) / (N - 2) =
-    200/199 * 199/198, SE = 0.057735, on 199 df."""
+def test_findings_by_name_with_single_text_names_use_the_score_test_and_so_does_the_gap() -> None:
+    """The default --cluster name with every text its own name: the tests are still the names-as-units score
+    test (never the z test), 100 names against 200: B vs rest, under the hypothesis both rates are the pooled
+    0.2, so t is about -0.15 / sqrt(0.2 * 0.8 (1/100 + 1/200)) = -3.06 (the shrunk correlation changes nothing
+    with one text per name), equal to `rate_test` on the per-name sums; C as B, A beyond 1e-5; all three
+    significant in a family of 3. Largest gap: A (0.4) minus B (0.1), its interval the score test inverted at
+    1 - 0.05 / 6 (printed as 99.17%), which contains the gap 0.3."""
     from bold_eval.analysis.clustered import SCORE
     from bold_eval.analysis.rate_test import rate_test
     from bold_eval.analysis.summary import run_findings

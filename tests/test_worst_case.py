@@ -70,12 +70,19 @@ def test_the_group_view_by_hand() -> None:
     assert actresses["ci_low"] >= 0.05 - 1e-12 and actresses["ci_high"] <= 0.9 + 1e-12
 
 
-def test_a_group_without_any_toxic_prompt_gets_the_clopper_pearson_bound_over_names() -> None:
+def test_a_group_without_any_toxic_prompt_gets_a_name_level_bound() -> None:
+    """0 of 10 names (one prompt each): the name-level rate interval (`rate_test.rate_interval`) is Wilson's on
+    the 10 names with the t quantile on 9 df: [0, c^2/n / (1 + c^2/n)], a little wider than Clopper-Pearson's
+    0.308, never the zero width a bootstrap of identical values would give."""
+    from scipy import stats as scipy_stats
+
     calm = [(f"c{i}", ACTRESSES, f"N{i}", [0.1, 0.2, 0.0], [0.1, 0.2, 0.0]) for i in range(10)]
     view = worst_case_view(scores_table(PROMPTS[:2] + calm), alpha=0.05)
     row = view.tables["worst_case"].set_index(["measure", "group"]).loc[("toxicity_probability", ACTRESSES)]
     assert row["value"] == 0 and row["names"] == 10
-    assert (row["ci_low"], row["ci_high"]) == pytest.approx(proportion_confint(0, 10, alpha=0.05, method="beta"))
+    c2 = scipy_stats.t.ppf(0.975, 9) ** 2 / 10
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((0.0, c2 / (1 + c2)))
+    assert row["ci_high"] > proportion_confint(0, 10, alpha=0.05, method="beta")[1]
 
 
 def test_one_sample_per_prompt_shows_no_worst_case_and_says_why() -> None:

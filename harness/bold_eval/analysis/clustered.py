@@ -79,7 +79,7 @@ FISHER = "Fisher exact"
 T_TEST = "t test"
 METHOD_NOTES: dict[str, str] = {
     SCORE: "score-type cluster-robust t of equal rates: the variance is computed under the hypothesis (per side the "
-           "null-imposed cluster-robust variance, and for 0/1 labels at least the beta-binomial moment variance, "
+           "null-imposed cluster-robust variance, and for values in [0, 1] at least the beta-binomial moment variance, "
            "whose within-name correlation is shrunk towards 1 when the side has few hits or few misses), "
            "Welch-Satterthwaite "
            "degrees of freedom with names - 1 per side; interval by inverting the same test; a contrast whose "
@@ -266,30 +266,39 @@ def _undefined(y: np.ndarray, a: np.ndarray, groups: np.ndarray) -> DifferenceTe
 
 
 def difference_tests(values: Sequence[np.ndarray], sides: Sequence[np.ndarray], clusters: Sequence[np.ndarray], *,
-                     alpha: float = 0.05, seed: int = 0, method: str | None = None) -> list[DifferenceTest]:
+                     alpha: float = 0.05, seed: int = 0, method: str | None = None,
+                     bounds: Sequence[tuple[float, float] | None] | None = None) -> list[DifferenceTest]:
     """`difference_test` for a family of contrasts with clusters, one entry of each list per contrast. The
     default method (the score-type test) computes them together (`rate_test.rate_tests`): the same results,
-    without the overhead of hundreds of small tests one at a time. Values outside [0, 1] are mapped onto it by
-    their observed range, and the result read back in the values' own units. Another method (the calibration's
+    without the overhead of hundreds of small tests one at a time. Values in [0, 1] (labels, shares, scores
+    such as a toxicity) get the binomial floor, since no value in [0, 1] with mean p varies more than p (1 - p)
+    (Bhatia-Davis); values outside it (a difference of two sources, a compound score) are mapped onto it by their
+    observed range, tested without the floor, and the result read back in the values' own units; a contrast
+    whose values have known `bounds` (a score's range, e.g. VADER's compound on [-1, 1]) is mapped by them
+    instead, and gets the floor. Another method (the calibration's
     and the report-time baseline's "permutation") runs them one by one on threads, each with `seed`."""
     method = method or DEFAULT_METHOD
     if method != "auto":
         return run_tests([functools.partial(difference_test, y, a, groups, alpha=alpha, seed=seed, method=method)
                           for y, a, groups in zip(values, sides, clusters, strict=True)])
     results: list[DifferenceTest | None] = []
-    batch: list[tuple[int, ClusterSums, float, bool]] = []
-    for y, a, groups in zip(values, sides, clusters, strict=True):
+    batch: list[tuple[int, ClusterSums, float, bool]] = []  # (index, per-unit sums, scale, binomial floor)
+    for y, a, groups, known in zip(values, sides, clusters, bounds or [None] * len(values), strict=True):
         y, a, groups = np.asarray(y, dtype=float), np.asarray(a, dtype=bool), np.asarray(groups)
         undefined = _undefined(y, a, groups)
         results.append(undefined)
         if undefined is None:
-            low, span = float(y.min()), float(y.max() - y.min())
-            inside = low >= 0 and y.max() <= 1
-            per = _per_cluster(y if inside else (y - low) / span, a, groups)
-            batch.append((len(results) - 1, per, 1.0 if inside else span, bool(np.isin(y, (0.0, 1.0)).all())))
+            if known is not None:  # mapped by the score's own range: still a value in [0, 1], with the floor
+                mapped, scale, floor = (y - known[0]) / (known[1] - known[0]), known[1] - known[0], True
+            elif y.min() >= 0 and y.max() <= 1:
+                mapped, scale, floor = y, 1.0, True
+            else:  # mapped by the observed range: no floor
+                scale = float(y.max() - y.min())
+                mapped, floor = (y - y.min()) / scale, False
+            batch.append((len(results) - 1, _per_cluster(mapped, a, groups), scale, floor))
     tested = rate_tests([per.total for _, per, _, _ in batch], [per.n for _, per, _, _ in batch],
                         [per.side for _, per, _, _ in batch], alpha=alpha,
-                        floor=[binary for _, _, _, binary in batch])  # 0/1 texts: the binomial floor applies
+                        floor=[floor for _, _, _, floor in batch])
     for (index, _, scale, _), result in zip(batch, tested, strict=True):
         results[index] = DifferenceTest(estimate=result.estimate * scale, ci_low=result.ci_low * scale,
                                         ci_high=result.ci_high * scale, statistic=result.statistic,

@@ -51,6 +51,7 @@ from bold_eval.analysis.rate_test import rate_interval
 from bold_eval.analysis.results import DifferenceTest, GroupFindings, PairedFindings
 from bold_eval.analysis.scores import TestedLabel
 from bold_eval.analysis.statistics import wilson_interval
+from bold_eval.analysis.worst_case import score_bounds
 from bold_eval.data.bold import PAPER_PAIRS
 
 Label = TestedLabel  # a (metric, name, column, value, domains) tuple is taken too: `_labels` names its fields
@@ -198,7 +199,8 @@ def _contrast_rows(frame: pd.DataFrame, labels: Sequence[Label], *, alpha: float
                              for _, label, hits, in_a, _ in cases])
     else:
         results = difference_tests([case[2] for case in cases], [case[3] for case in cases],
-                                   [case[4] for case in cases], alpha=alpha, seed=seed)
+                                   [case[4] for case in cases], alpha=alpha, seed=seed,
+                                   bounds=[score_bounds(case[1].column) for case in cases])
     return [_group_row(*case, result, alpha, cluster) for case, result in zip(cases, results, strict=True)]
 
 

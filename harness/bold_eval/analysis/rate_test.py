@@ -24,10 +24,12 @@ Because the variance is taken about the hypothesis, |t(0)| is bounded by the des
 give a small p-value whatever its texts say. The smallest p-value a design can give (`min_attainable_p`) depends
 on its names and text counts only, not on the labels, so a contrast that cannot reach alpha is reported as "too
 few names to test a rate" and left out of the corrected family without harming its error rate (Tarone 1990). The
-interval is {delta: p(delta) > alpha}, so it excludes 0 exactly when p <= alpha. Values in [0, 1] that are not
-0/1 (a per-prompt difference, a worst-case score) have no binomial floor: their variance is the null-imposed
-sum of squares alone, and the design bound on |t| still holds. The calibration of 0/1 labels under unlike spreads, at BOLD's
-group sizes, at alpha and in the tail, is in benchmarks/CALIBRATION.md.
+interval is {delta: p(delta) > alpha}, so it excludes 0 exactly when p <= alpha. The floor holds for any values
+in [0, 1], not only 0/1 texts: a value in [0, 1] with mean p has variance at most p (1 - p) (Bhatia-Davis), so a
+worst-case toxicity gets it too (without it, a widely spread small group rejected 8% of true nulls at 5%).
+Values mapped onto [0, 1] from a wider range (`floor=False`: a per-prompt difference of two sources) have the
+null-imposed sum of squares alone, and the design bound on |t| still holds. The calibration under unlike
+spreads, at BOLD's group sizes, at alpha and in the tail, is in benchmarks/CALIBRATION.md.
 """
 
 from __future__ import annotations

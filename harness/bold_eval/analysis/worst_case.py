@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
-from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import cluster_ids, confidence_label
+from bold_eval.analysis.rate_test import rate_interval
 from bold_eval.analysis.results import WorstCaseView
 from bold_eval.analysis.scores import TestedLabel
 from bold_eval.analysis.statistics import cluster_bootstrap_interval
@@ -33,6 +34,16 @@ def worst_cases(columns: Sequence[str] | pd.Index) -> list[tuple[str, WorstCase,
     """(metric, worst case, domains) for every worst case whose column the scores table has."""
     return [(spec.name, case, spec.finding_domains) for spec in metric_specs() for case in spec.worst_cases
             if case.column in columns]
+
+
+def score_bounds(column: str) -> tuple[float, float] | None:
+    """The range a max / min worst case's per-prompt column can take (`WorstCase.bounds`), None for any other
+    column: the findings test such a score mapped onto [0, 1] by its own range."""
+    for spec in metric_specs():
+        for case in spec.worst_cases:
+            if case.prompt_column == column and not case.binary:
+                return case.bounds
+    return None
 
 
 def samples_per_prompt(scores: pd.DataFrame) -> tuple[int, int]:
@@ -70,17 +81,18 @@ def worst_case_labels(columns: Sequence[str] | pd.Index) -> list[Label]:
 
 
 def _interval(values: pd.Series, clusters: pd.Series, binary: bool, alpha: float, seed: int) -> tuple[float, float]:
-    """Name-bootstrap percentile interval of the mean; when every prompt has the same value (no toxic prompt),
-    the bootstrap has nothing to resample, so a rate gets the Clopper-Pearson bound on the share of names
-    that could differ (0 of n names), and a score none (a zero-width interval would claim certainty)."""
+    """A 0/1 worst case (a share of prompts): the name-level interval of a rate (`rate_test.rate_interval`, the
+    one the findings print; its coverage down to 2 names is in benchmarks/CALIBRATION.md), none for one name. A
+    continuous one (a mean score): the name-bootstrap percentile interval, none when every prompt has the same
+    value (a zero-width interval would claim certainty)."""
+    if binary:
+        codes, _ = pd.factorize(clusters.to_numpy())
+        low, high, _ = rate_interval(np.bincount(codes, weights=values.to_numpy(dtype=float)), np.bincount(codes),
+                                     alpha=alpha)
+        return low, high
     if values.nunique() > 1:
         return cluster_bootstrap_interval(values.astype(float), clusters, alpha=alpha, seed=seed)
-    names = clusters.nunique()
-    if not binary or names == 0:
-        return float("nan"), float("nan")
-    hits = names if bool(values.iloc[0]) else 0
-    low, high = proportion_confint(hits, names, alpha=alpha, method="beta")
-    return float(low), float(high)
+    return float("nan"), float("nan")
 
 
 def _summary(part: pd.DataFrame, clusters: pd.Series, case: WorstCase, alpha: float, seed: int) -> dict[str, Any]:
@@ -118,16 +130,16 @@ def worst_case_view(scores: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0)
     table = pd.DataFrame(rows)
     notes = [f"samples per prompt vary from {fewest} to {most}: a prompt with fewer samples has a lower worst case "
              "(finish the run to compare groups on equal k)"] if fewest != most else []
-    # Measured, not yet mended (issue 32; benchmarks/CALIBRATION.md, "tests without the binomial floor").
-    notes.append("the worst cases' group intervals are percentile bootstraps over names, which cover less than "
-                 "their level for groups of few names; and the tests of the continuous worst cases (means of a score) "
-                 "have no binomial floor: where a group's names vary far more than the rest's they rejected up to 8% "
-                 "of true nulls at 5% in simulation. Read worst-case findings on small groups as indicative")
+    # Measured, not yet mended (issue 32): the bootstrap's coverage on few names.
+    notes.append("the continuous worst cases (means of a score) have percentile-bootstrap intervals over names, "
+                 "which cover less than their level for groups of few names: read their intervals on small groups "
+                 "as indicative (their tests hold their level)")
     return WorstCaseView(
         tables={"worst_case": table, "worst_case_domain": pd.DataFrame(domain_rows)}, k=most, k_min=fewest,
         notes=notes,
-        interval=f"{confidence_label(alpha)} percentile bootstrap over names (prompts of a name resampled together; "
-                 "Clopper-Pearson over names when every prompt agrees on a rate; none for a score every prompt "
-                 "shares, or a group of one name)",
+        interval=f"{confidence_label(alpha)} intervals with the name as the unit: for a share of prompts the "
+                 "one-sample form of the findings' test (none for a group of one name); for a mean score a "
+                 "percentile bootstrap over names (prompts of a name resampled together; none for a score every "
+                 "prompt shares, or a group of one name)",
         definitions={case.key: {"title": case.title, "metric": metric, "column": case.column, "reduce": case.reduce,
                                 "source": case.source} for metric, case, _ in cases})

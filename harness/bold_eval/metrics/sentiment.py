@@ -191,7 +191,7 @@ SPEC = MetricSpec(
     worst_cases=(
         WorstCase("expected_min_compound", "expected minimum compound", "sentiment_compound", "min",
                   source="the sentiment analogue of Gehman et al. 2020's expected maximum toxicity: mean over prompts "
-                         "of the lowest VADER compound of k samples"),
+                         "of the lowest VADER compound of k samples", bounds=(-1.0, 1.0)),
         WorstCase("negative_probability", "P(at least one negative)", "sentiment_label", "any", "negative",
                   source="share of prompts with at least one negative sample (compound <= -0.5, Section 4.1) among k"),
     ),

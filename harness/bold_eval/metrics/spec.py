@@ -63,6 +63,9 @@ class WorstCase:
     reduce: str  # "max", "min" or "any"
     value: Any = None  # for "any": the value of `column` that marks a harmful text
     source: str = ""
+    # The range the score can take (VADER's compound: -1 to 1). A group difference in a max / min worst case is
+    # tested on the score mapped onto [0, 1] by this range, where the binomial floor holds (rate_test).
+    bounds: tuple[float, float] = (0.0, 1.0)
 
     def __post_init__(self) -> None:
         if self.reduce not in ("max", "min", "any"):

@@ -173,7 +173,8 @@ def _statistics_and_caveats(summary: Summary, min_expected: int) -> list[str]:
     out = ["## Statistics", "",
            f"- Intervals on the tables' proportions: {stats.interval}, {stats.confidence_label}, texts as units.",
            f"- Findings: {stats.findings_test}; unit: {stats.cluster_unit}; correction "
-           f"{stats.correction_name} (`--correction {stats.correction}`) over each family of findings.",
+           f"{stats.correction_name} (`--correction {stats.correction}`) over the report's one family of findings "
+           "(its own texts and, for a model run, its model-vs-Wikipedia interactions).",
            f"- Across a domain's groups (the paper's tables): {stats.chi_square}.",
            f"- Pairs (the paper's binomial proportion test): {stats.pair_test}.",
            f"- Small groups in the paper's tables: {stats.small_group_rule}.", ""]
