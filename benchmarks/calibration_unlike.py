@@ -231,6 +231,32 @@ def rate_coverage_rows(args: argparse.Namespace) -> None:
                       f"{width / args.coverage_replicates:.3f} |", flush=True)
 
 
+def worst_coverage_rows(args: argparse.Namespace) -> None:
+    """Coverage of a group's interval for a continuous worst case (a mean score in [0, 1], the worst-case table's
+    interval: `rate_test.rate_interval` on the scores) by number of names: per prompt a Beta(mu_i, a + b = 20)
+    around its name's mean, the names' means Beta with mean 0.2 and a + b = 1 (widely spread), 3.33 or 20."""
+    from bold_eval.analysis.rate_test import rate_interval
+
+    print("\n| name spread (a + b) | names | 95% interval covers | mean width |")
+    print("|---|---|---|---|")
+    for total in (1.0, 3.33, 20.0):
+        for names in (2, 3, 5, 10, 30, 100):
+            rng = np.random.default_rng(hash((total, names)) % 2**32)
+            covered, width = 0, 0.0
+            for _ in range(args.coverage_replicates):
+                prompts = 1 + np.minimum(rng.geometric(0.3, names) - 1, 59)
+                means = np.clip(_beta(rng, 0.2, total, names), 1e-3, 1 - 1e-3)
+                unit = np.repeat(np.arange(names), prompts)
+                values = rng.beta(means[unit] * 20, (1 - means[unit]) * 20)
+                low, high, _ = rate_interval(np.bincount(unit, weights=values), np.bincount(unit).astype(float),
+                                             alpha=0.05)
+                covered += low <= 0.2 <= high
+                width += high - low
+            share = covered / args.coverage_replicates
+            print(f"| {total} | {names} | {share:.1%} ± {_se(share, args.coverage_replicates):.1%} | "
+                  f"{width / args.coverage_replicates:.3f} |", flush=True)
+
+
 def coverage_and_power(args: argparse.Namespace) -> None:
     from bold_eval.analysis.rate_test import rate_test
 
@@ -258,7 +284,7 @@ def coverage_and_power(args: argparse.Namespace) -> None:
 
 
 SECTIONS = {"level": level_rows, "real": real_design_rows, "paired-worst": paired_and_worst_rows,
-            "rate-coverage": rate_coverage_rows, "power": coverage_and_power}
+            "rate-coverage": rate_coverage_rows, "worst-coverage": worst_coverage_rows, "power": coverage_and_power}
 
 
 def _expected_rate(beta: tuple[float, float], shift: float) -> float:

@@ -55,7 +55,7 @@ def test_the_per_prompt_worst_cases_by_hand() -> None:
 
 def test_the_group_view_by_hand() -> None:
     view = worst_case_view(scores_table(), alpha=0.05, seed=0)
-    assert view.k == 3 and len(view.notes) == 1 and "indicative" in view.notes[0]  # equal k: only the caveat
+    assert view.k == 3 and view.notes == []  # equal k: nothing to note
     table = view.tables["worst_case"].set_index(["measure", "group"])
     assert table.loc[("expected_max_toxicity", ACTORS), "value"] == pytest.approx(0.5)
     assert table.loc[("expected_max_toxicity", ACTRESSES), "value"] == pytest.approx(0.475)
@@ -63,11 +63,14 @@ def test_the_group_view_by_hand() -> None:
     assert table.loc[("toxicity_probability", ACTRESSES), "value"] == 0.5
     assert table.loc[("expected_min_compound", ACTORS), "value"] == pytest.approx(-0.3)
     assert table.loc[("negative_probability", ACTRESSES), "value"] == 0.5
-    # Actors are one name (A): the name bootstrap has one unit, so no interval; actresses two names.
+    # Actors are one name (A): no name-level interval; actresses two names: the rate interval on their per-name
+    # sums, wide (two pages say little), around the mean and inside the score's range.
     actors = table.loc[("expected_max_toxicity", ACTORS)]
     assert (actors["prompts"], actors["names"]) == (2, 1) and np.isnan(actors["ci_low"])
     actresses = table.loc[("expected_max_toxicity", ACTRESSES)]
-    assert actresses["ci_low"] >= 0.05 - 1e-12 and actresses["ci_high"] <= 0.9 + 1e-12
+    assert 0.0 <= actresses["ci_low"] < 0.475 < actresses["ci_high"] <= 1.0 and actresses["names"] == 2
+    compound = table.loc[("expected_min_compound", ACTRESSES)]  # read back from [0, 1] onto [-1, 1]
+    assert -1.0 <= compound["ci_low"] < compound["value"] < compound["ci_high"] <= 1.0
 
 
 def test_a_group_without_any_toxic_prompt_gets_a_name_level_bound() -> None:

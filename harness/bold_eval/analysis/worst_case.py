@@ -19,7 +19,6 @@ from bold_eval.analysis.clustered import cluster_ids, confidence_label
 from bold_eval.analysis.rate_test import rate_interval
 from bold_eval.analysis.results import WorstCaseView
 from bold_eval.analysis.scores import TestedLabel
-from bold_eval.analysis.statistics import cluster_bootstrap_interval
 from bold_eval.metrics import metric_specs
 from bold_eval.metrics.spec import WorstCase
 
@@ -80,24 +79,22 @@ def worst_case_labels(columns: Sequence[str] | pd.Index) -> list[Label]:
                         domains) for metric, case, domains in worst_cases(columns)]
 
 
-def _interval(values: pd.Series, clusters: pd.Series, binary: bool, alpha: float, seed: int) -> tuple[float, float]:
-    """A 0/1 worst case (a share of prompts): the name-level interval of a rate (`rate_test.rate_interval`, the
-    one the findings print; its coverage down to 2 names is in benchmarks/CALIBRATION.md), none for one name. A
-    continuous one (a mean score): the name-bootstrap percentile interval, none when every prompt has the same
-    value (a zero-width interval would claim certainty)."""
-    if binary:
-        codes, _ = pd.factorize(clusters.to_numpy())
-        low, high, _ = rate_interval(np.bincount(codes, weights=values.to_numpy(dtype=float)), np.bincount(codes),
-                                     alpha=alpha)
-        return low, high
-    if values.nunique() > 1:
-        return cluster_bootstrap_interval(values.astype(float), clusters, alpha=alpha, seed=seed)
-    return float("nan"), float("nan")
+def _interval(values: pd.Series, clusters: pd.Series, bounds: tuple[float, float],
+              alpha: float) -> tuple[float, float]:
+    """The name-level interval of a group's mean (`rate_test.rate_interval`, the one the findings print), for a
+    share of prompts (0/1) and for a score alike: the score is mapped onto [0, 1] by its range, where no value
+    with mean p varies more than p (1 - p) (Bhatia-Davis), so the rate interval's floor holds, and read back.
+    None for a group of one name. Its coverage by number of names is in benchmarks/CALIBRATION.md."""
+    low, span = bounds[0], bounds[1] - bounds[0]
+    codes, _ = pd.factorize(clusters.to_numpy())
+    mapped = (values.to_numpy(dtype=float) - low) / span
+    start, end, _ = rate_interval(np.bincount(codes, weights=mapped), np.bincount(codes), alpha=alpha)
+    return low + span * start, low + span * end
 
 
-def _summary(part: pd.DataFrame, clusters: pd.Series, case: WorstCase, alpha: float, seed: int) -> dict[str, Any]:
+def _summary(part: pd.DataFrame, clusters: pd.Series, case: WorstCase, alpha: float) -> dict[str, Any]:
     values = part[case.prompt_column].astype(float)
-    low, high = _interval(values, clusters[part.index], case.binary, alpha, seed)
+    low, high = _interval(values, clusters[part.index], (0.0, 1.0) if case.binary else case.bounds, alpha)
     return {"k": int(part["samples"].max()), "k_min": int(part["samples"].min()), "prompts": len(part),
             "names": int(clusters[part.index].nunique()), "value": float(values.mean()), "ci_low": low,
             "ci_high": high}
@@ -106,7 +103,8 @@ def _summary(part: pd.DataFrame, clusters: pd.Series, case: WorstCase, alpha: fl
 def worst_case_view(scores: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0) -> WorstCaseView:
     """Per domain, group and worst case: prompts, names, k, the mean over prompts and its interval.
 
-    With one sample per prompt there is no worst case to take, and the view says so instead.
+    With one sample per prompt there is no worst case to take, and the view says so instead. (`seed` is kept
+    for callers: the name-level intervals draw nothing.)
     """
     fewest, most = samples_per_prompt(scores)
     cases = worst_cases(scores.columns)
@@ -123,23 +121,17 @@ def worst_case_view(scores: pd.DataFrame, *, alpha: float = 0.05, seed: int = 0)
         clusters = pd.Series(cluster_ids(data, "name"), index=data.index)
         for (domain, group), part in data.groupby(["domain", "group"], sort=True):
             rows.append({"metric": metric, "measure": case.key, "title": case.title, "domain": domain,
-                         "group": group, **_summary(part, clusters, case, alpha, seed)})
+                         "group": group, **_summary(part, clusters, case, alpha)})
         for domain, part in data.groupby("domain", sort=True):
             domain_rows.append({"metric": metric, "measure": case.key, "title": case.title, "domain": domain,
-                                "groups": int(part["group"].nunique()), **_summary(part, clusters, case, alpha, seed)})
+                                "groups": int(part["group"].nunique()), **_summary(part, clusters, case, alpha)})
     table = pd.DataFrame(rows)
     notes = [f"samples per prompt vary from {fewest} to {most}: a prompt with fewer samples has a lower worst case "
              "(finish the run to compare groups on equal k)"] if fewest != most else []
-    # Measured, not yet mended (issue 32): the bootstrap's coverage on few names.
-    notes.append("the continuous worst cases (means of a score) have percentile-bootstrap intervals over names, "
-                 "which cover less than their level for groups of few names: read their intervals on small groups "
-                 "as indicative (their tests hold their level)")
     return WorstCaseView(
         tables={"worst_case": table, "worst_case_domain": pd.DataFrame(domain_rows)}, k=most, k_min=fewest,
         notes=notes,
-        interval=f"{confidence_label(alpha)} intervals with the name as the unit: for a share of prompts the "
-                 "one-sample form of the findings' test (none for a group of one name); for a mean score a "
-                 "percentile bootstrap over names (prompts of a name resampled together; none for a score every "
-                 "prompt shares, or a group of one name)",
+        interval=f"{confidence_label(alpha)} intervals with the name as the unit, the one-sample form of the "
+                 "findings' test (a score mapped onto [0, 1] by its range; none for a group of one name)",
         definitions={case.key: {"title": case.title, "metric": metric, "column": case.column, "reduce": case.reduce,
                                 "source": case.source} for metric, case, _ in cases})
