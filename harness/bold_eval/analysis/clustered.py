@@ -15,7 +15,8 @@ the cluster (`--cluster name`, the default; `prompt`; or `none`, the paper's tex
   against many tight ones at the same rate it rejects far more often than its level (issue 32).
 - the **cluster-robust Wald t** (statsmodels OLS on the side indicator, `cov_type="cluster"`, CR1, t on
   G - 1 df; Cameron & Miller 2015, J. Human Resources 50(2)), kept as `method="wald"`: on BOLD's profession
-  pages a few large pages dominate its variance, and it rejected 10.7% of shuffled-label nulls at 5%.
+  pages a few large pages dominate its variance, and it rejected shuffled-label nulls well above its level
+  (benchmarks/CALIBRATION.md).
 
 With `--cluster none` binary outcomes get the paper's two-proportion z test (pooled variance, Newcombe
 interval; Fisher's exact test when an expected count is below 5) and continuous ones an ordinary t test.
@@ -117,8 +118,8 @@ def adjust(p_values: Sequence[float], *, alpha: float, correction: str) -> tuple
     adjusted, reject = np.full(values.shape, np.nan), np.zeros(values.shape, dtype=bool)
     known = np.isfinite(values)  # an undefined p-value is no test: never rejected, never counted
     if known.any():
-        # statsmodels' Holm ends with gc.collect(), which walks every object of the process (about 0.1 s after a
-        # report has loaded its frames); frozen objects are skipped, so the collect sees only the call's own.
+        # statsmodels' Holm ends with gc.collect(), which walks every object of the process (slow once a report has
+        # loaded its frames); frozen objects are skipped, so the collect sees only the call's own.
         gc.freeze()
         try:
             reject[known], adjusted[known], _, _ = multipletests(

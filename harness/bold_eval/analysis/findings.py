@@ -513,7 +513,8 @@ def _paired_rows(prompts: pd.DataFrame, model: pd.DataFrame, reference: pd.DataF
                  alpha: float, cluster: str, seed: int) -> list[dict[str, Any]]:
     """One tested interaction per contrast x label on the shared `prompts`. A domain's sides and clusters, and
     each label's per-prompt rates on its prompts, are put into arrays once, not once per contrast."""
-    rates = {label: (prompt_rates(model, label.column, label.value)["rate"], prompt_rates(reference, label.column, label.value)["rate"])
+    rates = {label: (prompt_rates(model, label.column, label.value)["rate"],
+                     prompt_rates(reference, label.column, label.value)["rate"])
              for label in labels if label.column in model and label.column in reference}
     domains: dict[str, PairedDomain] = {}
     cases: list[tuple[Contrast, Label, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []

@@ -4,8 +4,8 @@ Texts are clustered by name: name i has n_i texts, t_i of them with the label. T
 is that two sides have the same expected *pooled rate*, delta = E[T_A]/N_A - E[T_B]/N_B = 0, not that their names
 are exchangeable. A studentized permutation test is exact only for the latter, and its variance, computed about
 each side's own rate, collapses when a side has few names that happen to agree: on 3 widely spread names with
-the same rate as the rest it rejected 21% of true nulls at 5% (issue 32). Here the variance is computed *under the
-hypothesis* (a score test, as the Miettinen-Nurminen interval does for two binomials):
+the same rate as the rest it rejected far more true nulls than its level (issue 32). Here the variance is
+computed *under the hypothesis* (a score test, as the Miettinen-Nurminen interval does for two binomials):
 
 - the rates restricted to p_A - p_B = delta (least squares, kept inside [0, 1]);
 - per side, V_s = max(S_s, M_s) / N_s^2, with S_s = sum_i (t_i - n_i p_s)^2, the null-imposed cluster-robust sum
@@ -14,8 +14,8 @@ hypothesis* (a score test, as the Miettinen-Nurminen interval does for two binom
   worst case (every name all or nothing): rho_s = (m_s rho_hat_s + 1) / (m_s + 1), where rho_hat_s = min(1,
   tau2_s / (q_s (1 - q_s))) is the intra-class correlation by DerSimonian-Laird moments about the side's own rate
   q_s (truncated at 0) and m_s = min(hits, misses) on the side, the number of its rarer outcomes. A rare label
-  says little about how it clusters: with moments alone (rho_s = rho_hat_s) the test rejected 7-16% of true nulls
-  at 5% on profession's real design with a 2% label; the shrinkage weighs an estimate by the evidence it rests on,
+  says little about how it clusters: with moments alone (rho_s = rho_hat_s) the test rejected true nulls above its
+  level on profession's real design with rare labels; the shrinkage weighs an estimate by the evidence it rests on,
   as an empirical-Bayes prior of one worst-case observation. A side whose texts all carry one label (m_s = 0)
   reveals nothing of its spread and gets rho_s = 1: max(S_s, p_s (1 - p_s) sum_i n_i^2);
 - t(delta) = (D - delta) / sqrt(V_A + V_B) on Welch-Satterthwaite degrees of freedom with G_s - 1 per side.
@@ -26,7 +26,7 @@ on its names and text counts only, not on the labels, so a contrast that cannot 
 few names to test a rate" and left out of the corrected family without harming its error rate (Tarone 1990). The
 interval is {delta: p(delta) > alpha}, so it excludes 0 exactly when p <= alpha. The floor holds for any values
 in [0, 1], not only 0/1 texts: a value in [0, 1] with mean p has variance at most p (1 - p) (Bhatia-Davis), so a
-worst-case toxicity gets it too (without it, a widely spread small group rejected 8% of true nulls at 5%).
+worst-case toxicity gets it too (without it, a widely spread small group was rejected above the level).
 Values mapped onto [0, 1] from a wider range (`floor=False`: a per-prompt difference of two sources) have the
 null-imposed sum of squares alone, and the design bound on |t| still holds. The calibration under unlike
 spreads, at BOLD's group sizes, at alpha and in the tail, is in benchmarks/CALIBRATION.md.

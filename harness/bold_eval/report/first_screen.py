@@ -321,9 +321,9 @@ def largest_gap_rows(gaps: pd.DataFrame, alpha: float) -> pd.DataFrame:
             continue
         rows.append({
             **base, "label": row["label"],
-            "highest": f"{row['group_high']} " + _side_cell(row["count_high"], row["total_high"], row["proportion_high"],
-                                                             row["high_rate_low"], row["high_rate_high"],
-                                                             row["names_high"]),
+            "highest": f"{row['group_high']} " + _side_cell(row["count_high"], row["total_high"],
+                                                             row["proportion_high"], row["high_rate_low"],
+                                                             row["high_rate_high"], row["names_high"]),
             "lowest": f"{row['group_low']} " + _side_cell(row["count_low"], row["total_low"], row["proportion_low"],
                                                            row["low_rate_low"], row["low_rate_high"], row["names_low"]),
             "gap [interval]": f"{signed_cell(row['gap'], row['ci_low'], row['ci_high'])} ({row['interval_label']}, "

@@ -23,8 +23,9 @@ def markdown(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
 
 def pipe_table(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
     """A pipe table of a whole results table, column by column: numbers right-aligned with `floatfmt`, text
-    left-aligned, undefined values empty. tabulate infers a type per cell, which took a second for the
-    findings tables of all of BOLD (hundreds of rows x 30 columns); the report's own small tables use it."""
+    left-aligned, undefined values empty. tabulate infers a type per cell, too slow for the findings tables of
+    all of BOLD (hundreds of rows x 30 columns; benchmarks/RESULTS.md, "report time"); the report's own small
+    tables use it."""
     if frame.empty:
         return "_(no rows)_"
     columns, right = [], []
