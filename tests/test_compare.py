@@ -82,7 +82,12 @@ def test_interaction_and_overall_difference_by_hand(tmp_path: Path) -> None:
     assert row["difference"] == pytest.approx(-0.25) and row["p_value"] == pytest.approx(0.75)
     assert (row["names"], row["discordant_names"], row["method"]) == (4, 4, SIGN_FLIP)
     text = (tmp_path / "cmp" / "compare.md").read_text()
-    assert "Holm step-down within this table" in text and "0 tests in one family" in text
+    # one family over both tables (issue 32): no interaction is testable here, so the family is the overall rows
+    payload = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    testable_overall = sum(bool(test["testable"]) for test in payload["overall"]["tests"])
+    assert payload["interactions"]["family"] == payload["overall"]["family"] == testable_overall
+    assert f"One family of {testable_overall} tests with the overall differences below" in text
+    assert "adjusted in one family with the interactions above" in text and "adjusted p (Holm step-down)" in text
 
 
 def test_a_lone_rare_prompt_is_no_finding(tmp_path: Path) -> None:
@@ -289,7 +294,8 @@ def test_two_shared_prompts_state_the_count_and_the_banner_before_any_number(
     # one name a side, two units in all: the interaction is stated (model gap minus baseline gap: 0 - 1 and
     # 0 - (-1)) but not tested, no p-value, outside the family, never a finding
     interactions = pd.DataFrame(payload["interactions"]["tests"]).set_index("label")
-    assert payload["interactions"]["family"] == 0 and not interactions["testable"].any()
+    assert not interactions["testable"].any()  # the family holds only the testable overall differences
+    assert payload["interactions"]["family"] == sum(bool(test["testable"]) for test in payload["overall"]["tests"])
     assert interactions.loc[["positive", "negative"], "interaction"].tolist() == [-1.0, 1.0]
     assert (interactions["interaction"] == interactions["model_gap"] - interactions["reference_gap"]).all()
     assert interactions["p_value"].isna().all() and interactions["p_adjusted"].isna().all()
@@ -348,3 +354,22 @@ def test_two_seeds_of_one_model_find_no_interaction(tmp_path: Path, bold_dir: Pa
     overall = pd.DataFrame(payload["overall"]["tests"])
     assert payload["overall"]["family"] >= 10 and not overall["significant"].any()
     assert "**No interaction is significant**" in (tmp_path / "cmp" / "compare.md").read_text()
+
+
+def test_the_interactions_and_the_overall_differences_are_one_holm_family() -> None:
+    """`joint_family`: Holm over the testable rows of both tables together (statsmodels), rows without a test
+    left out, and both tables report the whole family's size."""
+    from statsmodels.stats.multitest import multipletests
+
+    from bold_eval.analysis.compare import joint_family
+    from bold_eval.analysis.results import CorrectedFamily
+
+    first = pd.DataFrame({"p_value": [0.001, 0.04, np.nan], "testable": [True, True, False]})
+    second = pd.DataFrame({"p_value": [0.01, 0.5], "testable": [True, True]})
+    joint = joint_family([CorrectedFamily(first, 2), CorrectedFamily(second, 2)], alpha=0.05, correction="holm")
+    expected = multipletests([0.001, 0.04, 0.01, 0.5], method="holm")[1]
+    assert [family.family for family in joint] == [4, 4]
+    np.testing.assert_allclose(np.r_[joint[0].tests["p_adjusted"][:2], joint[1].tests["p_adjusted"]], expected)
+    assert np.isnan(joint[0].tests["p_adjusted"].iloc[2]) and not joint[0].tests["significant"].iloc[2]
+    assert list(joint[0].tests["significant"][:2]) == [True, False] and list(joint[1].tests["significant"]) == [
+        True, False]

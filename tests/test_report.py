@@ -268,7 +268,9 @@ def test_compare_puts_one_row_per_model(tmp_path: Path) -> None:
     assert payload["runs"] == ["WIKI", "gpt2"] and payload["baseline"] == "WIKI"
     interactions = pd.read_csv(tables / "interactions.csv")
     assert set(interactions["metric"]) == {"sentiment", "toxicity", "regard", "psycholinguistic", "gender_polarity"}
-    assert payload["interactions"]["family"] == interactions["testable"].sum() > 0
+    overall = pd.read_csv(tables / "overall_differences.csv")
+    assert payload["interactions"]["family"] == payload["overall"]["family"] == (
+        interactions["testable"].sum() + overall["testable"].sum()) > 0  # one family over both tables
 
 
 @pytest.mark.slow

@@ -42,6 +42,7 @@ from bold_eval.analysis.compare import (
     ComparedRuns,
     comparability,
     interaction_findings,
+    joint_family,
     overall_differences,
     worst_case_comparability,
 )
@@ -293,9 +294,9 @@ def _interaction_section(found: CorrectedFamily, alpha: float, correction: str) 
            "super-groups) and every metric's labels: the gap between the two sides in the run minus the same gap "
            "in the baseline, on the same prompts (a model x group interaction; positive: the run widens the "
            "baseline's gap). Each prompt's samples count as one rate. "
-           f"{family} tests in one family, {CORRECTIONS[correction][1]} (`--correction {correction}`); "
-           f"{level} intervals. Full table: tables/interactions.csv.", ""]
-    if family == 0:
+           f"One family of {family} tests with the overall differences below, {CORRECTIONS[correction][1]} "
+           f"(`--correction {correction}`); {level} intervals. Full table: tables/interactions.csv.", ""]
+    if tests.empty or not tests["testable"].astype(bool).any():
         return [*out, "_No contrast could be tested: the runs share too few prompts._", ""]
     ranked = tests.assign(_size=tests["interaction"].abs()).sort_values("_size", ascending=False)
     significant = ranked[ranked["significant"].astype(bool)]
@@ -325,7 +326,7 @@ def _overall_section(found: CorrectedFamily, alpha: float, correction: str) -> l
         f"difference [{level}]": [signed_cell(*row) for row in tests[["difference", "ci_low", "ci_high"]].to_numpy()],
         "prompts (names, discordant)": [f"{p} ({n}, {k})" for p, n, k in
                                         tests[["prompts", "names", "discordant_names"]].to_numpy()],
-        f"p ({name} within this table)": [format_p(p) for p in tests["p_adjusted"]],
+        f"adjusted p ({name})": [format_p(p) for p in tests["p_adjusted"]],
         "method": tests["method"],
     })
     notes = "; ".join(f"**{method}**: {OVERALL_NOTES[method]}" for method in dict.fromkeys(tests["method"])
@@ -333,8 +334,8 @@ def _overall_section(found: CorrectedFamily, alpha: float, correction: str) -> l
     return ["## Overall difference per domain", "",
             "Per domain and label, the mean over the shared prompts of (run's rate - baseline's rate), each "
             "prompt's samples as one rate: a difference in level, not in bias between groups. p-values are "
-            f"adjusted within this table only ({family} tests, {CORRECTIONS[correction][1]}), a family apart from "
-            f"the interactions above. {notes}. Full table: tables/overall_differences.csv.", "",
+            f"adjusted in one family with the interactions above ({family} tests, {CORRECTIONS[correction][1]}). "
+            f"{notes}. Full table: tables/overall_differences.csv.", "",
             markdown(shown), ""]
 
 
@@ -440,8 +441,10 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
     if protocols:
         log("WARNING: the runs used different chat protocols or system prompts (" + "; ".join(protocols) + "); "
             "see the banner in compare.md")
-    interactions = interaction_findings(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
-    overall = overall_differences(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed)
+    interactions, overall = joint_family(
+        [interaction_findings(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed),
+         overall_differences(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed)],
+        alpha=alpha, correction=correction)
     power = comparability(compared, alpha=alpha, family=interactions.family, cluster=cluster)
     if len(compared.runs) > 1 and len(power) and power["too_small"].all():
         log(f"WARNING: the runs share {len(compared.shared)} prompts, too few to say which model is more biased; "
