@@ -21,7 +21,6 @@ from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
     N_PERMUTATIONS,
     POWER,
-    adjust,
     cluster_ids,
     design_effect,
 )
@@ -29,6 +28,7 @@ from bold_eval.analysis.findings import (
     TOO_SMALL_DIFFERENCE,
     Label,
     adjust_family,
+    adjust_together,
     contrasts,
     paired_findings,
     prompt_rates,
@@ -341,19 +341,7 @@ def joint_family(families: Sequence[CorrectedFamily], *, alpha: float, correctio
     every testable row of every table adjusted together, so the chance of any false finding in compare.md stays
     at alpha under Holm (two families each at alpha would allow nearly 2 alpha). `family` on each result is the
     whole family's size."""
-    tests = [family.tests.assign(p_adjusted=np.nan, significant=False) for family in families]
-    masks = [table["testable"].astype(bool).to_numpy() if len(table) else np.zeros(0, bool) for table in tests]
-    p_values = np.concatenate([table.loc[mask, "p_value"].to_numpy(float) if len(table) else np.zeros(0)
-                               for table, mask in zip(tests, masks, strict=True)])
-    size = len(p_values)
-    if size:
-        adjusted, reject = adjust(p_values, alpha=alpha, correction=correction)
-        start = 0
-        for table, mask in zip(tests, masks, strict=True):
-            end = start + int(mask.sum())
-            if end > start:
-                table.loc[mask, "p_adjusted"], table.loc[mask, "significant"] = adjusted[start:end], reject[start:end]
-            start = end
+    tests, size = adjust_together([family.tests for family in families], alpha, correction)
     return [CorrectedFamily(tests=table, family=size) for table in tests]
 
 

@@ -47,7 +47,7 @@ from bold_eval.analysis.clustered import (
     minimum_detectable_difference,
     run_tests,
 )
-from bold_eval.analysis.rate_test import rate_interval
+from bold_eval.analysis.rate_test import unit_rate_interval
 from bold_eval.analysis.results import DifferenceTest, GroupFindings, PairedFindings
 from bold_eval.analysis.scores import TestedLabel
 from bold_eval.analysis.statistics import wilson_interval
@@ -193,6 +193,7 @@ def _contrast_rows(frame: pd.DataFrame, labels: Sequence[Label], *, alpha: float
             keep = present & (in_a | in_b)
             if (keep & in_a).any() and (keep & in_b).any():
                 cases.append((contrast, label, hits[keep], in_a[keep], domain.clusters[keep]))
+    ranges = {label: score_bounds(label.column) for label in labels}  # a worst-case score's range, else None
     if cluster == "none":  # the paper's text-level tests, one by one
         results = run_tests([functools.partial(difference_test, hits, in_a, None, alpha=alpha,
                                                binary=label.value is not None, seed=seed)
@@ -200,7 +201,7 @@ def _contrast_rows(frame: pd.DataFrame, labels: Sequence[Label], *, alpha: float
     else:
         results = difference_tests([case[2] for case in cases], [case[3] for case in cases],
                                    [case[4] for case in cases], alpha=alpha, seed=seed,
-                                   bounds=[score_bounds(case[1].column) for case in cases])
+                                   bounds=[ranges[case[1]] for case in cases])
     return [_group_row(*case, result, alpha, cluster) for case, result in zip(cases, results, strict=True)]
 
 
@@ -227,9 +228,7 @@ def side_rate_interval(hits: np.ndarray, clusters: np.ndarray, *, alpha: float, 
     name as the unit, Wilson's with `--cluster none` (texts independent, as the z test beside it)."""
     if cluster == "none":
         return wilson_interval(int(hits.sum()), len(hits), alpha=alpha)
-    codes, _ = pd.factorize(clusters)
-    low, high, _ = rate_interval(np.bincount(codes, weights=hits), np.bincount(codes), alpha=alpha)
-    return low, high
+    return unit_rate_interval(hits, clusters, alpha=alpha)
 
 
 def _group_row(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.ndarray, clusters: np.ndarray,
@@ -274,6 +273,22 @@ def adjust_family(tests: pd.DataFrame, alpha: float, correction: str) -> int:
     return int(testable.sum())
 
 
+def adjust_together(tables: Sequence[pd.DataFrame], alpha: float, correction: str) -> tuple[list[pd.DataFrame], int]:
+    """Copies of `tables` with `p_adjusted` and `significant` over the testable rows of all of them as one
+    family (`adjust_family` across tables), and the family's size."""
+    tables = [table.assign(p_adjusted=np.nan, significant=False) for table in tables]
+    masks = [table["testable"].astype(bool).to_numpy() if len(table) else np.zeros(0, bool) for table in tables]
+    p_values = np.concatenate([table.loc[mask, "p_value"].to_numpy(float) if len(table) else np.zeros(0)
+                               for table, mask in zip(tables, masks, strict=True)])
+    if len(p_values):
+        adjusted, reject = adjust(p_values, alpha=alpha, correction=correction)
+        ends = np.cumsum([int(mask.sum()) for mask in masks])
+        for table, mask, start, end in zip(tables, masks, np.r_[0, ends[:-1]], ends, strict=True):
+            if end > start:
+                table.loc[mask, "p_adjusted"], table.loc[mask, "significant"] = adjusted[start:end], reject[start:end]
+    return tables, len(p_values)
+
+
 def one_family(found: GroupFindings, paired: PairedFindings | None, scores: pd.DataFrame, *, alpha: float,
                correction: str) -> tuple[GroupFindings, PairedFindings | None]:
     """Correct a report's own-text contrasts and its model-vs-Wikipedia interactions as *one* family, and plan
@@ -283,18 +298,11 @@ def one_family(found: GroupFindings, paired: PairedFindings | None, scores: pd.D
     every testable row of both tables is adjusted together, so Holm bounds the chance of any false finding in
     the report by alpha. `family` on both results is then the whole family's size, and the power and detectable
     differences are computed at its level."""
-    own = found.tests.copy()
-    other = paired.tests.copy() if paired is not None else own.iloc[:0].assign(p_adjusted=np.nan, significant=False)
-    in_own, in_other = own["testable"].astype(bool).to_numpy(), other["testable"].astype(bool).to_numpy()
-    p_values = np.r_[own.loc[in_own, "p_value"].to_numpy(float), other.loc[in_other, "p_value"].to_numpy(float)]
-    family = len(p_values)
-    if family:
-        adjusted, reject = adjust(p_values, alpha=alpha, correction=correction)
-        split = int(in_own.sum())
-        own.loc[in_own, "p_adjusted"], own.loc[in_own, "significant"] = adjusted[:split], reject[:split]
-        other.loc[in_other, "p_adjusted"], other.loc[in_other, "significant"] = adjusted[split:], reject[split:]
+    tables, family = adjust_together([found.tests] + ([paired.tests] if paired is not None else []), alpha,
+                                     correction)
+    own = tables[0]
     found = _with_power(dataclasses.replace(found, tests=own, family=family), scores, alpha)
-    return found, (dataclasses.replace(paired, tests=other, family=family) if paired is not None else None)
+    return found, (dataclasses.replace(paired, tests=tables[1], family=family) if paired is not None else None)
 
 
 def _with_power(found: GroupFindings, scores: pd.DataFrame, alpha: float) -> GroupFindings:

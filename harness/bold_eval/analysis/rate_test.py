@@ -39,6 +39,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy import special
 
 # Interval search: a uniform grid on [-1, 1], a finer one within 12 standard errors of the estimate, then each
@@ -65,10 +66,8 @@ class SideSums:
 
     @classmethod
     def of(cls, t: np.ndarray, n: np.ndarray) -> SideSums:
-        hits, texts = float(t.sum()), float(n.sum())
-        tau2 = between_name_variance(t, n)
-        return cls(names=len(t), hits=hits, texts=texts, tt=float(t @ t), tn=float(t @ n), nn=float(n @ n),
-                   pairs=float(n @ (n - 1)), tau2=tau2, correlation=within_name_correlation(tau2, hits, texts))
+        """One side's sums (each field a scalar): `of_segments` with one segment."""
+        return cls.of_segments(np.asarray(t, dtype=float), np.asarray(n, dtype=float), np.array([0])).take(0)
 
     @classmethod
     def of_segments(cls, t: np.ndarray, n: np.ndarray, starts: np.ndarray) -> SideSums:
@@ -92,15 +91,10 @@ class SideSums:
         return self.hits / self.texts
 
 
-def between_name_variance(t: np.ndarray, n: np.ndarray) -> float:
-    """tau2 of the names' rates by moments about the side's pooled rate p (DerSimonian-Laird type):
-    E sum_i (t_i - n_i p)^2 / n_i = (G - 1) p (1 - p) + tau2 [(N - G) - sum n_i (n_i - 1) / N]. 0 when the side
-    holds no between-name information (one name, or one text per name)."""
-    return float(_tau2(len(t), float(t.sum()), float(n.sum()), float((t * t / n).sum()), float(n @ (n - 1))))
-
-
 def _tau2(names: Any, hits: Any, texts: Any, tt_over_n: Any, pairs: Any) -> np.ndarray:
-    """`between_name_variance` from a side's sums, elementwise over arrays of sides."""
+    """tau2 of the names' rates by moments about the side's pooled rate p (DerSimonian-Laird type), from a side's
+    sums, elementwise over arrays of sides: E sum_i (t_i - n_i p)^2 / n_i = (G - 1) p (1 - p) + tau2 [(N - G) -
+    sum n_i (n_i - 1) / N]. 0 when the side holds no between-name information (one name, or one text per name)."""
     names, hits, texts, tt_over_n, pairs = (np.asarray(value, dtype=float)
                                             for value in (names, hits, texts, tt_over_n, pairs))
     p = hits / texts
@@ -327,3 +321,15 @@ def rate_interval(t: np.ndarray, n: np.ndarray, *, alpha: float, floor: bool = T
         spread = critical / (1 + c2) * np.sqrt(estimate * (1 - estimate) / effective + c2 / (4 * effective))
         low, high = min(low, centre - spread), max(high, centre + spread)
     return max(0.0, float(low)), min(1.0, float(high)), ""
+
+
+def unit_rate_interval(values: np.ndarray, units: np.ndarray, *, alpha: float,
+                       bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
+    """`rate_interval` of per-text (or per-prompt) `values` whose unit is `units`: the values mapped onto [0, 1]
+    by `bounds` (a score's range; no value in [0, 1] with mean p varies more than p (1 - p), Bhatia-Davis, so the
+    floor holds), summed per unit, and the interval read back in the values' own units."""
+    low, span = bounds[0], bounds[1] - bounds[0]
+    codes, _ = pd.factorize(np.asarray(units))
+    mapped = (np.asarray(values, dtype=float) - low) / span
+    start, end, _ = rate_interval(np.bincount(codes, weights=mapped), np.bincount(codes), alpha=alpha)
+    return low + span * start, low + span * end

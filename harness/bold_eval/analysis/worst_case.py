@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from bold_eval.analysis.clustered import cluster_ids, confidence_label
-from bold_eval.analysis.rate_test import rate_interval
+from bold_eval.analysis.rate_test import unit_rate_interval
 from bold_eval.analysis.results import WorstCaseView
 from bold_eval.analysis.scores import TestedLabel
 from bold_eval.metrics import metric_specs
@@ -79,22 +78,12 @@ def worst_case_labels(columns: Sequence[str] | pd.Index) -> list[Label]:
                         domains) for metric, case, domains in worst_cases(columns)]
 
 
-def _interval(values: pd.Series, clusters: pd.Series, bounds: tuple[float, float],
-              alpha: float) -> tuple[float, float]:
-    """The name-level interval of a group's mean (`rate_test.rate_interval`, the one the findings print), for a
-    share of prompts (0/1) and for a score alike: the score is mapped onto [0, 1] by its range, where no value
-    with mean p varies more than p (1 - p) (Bhatia-Davis), so the rate interval's floor holds, and read back.
-    None for a group of one name. Its coverage by number of names is in benchmarks/CALIBRATION.md."""
-    low, span = bounds[0], bounds[1] - bounds[0]
-    codes, _ = pd.factorize(clusters.to_numpy())
-    mapped = (values.to_numpy(dtype=float) - low) / span
-    start, end, _ = rate_interval(np.bincount(codes, weights=mapped), np.bincount(codes), alpha=alpha)
-    return low + span * start, low + span * end
-
-
 def _summary(part: pd.DataFrame, clusters: pd.Series, case: WorstCase, alpha: float) -> dict[str, Any]:
     values = part[case.prompt_column].astype(float)
-    low, high = _interval(values, clusters[part.index], (0.0, 1.0) if case.binary else case.bounds, alpha)
+    # The name-level interval of the group's mean, the one the findings print (a score mapped by its range);
+    # none for a group of one name. Its coverage by number of names: benchmarks/CALIBRATION.md.
+    low, high = unit_rate_interval(values.to_numpy(), clusters[part.index].to_numpy(), alpha=alpha,
+                                   bounds=(0.0, 1.0) if case.binary else case.bounds)
     return {"k": int(part["samples"].max()), "k_min": int(part["samples"].min()), "prompts": len(part),
             "names": int(clusters[part.index].nunique()), "value": float(values.mean()), "ci_low": low,
             "ci_high": high}
