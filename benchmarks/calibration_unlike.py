@@ -186,8 +186,18 @@ def paired_and_worst_rows(args: argparse.Namespace) -> None:
         values, side, unit = worst_case_data(rng, names_a, spread, rate)
         return 2 * values - 1, side, unit  # a score on [-1, 1], as VADER's compound
 
+    def worst_interaction_data(rng: np.random.Generator, names_a: int, spread: str,
+                               rate: float) -> tuple[np.ndarray, ...]:
+        """compare's interaction of two runs' worst cases: per prompt d = run's worst case - baseline's, both
+        continuous in [0, 1]; the run's names spread as `spread` says, the baseline's alike (a + b = 20)."""
+        run, side, unit = worst_case_data(rng, names_a, spread, rate)
+        means = np.clip(_beta(rng, rate, 20.0, int(unit.max()) + 1), 1e-3, 1 - 1e-3)
+        baseline = rng.beta(means[unit] * 20, (1 - means[unit]) * 20)
+        return run - baseline, side, unit
+
     kinds = (("interaction", interaction_data, None), ("worst case in [0, 1]", worst_case_data, None),
-             ("worst case in [-1, 1]", compound_data, (-1.0, 1.0)))  # the compound's range, as the report maps it
+             ("worst case in [-1, 1]", compound_data, (-1.0, 1.0)),  # the compound's range, as the report maps it
+             ("worst-case interaction (compare)", worst_interaction_data, None))
     for kind, make, bounds in kinds:
         for rate in (0.3, 0.03) if kind == "interaction" else (0.2,):
             for spread in ("strong", "exchangeable"):
@@ -257,6 +267,45 @@ def worst_coverage_rows(args: argparse.Namespace) -> None:
                   f"{width / args.coverage_replicates:.3f} |", flush=True)
 
 
+def overall_rows(args: argparse.Namespace) -> None:
+    """compare's overall difference of two runs (`compare.paired_difference`: the sign-flip test over names and
+    the interval that inverts it): per prompt d = run's label - baseline's, names with 1 + Geometric(0.3)
+    prompts, each name's rates in the two runs drawn independently (Beta with the run's mean and a + b shown), so
+    names differ in their own mean difference and in its spread even under the null of equal mean rates; the
+    run's names spread "strongly" (a + b = 1) against a tight baseline (20), or alike (3.33 each). Printed: the
+    share of data sets rejected at 5% and at 0.1% under the null (equal rates), and the coverage of the 95%
+    interval of the true mean difference under the null and at a planted +0.1."""
+    from bold_eval.analysis.compare import paired_difference
+
+    print("\n| baseline rate | run rate | spread (run / baseline) | names | rejected at 5% | at 0.1% | "
+          "95% interval covers | untestable |")
+    print("|---|---|---|---|---|---|---|---|")
+    designs = [(0.3, 0.3), (0.03, 0.03), (0.3, 0.4)]
+    for base, run in designs:
+        for spread, (total_run, total_base) in (("strong", (1.0, 20.0)), ("exchangeable", (3.33, 3.33))):
+            for names in (2, 3, 5, 10, 30, 100):
+                rng = np.random.default_rng(hash((base, run, spread, names)) % 2**32)
+                rejected_5 = rejected_01 = covered = untestable = 0
+                for replicate in range(args.overall_replicates):
+                    prompts = 1 + np.minimum(rng.geometric(0.3, names) - 1, 59)
+                    unit = np.repeat(np.arange(names), prompts)
+                    rate_run, rate_base = _beta(rng, run, total_run, names), _beta(rng, base, total_base, names)
+                    d = ((rng.random(len(unit)) < rate_run[unit]).astype(float)
+                         - (rng.random(len(unit)) < rate_base[unit]))
+                    result = paired_difference(d, unit, alpha=0.05, seed=replicate)
+                    untestable += not result["testable"]
+                    covered += result["ci_low"] <= run - base <= result["ci_high"]
+                    if result["testable"] and result["p_value"] <= 0.05:
+                        rejected_5 += 1
+                        rejected_01 += paired_difference(d, unit, alpha=0.001, seed=replicate)["p_value"] <= 0.001
+                total = args.overall_replicates
+                cells = [rejected_5 / total, rejected_01 / total, covered / total]
+                level = "" if run == base else " (power)"
+                print(f"| {base} | {run} | {spread} | {names} | {cells[0]:.2%} ± {_se(cells[0], total):.2%}{level} | "
+                      f"{cells[1]:.3%} ± {_se(cells[1], total):.3%}{level} | {cells[2]:.1%} ± "
+                      f"{_se(cells[2], total):.1%} | {untestable / total:.0%} |", flush=True)
+
+
 def coverage_and_power(args: argparse.Namespace) -> None:
     from bold_eval.analysis.rate_test import rate_test
 
@@ -284,7 +333,8 @@ def coverage_and_power(args: argparse.Namespace) -> None:
 
 
 SECTIONS = {"level": level_rows, "real": real_design_rows, "paired-worst": paired_and_worst_rows,
-            "rate-coverage": rate_coverage_rows, "worst-coverage": worst_coverage_rows, "power": coverage_and_power}
+            "rate-coverage": rate_coverage_rows, "worst-coverage": worst_coverage_rows, "overall": overall_rows,
+            "power": coverage_and_power}
 
 
 def _expected_rate(beta: tuple[float, float], shift: float) -> float:
@@ -305,8 +355,8 @@ def main() -> None:
     args = parser.parse_args()
     args.names = (1, 3, 4, 7, 10, 30, 100)
     (args.replicates, args.old_replicates, args.power_replicates, args.real_replicates, args.coverage_replicates,
-     args.paired_replicates) = (2000, 100, 200, 200, 2000, 2000) if args.fast else (20000, 400, 1000, 2000, 10000,
-                                                                                   20000)
+     args.paired_replicates, args.overall_replicates) = ((2000, 100, 200, 200, 2000, 2000, 1000) if args.fast else
+                                                         (20000, 400, 1000, 2000, 10000, 20000, 5000))
     started = time.perf_counter()
     for section in args.sections.split(","):
         if section not in SECTIONS:

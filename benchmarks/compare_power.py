@@ -10,7 +10,8 @@ each name counted as one coin flip per run: sqrt(2) x `clustered.minimum_detecta
 names_b)`.
 
 A design is "a names against b": group g01 has a names, the other b names form 5 groups of about b / 5, so a
-family holds 6 group-vs-rest contrasts x 2 labels = 12 tests. Prompts per name are drawn from a BOLD domain's
+family holds 6 group-vs-rest contrasts x 2 labels = 12 interactions and the 2 labels' overall differences, 14 tests
+(compare corrects them together: `analysis.compare.joint_family`). Prompts per name are drawn from a BOLD domain's
 (profession: mean 9.9, text-weighted 36.8). Per label each name has a rate p ~ Beta(mean --rate, intra-class
 correlation --rho); run B marks each of its k samples of a prompt with probability expit(logit p + u_B), run A with
 expit(logit p + --shift + u_A) (a main effect for everyone), u ~ Normal(0, --spread) per name and run (each
@@ -43,13 +44,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibration  # noqa: E402  (the calibration's helpers: sizes, Beta rates, integer ids, trials, intervals)
 
 from bold_eval.analysis.clustered import minimum_detectable_difference  # noqa: E402
-from bold_eval.analysis.compare import contrast_power  # noqa: E402
-from bold_eval.analysis.findings import TOO_SMALL_DIFFERENCE, paired_findings, prompt_rates  # noqa: E402
+from bold_eval.analysis.compare import contrast_power, paired_difference  # noqa: E402
+from bold_eval.analysis.findings import (  # noqa: E402
+    TOO_SMALL_DIFFERENCE,
+    adjust_together,
+    paired_findings,
+    prompt_rates,
+)
 from bold_eval.analysis.scores import TestedLabel  # noqa: E402
 from bold_eval.core.errors import UsageError, UserError  # noqa: E402
 
 REST_GROUPS = 5
-FAMILY = 2 * (REST_GROUPS + 1)  # group-vs-rest contrasts x two labels
+FAMILY = 2 * (REST_GROUPS + 1) + 2  # group-vs-rest contrasts x two labels, and the two overall differences
 LABELS = [TestedLabel("synthetic", column, column, True, None) for column in (calibration.PLANTED, calibration.NULL)]
 
 
@@ -106,13 +112,19 @@ def trial(index: int, *, design: Design, sizes: np.ndarray, seed: int, alpha: fl
     key = [seed, index, design.names, design.rest_names, design.samples,
            *(round(value * 1e6) for value in (design.rate, design.rho, design.shift, design.spread, design.effect))]
     run_a, run_b = paired_runs(sizes, design, np.random.default_rng(key))
-    tests = paired_findings(run_a, run_b, LABELS, alpha=alpha, correction="holm", cluster="name", seed=index).tests
-    family = int(tests["testable"].astype(bool).sum())
-    planted = tests[(tests["label"] == calibration.PLANTED) & (tests["group"] == "g01")].iloc[0]
+    interactions = paired_findings(run_a, run_b, LABELS, alpha=alpha, correction="holm", cluster="name",
+                                   seed=index).tests
     rates = [(label, pd.concat([prompt_rates(run_a, label[2], True)["rate"].rename("run"),
                                 prompt_rates(run_b, label[2], True)["rate"].rename("baseline")], axis=1))
              for label in LABELS]
     prompts = run_b.drop_duplicates("prompt_id")[["prompt_id", "domain", "group", "name"]]
+    # compare's family: the interactions and the overall differences (one per label here), adjusted together
+    name_of = prompts.set_index("prompt_id")["name"]
+    overall = pd.DataFrame([paired_difference((frame["run"] - frame["baseline"]).to_numpy(),
+                                              name_of.reindex(frame.index).to_numpy(), alpha=alpha, seed=index)
+                            for _, frame in rates])
+    (tests, _), family = adjust_together([interactions, overall], alpha, "holm")
+    planted = tests[(tests["label"] == calibration.PLANTED) & (tests["group"] == "g01")].iloc[0]
     power = contrast_power(prompts, rates, level=alpha / max(family, 1), cluster="name")
     g01 = power[power["contrast"] == "g01 vs rest"].iloc[0]
     testable = power.loc[power["testable"].astype(bool), "detectable_interaction"].fillna(np.inf)
@@ -138,7 +150,7 @@ def simulate(design: Design, sims: int, args: argparse.Namespace, sizes: np.ndar
 def design_rows(design: Design, args: argparse.Namespace, sizes: np.ndarray) -> list[dict[str, Any]]:
     """The null run of a design (its predictions), then each planted effect and the predicted one."""
     null = simulate(design, args.sims, args, sizes)
-    predicted = float(np.nanmean(null["predicted"].replace(np.inf, np.nan)))
+    predicted = float(np.nanmedian(null["predicted"].replace(np.inf, np.nan)))  # skewed over data sets
     effects = sorted({*args.effects, *([round(predicted, 3)] if np.isfinite(predicted) and predicted < 0.6 else [])})
     rows = []
     for effect in effects:

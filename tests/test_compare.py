@@ -188,7 +188,9 @@ def test_detectable_interaction_by_hand() -> None:
     0.3 give SE = sqrt(1.6 x 0.21 x 2 x (1/500 + 1/2500)) = 0.04016; Welch's df over the names, (1/50 + 1/250)^2
     / (1/50^2/49 + 1/250^2/249) = 70.0, needs a noncentrality of 3.819 for 80% power: 15.3 points. The worst
     case (each name one coin flip per run at 50%, v = 2) gives 41.8 points, near the old formula's 40.6 (z
-    instead of t); 4 names against 30 need far more, and 2 against 2 cannot reach the level at all (p >= 1/3)."""
+    instead of t). 4 names against 30 and 2 against 2 cannot reach the level at all: the score test's smallest
+    attainable p-value on those designs (`rate_test.min_attainable_p`) is above 0.05 / 12. A side whose prompts
+    sit with a few names has fewer degrees of freedom and needs a larger interaction than equal names."""
     level = 0.05 / 12
     found = detectable_interaction(50, 250, 500, 2500, base_rate=0.3, variance_ratio=1.6, deff=2.0, level=level)
     assert found["testable"] and found["df"] == pytest.approx(70.0, abs=0.05)
@@ -197,9 +199,15 @@ def test_detectable_interaction_by_hand() -> None:
     assert worst["detectable_interaction"] == pytest.approx(0.418, abs=1e-3)
     assert np.sqrt(2) * minimum_detectable_difference(0.5, 50, 250, alpha=level) == pytest.approx(0.406, abs=1e-3)
     small = detectable_interaction(4, 30, 40, 300, base_rate=0.3, variance_ratio=1.6, deff=2.0, level=level)
-    assert small["testable"] and small["detectable_interaction"] > 0.5
+    assert not small["testable"] and small["smallest_p"] > level
     tiny = detectable_interaction(2, 2, 4, 4, base_rate=0.3, variance_ratio=1.6, deff=2.0, level=level)
-    assert not tiny["testable"] and tiny["smallest_p"] > 1 / 3
+    assert not tiny["testable"] and tiny["smallest_p"] > 0.1
+    uneven = (np.r_[455.0, np.full(9, 5.0)], np.full(250, 10.0))  # one name holds most of g01's prompts
+    skewed = detectable_interaction(10, 250, 500, 2500, base_rate=0.3, variance_ratio=1.6, deff=2.0, level=level,
+                                    counts=uneven)
+    even = detectable_interaction(10, 250, 500, 2500, base_rate=0.3, variance_ratio=1.6, deff=2.0, level=level)
+    assert skewed["df"] < 3 < 8 < even["df"]
+    assert skewed["detectable_interaction"] > 2 * even["detectable_interaction"]
 
 
 def test_difference_design_from_the_runs_own_differences() -> None:
@@ -252,8 +260,9 @@ def test_the_banner_reads_the_runs_own_design(tmp_path: Path) -> None:
     """50 African American names against 250 (the rest in three groups of 83-84), 10 prompts a name, 10 tests
     (5 contrasts x 2 labels): from the runs' own differences (v 1.7, design effect 1.4) a typical contrast (83
     names against 217) finds 10 points, so no banner; the old formula (each name one coin flip per run) called
-    50 against 250 too few, 40 points. 3 names a group with 2 prompts each: a contrast of 3 names against 9 needs
-    far more than 20 points (and 3 against 3 cannot reach the level), and the banner fires."""
+    50 against 250 too few, 40 points. 3 names a group with 2 prompts each: a contrast of 3 names against 9 has
+    too few names for the score test to reach the corrected level at all (`rate_test.min_attainable_p`), so no
+    contrast is testable, and the banner fires."""
     big = compare_runs(race_runs(tmp_path / "big", (50, 84, 83, 83), 10), tmp_path / "big_cmp").read_text()
     power = pd.read_csv(tmp_path / "big_cmp" / "tables" / "comparability.csv").iloc[0]
     assert (power["names"], power["testable_contrasts"], power["basis"]) == (300, 5, OBSERVED)
@@ -263,7 +272,7 @@ def test_the_banner_reads_the_runs_own_design(tmp_path: Path) -> None:
     assert "share too few prompts" not in big and "Smallest detectable gap difference" in big
     tiny = compare_runs(race_runs(tmp_path / "tiny", (3, 3, 3, 3), 2), tmp_path / "tiny_cmp").read_text()
     power = pd.read_csv(tmp_path / "tiny_cmp" / "tables" / "comparability.csv").iloc[0]
-    assert power["detectable_interaction"] > 0.5 and power["too_small"] and power["testable_contrasts"] == 4
+    assert power["too_small"] and power["testable_contrasts"] == 0 and pd.isna(power["detectable_interaction"])
     assert tiny.index("**These runs share too few prompts to say which model is more biased.**") < tiny.index("Runs:")
 
 

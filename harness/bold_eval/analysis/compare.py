@@ -11,13 +11,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, special, stats
+from scipy import optimize, stats
 from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.power import ttest_power
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import (
-    MAX_PERMUTATIONS,
     MIN_EXPECTED,
     N_PERMUTATIONS,
     POWER,
@@ -33,6 +32,7 @@ from bold_eval.analysis.findings import (
     paired_findings,
     prompt_rates,
 )
+from bold_eval.analysis.rate_test import min_attainable_p
 from bold_eval.analysis.results import CorrectedFamily, MetricView, RunViews, WorstCaseView
 from bold_eval.analysis.scores import (
     check_scores,
@@ -454,28 +454,40 @@ def _noncentrality(df: float, level: float, power: float) -> float:
 
 
 def detectable_interaction(names: int, rest_names: int, prompts: int, rest_prompts: int, *, base_rate: float,
-                           variance_ratio: float, deff: float, level: float, power: float = POWER) -> dict[str, Any]:
+                           variance_ratio: float, deff: float, level: float, power: float = POWER,
+                           counts: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     """The smallest interaction one contrast could show and be found with `power` at `level`.
 
-    Standard error of the interaction: SE = sqrt(v p (1 - p) deff (1 / n_a + 1 / n_b)), the per-prompt variance
-    of d at base rate p over the effective sample sizes n / deff (n the side's prompts; in the worst case,
-    deff NaN, its names with v = 2). Detectable interaction = SE x the noncentrality a t test finds with
-    `power` at `level` (`_noncentrality`), on Welch-Satterthwaite degrees of freedom over the names of the two
-    sides: the studentized permutation test estimates each side's variance from its names, so 4 names on a side
-    leave about 3. Not testable: fewer than 2 names on a side, or fewer arrangements of the names than
-    2 / level (the permutation test's smallest p-value, also no lower than 1 / (MAX_PERMUTATIONS + 1)).
+    `counts` are the prompts of each name on each side (equal shares of `prompts` when not given). The domain's
+    design effect gives the within-name correlation rho = (deff - 1) / (m - 1), m the prompt-weighted mean
+    prompts per name (rho = 1 when deff is NaN: each name one coin flip per run, v = 2); a name with n prompts
+    then carries w = n (1 + (n - 1) rho) of the per-prompt variance of d, v p (1 - p), so each side's variance is
+    V = v p (1 - p) sum(w) / N^2 and SE = sqrt(V_a + V_b) (with equal names sum(w) / N^2 = deff / N). The test
+    estimates V from the names' residuals, so each side has Satterthwaite's (sum w)^2 / sum w^2 - 1 degrees of
+    freedom (G - 1 for equal names, fewer where a few names hold most prompts) and the sides combine as Welch's
+    (`rate_test.score_t`). Detectable interaction = SE x the noncentrality a t test on those degrees of freedom
+    needs for `power` at `level` (`_noncentrality`). Not testable: fewer than 2 names on a side, or a design
+    whose smallest attainable p-value (`rate_test.min_attainable_p`) is above the level.
     """
-    smallest_p = (2 if names == rest_names else 1) / special.comb(names + rest_names, names) \
-        + 1 / (MAX_PERMUTATIONS + 1)
-    row = {"df": np.nan, "smallest_p": float(smallest_p), "testable": False, "detectable_interaction": np.nan}
+    smallest_p = float(min_attainable_p(names, rest_names, prompts, rest_prompts))
+    row = {"df": np.nan, "smallest_p": smallest_p, "testable": False, "detectable_interaction": np.nan}
     if min(names, rest_names) < 2 or smallest_p > level:
         return row
-    sizes = (prompts / deff, rest_prompts / deff) if np.isfinite(deff) else (names, rest_names)
-    se = np.sqrt(variance_ratio * base_rate * (1 - base_rate) * (1 / sizes[0] + 1 / sizes[1]))
-    share_a, share_b = 1 / names, 1 / rest_names
-    df = (share_a + share_b) ** 2 / (share_a ** 2 / (names - 1) + share_b ** 2 / (rest_names - 1))
+    if counts is None:
+        counts = (np.full(names, prompts / names), np.full(rest_names, rest_prompts / rest_names))
+    sides = [np.asarray(side, dtype=float) for side in counts]
+    every = np.concatenate(sides)
+    weighted_mean = float((every ** 2).sum() / every.sum())
+    rho = 1.0 if not np.isfinite(deff) else (
+        float(np.clip((deff - 1) / (weighted_mean - 1), 0.0, 1.0)) if weighted_mean > 1 else 0.0)
+    weights = [side * (1 + (side - 1) * rho) for side in sides]
+    spread = variance_ratio * base_rate * (1 - base_rate)
+    variances = [spread * w.sum() / side.sum() ** 2 for w, side in zip(weights, sides, strict=True)]
+    dfs = [max(w.sum() ** 2 / (w ** 2).sum() - 1, 1.0) for w in weights]
+    df = sum(variances) ** 2 / sum(v * v / d for v, d in zip(variances, dfs, strict=True))
     shift = _noncentrality(round(float(df), 1), level, power)
-    return {**row, "df": float(df), "testable": True, "detectable_interaction": float(shift * se)}
+    return {**row, "df": float(df), "testable": True,
+            "detectable_interaction": float(shift * np.sqrt(sum(variances)))}
 
 
 def contrast_power(prompts: pd.DataFrame, rates: Sequence[tuple[Label, pd.DataFrame]], *, level: float,
@@ -494,11 +506,12 @@ def contrast_power(prompts: pd.DataFrame, rates: Sequence[tuple[Label, pd.DataFr
         domain_units = units.reindex(ids).to_numpy()
         for contrast in contrasts(part):
             in_a, in_b = contrast.sides(part)
-            sides = (len(pd.unique(domain_units[in_a])), len(pd.unique(domain_units[in_b])),
-                     int(in_a.sum()), int(in_b.sum()))
+            counts = (pd.Series(domain_units[in_a]).value_counts().to_numpy(),
+                      pd.Series(domain_units[in_b]).value_counts().to_numpy())
+            sides = (len(counts[0]), len(counts[1]), int(in_a.sum()), int(in_b.sum()))
             found = detectable_interaction(*sides, base_rate=design["base_rate"],
                                            variance_ratio=design["variance_ratio"], deff=design["design_effect"],
-                                           level=level, power=power)
+                                           level=level, power=power, counts=counts)
             rows.append({"domain": str(domain), "contrast": contrast.name, "names": sides[0],
                          "rest_names": sides[1], "prompts": sides[2], "rest_prompts": sides[3],
                          **design, **found})

@@ -116,9 +116,10 @@ def _banner_lines(compared: ComparedRuns, power: pd.DataFrame, family: int) -> l
     if len(compared.runs) > 1 and len(power) and power["too_small"].all():
         cells = ", ".join(f"{row.domain} {row.prompts:,} prompts / {row.names:,} names "
                           f"({_points(row.detectable_interaction)})" for row in power.itertuples(index=False))
-        tested = (f"{POWER:.0%} power after the correction over {family} interaction tests, from the runs' own "
-                  "differences: their variance, design effect and names on each side; a contrast needs 2 names or "
-                  "more on each side, and enough of them for the permutation test to reach the corrected level")
+        tested = (f"{POWER:.0%} power after the correction over the {family} tests of this comparison, from the "
+                  "runs' own differences: their variance, design effect and names on each side, and how the prompts "
+                  "spread over those names; a contrast needs 2 names or more on each side, and enough of them for "
+                  "the test to reach the corrected level")
         lines.append(f"> **These runs share too few prompts to say which model is more biased.** In no domain could "
                      "a typical contrast show a gap difference between the models smaller than "
                      f"{100 * TOO_SMALL_DIFFERENCE:.0f} percentage points and have it found ({tested}): {cells}. "
