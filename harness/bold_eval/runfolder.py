@@ -62,6 +62,8 @@ REFERENCE_FILE = "reference_scores.parquet"
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
+HTML_REPORT_FILE = "report.html"  # and its scripts and data in HTML_REPORT_DIR (report/html_report.py)
+HTML_REPORT_DIR = "report_files"
 FIGURES_DIR = "figures"
 TABLES_DIR = "tables"
 
@@ -443,7 +445,7 @@ def load_run(run_dir: str | Path, *, texts: bool = True) -> tuple[pd.DataFrame, 
 # --------------------------------------------------------------------------- the report as one unit
 
 # What one report is: replaced together or not at all.
-REPORT_ITEMS = (REPORT_FILE, SUMMARY_FILE, TABLES_DIR, FIGURES_DIR)
+REPORT_ITEMS = (REPORT_FILE, SUMMARY_FILE, TABLES_DIR, FIGURES_DIR, HTML_REPORT_FILE, HTML_REPORT_DIR)
 # A complete new report waiting to be moved in (`report_transaction`); its manifest lists what it has.
 PENDING_REPORT = ".report.pending"
 _MANIFEST = ".manifest.json"

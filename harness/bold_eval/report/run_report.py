@@ -1,4 +1,4 @@
-"""Writers for a run folder: summary.json, tables (CSV + markdown), PNG figures and report.md.
+"""Writers for a run folder: summary.json, tables (CSV + markdown), PNG figures, report.md and report.html.
 
 `write_report(run_dir)` reads `scores.parquet` and `run.json` (written by `bold-eval run`) and
 turns `bold_eval.analysis.summary.summarize` into files a reader can use without the code.
@@ -27,6 +27,7 @@ from bold_eval.report.first_screen import (
     scope_lines,
     worst_case_section,
 )
+from bold_eval.report.html_report import write_html_report
 from bold_eval.report.markdown import (
     markdown,
     to_jsonable,
@@ -39,6 +40,7 @@ from bold_eval.report.sections import (
 from bold_eval.runfolder import (
     FIGURES_DIR,
     REPORT_FILE,
+    SCORES_FILE,
     TABLES_DIR,
     RunRecord,
     SummaryRecord,
@@ -247,3 +249,5 @@ def _write_report_files(run_dir: Path, staging: Path, record: RunRecord, summary
     out += _statistics_and_caveats(summary, min_expected)
     write_text(staging / REPORT_FILE, "\n".join(out))
     write_summary(staging, _summary_record(record, summary))
+    scores = load_run(run_dir, texts=True)[0] if (run_dir / SCORES_FILE).is_file() else None
+    write_html_report(staging, record, summary, scores, read_reference_scores(run_dir, texts=True))
