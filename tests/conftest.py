@@ -156,3 +156,15 @@ def bold_eval_here(monkeypatch, capsys):
         return subprocess.CompletedProcess(["bold-eval", *map(str, args)], code, out, err)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Headless Chromium through Playwright (`bold_eval.testing.browser`), one per test process."""
+    from bold_eval.testing import browser
+
+    reason = browser.missing()
+    if reason:
+        missing_prerequisite(reason)
+    with browser.browser() as launched:
+        yield launched

@@ -11,6 +11,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from bold_eval.core import options
@@ -280,8 +281,6 @@ def _metric_options(args: argparse.Namespace) -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from bold_eval.core.devices import check_device
     from bold_eval.generation.decoding import DEFAULT_MAX_NEW_TOKENS, DEFAULT_PRESET, make_decoding
     from bold_eval.generator_flags import GeneratorChoiceError, choose_generator
@@ -320,7 +319,17 @@ def _run(args: argparse.Namespace) -> int:
     report = run(config)
     if report is not None:
         print(f"{'report' if args.report else 'scores'}: {report}")
+        _print_html_report(Path(report))
     return 0
+
+
+def _print_html_report(report: Path) -> None:
+    """The browser report's path beside report.md's, when the report wrote one."""
+    from bold_eval.runfolder import HTML_REPORT_FILE, REPORT_FILE
+
+    page = report.with_name(HTML_REPORT_FILE)
+    if report.name == REPORT_FILE and page.is_file():
+        print(f"report (open in a browser): {page}")
 
 
 def _alpha(text: str) -> float:
@@ -361,6 +370,7 @@ def _report(args: argparse.Namespace) -> int:
     path = write_report(args.run_dir, options.AnalysisOptions(ci=args.ci, alpha=args.alpha, seed=args.seed,
                                                               correction=args.correction, cluster=args.cluster))
     print(f"wrote {path}")
+    _print_html_report(Path(path))
     return 0
 
 
@@ -375,8 +385,8 @@ def _add_compare(subparsers: argparse._SubParsersAction) -> None:
                               "(default: refuse); says so loudly in compare.md and on the terminal")
     _add_cluster(compare)
     compare.add_argument("--correction", choices=tuple(options.CORRECTIONS), default=options.DEFAULT_CORRECTION,
-                         help="multiple-comparison correction over all model x group interactions (and, apart, "
-                              "over the overall differences): holm (default), bh (Benjamini-Hochberg) or by "
+                         help="multiple-comparison correction over all model x group interactions and the overall "
+                              "differences, as one family: holm (default), bh (Benjamini-Hochberg) or by "
                               "(Benjamini-Yekutieli)")
     compare.set_defaults(handler=_compare)
 
@@ -423,6 +433,7 @@ def _score(args: argparse.Namespace) -> int:
         command=getattr(args, "command_line", None), report=args.report,
         warn=lambda line: print(f"warning (--allow-partial): {line}", file=sys.stderr))
     print(f"scored {matched} generations; wrote {path}")
+    _print_html_report(Path(path))
     return 0
 
 
@@ -658,8 +669,6 @@ _OUTPUT_FOLDERS = {"score": ("out", "--out"), "compare": ("out", "--out"),
 def _check_output_folder(args: argparse.Namespace) -> None:
     """A folder the command will write that cannot be written (no permission, a read-only disk, a file in the
     way) stops it now, before a model is loaded. A run folder to report on must exist first (its own message)."""
-    from pathlib import Path
-
     from bold_eval.core.storage import check_writable_folder
 
     attribute, option = _OUTPUT_FOLDERS.get(args.command, (None, ""))
