@@ -40,7 +40,7 @@ export BOLD_SHENG2019_DIR ?= $(SHARED_DATA)/sheng2019
 export HF_HUB_OFFLINE ?= 1
 endif
 
-.PHONY: run test test-fast test-min lint install install-min clean
+.PHONY: run test test-fast test-min lint install install-min clean browser
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -69,6 +69,11 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(PYTEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
+
+# Headless Chromium for the browser tests (Debian's package; no browser download). .ci/run calls it; without it
+# those tests skip locally (and fail under CI=true), naming this target.
+browser:
+	command -v chromium >/dev/null 2>&1 || { $$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo) apt-get install -y -q chromium; }
 
 test-fast: $(VENV)/.installed
 	$(PYTEST_ENV) $(PY) -m pytest $(PYTEST_ARGS) -m "not slow"

@@ -46,6 +46,7 @@ def test_the_report_writes_html_beside_markdown(planted: Path) -> None:
         assert "</script" not in path.read_text().lower()
 
 
+@pytest.mark.slow
 def test_report_html_in_a_browser(planted: Path, chromium) -> None:
     page = Page(chromium)
     view = page.open(planted / HTML_REPORT_FILE)
@@ -87,6 +88,7 @@ def test_report_html_in_a_browser(planted: Path, chromium) -> None:
     page.close()
 
 
+@pytest.mark.slow
 def test_report_html_keyboard_and_phone(planted: Path, chromium) -> None:
     page = Page(chromium, width=390, height=844)
     view = page.open(planted / HTML_REPORT_FILE)

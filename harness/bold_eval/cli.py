@@ -374,6 +374,38 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_leaderboard(subparsers: argparse._SubParsersAction) -> None:
+    board = subparsers.add_parser(
+        "leaderboard", help="one static site over many runs: each model against Wikipedia, ranks with tie groups",
+        description="Rank several runs on the prompts they share: per domain and label each model's rate minus "
+                    "Wikipedia's (from a Wikipedia run among RUN, or the runs' own reference), with its interval, "
+                    "and ranks where models that cannot be told apart at the corrected level share one. Writes "
+                    "DIR/index.html (opens from file://; a Hub static Space as it stands), tables/ and results/ "
+                    "(the Hub leaderboard template's per-model JSON).")
+    board.add_argument("run_dirs", nargs="+", metavar="RUN", help="run folders written by `bold-eval run`")
+    board.add_argument("--out", required=True, metavar="DIR", help="the site's folder")
+    _add_alpha(board)
+    _add_cluster(board)
+    board.add_argument("--correction", choices=tuple(options.CORRECTIONS), default=options.DEFAULT_CORRECTION,
+                       help="correction over the model-vs-Wikipedia tests (one family) and over each column's pairs "
+                            "of models: holm (default), bh or by")
+    board.add_argument("--allow-different-prompts", action="store_true",
+                       help="rank runs whose prompt sets differ on the prompts all share (default: refuse)")
+    board.add_argument("--no-copy-reports", action="store_true",
+                       help="do not copy each run's report.html into DIR/runs/ (the board then links none)")
+    board.set_defaults(handler=_leaderboard)
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
+    from bold_eval.report.leaderboard import write_leaderboard
+
+    written = write_leaderboard(args.run_dirs, args.out, alpha=args.alpha, correction=args.correction,
+                                cluster=args.cluster, allow_different_prompts=args.allow_different_prompts,
+                                copy_reports=not args.no_copy_reports)
+    print(f"wrote {written['index']} ({written['models']} models; open it in a browser)")
+    return 0
+
+
 def _add_compare(subparsers: argparse._SubParsersAction) -> None:
     compare = subparsers.add_parser(
         "compare", help="put several runs side by side, one row per model, on the prompts they share")
@@ -575,6 +607,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(subparsers)
     _add_report(subparsers)
     _add_compare(subparsers)
+    _add_leaderboard(subparsers)
     _add_score(subparsers)
     _add_lm_eval_tasks_path(subparsers)
     _add_publish(subparsers)

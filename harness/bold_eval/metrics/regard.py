@@ -184,6 +184,7 @@ SPEC = MetricSpec(
     load_scorer=load_scorer,
     labels={"regard_label": REGARD_LABELS},
     title="Regard (Section 4.3; paper Table 5)",
+    directions={"negative": 1, "positive": -1},
     tested_labels={"positive": ("regard_label", "positive"), "negative": ("regard_label", "negative")},
     # Section 4.3: "Since the regard classifier was only trained on a few groups, we limit calculation
     # of this metrics to gender (female, male) and race (European American, African American) groups."

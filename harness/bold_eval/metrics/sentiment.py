@@ -181,6 +181,7 @@ SPEC = MetricSpec(
     load_scorer=load_scorer,
     labels={"sentiment_label": LABELS},
     title="Sentiment (Section 4.1; paper Figures 3-5)",
+    directions={"negative": 1, "positive": -1},
     tested_labels={"positive": ("sentiment_label", "positive"), "negative": ("sentiment_label", "negative")},
     colors={"negative": "#d7301f", "neutral": "#bdbdbd", "positive": "#1a9850"},
     scores={"compound": ScoreView(

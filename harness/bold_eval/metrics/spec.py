@@ -240,6 +240,9 @@ class MetricSpec:
     worst_cases: tuple[WorstCase, ...] = ()
     # Report headers per tested label, where they differ from the label's name (Tables 4, 6, 9-11).
     headers: Mapping[str, str] = field(default_factory=dict)
+    # The tested labels a leaderboard ranks models on, with their direction: +1 when a higher rate is worse
+    # (negative sentiment, toxicity), -1 when a lower one is (positive regard). Others are shown, not ranked.
+    directions: Mapping[str, int] = field(default_factory=dict)
     # Continuous scores `bold-eval validate` can compare with human labels, the default first.
     scores: Mapping[str, ScoreView] = field(default_factory=dict)
     read_score: ScoreReader | None = None

@@ -246,6 +246,7 @@ SPEC = MetricSpec(
     title="Toxicity (Section 4.2; toxic_ratio, Section 6.1.3)",
     required_columns=("toxicity_is_toxic",),
     boolean_columns=("toxicity_is_toxic",),
+    directions={"toxic": 1},
     tested_labels={"toxic": ("toxicity_is_toxic", True)},
     resource_options=("model",),
     scores={"toxicity": ScoreView(

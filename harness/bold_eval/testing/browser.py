@@ -32,7 +32,7 @@ def missing() -> str | None:
     except ImportError:
         return "Playwright for Python is not installed (pip install playwright; no browser download is needed)"
     if chromium_path() is None:
-        return ("no Chromium executable: apt-get install chromium, or set BOLD_EVAL_CHROMIUM to one "
+        return ("no Chromium executable: `make browser` (apt-get install chromium), or set BOLD_EVAL_CHROMIUM to one "
                 f"(looked for $BOLD_EVAL_CHROMIUM and {', '.join(CHROMIUM_NAMES)} on the PATH)")
     return None
 

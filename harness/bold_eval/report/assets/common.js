@@ -60,6 +60,11 @@ var BOLD = (function () {
     if (low === null || low === undefined || !isFinite(low)) return "no interval";
     return "[" + num(low, digits) + ", " + num(high, digits) + "]";
   }
+  function pointsInterval(low, high) {
+    if (low === null || low === undefined || !isFinite(low)) return "no interval";
+    var f = function (v) { return (v > 0 ? "+" : "") + (100 * v).toFixed(1); };
+    return "[" + f(low) + ", " + f(high) + "]";
+  }
   function pvalue(p) {
     if (p === null || p === undefined || !isFinite(p)) return "n/a";
     return p < 0.001 ? "<0.001 (" + p.toExponential(1) + ")" : p.toFixed(3);
@@ -202,6 +207,6 @@ var BOLD = (function () {
       .map(function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]); }).join("&");
   }
   return {put: put, get: get, load: load, el: el, clear: clear, num: num, signed: signed, points: points,
-          interval: interval, pvalue: pvalue, table: table, select: select, tabs: tabs, forest: forest,
+          interval: interval, pointsInterval: pointsInterval, pvalue: pvalue, table: table, select: select, tabs: tabs, forest: forest,
           hashParams: hashParams, link: link, COLORS: COLORS};
 })();

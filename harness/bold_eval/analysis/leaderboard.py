@@ -1,0 +1,246 @@
+"""Many runs on one board: each model's rate of each tested label against Wikipedia's on the same prompts, and
+which models can be told apart.
+
+An addition to the paper, which compares models table by table. For each domain and label the board reads, on
+the prompts every run shares (each prompt's k samples averaged into one rate):
+
+- **against Wikipedia**: the mean over prompts of the model's rate minus the Wikipedia sentence's, tested and
+  bounded with the name as the unit (`compare.sign_flips`, the sign-flip test of `bold-eval compare`'s overall
+  difference, and the interval that inverts it), every model x column in one corrected family;
+- **tie groups**: every pair of models compared the same way on the same prompts (the mean of model A's rate
+  minus model B's), corrected over the column's pairs. In a column whose label has a direction
+  (`MetricSpec.directions`: more negative sentiment, more toxicity, less positive regard are worse) a model's
+  rank is 1 + the number of models that are better at the corrected level; models that no difference separates
+  share a rank. A label without a direction (psycholinguistic, gender polarity) is shown, not ranked.
+
+All tests of a domain share one set of sign patterns over its names (one matrix product), so ten full-BOLD runs
+take seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from statsmodels.stats.proportion import proportion_confint
+
+from bold_eval.analysis.clustered import adjust, cluster_ids
+from bold_eval.analysis.compare import PromptSetError, applies, run_label, sign_flips
+from bold_eval.analysis.findings import prompt_rates
+from bold_eval.analysis.scores import TestedLabel, check_scores
+from bold_eval.analysis.summary import finding_labels
+from bold_eval.core.errors import UserError
+from bold_eval.metrics import metric_specs
+from bold_eval.runfolder import RunRecord, load_run, read_reference_scores
+
+CELL_COLUMNS = ["model", "domain", "metric", "label", "direction", "prompts", "names", "model_rate",
+                "wikipedia_rate", "difference", "ci_low", "ci_high", "p_value", "p_adjusted", "significant", "rank",
+                "tie_group"]
+PAIR_COLUMNS = ["domain", "metric", "label", "model_a", "model_b", "difference", "ci_low", "ci_high", "p_value",
+                "p_adjusted", "significant"]
+
+
+@dataclass(frozen=True)
+class BoardRun:
+    """One model's run on the board."""
+
+    label: str
+    folder: Path
+    record: RunRecord
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """The board: its runs, the Wikipedia baseline's source, the shared prompts, one row per model x domain x
+    label (`cells`) and one per pair of models x domain x label (`pairs`)."""
+
+    runs: list[BoardRun]
+    baseline: str
+    prompts: int
+    prompts_per_run: dict[str, int]
+    different: bool
+    cells: pd.DataFrame
+    pairs: pd.DataFrame
+    alpha: float
+    correction: str
+    cluster: str
+    family: int
+
+
+def directions() -> dict[tuple[str, str], int]:
+    return {(spec.name, label): sign for spec in metric_specs() for label, sign in spec.directions.items()}
+
+
+def _load(run_dirs: Sequence[str | Path]) -> tuple[list[BoardRun], dict[str, pd.DataFrame], pd.DataFrame, str]:
+    """(model runs, their scores by label, the baseline's scores, where the baseline comes from)."""
+    runs, scores, baseline, source = [], {}, None, ""
+    for folder in map(Path, run_dirs):
+        frame, record = load_run(folder, texts=False)
+        frame = check_scores(frame, record.to_dict().get("label_columns"), source=str(folder))
+        label = run_label(record, folder)
+        if label == "WIKI" or record.generator == "wikipedia":
+            if baseline is None:
+                baseline, source = frame, f"the Wikipedia run {folder}"
+            continue
+        if label in scores:
+            label = f"{label} ({folder.name})"
+        runs.append(BoardRun(label, folder, record))
+        scores[label] = frame
+    if not runs:
+        raise UserError("the leaderboard needs at least one model run besides the Wikipedia baseline; pass the run "
+                        "folders written by `bold-eval run`")
+    if baseline is None:
+        for run in runs:
+            reference = read_reference_scores(run.folder, texts=False)
+            if reference is not None:
+                baseline, source = reference, f"the Wikipedia sentences scored with {run.folder}"
+                break
+    if baseline is None:
+        raise UserError("no Wikipedia baseline: pass a run of `bold-eval run --model wikipedia` on the same prompts, "
+                        "or runs scored with their Wikipedia reference (reference_scores.parquet, the default of "
+                        "`bold-eval run`)")
+    return runs, scores, baseline, source
+
+
+def build_leaderboard(run_dirs: Sequence[str | Path], *, alpha: float = 0.05, correction: str = "holm",
+                      cluster: str = "name", allow_different_prompts: bool = False, seed: int = 0,
+                      n_resamples: int = 9_999) -> Leaderboard:
+    """The board over `run_dirs` (model runs, and a Wikipedia run or the runs' own Wikipedia reference)."""
+    runs, scores, baseline, source = _load(run_dirs)
+    prompt_sets = {label: set(frame["prompt_id"].astype(str)) for label, frame in scores.items()}
+    per_run = {label: len(ids) for label, ids in prompt_sets.items()}
+    shared = set.intersection(*prompt_sets.values()) & set(baseline["prompt_id"].astype(str))
+    different = any(ids != shared for ids in prompt_sets.values())
+    if not shared:
+        raise PromptSetError("the runs share no prompt with each other and the Wikipedia baseline: nothing to rank "
+                             "like with like")
+    if different and not allow_different_prompts:
+        sizes = ", ".join(f"{label}: {size}" for label, size in per_run.items())
+        raise PromptSetError(
+            f"the runs were generated from different prompt sets ({sizes} prompts; {len(shared)} shared by all). "
+            "Rerun them on the same prompts (same --domains, --limit and --sample-seed), or pass "
+            "--allow-different-prompts to rank them on the shared prompts only.")
+    columns = set(baseline.columns).intersection(*(set(frame.columns) for frame in scores.values()))
+    labels = finding_labels(pd.Index(sorted(columns)))
+    prompts = baseline.drop_duplicates("prompt_id")
+    prompts = prompts[prompts["prompt_id"].astype(str).isin(shared)].sort_values("prompt_id").reset_index(drop=True)
+    ids = prompts["prompt_id"].astype(str).to_numpy()
+    units = cluster_ids(prompts, "prompt" if cluster == "none" else cluster)
+    names = list(scores)
+    rates = {label: np.column_stack([_rates(scores[name], label, ids) for name in names]
+                                    + [_rates(baseline, label, ids)]) for label in labels}
+    cells, pairs = [], []
+    for domain in sorted(prompts["domain"].astype(str).unique()):
+        in_domain = (prompts["domain"].astype(str) == domain).to_numpy()
+        cell_rows, pair_rows = _domain(domain, in_domain, units, names,
+                                       [(label, rates[label]) for label in labels if applies(label, domain)],
+                                       alpha=alpha, seed=seed, n_resamples=n_resamples)
+        cells += cell_rows
+        pairs += pair_rows
+    cell_frame = pd.DataFrame(cells, columns=[c for c in CELL_COLUMNS if c not in ("rank", "tie_group",
+                                                                                   "p_adjusted", "significant")])
+    pair_frame = pd.DataFrame(pairs, columns=[c for c in PAIR_COLUMNS if c not in ("p_adjusted", "significant")])
+    family = _adjust_cells(cell_frame, alpha, correction)
+    _adjust_pairs(pair_frame, alpha, correction)
+    _rank(cell_frame, pair_frame)
+    return Leaderboard(runs=runs, baseline=source, prompts=len(shared), prompts_per_run=per_run, different=different,
+                       cells=cell_frame[CELL_COLUMNS], pairs=pair_frame[PAIR_COLUMNS], alpha=alpha,
+                       correction=correction, cluster=cluster, family=family)
+
+
+def _rates(scores: pd.DataFrame, label: TestedLabel, ids: np.ndarray) -> np.ndarray:
+    """The label's rate per prompt of `ids` (its samples averaged), NaN where the run has no score."""
+    rate = prompt_rates(scores, label.column, label.value)["rate"]
+    return rate.reindex(ids).to_numpy(dtype=float)
+
+
+def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[str],
+            labelled: list[tuple[TestedLabel, np.ndarray]], *, alpha: float, seed: int,
+            n_resamples: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The domain's tests: each model against Wikipedia, each pair of models, for every label, on the prompts
+    where every run has the label; tests whose prompts are the same share one set of sign patterns."""
+    sides = [(m, len(names)) for m in range(len(names))] + list(combinations(range(len(names)), 2))
+    batches: dict[bytes, list[tuple[TestedLabel, np.ndarray, np.ndarray]]] = {}
+    for label, matrix in labelled:
+        part = matrix[in_domain]
+        keep = ~np.isnan(part).any(axis=1)
+        if keep.sum() == 0:
+            continue
+        batches.setdefault(keep.tobytes(), []).append((label, part, keep))
+    cells, pairs = [], []
+    direction = directions()
+    for group in batches.values():
+        keep = group[0][2]
+        codes, uniques = pd.factorize(units[in_domain][keep])
+        counts = np.bincount(codes).astype(float)
+        upper = float(proportion_confint(0, len(uniques), alpha=alpha, method="beta")[1])
+        d = np.column_stack([part[keep][:, a] - part[keep][:, b] for _, part, _ in group for a, b in sides])
+        sums = np.zeros((len(uniques), d.shape[1]))
+        np.add.at(sums, codes, d)
+        if len(uniques) < 2:
+            p_value, low, high = (np.full(d.shape[1], np.nan) for _ in range(3))
+        else:
+            p_value, low, high = sign_flips(sums, counts, alpha=alpha, n_resamples=n_resamples, seed=seed)
+        for k, (label, part, _) in enumerate(group):
+            values = part[keep]
+            for s, (a, b) in enumerate(sides):
+                at = k * len(sides) + s
+                row = {"domain": domain, "metric": label.metric, "label": label.name,
+                       "difference": float(d[:, at].mean()), "ci_low": float(max(low[at], -1.0)),
+                       "ci_high": float(min(high[at], 1.0)), "p_value": float(p_value[at])}
+                if not d[:, at].any():  # no prompt differs: nothing to test, a Clopper-Pearson bound (compare's rule)
+                    row.update(p_value=np.nan, ci_low=-upper, ci_high=upper)
+                if b == len(names):
+                    cells.append({"model": names[a], **row, "direction": direction.get((label.metric, label.name), 0),
+                                  "prompts": int(keep.sum()), "names": len(uniques),
+                                  "model_rate": float(values[:, a].mean()), "wikipedia_rate": float(values[:, b].mean())})
+                else:
+                    pairs.append({"model_a": names[a], "model_b": names[b], **row})
+    return cells, pairs
+
+
+def _adjust_cells(cells: pd.DataFrame, alpha: float, correction: str) -> int:
+    """Every model-vs-Wikipedia test of the board in one family."""
+    cells["p_adjusted"], cells["significant"] = np.nan, False
+    testable = cells["p_value"].notna().to_numpy()
+    if testable.any():
+        adjusted, reject = adjust(cells.loc[testable, "p_value"].to_numpy(float), alpha=alpha, correction=correction)
+        cells.loc[testable, "p_adjusted"], cells.loc[testable, "significant"] = adjusted, reject
+    return int(testable.sum())
+
+
+def _adjust_pairs(pairs: pd.DataFrame, alpha: float, correction: str) -> None:
+    """Each column's pairs (domain x label) as a family of their own: a rank is a claim about one column."""
+    pairs["p_adjusted"], pairs["significant"] = np.nan, False
+    for _, part in pairs.groupby(["domain", "metric", "label"], sort=False):
+        testable = part.index[part["p_value"].notna()]
+        if len(testable):
+            adjusted, reject = adjust(pairs.loc[testable, "p_value"].to_numpy(float), alpha=alpha,
+                                      correction=correction)
+            pairs.loc[testable, "p_adjusted"], pairs.loc[testable, "significant"] = adjusted, reject
+
+
+def _rank(cells: pd.DataFrame, pairs: pd.DataFrame) -> None:
+    """rank = 1 + the models better at the corrected level (lower rate where more is worse); tie_group names the
+    models that share that rank. Labels without a direction get none."""
+    cells["rank"], cells["tie_group"] = np.nan, ""
+    for (domain, metric, label), part in cells.groupby(["domain", "metric", "label"], sort=False):
+        sign = int(part["direction"].iloc[0])
+        if sign == 0:
+            continue
+        column = pairs[(pairs["domain"] == domain) & (pairs["metric"] == metric) & (pairs["label"] == label)]
+        better: dict[str, int] = dict.fromkeys(part["model"], 0)
+        for row in column[column["significant"].astype(bool)].itertuples(index=False):
+            worse = row.model_a if sign * row.difference > 0 else row.model_b
+            better[worse] += 1
+        ranks = {model: 1 + count for model, count in better.items()}
+        cells.loc[part.index, "rank"] = [ranks[model] for model in part["model"]]
+        for rank in set(ranks.values()):
+            sharing = sorted(model for model, value in ranks.items() if value == rank)
+            cells.loc[part.index[part["model"].isin(sharing).to_numpy()], "tie_group"] = " = ".join(sharing)
+

@@ -1,0 +1,142 @@
+"""`bold-eval leaderboard`: ranks with tie groups from paired tests on shared prompts, the Hub template's results
+layout, a static site that opens offline, and, on the embedded model under three chat protocols, a planted
+difference that the tie groups find."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bold_eval.analysis.compare import PromptSetError
+from bold_eval.analysis.leaderboard import build_leaderboard
+from bold_eval.core.errors import UserError
+from bold_eval.report.leaderboard import write_leaderboard
+from bold_eval.report.run_report import write_report
+from bold_eval.runfolder import load_run, write_scores
+from bold_eval.testing.browser import Page
+from bold_eval.testing.runs import HOSTILE_TEXTS, planted_runs, write_run_folder
+
+HOSTILE = HOSTILE_TEXTS[1]
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """model-a and model-b alike, model-c 25 points more negative than Wikipedia for everyone; a fourth model with a
+    hostile name, alike too."""
+    return planted_runs(tmp_path_factory.mktemp("board"), {"model-a": {}, "model-b": {}, "model-c": {"shift": 0.25},
+                                                           HOSTILE: {}}, names=30, prompts=3)
+
+
+def test_tie_groups_find_the_planted_model(three: dict[str, Path]) -> None:
+    board = build_leaderboard(list(three.values()))
+    assert board.baseline.startswith("the Wikipedia run") and board.prompts == 360 and not board.different
+    negative = board.cells[board.cells["label"] == "negative"].set_index("model")
+    assert negative.loc["model-c", "rank"] == 4 and negative.loc["model-c", "tie_group"] == "model-c"
+    assert set(negative["rank"].drop("model-c")) == {1}
+    assert negative.loc["model-a", "tie_group"] == " = ".join(sorted(["model-a", "model-b", HOSTILE]))
+    assert negative.loc["model-c", "significant"] and not negative.drop("model-c")["significant"].any()
+    assert negative.loc["model-c", "ci_low"] > 0.1 and negative["names"].eq(120).all()
+    pairs = board.pairs[board.pairs["label"] == "negative"]
+    separated = {frozenset((row.model_a, row.model_b)) for row in pairs.itertuples() if row.significant}
+    assert separated == {frozenset(("model-c", other)) for other in ("model-a", "model-b", HOSTILE)}
+    # every interval agrees with its test about zero
+    for frame in (board.cells, board.pairs):
+        tested = frame[frame["p_value"].notna()]
+        assert ((tested["ci_low"] > 0) | (tested["ci_high"] < 0)).eq(tested["p_value"] <= board.alpha).all()
+    assert set(board.cells.loc[board.cells["label"] == "positive", "direction"]) == {-1}
+
+
+def test_the_reference_serves_when_no_wikipedia_run_is_given(three: dict[str, Path]) -> None:
+    board = build_leaderboard([three["model-a"], three["model-c"]])
+    assert board.baseline.startswith("the Wikipedia sentences scored with")
+    negative = board.cells[board.cells["label"] == "negative"].set_index("model")
+    assert list(negative["rank"]) == [1, 2]
+
+
+def test_bad_boards_say_what_to_do(three: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="at least one model run"):
+        build_leaderboard([three["wikipedia"]])
+    scores, _ = load_run(three["model-a"])
+    short = write_run_folder(tmp_path / "short", scores.iloc[:100], model="short")
+    with pytest.raises(PromptSetError, match="--allow-different-prompts"):
+        build_leaderboard([three["wikipedia"], three["model-a"], short])
+    board = build_leaderboard([three["wikipedia"], three["model-a"], short], allow_different_prompts=True)
+    assert board.different and board.prompts == 100
+    alone = write_run_folder(tmp_path / "alone", scores, model="alone")
+    with pytest.raises(UserError, match="no Wikipedia baseline"):
+        build_leaderboard([alone])
+
+
+def test_site_results_and_card(three: dict[str, Path], tmp_path: Path, bold_eval_here) -> None:
+    result = bold_eval_here("leaderboard", *three.values(), "--out", tmp_path / "site", "--no-copy-reports")
+    assert result.returncode == 0, result.stderr
+    site = tmp_path / "site"
+    card = (site / "README.md").read_text()
+    assert card.startswith("---\n") and "sdk: static" in card and "app_file: index.html" in card
+    assert "<img" not in card  # a hostile model name is not markup in the Space's card
+    files = sorted(site.glob("results/*/*/results_*.json"))
+    assert len(files) == 4
+    payload = json.loads((site / "results" / "local" / "model-c").glob("results_*.json").__next__().read_text())
+    assert payload["config"]["model_name"] == "local/model-c" and "model_sha" in payload["config"]
+    task = payload["results"]["bold_race_sentiment_negative"]
+    assert task["rank"] == 4 and task["vs_wikipedia_ci_low"] > 0.1
+    table = pd.read_csv(site / "tables" / "leaderboard.csv")
+    assert len(table) == 4 * 2 and {"rank", "tie_group", "ci_low"} <= set(table.columns)
+
+
+@pytest.mark.slow
+def test_leaderboard_in_a_browser(three: dict[str, Path], tmp_path: Path, chromium) -> None:
+    for model in ("model-a", "model-c"):
+        write_report(three[model])
+    site = tmp_path / "site"
+    write_leaderboard(list(three.values()), site)
+    page = Page(chromium)
+    view = page.open(site / "index.html")
+    view.wait_for_selector("table")
+    assert "race: 1. " in view.inner_text("ul.ties") and "| 4. model-c" in view.inner_text("ul.ties")
+    assert HOSTILE in view.inner_text("main")
+    view.select_option("#model-a", "model-a")
+    view.select_option("#model-b", "model-c")
+    verdicts = view.locator("table").nth(2).inner_text()
+    assert "model-a is better" in verdicts and "cannot be told apart" in verdicts
+    view.click("a:has-text('model-c')")
+    view.wait_for_selector(".answer")
+    assert view.url.endswith("runs/model-c/report.html")
+    assert not page.errors and not page.dialogs and page.pwned() is None, (page.errors, page.dialogs)
+    page.close()
+
+
+@pytest.mark.slow
+def test_the_embedded_model_under_three_protocols(tmp_path: Path, bold_eval_here, chromium) -> None:
+    """The issue's board: the embedded chat model under --chat-template none, prefill and instruct, the Wikipedia
+    baseline, and a copy of the `none` run made negative in every text (a planted difference): the copy is alone
+    in the last tie group, and the site loads cleanly."""
+    common = ("--domains", "race", "--limit", "24", "--max-new-tokens", "10", "--metrics", "sentiment",
+              "--no-progress")
+    folders = []
+    for protocol in ("none", "prefill", "instruct"):
+        out = tmp_path / protocol
+        result = bold_eval_here("run", "--model", "embedded", "--chat-template", protocol, *common, "--out", out)
+        assert result.returncode == 0, result.stderr[-2000:]
+        folders.append(out)
+    wiki = tmp_path / "wikipedia"
+    assert bold_eval_here("run", "--model", "wikipedia", *common, "--out", wiki).returncode == 0
+    scores, record = load_run(folders[0])
+    planted = write_run_folder(tmp_path / "planted", scores.assign(sentiment_label="negative"), model="planted",
+                               generator="hf-causal")
+    write_scores(planted, pd.read_parquet(folders[0] / "reference_scores.parquet"), "reference_scores.parquet")
+    site = tmp_path / "site"
+    write_leaderboard([wiki, *folders, planted], site)
+    cells = pd.read_csv(site / "tables" / "leaderboard.csv")
+    negative = cells[cells["label"] == "negative"].set_index("model")
+    assert negative.loc["planted", "rank"] == 4 and negative.loc["planted", "tie_group"] == "planted"
+    assert negative.drop("planted")["rank"].max() < 4
+    page = Page(chromium)
+    view = page.open(site / "index.html")
+    view.wait_for_selector("ul.ties")
+    assert "4. planted" in view.inner_text("ul.ties")
+    assert not page.errors and page.pwned() is None
+    page.close()
