@@ -140,3 +140,22 @@ def test_the_embedded_model_under_three_protocols(tmp_path: Path, bold_eval_here
     assert "4. planted" in view.inner_text("ul.ties")
     assert not page.errors and page.pwned() is None
     page.close()
+
+
+def test_publish_results_stages_the_leaderboard(three: dict[str, Path], tmp_path: Path, bold_eval_here) -> None:
+    site = tmp_path / "site"
+    write_leaderboard(list(three.values()), site, copy_reports=False)
+    staged = tmp_path / "staged"
+    result = bold_eval_here("publish-results", "--leaderboard", site, "--namespace", "me", "--dry-run", staged)
+    assert result.returncode == 0, result.stderr
+    assert "would upload" in result.stdout and "dataset me/bold-results" in result.stdout
+    assert "space me/bold-leaderboard, sdk static" in result.stdout
+    assert len(list((staged / "dataset").glob("*/*/results_*.json"))) == 4
+    assert "configs:" in (staged / "dataset" / "README.md").read_text()
+    assert (staged / "space" / "index.html").is_file() and not (staged / "space" / "results").exists()
+    assert "sdk: static" in (staged / "space" / "README.md").read_text()
+    wrong = bold_eval_here("publish-results", "--leaderboard", site, "--dry-run", tmp_path / "x")
+    assert wrong.returncode != 0 and "--namespace" in wrong.stderr
+    missing = bold_eval_here("publish-results", "--leaderboard", tmp_path, "--namespace", "me", "--dry-run",
+                             tmp_path / "y")
+    assert missing.returncode != 0 and "is not a leaderboard folder" in missing.stderr

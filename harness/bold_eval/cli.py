@@ -507,11 +507,20 @@ def _publish(args: argparse.Namespace) -> int:
 def _add_publish_results(subparsers: argparse._SubParsersAction) -> None:
     DEFAULT_RESULTS_DATASET = options.DEFAULT_RESULTS_DATASET
     results = subparsers.add_parser(
-        "publish-results", help="add a run's summary as evaluation results (model-index) to a model repo's card"
+        "publish-results", help="add a run's summary as evaluation results (model-index) to a model repo's card, "
+                                "or publish a leaderboard folder (--leaderboard) as a results dataset and a Space"
     )
-    results.add_argument("run_dir", help="run folder with summary.json")
-    results.add_argument("--repo", required=True, help="model repo NAMESPACE/MODEL")
-    results.add_argument("--dry-run", metavar="DIR", default=None, help="only write the updated card to DIR/README.md")
+    results.add_argument("run_dir", nargs="?", help="run folder with summary.json")
+    results.add_argument("--repo", default=None, help="model repo NAMESPACE/MODEL (with RUN_DIR)")
+    results.add_argument("--leaderboard", metavar="DIR", default=None,
+                         help="a folder written by `bold-eval leaderboard`: its results/ go to the dataset "
+                              "NS/bold-results (the Hub leaderboard template's layout) and the site to the static "
+                              "Space NS/bold-leaderboard")
+    results.add_argument("--namespace", default=None, help="Hub user or organisation (with --leaderboard)")
+    results.add_argument("--private", action="store_true", help="create the leaderboard's repos as private")
+    results.add_argument("--dry-run", metavar="DIR", default=None,
+                         help="only write the updated card to DIR/README.md (with --leaderboard: stage the dataset "
+                              "and the Space in DIR)")
     results.add_argument("--card", default=None,
                          help="local README.md to update (default: the repo's current card; a new card in a dry run)")
     results.add_argument("--dataset-id", default=DEFAULT_RESULTS_DATASET,
@@ -523,6 +532,16 @@ def _add_publish_results(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _publish_results(args: argparse.Namespace) -> int:
+    if args.leaderboard is not None:
+        if args.run_dir is not None or args.repo is not None or not args.namespace:
+            raise UsageError("publish-results --leaderboard DIR takes --namespace NS (and no RUN_DIR or --repo)")
+        from bold_eval.hub.leaderboard import publish_leaderboard
+
+        publish_leaderboard(args.leaderboard, args.namespace, private=args.private, dry_run=args.dry_run)
+        return 0
+    if args.run_dir is None or args.repo is None:
+        raise UsageError("publish-results needs RUN_DIR and --repo NAMESPACE/MODEL (or --leaderboard DIR "
+                         "--namespace NS)")
     from bold_eval.hub.model_card import publish_results
 
     publish_results(args.run_dir, args.repo, dry_run=args.dry_run, card=args.card, dataset_id=args.dataset_id,
@@ -694,7 +713,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # The folder each command writes into (argument name, how the message calls it); checked before any work.
 # (`run` checks its own --out first thing: `bold_eval.run.run`.)
-_OUTPUT_FOLDERS = {"score": ("out", "--out"), "compare": ("out", "--out"),
+_OUTPUT_FOLDERS = {"score": ("out", "--out"), "compare": ("out", "--out"), "leaderboard": ("out", "--out"),
                    "validate": ("out", "--out"), "report": ("run_dir", "the run folder"),
                    "publish": ("dry_run", "--dry-run"), "publish-results": ("dry_run", "--dry-run")}
 
