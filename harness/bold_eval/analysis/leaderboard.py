@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import adjust, cluster_ids
@@ -79,6 +80,7 @@ def directions() -> dict[tuple[str, str], int]:
 def _load(run_dirs: Sequence[str | Path]) -> tuple[list[BoardRun], dict[str, pd.DataFrame], pd.DataFrame, str]:
     """(model runs, their scores by label, the baseline's scores, where the baseline comes from)."""
     runs, scores, baseline, source = [], {}, None, ""
+    loaded = []
     for folder in map(Path, run_dirs):
         frame, record = load_run(folder, texts=False)
         frame = check_scores(frame, record.to_dict().get("label_columns"), source=str(folder))
@@ -87,8 +89,12 @@ def _load(run_dirs: Sequence[str | Path]) -> tuple[list[BoardRun], dict[str, pd.
             if baseline is None:
                 baseline, source = frame, f"the Wikipedia run {folder}"
             continue
+        loaded.append((label, folder, record, frame))
+    repeated = {label for label, *_ in loaded if sum(other == label for other, *_ in loaded) > 1}
+    for label, folder, record, frame in loaded:  # one model run several ways: each named by its folder too
+        label = f"{label} ({folder.name})" if label in repeated else label
         if label in scores:
-            label = f"{label} ({folder.name})"
+            label = f"{label} ({folder})"
         runs.append(BoardRun(label, folder, record))
         scores[label] = frame
     if not runs:
@@ -164,7 +170,9 @@ def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[s
             n_resamples: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The domain's tests: each model against Wikipedia, each pair of models, for every label, on the prompts
     where every run has the label; tests whose prompts are the same share one set of sign patterns."""
-    sides = [(m, len(names)) for m in range(len(names))] + list(combinations(range(len(names)), 2))
+    against = [(m, len(names)) for m in range(len(names))]
+    pairwise = list(combinations(range(len(names)), 2))
+    direction = directions()
     batches: dict[bytes, list[tuple[TestedLabel, np.ndarray, np.ndarray]]] = {}
     for label, matrix in labelled:
         part = matrix[in_domain]
@@ -173,35 +181,47 @@ def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[s
             continue
         batches.setdefault(keep.tobytes(), []).append((label, part, keep))
     cells, pairs = [], []
-    direction = directions()
     for group in batches.values():
         keep = group[0][2]
         codes, uniques = pd.factorize(units[in_domain][keep])
         counts = np.bincount(codes).astype(float)
         upper = float(proportion_confint(0, len(uniques), alpha=alpha, method="beta")[1])
-        d = np.column_stack([part[keep][:, a] - part[keep][:, b] for _, part, _ in group for a, b in sides])
-        sums = np.zeros((len(uniques), d.shape[1]))
-        np.add.at(sums, codes, d)
+        # each model against Wikipedia on every label; pairs of models only where a rank is claimed
+        cases = [(label, part, a, b) for label, part, _ in group
+                 for a, b in against + (pairwise if direction.get((label.metric, label.name), 0) else [])]
+        d = np.column_stack([part[keep][:, a] - part[keep][:, b] for _, part, a, b in cases])
+        sums = sparse.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))),
+                                 shape=(len(uniques), len(codes))) @ d  # per name: its prompts' sums
         if len(uniques) < 2:
             p_value, low, high = (np.full(d.shape[1], np.nan) for _ in range(3))
         else:
-            p_value, low, high = sign_flips(sums, counts, alpha=alpha, n_resamples=n_resamples, seed=seed)
-        for k, (label, part, _) in enumerate(group):
+            p_value, low, high = staged_sign_flips(sums, counts, alpha=alpha, n_resamples=n_resamples, seed=seed)
+        for at, (label, part, a, b) in enumerate(cases):
             values = part[keep]
-            for s, (a, b) in enumerate(sides):
-                at = k * len(sides) + s
-                row = {"domain": domain, "metric": label.metric, "label": label.name,
-                       "difference": float(d[:, at].mean()), "ci_low": float(max(low[at], -1.0)),
-                       "ci_high": float(min(high[at], 1.0)), "p_value": float(p_value[at])}
-                if not d[:, at].any():  # no prompt differs: nothing to test, a Clopper-Pearson bound (compare's rule)
-                    row.update(p_value=np.nan, ci_low=-upper, ci_high=upper)
-                if b == len(names):
-                    cells.append({"model": names[a], **row, "direction": direction.get((label.metric, label.name), 0),
-                                  "prompts": int(keep.sum()), "names": len(uniques),
-                                  "model_rate": float(values[:, a].mean()), "wikipedia_rate": float(values[:, b].mean())})
-                else:
-                    pairs.append({"model_a": names[a], "model_b": names[b], **row})
+            row = {"domain": domain, "metric": label.metric, "label": label.name,
+                   "difference": float(d[:, at].mean()), "ci_low": float(max(low[at], -1.0)),
+                   "ci_high": float(min(high[at], 1.0)), "p_value": float(p_value[at])}
+            if not d[:, at].any():  # no prompt differs: nothing to test, a Clopper-Pearson bound (compare's rule)
+                row.update(p_value=np.nan, ci_low=-upper, ci_high=upper)
+            if b == len(names):
+                cells.append({"model": names[a], **row, "direction": direction.get((label.metric, label.name), 0),
+                              "prompts": int(keep.sum()), "names": len(uniques),
+                              "model_rate": float(values[:, a].mean()), "wikipedia_rate": float(values[:, b].mean())})
+            else:
+                pairs.append({"model_a": names[a], "model_b": names[b], **row})
     return cells, pairs
+
+
+def staged_sign_flips(sums: np.ndarray, counts: np.ndarray, *, alpha: float, n_resamples: int,
+                      seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`compare.sign_flips` staged as `compare.sign_flip` is: 999 patterns for every test, all `n_resamples` for
+    those with p <= alpha, so each test's result is exactly what `bold-eval compare` would print for it."""
+    p_value, low, high = sign_flips(sums, counts, alpha=alpha, n_resamples=min(999, n_resamples), seed=seed)
+    again = p_value <= alpha
+    if n_resamples > 999 and again.any():
+        p_value[again], low[again], high[again] = sign_flips(sums[:, again], counts, alpha=alpha,
+                                                             n_resamples=n_resamples, seed=seed)
+    return p_value, low, high
 
 
 def _adjust_cells(cells: pd.DataFrame, alpha: float, correction: str) -> int:

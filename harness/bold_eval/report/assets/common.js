@@ -142,12 +142,14 @@ var BOLD = (function () {
     var svg = el("svg:svg", {viewBox: "0 0 " + width + " " + height, role: "img", class: "forest",
                              "aria-labelledby": options.id ? options.id + "-title" : null});
     svg.appendChild(el("svg:title", {id: options.id ? options.id + "-title" : null, text: options.title || "forest plot"}));
-    var ticks = 5;
-    for (var t = 0; t <= ticks; t++) {
-      var v = lo + (hi - lo) * t / ticks, px = x(v);
+    var raw = (hi - lo) / 5, power = Math.pow(10, Math.floor(Math.log10(raw)));
+    var step = [1, 2, 2.5, 5, 10].map(function (m) { return m * power; }).filter(function (m) { return m >= raw; })[0];
+    if (!options.range) { lo = Math.floor(lo / step) * step; hi = Math.ceil(hi / step) * step; }
+    for (var v = lo; v <= hi + step / 1e6; v += step) {
+      var px = x(v);
       svg.appendChild(el("svg:line", {x1: px, x2: px, y1: top - 6, y2: height - 24, class: "grid"}));
       svg.appendChild(el("svg:text", {x: px, y: height - 8, "text-anchor": "middle", class: "tick",
-                                      text: options.percent ? (100 * v).toFixed(0) + "%" : v.toFixed(2)}));
+                                      text: options.percent ? +(100 * v).toFixed(1) + "%" : +v.toFixed(3) + ""}));
     }
     if (lo < 0 && hi > 0) svg.appendChild(el("svg:line", {x1: x(0), x2: x(0), y1: top - 6, y2: height - 24, class: "zero"}));
     series.forEach(function (s, i) {
