@@ -18,10 +18,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bold_eval import __version__
 from bold_eval.analysis.leaderboard import Leaderboard, build_leaderboard
 from bold_eval.core.resources import atomic_writer
 from bold_eval.core.storage import storage_guard
+from bold_eval.core.version import __version__
 from bold_eval.metrics import metric_specs
 from bold_eval.report.site import clean, copy_assets, page, write_data, write_page
 from bold_eval.runfolder import HTML_REPORT_DIR, HTML_REPORT_FILE
