@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from bold_eval.report.html_report import plain
+from bold_eval.report.html_report import plain, worst_flags
 from bold_eval.report.run_report import write_report
 from bold_eval.report.site import CSP, script_json
 from bold_eval.runfolder import HTML_REPORT_DIR, HTML_REPORT_FILE
@@ -20,13 +21,25 @@ HOSTILE_MODEL = '<img src=x onerror="window.__pwned=\'model\'">'
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A model that is more negative than Wikipedia about African Americans only (+40 points), with hostile
-    texts in its continuations, a prompt, a name and its own name; its report written once."""
-    runs = planted_runs(tmp_path_factory.mktemp("html"), {HOSTILE_MODEL: {"African_Americans": 0.4}},
-                        names=30, prompts=3, hostile=True)
+    """A model that is more negative than Wikipedia about African Americans (+45 points) and Asian Americans (+20;
+    the two form the super-group "first_two"), with hostile texts in its continuations, a prompt, a name and its
+    own name; its report written once."""
+    runs = planted_runs(tmp_path_factory.mktemp("html"),
+                        {HOSTILE_MODEL: {"African_Americans": 0.45, "Asian_Americans": 0.2}},
+                        names=50, prompts=3, hostile=True, categories=True)
     folder = runs[HOSTILE_MODEL]
     write_report(folder)
     return folder
+
+
+def test_worst_flags_mark_each_prompts_worst_sample() -> None:
+    scores = pd.DataFrame({"prompt_id": ["a"] * 3 + ["b"] * 3, "sample": [0, 1, 2] * 2,
+                           "toxicity_score": [0.1, 0.9, 0.9, 0.2, 0.1, 0.3],
+                           "toxicity_is_toxic": [False, True, True, False, False, False]})
+    flags = worst_flags(scores)
+    assert flags["expected_max_toxicity"] == [0, 1, 0, 0, 0, 1]  # the first of tied maxima
+    assert flags["toxicity_probability"] == [0, 1, 0, 1, 0, 0]  # no toxic sample: the first sample stands for it
+    assert worst_flags(scores[scores["sample"] == 0]) == {}
 
 
 def test_script_json_never_ends_a_script() -> None:
@@ -64,10 +77,19 @@ def test_report_html_in_a_browser(planted: Path, chromium) -> None:
     shown = view.locator("li.text .meta").all_inner_texts()
     assert shown and all("African_Americans" in meta for meta in shown)
     assert "texts match" in view.inner_text(".status")
+    # a super-group's finding leads to the texts of its super-group
+    view.click("#tab-findings")
+    view.locator("#panel-findings a", has_text="first_two").first.click()
+    view.wait_for_function("document.querySelector('#t-category option:checked').textContent === 'first_two'")
+    assert view.input_value("#t-group") == ""
+    view.wait_for_selector("li.text")
+    metas = view.locator("li.text .meta").all_inner_texts()
+    assert metas and all("African_Americans" in meta or "Asian_Americans" in meta for meta in metas)
+    view.select_option("#t-category", "")
     # filters and paging: all texts, then the next page
     view.select_option("#t-label", "")
     view.select_option("#t-group", "")
-    view.wait_for_function("document.querySelector('.status').textContent.startsWith('360 of 360')")
+    view.wait_for_function("document.querySelector('.status').textContent.startsWith('600 of 600')")
     first = view.locator("li.text .continuation").first.inner_text()
     view.click(".pager button:has-text('Next')")
     view.wait_for_function(f"document.querySelector('li.text .continuation').textContent !== {json.dumps(first)}")

@@ -183,9 +183,11 @@ def text_data(scores: pd.DataFrame, reference: pd.DataFrame | None,
     its prompt and every score."""
     order = [column for column in ("domain", "group", "name", "prompt_id", "sample") if column in scores]
     scores = scores.sort_values(order, kind="stable").reset_index(drop=True)
+    if "category" in scores:
+        scores["category"] = scores["category"].fillna("")
     codes: dict[str, Any] = {}
     values: dict[str, list[Any]] = {}
-    for column in ("domain", "group", "name"):
+    for column in ("domain", "group", "category", "name"):
         if column in scores:
             code, uniques = pd.factorize(scores[column].astype(str))
             codes[column], values[column] = RawJSON(json.dumps(code.tolist())), uniques.tolist()

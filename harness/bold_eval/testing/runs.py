@@ -52,13 +52,14 @@ RACE_GROUPS = ("African_Americans", "Asian_Americans", "European_Americans", "Hi
 
 
 def planted_runs(folder: str | Path, models: Mapping[str, Mapping[str, float]], *, names: int = 30,
-                 prompts: int = 3, seed: int = 0, hostile: bool = False) -> dict[str, Path]:
+                 prompts: int = 3, seed: int = 0, hostile: bool = False, categories: bool = False) -> dict[str, Path]:
     """Run folders on the same race prompts: "wikipedia" (the Wikipedia sentences as a run of their own) and one
     per model of `models`, each scored on sentiment. Each name has a Wikipedia rate of negative sentiment (Beta,
     mean 0.15) and positive (mean 0.3); a model's negative rate is Wikipedia's plus `models[m]["shift"]` for every
     name, plus `models[m][group]` more in that group (a planted interaction). Every model run carries the
     Wikipedia scores of its prompts as its reference. `hostile` puts `HOSTILE_TEXTS` into continuations, a
-    prompt and a name. Returns {run: folder}."""
+    prompt and a name; `categories` puts the first two groups in super-group "first_two" and the others in
+    "last_two" (as profession's super-groups). Returns {run: folder}."""
     folder = Path(folder)
     rng = np.random.default_rng(seed)
     groups = np.repeat(np.arange(len(RACE_GROUPS)), names)
@@ -78,7 +79,8 @@ def planted_runs(folder: str | Path, models: Mapping[str, Mapping[str, float]], 
                          np.where(draw > 1 - base_positive[rows], "positive", "neutral"))
         compound = np.where(label == "negative", -0.7, np.where(label == "positive", 0.7, 0.0))
         return pd.DataFrame({"prompt_id": ids, "domain": "race", "group": [RACE_GROUPS[g] for g in groups[rows]],
-                             "category": "", "name": [people[i] for i in rows], "prompt": prompt_texts, "sample": 0,
+                             "category": [("first_two" if g < 2 else "last_two") if categories else ""
+                                          for g in groups[rows]], "name": [people[i] for i in rows], "prompt": prompt_texts, "sample": 0,
                              "continuation": continuations,
                              "text": [f"{p} {c}" for p, c in zip(prompt_texts, continuations, strict=True)],
                              "sentiment_label": label,

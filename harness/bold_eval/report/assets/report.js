@@ -98,10 +98,15 @@
   runPanel(tabs.panels.run);
   methodPanel(tabs.panels.method);
 
-  function textsLink(row, group) {
-    var key = row.metric + "/" + row.label;
-    return el("a", {href: B.link("texts", {domain: row.domain, group: group, label: labels[key] ? key : ""}),
-                    text: group, "aria-label": "texts of " + group + " with " + (labels[key] || {display: key}).display});
+  function worstKey(row) {
+    return Object.keys(S.worst_titles).filter(function (k) { return S.worst_titles[k] + " (worst of k)" === row.label; })[0];
+  }
+  function textsLink(row, side) {
+    var key = row.metric + "/" + row.label, params = {domain: row.domain, label: labels[key] ? key : "",
+                                                      worst: worstKey(row) || ""};
+    params[row.kind === "category vs rest" ? "category" : "group"] = side;
+    return el("a", {href: B.link("texts", params), text: side,
+                    "aria-label": "texts of " + side + " with " + (labels[key] || {display: row.label}).display});
   }
   function linkCell(row) {
     var links = [textsLink(row, row.group)];
@@ -217,6 +222,9 @@
       var domainValues = index.values.domain || [];
       inputs.domain = B.select("t-domain", "Domain", [["", "all"]].concat(domainValues.map(function (v, i) { return [String(i), v]; })), "");
       inputs.group = B.select("t-group", "Group", [["", "all"]], "");
+      var categories = (index.values.category || []).map(function (v, i) { return [String(i), v]; })
+        .filter(function (pair) { return pair[1] !== ""; });
+      inputs.category = B.select("t-category", "Super-group", [["", "all"]].concat(categories), "");
       inputs.name = [el("label", {for: "t-name", text: "Name contains"}), el("input", {id: "t-name", type: "search"})];
       inputs.label = B.select("t-label", "Label", [["", "any"]].concat(S.labels.filter(function (l) { return index.labels[l.column]; })
         .map(function (l) { return [l.key, l.display]; })), "");
@@ -226,8 +234,9 @@
       var sorts = [["", "BOLD order"]];
       Object.keys(index.scores).forEach(function (c) { sorts.push([c + ":desc", c + ", highest first"], [c + ":asc", c + ", lowest first"]); });
       inputs.sort = B.select("t-sort", "Sort", sorts, "");
-      ["domain", "group", "name", "label", "worst", "sort"].forEach(function (k) {
+      ["domain", "group", "category", "name", "label", "worst", "sort"].forEach(function (k) {
         if (k === "worst" && !worst.length) return;
+        if (k === "category" && inputs.category[1].options.length < 2) return;
         inputs[k].forEach(function (node) { controls.appendChild(node); });
         inputs[k][1].addEventListener(k === "name" ? "input" : "change", function () {
           if (k === "domain") fillGroups();
@@ -261,12 +270,16 @@
       var g = (index.values.group || []).indexOf(p.group);
       inputs.group[1].value = g >= 0 ? String(g) : "";
       inputs.label[1].value = p.label && labels[p.label] ? p.label : "";
+      var c = (index.values.category || []).indexOf(p.category);
+      inputs.category[1].value = c >= 0 && p.category ? String(c) : "";
+      inputs.worst[1].value = p.worst && index.worst[p.worst] ? p.worst : "";
       inputs.name[1].value = p.name || "";
       state.page = 0;
       filter();
     }
     function filter() {
       var d = inputs.domain[1].value, g = inputs.group[1].value, name = inputs.name[1].value.toLowerCase();
+      var cat = inputs.category[1].value, cn = cat === "" ? -1 : Number(cat), cc = index.codes.category;
       var label = labels[inputs.label[1].value], worst = inputs.worst[1].value, sort = inputs.sort[1].value;
       var nameOk = null;
       if (name) nameOk = index.values.name.map(function (v) { return v.toLowerCase().indexOf(name) >= 0; });
@@ -281,6 +294,7 @@
       for (var i = 0; i < index.n; i++) {
         if (dn >= 0 && dc[i] !== dn) continue;
         if (gn >= 0 && gc[i] !== gn) continue;
+        if (cn >= 0 && cc[i] !== cn) continue;
         if (nameOk && !nameOk[nc[i]]) continue;
         if (labelCodes && labelCodes[i] !== want) continue;
         if (worstFlags && !worstFlags[i]) continue;
