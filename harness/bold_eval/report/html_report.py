@@ -179,8 +179,8 @@ def text_data(scores: pd.DataFrame, reference: pd.DataFrame | None,
               labels: Sequence[TestedLabel]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(the index the text browser filters and sorts on, the chunks of texts it shows). Rows are ordered by
     domain, group, name, prompt and sample; row i of the index is row i % CHUNK_TEXTS of chunk i // CHUNK_TEXTS.
-    A chunk is a table (`columns`, one `data` row per text): prompt, continuation, the Wikipedia sentence of
-    its prompt and every score."""
+    A chunk is a table (`columns`, one `data` row per text: prompt id, continuation and every score) and its
+    prompts' texts with their Wikipedia sentences (`prompts`: id -> [prompt, sentence])."""
     order = [column for column in ("domain", "group", "name", "prompt_id", "sample") if column in scores]
     scores = scores.sort_values(order, kind="stable").reset_index(drop=True)
     if "category" in scores:
@@ -201,15 +201,19 @@ def text_data(scores: pd.DataFrame, reference: pd.DataFrame | None,
              "scores": {column: _values(scores[column].astype(float)) for column in sort_columns(scores)},
              "worst": {key: RawJSON(json.dumps(flags)) for key, flags in worst_flags(scores).items()}}
     wiki = _wikipedia_sentences(scores, reference)
-    table = scores[["prompt_id", *[c for c in ("prompt", "continuation") if c in scores]]].astype(str)
+    table = scores[["prompt_id", *[c for c in ("continuation",) if c in scores]]].astype(str)
     if "continuation" not in table and "text" in scores:
         table["continuation"] = scores["text"].astype(str)
-    table["wikipedia"] = scores["prompt_id"].astype(str).map(wiki)
     table = pd.concat([table, scores[_score_columns(scores)]], axis=1)
+    prompt_text = scores["prompt"].astype(str).to_numpy() if "prompt" in scores else np.full(len(scores), "")
+    prompt_ids = table["prompt_id"].to_numpy()
     chunks = []
     for start in range(0, len(table), CHUNK_TEXTS):
         part = table.iloc[start:start + CHUNK_TEXTS]
-        chunks.append({"columns": list(part.columns),
+        # a prompt's text and its Wikipedia sentence once per chunk, not once per sample
+        prompts = {prompt_ids[at]: [prompt_text[at], wiki.get(prompt_ids[at])]
+                   for at in range(start, min(start + CHUNK_TEXTS, len(table)))}
+        chunks.append({"columns": list(part.columns), "prompts": prompts,
                        "data": RawJSON(part.to_json(orient="values", double_precision=4, force_ascii=False))})
     return index, chunks
 

@@ -340,6 +340,9 @@
     function card(i) {
       var chunk = B.get("texts/" + Math.floor(i / index.chunk)), row = chunk.data[i % index.chunk], at = {};
       chunk.columns.forEach(function (c, k) { at[c] = row[k]; });
+      var prompt = chunk.prompts[at.prompt_id] || ["", null];
+      at.prompt = prompt[0];
+      at.wikipedia = prompt[1];
       var group = index.values.group[index.codes.group[i]], name = index.values.name ? index.values.name[index.codes.name[i]] : "";
       var fixed = {prompt_id: 1, prompt: 1, continuation: 1, wikipedia: 1};
       var scoreRows = chunk.columns.filter(function (c) { return !fixed[c]; }).map(function (c) {
