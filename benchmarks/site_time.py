@@ -9,7 +9,9 @@ texts (a different model, as far as the statistics can tell), all with the run's
   every sign-flip test run one at a time (`compare.sign_flip`, each with its own patterns: the baseline);
 - the first render of index.html and report.html in headless Chromium (until the board's table / the answer's
   figure is drawn), and the text browser's first page and a filter over every text of the run;
-- page weight: the bytes each page loads first, and the folders.
+- page weight: the bytes each page loads first, and the folders;
+- with `--samples K`, report.html of the run's texts repeated as K samples per prompt (each sample's labels
+  redrawn for a share of its texts): its writing time, size and the text browser over K x 23,679 texts.
 
     .venv/bin/python benchmarks/site_time.py /tmp/fb_cpu --models 10 --out /tmp/site_bench
 """
@@ -102,6 +104,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument("--samples", type=int, default=0, help="also a report.html with K samples per prompt")
     args = parser.parse_args()
     from bold_eval.analysis import leaderboard as board_module
     from bold_eval.analysis.compare import sign_flip
@@ -172,6 +175,29 @@ def main() -> None:
           f"(max {max(index_render):.2f}), report.html {np.median(report_render):.2f} s (max {max(report_render):.2f})")
     print(f"text browser: first page {opened:.2f} s after opening the tab, a domain filter over {texts} texts "
           f"{filtered:.2f} s")
+    if args.samples > 1:
+        texts_k = load_run(folders[0])[0]
+        rng = np.random.default_rng(args.seed)
+        parts = []
+        for sample in range(args.samples):
+            part = texts_k.assign(sample=sample)
+            if sample:
+                redraw = rng.random(len(part)) < 0.2
+                for column in [c for c in part.columns if c.endswith("_label")]:
+                    part.loc[redraw, column] = rng.permutation(part[column].to_numpy())[: int(redraw.sum())]
+            parts.append(part)
+        many = pd.concat(parts, ignore_index=True)
+        staging_k = args.out / f"html_k{args.samples}"
+        staging_k.mkdir()
+        started = time.perf_counter()
+        html_k = write_html_report(staging_k, record, summary, many, read_reference_scores(folders[0]))
+        k_seconds = time.perf_counter() - started
+        opened_k, filtered_k = text_browser(staging_k / "report.html")
+        files_k = staging_k / "report_files"
+        print(f"k = {args.samples} ({len(many)} texts): report.html written in {k_seconds:.1f} s, report_files/ "
+              f"{folder_bytes(files_k) / 1e6:.0f} MB (index.js {(files_k / 'index.js').stat().st_size / 1e6:.1f} MB, "
+              f"{len(list(files_k.glob('texts-*.js')))} chunks of {html_k['texts'] // max(1, len(list(files_k.glob('texts-*.js'))))} texts); "
+              f"text browser: first page {opened_k:.2f} s, a domain filter {filtered_k:.2f} s")
     print(f"page weight loaded first: report.html {first_report / 1e6:.2f} MB, index.html {first_site / 1e6:.2f} MB; "
           f"report_files/ {folder_bytes(report_files) / 1e6:.1f} MB (index.js "
           f"{(report_files / 'index.js').stat().st_size / 1e6:.1f} MB, loaded with the texts tab), site without "

@@ -107,6 +107,15 @@ def test_leaderboard_in_a_browser(three: dict[str, Path], tmp_path: Path, chromi
     assert view.url.endswith("runs/model-c/report.html")
     assert not page.errors and not page.dialogs and page.pwned() is None, (page.errors, page.dialogs)
     page.close()
+    phone = Page(chromium, width=390, height=844)
+    view = phone.open(site / "index.html")
+    view.wait_for_selector("ul.ties")
+    assert view.evaluate("document.documentElement.scrollWidth") <= 391  # tables scroll inside their box
+    view.focus("#label")
+    view.keyboard.press("ArrowDown")  # a native select: the board follows the keyboard
+    view.wait_for_function("document.querySelector('caption').textContent.startsWith('sentiment: positive')")
+    assert not phone.errors
+    phone.close()
 
 
 @pytest.mark.slow
