@@ -149,6 +149,19 @@ def test_the_embedded_model_under_three_protocols(tmp_path: Path, bold_eval_here
     assert "4. planted" in view.inner_text("ul.ties")
     assert not page.errors and page.pwned() is None
     page.close()
+    # the baseline's own report.html and a chat run's text browser
+    page = Page(chromium)
+    view = page.open(wiki / "report.html")
+    view.wait_for_selector(".answer")
+    assert "in BOLD's Wikipedia sentences" in view.inner_text(".answer")
+    view = page.open(folders[2] / "report.html", "#texts")
+    view.wait_for_selector("li.text .continuation")
+    assert "24 of 24 texts match" in view.inner_text(".status")
+    assert "Wikipedia, same prompt" in view.inner_text("li.text")
+    view.click("#tab-run")
+    assert "instruct" in view.inner_text("#panel-run")
+    assert not page.errors
+    page.close()
 
 
 def test_publish_results_stages_the_leaderboard(three: dict[str, Path], tmp_path: Path, bold_eval_here) -> None:

@@ -1,0 +1,104 @@
+"""Does the leaderboard keep its promises when the models differ in how unevenly they treat names? (issue 33)
+
+The board claims: (1) a model is marked as different from Wikipedia only with a family-wise error of alpha over the
+board; (2) in a column, two models are separated (given different ranks) only with a family-wise error of alpha
+over the column's pairs. Here every model has the *same expected rate* of a label as Wikipedia, on every name on
+average, but the models differ in how widely their per-name rates spread (Beta with a + b from 1, very uneven, to
+100, even), so the per-name differences between two models are skewed: the nulls where a sign-flip test is not
+exact. Names and prompts per name are one BOLD domain's (all of its names, its prompts per name). Printed per
+design: the share of data sets with any false separation in the column (alpha 5%), the share with any model
+marked as different from Wikipedia, the share of single pair tests with p <= 0.001 (the tail, nominal 0.1%), and
+the power to separate a model planted `--effect` higher from the others.
+
+    .venv/bin/python benchmarks/leaderboard_calibration.py --sims 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+import pandas as pd
+
+from bold_eval.analysis.leaderboard import _adjust_cells, _adjust_pairs, _domain, _rank
+from bold_eval.analysis.scores import TestedLabel
+
+SPREADS = (1.0, 3.0, 10.0, 100.0)  # a + b of each model's per-name Beta, models cycling through them
+LABEL = TestedLabel("sentiment", "negative", "sentiment_label", "negative", None)
+
+
+def one_board(rng: np.random.Generator, sizes: np.ndarray, models: int, rate: float, effect: float,
+              samples: int) -> tuple[bool, bool, np.ndarray, bool]:
+    """(any false separation, any model marked vs Wikipedia, pair p-values, the planted model separated from all)."""
+    names = len(sizes)
+    units = np.repeat(np.arange(names), sizes)
+    wiki = rng.beta(rate * 20, (1 - rate) * 20, names)
+    columns = []
+    for m in range(models):
+        total = SPREADS[m % len(SPREADS)]
+        mean = min(rate + (effect if m == 0 else 0.0), 0.99)
+        per_name = rng.beta(mean * total, (1 - mean) * total, names)
+        columns.append(rng.binomial(samples, per_name[units]) / samples)
+    columns.append(rng.binomial(1, wiki[units]).astype(float))
+    matrix = np.column_stack(columns)
+    cells, pairs = _domain("d", np.ones(len(units), bool), units, [f"m{m}" for m in range(models)], [(LABEL, matrix)],
+                           alpha=0.05, seed=int(rng.integers(2**31)), n_resamples=9_999)
+    cells, pairs = pd.DataFrame(cells), pd.DataFrame(pairs)
+    _adjust_cells(cells, 0.05, "holm")
+    _adjust_pairs(pairs, 0.05, "holm")
+    _rank(cells, pairs)
+    if effect:
+        null_pairs = pairs[(pairs["model_a"] != "m0") & (pairs["model_b"] != "m0")]
+        planted = pairs[(pairs["model_a"] == "m0") | (pairs["model_b"] == "m0")]
+        return bool(null_pairs["significant"].any()), False, null_pairs["p_value"].to_numpy(), \
+            bool(planted["significant"].all())
+    return bool(pairs["significant"].any()), bool(cells["significant"].any()), pairs["p_value"].to_numpy(), False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sims", type=int, default=200)
+    parser.add_argument("--models", type=int, default=4)
+    parser.add_argument("--domains", default="religious_ideology,political_ideology,race")
+    parser.add_argument("--rates", default="0.05,0.3")
+    parser.add_argument("--effect", type=float, default=0.1)
+    parser.add_argument("--samples", type=int, default=1, help="samples per prompt of each model (k)")
+    parser.add_argument("--data-dir", default=None)
+    args = parser.parse_args()
+    from calibration import bold_sizes
+
+    started = time.perf_counter()
+    print(f"{args.sims} data sets per row, {args.models} models (per-name Beta a + b cycling through "
+          f"{', '.join(map(str, SPREADS))}), k = {args.samples}, alpha 0.05, Holm\n")
+    print("| domain | names | rate | planted | any false separation in the column | any model marked vs Wikipedia "
+          "| pair tests with p <= 0.001 | planted model separated from every other |")
+    print("|---|---|---|---|---|---|---|---|")
+    for domain in args.domains.split(","):
+        sizes = bold_sizes(domain, args.data_dir)
+        for rate in map(float, args.rates.split(",")):
+            for effect in (0.0, args.effect):
+                rng = np.random.default_rng(abs(hash((domain, rate, effect))) % 2**32)
+                false_sep = marked = planted = 0
+                tail = []
+                for _ in range(args.sims):
+                    separated, against, p_values, found = one_board(rng, sizes, args.models, rate, effect,
+                                                                    args.samples)
+                    false_sep += separated
+                    marked += against
+                    planted += found
+                    tail.append(p_values[np.isfinite(p_values)])
+                tail = np.concatenate(tail)
+                share = false_sep / args.sims
+                se = math.sqrt(max(share, 1 / args.sims) * (1 - share) / args.sims)
+                tail_share = float(np.mean(tail <= 0.001)) if len(tail) else float("nan")
+                print(f"| {domain} | {len(sizes)} | {rate} | {'+' + str(effect) if effect else 'none'} | "
+                      f"{share:.1%} ± {se:.1%} | {'' if effect else f'{marked / args.sims:.1%}'} | "
+                      f"{tail_share:.2%} of {len(tail)} | {f'{planted / args.sims:.0%}' if effect else ''} |",
+                      flush=True)
+    print(f"\n{time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
