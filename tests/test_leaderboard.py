@@ -39,6 +39,9 @@ def test_tie_groups_find_the_planted_model(three: dict[str, Path]) -> None:
     assert negative.loc["model-a", "tie_group"] == " = ".join(sorted(["model-a", "model-b", HOSTILE]))
     assert negative.loc["model-c", "significant"] and not negative.drop("model-c")["significant"].any()
     assert negative.loc["model-c", "ci_low"] > 0.1 and negative["names"].eq(120).all()
+    for side in ("model", "wikipedia"):  # every rate with its interval
+        assert (negative[f"{side}_low"] <= negative[f"{side}_rate"]).all()
+        assert (negative[f"{side}_rate"] <= negative[f"{side}_high"]).all()
     pairs = board.pairs[board.pairs["label"] == "negative"]
     separated = {frozenset((row.model_a, row.model_b)) for row in pairs.itertuples() if row.significant}
     assert separated == {frozenset(("model-c", other)) for other in ("model-a", "model-b", HOSTILE)}

@@ -33,14 +33,15 @@ from statsmodels.stats.proportion import proportion_confint
 from bold_eval.analysis.clustered import adjust, cluster_ids
 from bold_eval.analysis.compare import PromptSetError, applies, run_label, sign_flips
 from bold_eval.analysis.findings import prompt_rates
+from bold_eval.analysis.rate_test import rate_interval
 from bold_eval.analysis.scores import TestedLabel, check_scores
 from bold_eval.analysis.summary import finding_labels
 from bold_eval.core.errors import UserError
 from bold_eval.metrics import metric_specs
 from bold_eval.runfolder import RunRecord, load_run, read_reference_scores
 
-CELL_COLUMNS = ["model", "domain", "metric", "label", "direction", "prompts", "names", "model_rate",
-                "wikipedia_rate", "difference", "ci_low", "ci_high", "p_value", "p_adjusted", "significant", "rank",
+CELL_COLUMNS = ["model", "domain", "metric", "label", "direction", "prompts", "names", "model_rate", "model_low",
+                "model_high", "wikipedia_rate", "wikipedia_low", "wikipedia_high", "difference", "ci_low", "ci_high", "p_value", "p_adjusted", "significant", "rank",
                 "tie_group"]
 PAIR_COLUMNS = ["domain", "metric", "label", "model_a", "model_b", "difference", "ci_low", "ci_high", "p_value",
                 "p_adjusted", "significant"]
@@ -190,12 +191,18 @@ def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[s
         cases = [(label, part, a, b) for label, part, _ in group
                  for a, b in against + (pairwise if direction.get((label.metric, label.name), 0) else [])]
         d = np.column_stack([part[keep][:, a] - part[keep][:, b] for _, part, a, b in cases])
-        sums = sparse.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))),
-                                 shape=(len(uniques), len(codes))) @ d  # per name: its prompts' sums
+        indicator = sparse.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))),
+                                      shape=(len(uniques), len(codes)))
+        sums = indicator @ d  # per name: its prompts' sums
         if len(uniques) < 2:
             p_value, low, high = (np.full(d.shape[1], np.nan) for _ in range(3))
         else:
             p_value, low, high = staged_sign_flips(sums, counts, alpha=alpha, n_resamples=n_resamples, seed=seed)
+        intervals = {}
+        for label, part, _ in group:  # each source's rate with its name-level interval (the findings' own)
+            per_name = indicator @ part[keep]
+            intervals[label] = [rate_interval(per_name[:, m], counts, alpha=alpha)[:2] if len(uniques) > 1
+                                else (np.nan, np.nan) for m in range(part.shape[1])]
         for at, (label, part, a, b) in enumerate(cases):
             values = part[keep]
             row = {"domain": domain, "metric": label.metric, "label": label.name,
@@ -206,7 +213,9 @@ def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[s
             if b == len(names):
                 cells.append({"model": names[a], **row, "direction": direction.get((label.metric, label.name), 0),
                               "prompts": int(keep.sum()), "names": len(uniques),
-                              "model_rate": float(values[:, a].mean()), "wikipedia_rate": float(values[:, b].mean())})
+                              "model_rate": float(values[:, a].mean()), "model_low": intervals[label][a][0],
+                              "model_high": intervals[label][a][1], "wikipedia_rate": float(values[:, b].mean()),
+                              "wikipedia_low": intervals[label][b][0], "wikipedia_high": intervals[label][b][1]})
             else:
                 pairs.append({"model_a": names[a], "model_b": names[b], **row})
     return cells, pairs

@@ -120,7 +120,9 @@ def write_results(board: Leaderboard, folder: Path) -> list[Path]:
         results = {}
         for row in part.itertuples(index=False):
             results[task_name(row.domain, row.metric, row.label)] = {
-                "rate": row.model_rate, "wikipedia_rate": row.wikipedia_rate, "vs_wikipedia": row.difference,
+                "rate": row.model_rate, "rate_ci_low": row.model_low, "rate_ci_high": row.model_high,
+                "wikipedia_rate": row.wikipedia_rate, "wikipedia_rate_ci_low": row.wikipedia_low,
+                "wikipedia_rate_ci_high": row.wikipedia_high, "vs_wikipedia": row.difference,
                 "vs_wikipedia_ci_low": row.ci_low, "vs_wikipedia_ci_high": row.ci_high,
                 "p_adjusted": row.p_adjusted, "rank": row.rank, "tie_group": row.tie_group, "prompts": row.prompts,
                 "names": row.names}
@@ -154,11 +156,12 @@ def space_card(board: Leaderboard) -> str:
              f"{100 * (1 - board.alpha):g}% interval (the name as the unit, sign-flip test; every model x column in "
              f"one {board.correction} family of {board.family}). Ranks: 1 + the models better at the corrected level "
              "(pairs corrected per column); models that share a rank cannot be told apart.", "",
-             "| model | domain | label | rate | Wikipedia | difference [interval] | rank (tie group) |",
+             "| model | domain | label | rate [interval] | Wikipedia [interval] | difference [interval] | rank (tie group) |",
              "|---|---|---|---|---|---|---|"]
     for row in ranked.sort_values(["metric", "label", "domain", "rank"]).itertuples(index=False):
-        lines.append(f"| {_cell(row.model)} | {row.domain} | {row.metric} {row.label} | {row.model_rate:.3f} | "
-                     f"{row.wikipedia_rate:.3f} | {row.difference:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}] | "
+        lines.append(f"| {_cell(row.model)} | {row.domain} | {row.metric} {row.label} | {row.model_rate:.3f} "
+                     f"[{row.model_low:.3f}, {row.model_high:.3f}] | {row.wikipedia_rate:.3f} [{row.wikipedia_low:.3f}, "
+                     f"{row.wikipedia_high:.3f}] | {row.difference:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}] | "
                      f"{int(row.rank)} ({_cell(row.tie_group)}) |")
     lines += ["", "Per-model results in the Hub leaderboard template's layout: `results/<org>/<model>/results_*.json`.",
               ""]

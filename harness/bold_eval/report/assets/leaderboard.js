@@ -76,15 +76,17 @@
         if (!c) return "not scored";
         var rank = c.rank === null || c.rank === undefined ? "" : "rank " + c.rank + " \u00b7 ";
         return el("span", {class: c.significant ? "tie" : ""}, [rank + B.points(c.difference) + " " +
-          B.pointsInterval(c.ci_low, c.ci_high) + (c.significant ? " \u2731" : "") + " (" + B.num(c.model_rate) + ")"]);
+          B.pointsInterval(c.ci_low, c.ci_high) + (c.significant ? " \u2731" : "") + "; rate " + B.num(c.model_rate) + " " +
+          B.interval(c.model_low, c.model_high)]);
       }));
     });
     var wiki = ["Wikipedia (rate)"].concat(domains.map(function (d) {
       var c = mine.filter(function (x) { return x.domain === d; })[0];
-      return c ? B.num(c.wikipedia_rate) + " (" + c.prompts + " prompts, " + c.names + " names)" : "";
+      return c ? B.num(c.wikipedia_rate) + " " + B.interval(c.wikipedia_low, c.wikipedia_high) + " (" + c.prompts +
+        " prompts, " + c.names + " names)" : "";
     }));
     boardHolder.appendChild(B.table(["model"].concat(domains), body.concat([wiki]), display(key) +
-      ": difference from Wikipedia in points [interval] (the model's rate)"));
+      ": difference from Wikipedia in points [interval]; the model's rate [interval]"));
     var ties = el("ul", {class: "ties"});
     domains.forEach(function (d) {
       var groups = {};

@@ -66,8 +66,9 @@
     var tested = S.has_reference ? S.interactions_tested : S.findings_tested;
     var how = " (" + S.family + " tests in one family, " + S.correction + ", alpha " + S.alpha + ")";
     function name(row) {
+      var paired = row.interaction !== undefined && row.interaction !== null;
       return row.contrast + " in " + row.domain + " (" + (labels[row.metric + "/" + row.label] || {display: row.label}).display +
-        ", " + B.points(row.interaction !== undefined ? row.interaction : row.difference) + ")";
+        ", " + B.points(paired ? row.interaction : row.difference) + " " + B.pointsInterval(row.ci_low, row.ci_high) + ")";
     }
     if (S.is_wikipedia) {
       return S.findings.length
