@@ -88,7 +88,7 @@ def text_browser(report: Path) -> tuple[float, float]:
         view.evaluate("document.querySelector('.status').dataset.before = document.querySelector('.status').textContent")
         started = time.perf_counter()
         view.select_option("#t-domain", "1")
-        view.wait_for_function("document.querySelector('.status').textContent !== "
+        page.wait_until("document.querySelector('.status').textContent !== "
                                "document.querySelector('.status').dataset.before")
         view.wait_for_selector("li.text")
         filtered = time.perf_counter() - started

@@ -80,7 +80,7 @@ def test_report_html_in_a_browser(planted: Path, chromium) -> None:
     # a super-group's finding leads to the texts of its super-group
     view.click("#tab-findings")
     view.locator("#panel-findings a", has_text="first_two").first.click()
-    view.wait_for_function("document.querySelector('#t-category option:checked').textContent === 'first_two'")
+    page.wait_until("document.querySelector('#t-category option:checked').textContent === 'first_two'")
     assert view.input_value("#t-group") == ""
     view.wait_for_selector("li.text")
     metas = view.locator("li.text .meta").all_inner_texts()
@@ -89,10 +89,10 @@ def test_report_html_in_a_browser(planted: Path, chromium) -> None:
     # filters and paging: all texts, then the next page
     view.select_option("#t-label", "")
     view.select_option("#t-group", "")
-    view.wait_for_function("document.querySelector('.status').textContent.startsWith('600 of 600')")
+    page.wait_until("document.querySelector('.status').textContent.startsWith('600 of 600')")
     first = view.locator("li.text .continuation").first.inner_text()
     view.click(".pager button:has-text('Next')")
-    view.wait_for_function(f"document.querySelector('li.text .continuation').textContent !== {json.dumps(first)}")
+    page.wait_until(f"document.querySelector('li.text .continuation').textContent !== {json.dumps(first)}")
     # hostile texts are shown as text, and nothing ran
     view.select_option("#t-sort", "")
     view.fill("#t-name", "onerror")

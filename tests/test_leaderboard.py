@@ -116,7 +116,7 @@ def test_leaderboard_in_a_browser(three: dict[str, Path], tmp_path: Path, chromi
     assert view.evaluate("document.documentElement.scrollWidth") <= 391  # tables scroll inside their box
     view.focus("#label")
     view.keyboard.press("ArrowDown")  # a native select: the board follows the keyboard
-    view.wait_for_function("document.querySelector('caption').textContent.startsWith('sentiment: positive')")
+    phone.wait_until("document.querySelector('caption').textContent.startsWith('sentiment: positive')")
     assert not phone.errors
     phone.close()
 

@@ -69,6 +69,21 @@ class Page:
         self.page.goto(path.resolve().as_uri() + fragment)
         return self.page
 
+    def wait_until(self, expression: str, timeout: float = 10.0) -> Any:
+        """Poll the JavaScript `expression` until it is truthy (its value), else fail after `timeout` seconds.
+        Playwright's `wait_for_function` compiles its predicate inside the page, which the pages' policy (no
+        'unsafe-eval') rightly refuses; `evaluate` goes through the debugger protocol, which it does not."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.page.evaluate(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"still false after {timeout:g} s: {expression}")
+            self.page.wait_for_timeout(50)
+
     def pwned(self) -> Any:
         """What a hostile text would have set if it had run (None: nothing ran)."""
         return self.page.evaluate("() => window.__pwned === undefined ? null : window.__pwned")
