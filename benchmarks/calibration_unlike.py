@@ -268,14 +268,20 @@ def worst_coverage_rows(args: argparse.Namespace) -> None:
 
 
 def overall_rows(args: argparse.Namespace) -> None:
-    """compare's overall difference of two runs (`compare.paired_difference`: the sign-flip test over names and
-    the interval that inverts it): per prompt d = run's label - baseline's, names with 1 + Geometric(0.3)
+    """compare's overall difference of two runs (`compare.paired_difference` with the runs' rates: the paired
+    score-type test over names and the interval that inverts it; `--overall-method sign-flip`: the sign-flip test
+    it replaced): per prompt d = run's label - baseline's, names with 1 + Geometric(0.3)
     prompts, each name's rates in the two runs drawn independently (Beta with the run's mean and a + b shown), so
     names differ in their own mean difference and in its spread even under the null of equal mean rates; the
     run's names spread "strongly" (a + b = 1) against a tight baseline (20), or alike (3.33 each). Printed: the
     share of data sets rejected at 5% and at 0.1% under the null (equal rates), and the coverage of the 95%
     interval of the true mean difference under the null and at a planted +0.1."""
     from bold_eval.analysis.compare import paired_difference
+
+    def rates(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        return None if args.overall_method == "sign-flip" else (x, y)
+
+    print(f"\noverall differences by the {args.overall_method} test")
 
     print("\n| baseline rate | run rate | spread (run / baseline) | names | rejected at 5% | at 0.1% | "
           "95% interval covers | untestable |")
@@ -290,14 +296,16 @@ def overall_rows(args: argparse.Namespace) -> None:
                     prompts = 1 + np.minimum(rng.geometric(0.3, names) - 1, 59)
                     unit = np.repeat(np.arange(names), prompts)
                     rate_run, rate_base = _beta(rng, run, total_run, names), _beta(rng, base, total_base, names)
-                    d = ((rng.random(len(unit)) < rate_run[unit]).astype(float)
-                         - (rng.random(len(unit)) < rate_base[unit]))
-                    result = paired_difference(d, unit, alpha=0.05, seed=replicate)
+                    x = (rng.random(len(unit)) < rate_run[unit]).astype(float)
+                    y = (rng.random(len(unit)) < rate_base[unit]).astype(float)
+                    d = x - y
+                    result = paired_difference(d, unit, alpha=0.05, seed=replicate, rates=rates(x, y))
                     untestable += not result["testable"]
                     covered += result["ci_low"] <= run - base <= result["ci_high"]
                     if result["testable"] and result["p_value"] <= 0.05:
                         rejected_5 += 1
-                        rejected_01 += paired_difference(d, unit, alpha=0.001, seed=replicate)["p_value"] <= 0.001
+                        rejected_01 += paired_difference(d, unit, alpha=0.001, seed=replicate,
+                                                         rates=rates(x, y))["p_value"] <= 0.001
                 total = args.overall_replicates
                 cells = [rejected_5 / total, rejected_01 / total, covered / total]
                 level = "" if run == base else " (power)"
@@ -352,6 +360,8 @@ def main() -> None:
     parser.add_argument("--fast", action="store_true", help="fewer data sets (CI-sized)")
     parser.add_argument("--sections", default=",".join(SECTIONS),
                         help=f"comma list of the tables to print, of {', '.join(SECTIONS)} (default: all)")
+    parser.add_argument("--overall-method", choices=("paired-score", "sign-flip"), default="paired-score",
+                        help="compare's overall-difference test: today's paired score test or the old sign flip")
     args = parser.parse_args()
     args.names = (1, 3, 4, 7, 10, 30, 100)
     (args.replicates, args.old_replicates, args.power_replicates, args.real_replicates, args.coverage_replicates,

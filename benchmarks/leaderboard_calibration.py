@@ -8,7 +8,8 @@ average, but the models differ in how widely their per-name rates spread (Beta w
 exact. Names and prompts per name are one BOLD domain's (all of its names, its prompts per name). Printed per
 design: the share of data sets with any false separation in the column (alpha 5%), the share with any model
 marked as different from Wikipedia, the share of single pair tests with p <= 0.001 (the tail, nominal 0.1%), and
-the power to separate a model planted `--effect` higher from the others.
+the power to separate a model planted `--effect` higher from the others. `--method sign-flip` runs the same with
+the sign-flip test over names that the board and `compare` used before (the baseline).
 
     .venv/bin/python benchmarks/leaderboard_calibration.py --sims 200
 """
@@ -29,6 +30,16 @@ SPREADS = (1.0, 3.0, 10.0, 100.0)  # a + b of each model's per-name Beta, models
 LABEL = TestedLabel("sentiment", "negative", "sentiment_label", "negative", None)
 
 
+def sign_flip_tests(t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray, *, alpha: float) -> tuple[np.ndarray, ...]:
+    """The old test, one column at a time: `compare.sign_flip` on the names' summed differences."""
+    from bold_eval.analysis.compare import sign_flip
+
+    found = [sign_flip(t_a[:, k] - t_b[:, k], n, alpha=alpha) for k in range(t_a.shape[1])]
+    p_value, low, high = (np.array(column) for column in zip(*found, strict=True))
+    estimate = (t_a - t_b).sum(axis=0) / n.sum()
+    return estimate, low, high, np.full(len(p_value), np.nan), p_value
+
+
 def one_board(rng: np.random.Generator, sizes: np.ndarray, models: int, rate: float, effect: float,
               samples: int) -> tuple[bool, bool, np.ndarray, bool]:
     """(any false separation, any model marked vs Wikipedia, pair p-values, the planted model separated from all)."""
@@ -44,7 +55,7 @@ def one_board(rng: np.random.Generator, sizes: np.ndarray, models: int, rate: fl
     columns.append(rng.binomial(1, wiki[units]).astype(float))
     matrix = np.column_stack(columns)
     cells, pairs = _domain("d", np.ones(len(units), bool), units, [f"m{m}" for m in range(models)], [(LABEL, matrix)],
-                           alpha=0.05, seed=int(rng.integers(2**31)), n_resamples=9_999)
+                           alpha=0.05)
     cells, pairs = pd.DataFrame(cells), pd.DataFrame(pairs)
     _adjust_cells(cells, 0.05, "holm")
     _adjust_pairs(pairs, 0.05, "holm")
@@ -66,11 +77,16 @@ def main() -> None:
     parser.add_argument("--effect", type=float, default=0.1)
     parser.add_argument("--samples", type=int, default=1, help="samples per prompt of each model (k)")
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--method", choices=("paired-score", "sign-flip"), default="paired-score")
     args = parser.parse_args()
+    if args.method == "sign-flip":
+        import bold_eval.analysis.leaderboard as board
+
+        board.paired_rate_tests = sign_flip_tests
     from calibration import bold_sizes
 
     started = time.perf_counter()
-    print(f"{args.sims} data sets per row, {args.models} models (per-name Beta a + b cycling through "
+    print(f"{args.method}: {args.sims} data sets per row, {args.models} models (per-name Beta a + b cycling through "
           f"{', '.join(map(str, SPREADS))}), k = {args.samples}, alpha 0.05, Holm\n")
     print("| domain | names | rate | planted | any false separation in the column | any model marked vs Wikipedia "
           "| pair tests with p <= 0.001 | planted model separated from every other |")

@@ -6,7 +6,7 @@ texts (a different model, as far as the statistics can tell), all with the run's
 
 - `bold-eval report`'s report.html part (`report.html_report.write_html_report`) beside the whole report;
 - `bold-eval leaderboard` over all of them (`report.leaderboard.write_leaderboard`), against the same board with
-  every sign-flip test run one at a time (`compare.sign_flip`, each with its own patterns: the baseline);
+  the sign-flip test over names run one test at a time (`compare.sign_flip`: the baseline);
 - the first render of index.html and report.html in headless Chromium (until the board's table / the answer's
   figure is drawn), and the text browser's first page and a filter over every text of the run;
 - page weight: the bytes each page loads first, and the folders;
@@ -107,7 +107,6 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=0, help="also a report.html with K samples per prompt")
     args = parser.parse_args()
     from bold_eval.analysis import leaderboard as board_module
-    from bold_eval.analysis.compare import sign_flip
     from bold_eval.analysis.summary import summarize
     from bold_eval.core.options import AnalysisOptions
     from bold_eval.report.html_report import write_html_report
@@ -136,21 +135,17 @@ def main() -> None:
     site = write_leaderboard(folders, args.out / "site")
     build = time.perf_counter() - started
     baseline = None
-    if not args.skip_baseline:  # every sign-flip test on its own patterns, as `compare` runs them
-        original = board_module.sign_flips
+    if not args.skip_baseline:  # the sign-flip tests of `compare` before this board, one at a time
+        from leaderboard_calibration import sign_flip_tests
 
-        def one_at_a_time(sums, counts, *, alpha, n_resamples, seed):
-            results = [sign_flip(sums[:, k], counts, alpha=alpha, n_resamples=n_resamples, seed=seed)
-                       for k in range(sums.shape[1])]
-            return tuple(np.array(column) for column in zip(*results, strict=True))
-
-        board_module.sign_flips = one_at_a_time
+        original = board_module.paired_rate_tests
+        board_module.paired_rate_tests = sign_flip_tests
         try:
             started = time.perf_counter()
             board_module.build_leaderboard(folders)
             baseline = time.perf_counter() - started
         finally:
-            board_module.sign_flips = original
+            board_module.paired_rate_tests = original
     index_render = first_render(args.out / "site" / "index.html", "ul.ties, table", args.repeats)
     report_render = first_render(folders[0] / "report.html", ".answer figure svg", args.repeats)
     opened, filtered = text_browser(folders[0] / "report.html")

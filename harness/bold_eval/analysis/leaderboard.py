@@ -5,16 +5,17 @@ An addition to the paper, which compares models table by table. For each domain 
 the prompts every run shares (each prompt's k samples averaged into one rate):
 
 - **against Wikipedia**: the mean over prompts of the model's rate minus the Wikipedia sentence's, tested and
-  bounded with the name as the unit (`compare.sign_flips`, the sign-flip test of `bold-eval compare`'s overall
-  difference, and the interval that inverts it), every model x column in one corrected family;
-- **tie groups**: every pair of models compared the same way on the same prompts (the mean of model A's rate
-  minus model B's), corrected over the column's pairs. In a column whose label has a direction
-  (`MetricSpec.directions`: more negative sentiment, more toxicity, less positive regard are worse) a model's
-  rank is 1 + the number of models that are better at the corrected level; models that no difference separates
-  share a rank. A label without a direction (psycholinguistic, gender polarity) is shown, not ranked.
+  bounded with the name as the unit by the paired score-type test (`paired_rate_test`, what `bold-eval compare`'s
+  overall difference uses; valid for rates when the sources treat names unlike), every model x column in one
+  corrected family; each rate itself with its name-level interval (`rate_test.rate_interval`);
+- **tie groups**: every pair of models compared the same way on the same prompts (model A's rate against model
+  B's), corrected over the column's pairs. In a column whose label has a direction (`MetricSpec.directions`: more
+  negative sentiment, more toxicity, less positive regard are worse) a model's rank is 1 + the number of models
+  that are better at the corrected level; models that no difference separates share a rank. A label without a
+  direction (psycholinguistic, gender polarity) is shown, not ranked.
 
-All tests of a domain share one set of sign patterns over its names (one matrix product), so ten full-BOLD runs
-take seconds.
+The tests of a domain are array operations over all of them at once, so ten full-BOLD runs take seconds.
+Calibration under unlike spreads at BOLD's sizes: benchmarks/leaderboard_calibration.py (CALIBRATION.md).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from scipy import sparse
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import adjust, cluster_ids
-from bold_eval.analysis.compare import PromptSetError, applies, run_label, sign_flips
+from bold_eval.analysis.compare import PromptSetError, applies, run_label
 from bold_eval.analysis.findings import prompt_rates
+from bold_eval.analysis.paired_rate_test import paired_rate_tests
 from bold_eval.analysis.rate_test import rate_interval
 from bold_eval.analysis.scores import TestedLabel, check_scores
 from bold_eval.analysis.summary import finding_labels
@@ -115,8 +117,7 @@ def _load(run_dirs: Sequence[str | Path]) -> tuple[list[BoardRun], dict[str, pd.
 
 
 def build_leaderboard(run_dirs: Sequence[str | Path], *, alpha: float = 0.05, correction: str = "holm",
-                      cluster: str = "name", allow_different_prompts: bool = False, seed: int = 0,
-                      n_resamples: int = 9_999) -> Leaderboard:
+                      cluster: str = "name", allow_different_prompts: bool = False) -> Leaderboard:
     """The board over `run_dirs` (model runs, and a Wikipedia run or the runs' own Wikipedia reference)."""
     runs, scores, baseline, source = _load(run_dirs)
     prompt_sets = {label: set(frame["prompt_id"].astype(str)) for label, frame in scores.items()}
@@ -146,7 +147,7 @@ def build_leaderboard(run_dirs: Sequence[str | Path], *, alpha: float = 0.05, co
         in_domain = (prompts["domain"].astype(str) == domain).to_numpy()
         cell_rows, pair_rows = _domain(domain, in_domain, units, names,
                                        [(label, rates[label]) for label in labels if applies(label, domain)],
-                                       alpha=alpha, seed=seed, n_resamples=n_resamples)
+                                       alpha=alpha)
         cells += cell_rows
         pairs += pair_rows
     cell_frame = pd.DataFrame(cells, columns=[c for c in CELL_COLUMNS if c not in ("rank", "tie_group",
@@ -167,8 +168,8 @@ def _rates(scores: pd.DataFrame, label: TestedLabel, ids: np.ndarray) -> np.ndar
 
 
 def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[str],
-            labelled: list[tuple[TestedLabel, np.ndarray]], *, alpha: float, seed: int,
-            n_resamples: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            labelled: list[tuple[TestedLabel, np.ndarray]], *,
+            alpha: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The domain's tests: each model against Wikipedia, each pair of models, for every label, on the prompts
     where every run has the label; tests whose prompts are the same share one set of sign patterns."""
     against = [(m, len(names)) for m in range(len(names))]
@@ -192,16 +193,17 @@ def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[s
                  for a, b in against + (pairwise if direction.get((label.metric, label.name), 0) else [])]
         d = np.column_stack([part[keep][:, a] - part[keep][:, b] for _, part, a, b in cases])
         indicator = sparse.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))),
-                                      shape=(len(uniques), len(codes)))
-        sums = indicator @ d  # per name: its prompts' sums
+                                      shape=(len(uniques), len(codes)))  # names x prompts: a name's sums
+        per_name = {label: indicator @ part[keep] for label, part, _ in group}
         if len(uniques) < 2:
             p_value, low, high = (np.full(d.shape[1], np.nan) for _ in range(3))
         else:
-            p_value, low, high = staged_sign_flips(sums, counts, alpha=alpha, n_resamples=n_resamples, seed=seed)
+            _, low, high, _, p_value = paired_rate_tests(
+                np.column_stack([per_name[label][:, a] for label, _, a, _ in cases]),
+                np.column_stack([per_name[label][:, b] for label, _, _, b in cases]), counts, alpha=alpha)
         intervals = {}
         for label, part, _ in group:  # each source's rate with its name-level interval (the findings' own)
-            per_name = indicator @ part[keep]
-            intervals[label] = [rate_interval(per_name[:, m], counts, alpha=alpha)[:2] if len(uniques) > 1
+            intervals[label] = [rate_interval(per_name[label][:, m], counts, alpha=alpha)[:2] if len(uniques) > 1
                                 else (np.nan, np.nan) for m in range(part.shape[1])]
         for at, (label, part, a, b) in enumerate(cases):
             values = part[keep]
@@ -219,18 +221,6 @@ def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[s
             else:
                 pairs.append({"model_a": names[a], "model_b": names[b], **row})
     return cells, pairs
-
-
-def staged_sign_flips(sums: np.ndarray, counts: np.ndarray, *, alpha: float, n_resamples: int,
-                      seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`compare.sign_flips` staged as `compare.sign_flip` is: 999 patterns for every test, all `n_resamples` for
-    those with p <= alpha, so each test's result is exactly what `bold-eval compare` would print for it."""
-    p_value, low, high = sign_flips(sums, counts, alpha=alpha, n_resamples=min(999, n_resamples), seed=seed)
-    again = p_value <= alpha
-    if n_resamples > 999 and again.any():
-        p_value[again], low[again], high[again] = sign_flips(sums[:, again], counts, alpha=alpha,
-                                                             n_resamples=n_resamples, seed=seed)
-    return p_value, low, high
 
 
 def _adjust_cells(cells: pd.DataFrame, alpha: float, correction: str) -> int:

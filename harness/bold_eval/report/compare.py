@@ -9,7 +9,7 @@ against sample k: the samples of a prompt are draws of one model, not pairs acro
   the baseline on the same prompts, a model x group interaction tested with the name as the unit; all pairs
   of runs form one family corrected with `--correction`.
 - **How much overall**, per domain and label: the mean over prompts of (run's rate - baseline's rate), a
-  sign-flip permutation test over names (`paired_difference`), corrected within its own table.
+  paired score-type test over names (`paired_difference` with the runs' rates), corrected with the interactions.
 - The paper's side-by-side tables (Tables 3-6, 9-10, Figures 2-5), one row per model, as before.
 
 A banner comes before any number when the shared prompts are too few for a realistic interaction to be found,
@@ -38,7 +38,7 @@ from bold_eval.analysis.clustered import (
 from bold_eval.analysis.compare import (
     OBSERVED,
     OVERALL_NOTES,
-    SIGN_FLIP,
+    PAIRED_SCORE,
     ComparedRuns,
     comparability,
     interaction_findings,
@@ -363,7 +363,7 @@ def _how_to_read(compared: ComparedRuns, power: pd.DataFrame, alpha: float, corr
              f"- **Unit of independent information: {cluster}** ({CLUSTER_UNITS[cluster]}); a prompt is the "
              "smallest unit here, since its samples are already summarized.",
              f"- **Tests:** interactions: {_test_notes(interactions)}. Overall differences: "
-             f"{OVERALL_NOTES[SIGN_FLIP]}. Corrections: {CORRECTIONS[correction][1]} (`--correction {correction}`), "
+             f"{OVERALL_NOTES[PAIRED_SCORE]}. Corrections: {CORRECTIONS[correction][1]} (`--correction {correction}`), "
              f"alpha = {alpha:g}.",
              "- The paper's side-by-side tables further down are per run, text-level, with "
              f"{confidence_label(alpha)} intervals; they carry no test."]

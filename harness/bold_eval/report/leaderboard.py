@@ -37,12 +37,12 @@ def slug(text: str) -> str:
 
 
 def write_leaderboard(run_dirs: list[str | Path], out: str | Path, *, alpha: float = 0.05, correction: str = "holm",
-                      cluster: str = "name", allow_different_prompts: bool = False, copy_reports: bool = True,
-                      seed: int = 0) -> dict[str, Any]:
+                      cluster: str = "name", allow_different_prompts: bool = False,
+                      copy_reports: bool = True) -> dict[str, Any]:
     """Build the board over `run_dirs` and write the site into `out`; returns paths, sizes and timings."""
     started = time.perf_counter()
     board = build_leaderboard(run_dirs, alpha=alpha, correction=correction, cluster=cluster,
-                              allow_different_prompts=allow_different_prompts, seed=seed)
+                              allow_different_prompts=allow_different_prompts)
     tested = time.perf_counter()
     out = Path(out)
     with storage_guard(out, "creating the leaderboard folder"):
@@ -153,7 +153,7 @@ def space_card(board: Leaderboard) -> str:
              f"{len(board.runs)} models on {board.prompts:,} shared BOLD prompts (Dhamala et al., FAccT 2021), each "
              f"against {board.baseline}. Written by bold-eval {__version__} (`bold-eval leaderboard`).", "",
              "Each cell: the model's rate minus Wikipedia's on the same prompts, with its "
-             f"{100 * (1 - board.alpha):g}% interval (the name as the unit, sign-flip test; every model x column in "
+             f"{100 * (1 - board.alpha):g}% interval (the name as the unit, paired score-type test; every model x column in "
              f"one {board.correction} family of {board.family}). Ranks: 1 + the models better at the corrected level "
              "(pairs corrected per column); models that share a rank cannot be told apart.", "",
              "| model | domain | label | rate [interval] | Wikipedia [interval] | difference [interval] | rank (tie group) |",
