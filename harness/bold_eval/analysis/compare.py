@@ -60,9 +60,9 @@ OVERALL_NOTES = {
     PAIRED_SCORE: "paired score-type t with the name as the unit (`analysis.paired_rate_test`): the variance under "
                   "the hypothesis of equal rates, each run's share at least the beta-binomial variance its rate "
                   "allows, less the pairing's covariance, on names - 1 degrees of freedom; interval: the same test "
-                  "inverted, so it excludes 0 exactly when p <= alpha (a sign-flip test over names, used before, "
-                  "rejected up to 13% of true nulls at 5% when one run treats names far more unevenly than the "
-                  "other)",
+                  "inverted, so it excludes 0 exactly when p <= alpha (the sign-flip test over names used before "
+                  "made twice its level of false findings when one run treats names far more unevenly than the "
+                  "other, benchmarks/CALIBRATION.md)",
     SIGN_FLIP: "one-sample permutation test: the runs' labels are swapped for all prompts of a name at once "
                "(the sign of the name's summed difference flipped; 999 random flips, 9,999 where p <= alpha, all "
                "2^names flips when fewer); interval: the same test inverted (every shift of the mean it does not "
