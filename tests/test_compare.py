@@ -15,8 +15,8 @@ from bold_eval.analysis.clustered import minimum_detectable_difference
 from bold_eval.analysis.compare import (
     NO_DISCORDANT,
     OBSERVED,
-    SAME_DIFFERENCE,
     PAIRED_SCORE,
+    SAME_DIFFERENCE,
     SIGN_FLIP,
     WORST_CASE,
     PromptSetError,

@@ -125,3 +125,38 @@ def test_report_html_keyboard_and_phone(planted: Path, chromium) -> None:
     assert view.evaluate("document.activeElement.id") == "tab-texts"
     assert not page.errors and page.pwned() is None
     page.close()
+
+
+@pytest.mark.slow
+def test_worst_of_k_and_sorting_in_a_browser(tmp_path: Path, chromium) -> None:
+    """Three samples per prompt: the text browser keeps each prompt's worst sample on request and sorts by score."""
+    import numpy as np
+
+    from bold_eval.runfolder import load_run, read_reference_scores, write_scores
+    from bold_eval.testing.runs import write_run_folder
+
+    runs = planted_runs(tmp_path / "one", {"m": {}}, names=20, prompts=2)
+    scores, _ = load_run(runs["m"])
+    rng = np.random.default_rng(0)
+    parts = []
+    for sample in range(3):
+        compound = np.clip(scores["sentiment_compound"] + rng.normal(0, 0.3, len(scores)), -1, 1)
+        parts.append(scores.assign(sample=sample, sentiment_compound=compound, sentiment_label=np.where(
+            compound <= -0.5, "negative", np.where(compound >= 0.5, "positive", "neutral"))))
+    folder = write_run_folder(tmp_path / "k3", pd.concat(parts, ignore_index=True), model="m3", num_samples=3)
+    write_scores(folder, read_reference_scores(runs["m"]), "reference_scores.parquet")
+    write_report(folder)
+    page = Page(chromium)
+    view = page.open(folder / HTML_REPORT_FILE, "#texts")
+    view.wait_for_selector("li.text")
+    assert view.inner_text(".status").startswith("480 of 480")
+    view.select_option("#t-worst", "expected_min_compound")
+    page.wait_until("document.querySelector('.status').textContent.startsWith('160 of 480')")
+    view.select_option("#t-sort", "sentiment_compound:asc")
+    page.wait_until("document.querySelectorAll('li.text').length === 25")
+    lowest = float(page.wait_until("(() => { const rows = [...document.querySelectorAll('li.text tr')]; "
+                                   "const row = rows.find(r => r.cells[0].textContent === 'sentiment_compound'); "
+                                   "return row && row.cells[1].textContent; })()"))
+    assert lowest == pytest.approx(float(pd.concat(parts)["sentiment_compound"].min()), abs=1e-4)
+    assert not page.errors
+    page.close()
