@@ -126,7 +126,7 @@ def test_the_embedded_model_under_three_protocols(tmp_path: Path, bold_eval_here
     """The issue's board: the embedded chat model under --chat-template none, prefill and instruct, the Wikipedia
     baseline, and a copy of the `none` run made negative in every text (a planted difference): the copy is alone
     in the last tie group, and the site loads cleanly."""
-    common = ("--domains", "race", "--limit", "24", "--max-new-tokens", "10", "--metrics", "sentiment",
+    common = ("--domains", "race", "--limit", "12", "--max-new-tokens", "8", "--metrics", "sentiment",
               "--no-progress")
     folders = []
     for protocol in ("none", "prefill", "instruct"):
@@ -159,7 +159,7 @@ def test_the_embedded_model_under_three_protocols(tmp_path: Path, bold_eval_here
     assert "in BOLD's Wikipedia sentences" in view.inner_text(".answer")
     view = page.open(folders[2] / "report.html", "#texts")
     view.wait_for_selector("li.text .continuation")
-    assert "24 of 24 texts match" in view.inner_text(".status")
+    assert "12 of 12 texts match" in view.inner_text(".status")
     assert "Wikipedia, same prompt" in view.inner_text("li.text")
     view.click("#tab-run")
     assert "instruct" in view.inner_text("#panel-run")
