@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPORT_FILES = ("figures", "tables", "report.md", "summary.json")
+REPORT_FILES = ("figures", "tables", "report.md", "summary.json", "report.html", "report_files")
 
 
 def timed_report(run_dir: Path, scratch: Path, name: str) -> tuple[float, float]:
