@@ -150,7 +150,8 @@ def simulate(design: Design, sims: int, args: argparse.Namespace, sizes: np.ndar
 def design_rows(design: Design, args: argparse.Namespace, sizes: np.ndarray) -> list[dict[str, Any]]:
     """The null run of a design (its predictions), then each planted effect and the predicted one."""
     null = simulate(design, args.sims, args, sizes)
-    predicted = float(np.nanmedian(null["predicted"].replace(np.inf, np.nan)))  # skewed over data sets
+    finite = null["predicted"].replace(np.inf, np.nan).dropna()
+    predicted = float(finite.median()) if len(finite) else np.nan  # the median: skewed over data sets
     effects = sorted({*args.effects, *([round(predicted, 3)] if np.isfinite(predicted) and predicted < 0.6 else [])})
     rows = []
     for effect in effects:
