@@ -15,6 +15,7 @@ from bold_eval.analysis.leaderboard import build_leaderboard
 from bold_eval.core.errors import UserError
 from bold_eval.report.leaderboard import write_leaderboard
 from bold_eval.report.run_report import write_report
+from bold_eval.report.site import CSP
 from bold_eval.runfolder import load_run, write_scores
 from bold_eval.testing.browser import Page
 from bold_eval.testing.runs import HOSTILE_TEXTS, planted_runs, write_run_folder
@@ -77,6 +78,9 @@ def test_site_results_and_card(three: dict[str, Path], tmp_path: Path, bold_eval
     result = bold_eval_here("leaderboard", *three.values(), "--out", tmp_path / "site", "--no-copy-reports")
     assert result.returncode == 0, result.stderr
     site = tmp_path / "site"
+    index = (site / "index.html").read_text()
+    assert f'content="{CSP}"' in index and "<img" not in index  # its own scripts only; data never in the page
+    assert "<img" not in (site / "leaderboard_files" / "board.js").read_text()  # a hostile name stays escaped
     card = (site / "README.md").read_text()
     assert card.startswith("---\n") and "sdk: static" in card and "app_file: index.html" in card
     assert "<img" not in card  # a hostile model name is not markup in the Space's card
