@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+import zlib
 
 import numpy as np
 
@@ -32,6 +33,11 @@ SPREADS = {  # (side A's Beta, side B's Beta) at mean 0.3; the rare label scales
     "moderate": ((1.0, 2.33), (6.0, 14.0)),
     "exchangeable": ((1.0, 2.33), (1.0, 2.33)),
 }
+
+
+def seed_of(*parts: object) -> int:
+    """A seed from a design's parameters that is the same in every process (`hash` of a string is not)."""
+    return zlib.crc32(repr(parts).encode())
 
 
 def draw(rng: np.random.Generator, names: int, beta: tuple[float, float], rate: float, shift: float = 0.0):
@@ -68,7 +74,7 @@ def level_rows(args: argparse.Namespace) -> None:
     for rate in (0.3, 0.03):
         for spread, (beta_a, beta_b) in SPREADS.items():
             for names in args.names:
-                rng = np.random.default_rng(hash((rate, spread, names)) % 2**32)
+                rng = np.random.default_rng(seed_of(rate, spread, names))
                 p_values, floors, old = [], [], []
                 for replicate in range(args.replicates):
                     t_a, n_a = draw(rng, names, beta_a, rate)
@@ -117,7 +123,7 @@ def real_design_rows(args: argparse.Namespace) -> None:
         small = sizes[group] <= 15
         for rate in (0.02, 0.05, 0.3):
             for rho_small, rho_rest in ((0.05, 0.05), (0.3, 0.3), (0.8, 0.05)):
-                rng = np.random.default_rng(hash((domain, rate, rho_small, rho_rest)) % 2**32)
+                rng = np.random.default_rng(seed_of(domain, rate, rho_small, rho_rest))
                 rho = np.where(small, rho_small, rho_rest)
                 scale = (1 - rho) / rho
                 rejected = np.zeros((2, len(names)))
@@ -188,32 +194,71 @@ def paired_and_worst_rows(args: argparse.Namespace) -> None:
 
     def worst_interaction_data(rng: np.random.Generator, names_a: int, spread: str,
                                rate: float) -> tuple[np.ndarray, ...]:
-        """compare's interaction of two runs' worst cases: per prompt d = run's worst case - baseline's, both
-        continuous in [0, 1]; the run's names spread as `spread` says, the baseline's alike (a + b = 20)."""
+        """compare's interaction of two runs' worst cases: per prompt the run's worst case and the baseline's,
+        both continuous in [0, 1]; the run's names spread as `spread` says, the baseline's alike (a + b = 20)."""
         run, side, unit = worst_case_data(rng, names_a, spread, rate)
         means = np.clip(_beta(rng, rate, 20.0, int(unit.max()) + 1), 1e-3, 1 - 1e-3)
         baseline = rng.beta(means[unit] * 20, (1 - means[unit]) * 20)
-        return run - baseline, side, unit
+        return run - baseline, side, unit, run, baseline
+
+    def compare_worst_tests(sets: list[tuple[np.ndarray, ...]], alpha: float) -> list[tuple[bool, float]]:
+        """(testable, p) per data set through compare's own test of continuous worst cases."""
+        from bold_eval.analysis.paired_rate_test import continuous_interaction_tests
+
+        p_values = continuous_interaction_tests([(run, base, unit, side) for _, side, unit, run, base in sets],
+                                                alpha=alpha)[4]
+        return [(True, float(p)) for p in p_values]
 
     kinds = (("interaction", interaction_data, None), ("worst case in [0, 1]", worst_case_data, None),
              ("worst case in [-1, 1]", compound_data, (-1.0, 1.0)),  # the compound's range, as the report maps it
-             ("worst-case interaction (compare)", worst_interaction_data, None))
+             ("worst-case interaction (compare, before: differences alone)", worst_interaction_data, None),
+             ("worst-case interaction (compare)", worst_interaction_data, "continuous"))
     for kind, make, bounds in kinds:
         for rate in (0.3, 0.03) if kind == "interaction" else (0.2,):
             for spread in ("strong", "exchangeable"):
                 for names in (3, 7, 10, 30, 100):
-                    rng = np.random.default_rng(hash((kind, rate, spread, names)) % 2**32)
+                    rng = np.random.default_rng(seed_of(kind, rate, spread, names))
                     sets = [make(rng, names, spread, rate) for _ in range(args.paired_replicates)]
-                    ranges = [bounds] * len(sets)
-                    at_5 = difference_tests(*zip(*sets, strict=True), alpha=0.05, bounds=ranges)
-                    at_01 = difference_tests(*zip(*sets, strict=True), alpha=0.001, bounds=ranges)
                     total = len(sets)
-                    rejected_5 = np.mean([test.testable and test.p_value <= 0.05 for test in at_5])
-                    rejected_01 = np.mean([test.testable and test.p_value <= 0.001 for test in at_01])
-                    untestable = np.mean([not test.testable for test in at_5])
+                    if bounds == "continuous":
+                        at_5, at_01 = compare_worst_tests(sets, 0.05), compare_worst_tests(sets, 0.001)
+                    else:
+                        ranges = [bounds] * len(sets)
+                        triples = [case[:3] for case in sets]
+                        at_5 = [(test.testable, test.p_value) for test in
+                                difference_tests(*zip(*triples, strict=True), alpha=0.05, bounds=ranges)]
+                        at_01 = [(test.testable, test.p_value) for test in
+                                 difference_tests(*zip(*triples, strict=True), alpha=0.001, bounds=ranges)]
+                    rejected_5 = np.mean([testable and p <= 0.05 for testable, p in at_5])
+                    rejected_01 = np.mean([testable and p <= 0.001 for testable, p in at_01])
+                    untestable = np.mean([not testable for testable, _ in at_5])
                     print(f"| {kind} | {rate} | {spread} | {names} / 60 | {rejected_5:.2%} ± "
                           f"{_se(rejected_5, total):.2%} | {rejected_01:.3%} ± {_se(rejected_01, total):.3%} | "
                           f"{untestable:.0%} |", flush=True)
+
+
+def compare_worst_power_rows(args: argparse.Namespace) -> None:
+    """Power of compare's test of two runs' continuous worst cases (`continuous_interaction_tests`) against the test
+    of their differences alone (`difference_tests`, before), for a planted +0.1 in the run's worst cases on side A."""
+    from bold_eval.analysis.clustered import difference_tests
+    from bold_eval.analysis.paired_rate_test import continuous_interaction_tests
+
+    print("\n| planted | spread | names A / B | compare's test: found at 5% | differences alone (before) |")
+    print("|---|---|---|---|---|")
+    for spread in ("strong", "exchangeable"):
+        for names in (30, 100):
+            rng = np.random.default_rng(seed_of("worst-power", spread, names))
+            sets = []
+            for _ in range(args.power_replicates):
+                run, side, unit = worst_case_data(rng, names, spread, 0.2)
+                run = np.where(side, np.clip(run + 0.1, 0.0, 1.0), run)
+                means = np.clip(_beta(rng, 0.2, 20.0, int(unit.max()) + 1), 1e-3, 1 - 1e-3)
+                sets.append((run, rng.beta(means[unit] * 20, (1 - means[unit]) * 20), unit, side))
+            new = continuous_interaction_tests(sets, alpha=0.05)[4]
+            old = difference_tests([x - y for x, y, _, _ in sets], [side for *_, side in sets],
+                                   [unit for _, _, unit, _ in sets], alpha=0.05)
+            found_old = np.mean([test.testable and test.p_value <= 0.05 for test in old])
+            print(f"| +0.1 | {spread} | {names} / 60 | {np.mean(new <= 0.05):.0%} | {found_old:.0%} |", flush=True)
 
 
 def rate_coverage_rows(args: argparse.Namespace) -> None:
@@ -228,7 +273,7 @@ def rate_coverage_rows(args: argparse.Namespace) -> None:
         for rho in (0.05, 0.3, 0.8):
             scale = (1 - rho) / rho
             for names in (2, 3, 5, 10, 30, 100):
-                rng = np.random.default_rng(hash((rate, rho, names)) % 2**32)
+                rng = np.random.default_rng(seed_of(rate, rho, names))
                 covered, width = 0, 0.0
                 for _ in range(args.coverage_replicates):
                     n = 1 + np.minimum(rng.geometric(0.3, names) - 1, 59)
@@ -251,7 +296,7 @@ def worst_coverage_rows(args: argparse.Namespace) -> None:
     print("|---|---|---|---|")
     for total in (1.0, 3.33, 20.0):
         for names in (2, 3, 5, 10, 30, 100):
-            rng = np.random.default_rng(hash((total, names)) % 2**32)
+            rng = np.random.default_rng(seed_of(total, names))
             covered, width = 0, 0.0
             for _ in range(args.coverage_replicates):
                 prompts = 1 + np.minimum(rng.geometric(0.3, names) - 1, 59)
@@ -290,7 +335,7 @@ def overall_rows(args: argparse.Namespace) -> None:
     for base, run in designs:
         for spread, (total_run, total_base) in (("strong", (1.0, 20.0)), ("exchangeable", (3.33, 3.33))):
             for names in (2, 3, 5, 10, 30, 100):
-                rng = np.random.default_rng(hash((base, run, spread, names)) % 2**32)
+                rng = np.random.default_rng(seed_of(base, run, spread, names))
                 rejected_5 = rejected_01 = covered = untestable = 0
                 for replicate in range(args.overall_replicates):
                     prompts = 1 + np.minimum(rng.geometric(0.3, names) - 1, 59)
@@ -324,7 +369,7 @@ def coverage_and_power(args: argparse.Namespace) -> None:
         for spread in ("moderate", "strong"):
             beta_a, beta_b = SPREADS[spread]
             for names in (10, 30, 100):
-                rng = np.random.default_rng(hash((shift, spread, names)) % 2**32)
+                rng = np.random.default_rng(seed_of(shift, spread, names))
                 covered, found, old = [], [], []
                 for replicate in range(args.power_replicates):
                     t_a, n_a = draw(rng, names, beta_a, 0.3, shift)
@@ -341,7 +386,7 @@ def coverage_and_power(args: argparse.Namespace) -> None:
 
 
 SECTIONS = {"level": level_rows, "real": real_design_rows, "paired-worst": paired_and_worst_rows,
-            "rate-coverage": rate_coverage_rows, "worst-coverage": worst_coverage_rows, "overall": overall_rows,
+            "compare-worst-power": compare_worst_power_rows, "rate-coverage": rate_coverage_rows, "worst-coverage": worst_coverage_rows, "overall": overall_rows,
             "power": coverage_and_power}
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -95,7 +96,7 @@ def main() -> None:
         sizes = bold_sizes(domain, args.data_dir)
         for rate in map(float, args.rates.split(",")):
             for effect in (0.0, args.effect):
-                rng = np.random.default_rng(abs(hash((domain, rate, effect))) % 2**32)
+                rng = np.random.default_rng(zlib.crc32(repr((domain, rate, effect)).encode()))
                 false_sep = marked = planted = 0
                 tail = []
                 for _ in range(args.sims):

@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
+from bold_eval.analysis.clustered import PAIRED_CONTINUOUS
 from bold_eval.analysis.summary import run_findings
 from bold_eval.analysis.worst_case import prompt_worst_cases, worst_case_labels, worst_case_view
 
@@ -159,4 +160,7 @@ def test_the_report_and_compare_show_and_test_worst_cases(tmp_path: Path) -> Non
     assert abs(row["interaction"]) == pytest.approx(1.0) and row["significant"]
     text = (tmp_path / "cmp" / "compare.md").read_text()
     assert "Worst case over k samples per group" in text
-    assert "Caution (issue 32, open): the interactions of two runs' continuous worst cases" in text
+    continuous = interactions.loc["expected maximum toxicity (worst of k)"]
+    assert continuous["method"] == PAIRED_CONTINUOUS  # each run's values kept apart (issue 32)
+    assert continuous["ci_low"] <= continuous["interaction"] <= continuous["ci_high"]
+    assert "each run's values and side kept apart" in text

@@ -33,6 +33,7 @@ from bold_eval.analysis.clustered import (
     CORRECTIONS,
     DEFAULT_CLUSTER,
     DEFAULT_CORRECTION,
+    PAIRED_CONTINUOUS,
     POWER,
     adjust,
     check_alpha,
@@ -47,6 +48,7 @@ from bold_eval.analysis.clustered import (
     minimum_detectable_difference,
     run_tests,
 )
+from bold_eval.analysis.paired_rate_test import continuous_interaction_tests
 from bold_eval.analysis.rate_test import unit_rate_interval
 from bold_eval.analysis.results import DifferenceTest, GroupFindings, PairedFindings
 from bold_eval.analysis.scores import TestedLabel
@@ -534,9 +536,46 @@ def _paired_rows(prompts: pd.DataFrame, model: pd.DataFrame, reference: pd.DataF
                 case = _paired_case(contrast, label, domains[contrast.domain])
                 if case is not None:
                     cases.append(case)
-    results = difference_tests([model - reference for _, _, model, reference, _, _ in cases],
-                               [case[5] for case in cases], [case[4] for case in cases], alpha=alpha, seed=seed)
+    # Continuous worst cases (two runs' expected maximum toxicity, ...) keep each run's values apart: the test on
+    # their differences alone over-rejects when one run treats a group's names far more unevenly (CALIBRATION.md).
+    continuous = [k for k, case in enumerate(cases) if case[1].value is None]
+    labelled = [k for k, case in enumerate(cases) if case[1].value is not None]
+    results: list[DifferenceTest | None] = [None] * len(cases)
+    tested = difference_tests([cases[k][2] - cases[k][3] for k in labelled], [cases[k][5] for k in labelled],
+                              [cases[k][4] for k in labelled], alpha=alpha, seed=seed)
+    for k, result in zip(labelled, tested, strict=True):
+        results[k] = result
+    for k, result in zip(continuous, continuous_tests([cases[k] for k in continuous], alpha=alpha), strict=True):
+        results[k] = result
     return [_paired_row(*case, result) for case, result in zip(cases, results, strict=True)]
+
+
+def continuous_tests(cases: Sequence[tuple[Any, ...]], *, alpha: float) -> list[DifferenceTest]:
+    """`paired_rate_test.continuous_interaction_tests` for paired cases of continuous scores, each mapped onto [0, 1]
+    by its range (`worst_case.score_bounds`) and read back in its own units; a side of fewer than 2 names is not
+    tested."""
+    results: list[DifferenceTest | None] = [None] * len(cases)
+    ready = []
+    for k, (_, label, y_model, y_reference, clusters, in_a) in enumerate(cases):
+        low, high = score_bounds(label.column) or (0.0, 1.0)
+        names = (len(pd.unique(clusters[in_a])), len(pd.unique(clusters[~in_a])))
+        if min(names) < 2:
+            results[k] = DifferenceTest(estimate=float(y_model[in_a].mean() - y_reference[in_a].mean()
+                                                       - y_model[~in_a].mean() + y_reference[~in_a].mean()),
+                                        ci_low=np.nan, ci_high=np.nan, statistic=np.nan, p_value=np.nan,
+                                        method=PAIRED_CONTINUOUS, testable=False,
+                                        note=f"too few names to test ({names[0]} against {names[1]})")
+            continue
+        ready.append((k, high - low, ((y_model - low) / (high - low), (y_reference - low) / (high - low),
+                                      clusters, in_a)))
+    if ready:
+        estimate, ci_low, ci_high, statistic, p_value = continuous_interaction_tests([case for *_, case in ready],
+                                                                                     alpha=alpha)
+        for row, (k, span, _) in enumerate(ready):
+            results[k] = DifferenceTest(estimate=float(estimate[row] * span), ci_low=float(ci_low[row] * span),
+                                        ci_high=float(ci_high[row] * span), statistic=float(statistic[row]),
+                                        p_value=float(p_value[row]), method=PAIRED_CONTINUOUS, testable=True)
+    return results  # type: ignore[return-value]  (every entry is set above)
 
 
 class PairedDomain(NamedTuple):

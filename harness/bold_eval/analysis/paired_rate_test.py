@@ -23,9 +23,12 @@ benchmarks/leaderboard_calibration.py and calibration_unlike.py --sections overa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy import special
 
 from bold_eval.analysis.rate_test import SideSums, restricted_rates, side_variance
@@ -77,31 +80,177 @@ def paired_rate_tests(t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray, *,
     """Per test (columns of `t_a` and `t_b`, names x tests; `n` the names' prompts): (estimate, interval low,
     high, t, p). Needs 2 names or more."""
     sums = PairedSums.of(t_a, t_b, n)
+    column = sums.column()
     estimate = sums.a.rate - sums.b.rate
     statistic, p_value = paired_t(sums, 0.0)
-    column = sums.column()
-    grid = np.sort(np.concatenate([np.broadcast_to(np.linspace(-1.0, 1.0, GRID), (len(estimate), GRID)),
+
+    def p_of(delta: np.ndarray) -> np.ndarray:
+        return paired_t(column if delta.ndim == 2 else sums, delta)[1]
+
+    low, high, p_value = inverted(p_of, estimate, p_value, alpha, bound=1.0)
+    return estimate, low, high, statistic, p_value
+
+
+def inverted(p_of: Callable[[np.ndarray], np.ndarray], estimate: np.ndarray, p_value: np.ndarray, alpha: float, *,
+             bound: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(low, high, p) of {delta: p(delta) > alpha} per test: a grid on [-bound, bound] with 0 and the estimate,
+    then each end bisected between its last accepted and first rejected point; p raised to the largest p at or
+    beyond 0 (away from the estimate), so that interval and p-value never disagree about zero. `p_of` takes the
+    deltas as one row per test (2-D) or one per test (1-D)."""
+    grid = np.sort(np.concatenate([np.broadcast_to(np.linspace(-bound, bound, GRID), (len(estimate), GRID)),
                                    np.zeros((len(estimate), 1)), estimate[:, None]], axis=1), axis=1)
-    grid_p = paired_t(column, grid)[1]
+    grid_p = p_of(grid)
     accepted = (grid_p > alpha) | (grid == estimate[:, None])
     last = grid.shape[1] - 1
     first_in = np.argmax(accepted, axis=1)
     last_in = last - np.argmax(accepted[:, ::-1], axis=1)
     rows = np.arange(len(estimate))
-    low = _bisect(sums, grid[rows, first_in], grid[rows, np.maximum(first_in - 1, 0)], alpha)
-    high = _bisect(sums, grid[rows, last_in], grid[rows, np.minimum(last_in + 1, last)], alpha)
+    ends = []
+    for inside, outside in ((grid[rows, first_in], grid[rows, np.maximum(first_in - 1, 0)]),
+                            (grid[rows, last_in], grid[rows, np.minimum(last_in + 1, last)])):
+        inside, outside = inside.astype(float).copy(), outside.astype(float).copy()
+        for _ in range(BISECTIONS):
+            middle = (inside + outside) / 2
+            keep = p_of(middle) > alpha
+            inside, outside = np.where(keep, middle, inside), np.where(keep, outside, middle)
+        ends.append(inside)
     away = np.where(estimate[:, None] > 0, grid <= 0, grid >= 0)
-    beyond = np.where(away, grid_p, -np.inf).max(axis=1)
-    p_value = np.where(estimate == 0, 1.0, np.maximum(p_value, beyond))
+    p_value = np.where(estimate == 0, 1.0, np.maximum(p_value, np.where(away, grid_p, -np.inf).max(axis=1)))
+    return ends[0], ends[1], p_value
+
+
+# --------------------------------------------------------------------------- continuous values: an interaction
+
+
+@dataclass(frozen=True)
+class ScoreSums:
+    """One source's continuous values in [0, 1] on one side (array fields, one entry per contrast): names G,
+    values N, their sum T, sum of squares Q, the names' sums t_i with sum t_i^2 (tt), sum t_i n_i (tn), sum n_i^2
+    (nn), sum t_i^2 / n_i (tt_n)."""
+
+    names: np.ndarray
+    texts: np.ndarray
+    hits: np.ndarray
+    squares: np.ndarray
+    tt: np.ndarray
+    tn: np.ndarray
+    nn: np.ndarray
+    tt_n: np.ndarray
+
+    @property
+    def rate(self) -> np.ndarray:
+        return self.hits / self.texts
+
+    def take(self, index: object) -> ScoreSums:
+        return ScoreSums(**{name: np.asarray(value)[index] for name, value in self.__dict__.items()})
+
+
+def continuous_variance(side: ScoreSums, rate: np.ndarray) -> np.ndarray:
+    """Variance of a side's mean of continuous values in [0, 1] if their expected mean is `rate`: the larger of the
+    null-imposed cluster-robust sum of squares and a floor sigma_w^2 N + tau_s^2 sum n_i^2, where sigma_w^2 is the
+    pooled within-name variance and tau_s^2 the between-name variance shrunk towards the most the mean allows
+    (rate (1 - rate) - sigma_w^2, Bhatia-Davis) by the side's rarer mass m = min(sum of name means, sum of their
+    complements): (m tau_hat^2 + tau_max^2) / (m + 1), as `rate_test` shrinks a label's within-name correlation."""
+    squares = np.maximum(side.tt - 2 * rate * side.tn + rate * rate * side.nn, 0.0)
+    within_df = np.maximum(side.texts - side.names, 1.0)
+    sigma_w = np.clip((side.squares - side.tt_n) / within_df, 0.0, None)
+    p = side.rate
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = side.tt_n - 2 * p * side.hits + p * p * side.texts  # sum_i n_i (mean_i - p)^2
+        tau_hat = np.clip((spread - (side.names - 1) * sigma_w) / (side.texts - side.nn / side.texts), 0.0, None)
+    tau_hat = np.where(np.isfinite(tau_hat), tau_hat, 0.0)
+    tau_max = np.clip(rate * (1 - rate) - sigma_w, 0.0, None)
+    means_mass = side.hits / side.texts * side.names  # sum of name means, as if equal names
+    rarer = np.minimum(means_mass, side.names - means_mass)
+    tau_s = (rarer * np.minimum(tau_hat, tau_max) + tau_max) / (rarer + 1.0)
+    floor = sigma_w * side.texts + tau_s * side.nn
+    return np.maximum(squares, floor) / (side.texts * side.texts)
+
+
+def score_sums(values: np.ndarray, codes: np.ndarray, starts: np.ndarray) -> ScoreSums:
+    """`ScoreSums` of many sides at once: the values of side k are values[starts[k]:starts[k + 1]] (sorted so
+    that each side's names are contiguous), `codes` their names (unique across sides)."""
+    values = np.asarray(values, dtype=float)
+    boundaries = np.r_[np.flatnonzero(np.diff(codes)) + 1]
+    name_starts = np.r_[0, boundaries]
+    t = np.add.reduceat(values, name_starts)
+    n = np.diff(np.r_[name_starts, len(values)]).astype(float)
+    side_of_name = np.searchsorted(starts, name_starts, side="right") - 1
+    name_side_starts = np.searchsorted(side_of_name, np.arange(len(starts)))
+
+    def per_side(per_name: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(per_name, name_side_starts)
+
+    return ScoreSums(names=np.diff(np.r_[name_side_starts, len(t)]).astype(float), texts=per_side(n),
+                     hits=per_side(t), squares=np.add.reduceat(values * values, starts), tt=per_side(t * t),
+                     tn=per_side(t * n), nn=per_side(n * n), tt_n=per_side(t * t / n))
+
+
+def continuous_interaction_tests(cases: list[tuple[np.ndarray, ...]], *, alpha: float) -> tuple[np.ndarray, ...]:
+    """The interaction of two sources' continuous values in [0, 1] (a run's and a baseline's worst case per
+    prompt), side A against side B, the name as the unit: per case (x, y, names, in_a), per prompt the two values,
+    its name and its side. H0: (p_xA - p_yA) - (p_xB - p_yB) = delta, the four means moved onto it by least
+    squares; each side's variance `continuous_variance` of x plus that of y less their covariance; Welch-
+    Satterthwaite degrees of freedom with names - 1 per side. Returns (estimate, low, high, t, p) per case, the
+    interval {delta: p(delta) > alpha} on [-2, 2]."""
+    parts: dict[str, list[np.ndarray]] = {"x": [], "y": [], "codes": []}
+    sizes, offset = [], 0
+    for x, y, names, in_a in cases:
+        in_a = np.asarray(in_a, dtype=bool)
+        codes = np.asarray(pd.factorize(np.asarray(names))[0])
+        for side in (in_a, ~in_a):
+            order = np.argsort(codes[side], kind="stable")
+            parts["x"].append(np.asarray(x, dtype=float)[side][order])
+            parts["y"].append(np.asarray(y, dtype=float)[side][order])
+            parts["codes"].append(codes[side][order] + offset)
+            sizes.append(int(side.sum()))
+            offset += len(codes) + 1
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    x_all, y_all, codes = (np.concatenate(parts[key]) for key in ("x", "y", "codes"))
+    x, y = score_sums(x_all, codes, starts), score_sums(y_all, codes, starts)
+    xy = np.add.reduceat(*_name_products(x_all, y_all, codes, starts))
+    sides = (x.take(slice(0, None, 2)), y.take(slice(0, None, 2)), xy[0::2],
+             x.take(slice(1, None, 2)), y.take(slice(1, None, 2)), xy[1::2])
+    columns = tuple(side.take((slice(None), None)) if isinstance(side, ScoreSums) else side[:, None]
+                    for side in sides)
+    estimate = (sides[0].rate - sides[1].rate) - (sides[3].rate - sides[4].rate)
+    statistic, p_value = _continuous_t(sides, np.zeros(len(estimate)))
+
+    def p_of(delta: np.ndarray) -> np.ndarray:
+        return _continuous_t(columns if delta.ndim == 2 else sides, delta)[1]
+
+    low, high, p_value = inverted(p_of, estimate, p_value, alpha, bound=2.0)
     return estimate, low, high, statistic, p_value
 
 
-def _bisect(sums: PairedSums, inside: np.ndarray, outside: np.ndarray, alpha: float) -> np.ndarray:
-    """The accepted end between each `inside` (accepted) and `outside` (rejected, or equal at the range's end)."""
-    inside, outside = inside.astype(float).copy(), outside.astype(float).copy()
-    for _ in range(BISECTIONS):
-        middle = (inside + outside) / 2
-        keep = paired_t(sums, middle)[1] > alpha
-        inside = np.where(keep, middle, inside)
-        outside = np.where(keep, outside, middle)
-    return inside
+def _continuous_t(sides: tuple[Any, ...], delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(t, p) of the continuous interaction at `delta`; `sides` = (x_A, y_A, sum x*y per name on A, x_B, y_B, ...
+    on B), broadcasting against `delta`."""
+    xa, ya, cross_a, xb, yb, cross_b = sides
+    estimate = (xa.rate - ya.rate) - (xb.rate - yb.rate)
+    gap = delta - estimate
+    total = xa.texts + xb.texts
+    w_a, w_b = xb.texts / (2 * total), xa.texts / (2 * total)
+    rates = ((np.clip(xa.rate + gap * w_a, 0, 1), np.clip(ya.rate - gap * w_a, 0, 1)),
+             (np.clip(xb.rate - gap * w_b, 0, 1), np.clip(yb.rate + gap * w_b, 0, 1)))
+    variances = []
+    for (sx, sy, cross), (rx, ry) in zip(((xa, ya, cross_a), (xb, yb, cross_b)), rates, strict=True):
+        covariance = (cross - ry * sx.tn - rx * sy.tn + rx * ry * sx.nn) / (sx.texts * sx.texts)
+        variances.append(np.maximum(continuous_variance(sx, rx) + continuous_variance(sy, ry) - 2 * covariance, 0.0))
+    var_a, var_b = variances
+    shift = estimate - delta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(var_a + var_b > 0, shift / np.sqrt(var_a + var_b),
+                     np.where(shift == 0, 0.0, np.copysign(np.inf, shift)))
+        df = (var_a + var_b) ** 2 / (var_a ** 2 / np.maximum(xa.names - 1, 1) + var_b ** 2 / np.maximum(xb.names - 1, 1))
+    df = np.where(np.isfinite(df), df, 1.0)
+    return t, 2.0 * special.stdtr(df, -np.abs(t))
+
+
+def _name_products(x: np.ndarray, y: np.ndarray, codes: np.ndarray,
+                   starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(per name: its sum of x times its sum of y, the index where each side starts among the names)."""
+    name_starts = np.r_[0, np.flatnonzero(np.diff(codes)) + 1]
+    products = np.add.reduceat(x, name_starts) * np.add.reduceat(y, name_starts)
+    side_of_name = np.searchsorted(starts, name_starts, side="right") - 1
+    return products, np.searchsorted(side_of_name, np.arange(len(starts)))

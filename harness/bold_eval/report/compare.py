@@ -405,12 +405,6 @@ def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, SideBySide], 
     worst = worst_case_comparability(compared)
     if worst:
         lines += [f"Worst cases: {worst}.", ""]
-        if worst.startswith("worst cases over k samples compared"):
-            lines += ["_Caution (issue 32, open): the interactions of two runs' continuous worst cases (e.g. expected "
-                      "maximum toxicity) rejected 7.0% of true nulls at 5% (0.34% at 0.1%) in simulation when one run "
-                      "treated a group's names far more unevenly than the rest (30 names against 60; "
-                      "benchmarks/CALIBRATION.md); with names alike they held their level. Read a worst-case "
-                      "interaction whose adjusted p is near alpha as weaker evidence than it says._", ""]
     lines += _how_to_read(compared, power, alpha, correction, cluster, interactions.tests)
     if len(compared.runs) > 1:
         lines += _interaction_section(interactions, alpha, correction)
