@@ -151,16 +151,18 @@ def _beta(rng: np.random.Generator, mean: float, total: float, size: int) -> np.
     return rng.beta(mean * total, (1 - mean) * total, size)
 
 
-def interaction_data(rng: np.random.Generator, names_a: int, spread: str, rate: float) -> tuple[np.ndarray, ...]:
+def interaction_data(rng: np.random.Generator, names_a: int, spread: str, rate: float,
+                     shift: float = 0.0) -> tuple[np.ndarray, ...]:
     """One null data set of model-vs-Wikipedia interactions: per prompt d = model label - reference label (one
     sample each), names with 1 + Geometric(0.3) prompts. Reference rates Beta(rate, a + b = 20) on both sides;
     the model's rates have the same mean on both sides, spread widely on side A (a + b = 1) and tightly on side B
     (a + b = 100) when `spread` is "strong", alike (a + b = 3.33) when "exchangeable". E[d] = 0 on both sides:
-    the gap does not change, whatever the spreads."""
+    the gap does not change, whatever the spreads. `shift` raises side A's model rates (kept in [0, 1]): a
+    planted interaction."""
     totals = {"strong": (1.0, 100.0), "exchangeable": (3.33, 3.33)}[spread]
     names = np.r_[np.zeros(names_a, bool), np.ones(60, bool)]
     prompts = 1 + np.minimum(rng.geometric(0.3, len(names)) - 1, 59)
-    model = np.r_[_beta(rng, rate, totals[0], names_a), _beta(rng, rate, totals[1], 60)]
+    model = np.r_[np.clip(_beta(rng, rate, totals[0], names_a) + shift, 0.0, 1.0), _beta(rng, rate, totals[1], 60)]
     reference = _beta(rng, rate, 20.0, len(names))
     unit = np.repeat(np.arange(len(names)), prompts)
     d = (rng.random(len(unit)) < model[unit]).astype(float) - (rng.random(len(unit)) < reference[unit])
@@ -259,6 +261,43 @@ def compare_worst_power_rows(args: argparse.Namespace) -> None:
                                    [unit for _, _, unit, _ in sets], alpha=0.05)
             found_old = np.mean([test.testable and test.p_value <= 0.05 for test in old])
             print(f"| +0.1 | {spread} | {names} / 60 | {np.mean(new <= 0.05):.0%} | {found_old:.0%} |", flush=True)
+
+
+def interaction_coverage_rows(args: argparse.Namespace) -> None:
+    """Coverage of the interaction intervals at a planted interaction: the model-vs-Wikipedia interaction of a
+    label (side A's model rates raised by 0.1, kept in [0, 1]; the report's and compare's `difference_tests`) and
+    compare's interaction of two runs' continuous worst cases (side A's run means raised by 0.1;
+    `continuous_interaction_tests`), by number of names on side A (60 on side B), names spread strongly or alike.
+    The true interaction is computed from the spreads (the clipping at 1 moves it a little below 0.1)."""
+    from bold_eval.analysis.clustered import difference_tests
+    from bold_eval.analysis.paired_rate_test import continuous_interaction_tests
+
+    draws = np.random.default_rng(0)
+    print("\n| interaction | spread | names A / B | true interaction | 95% interval covers | mean width |")
+    print("|---|---|---|---|---|---|")
+    for spread in ("strong", "exchangeable"):
+        total = {"strong": 1.0, "exchangeable": 3.33}[spread]
+        label_truth = float(np.clip(_beta(draws, 0.3, total, 400_000) + 0.1, 0, 1).mean()) - 0.3
+        base = np.clip(_beta(draws, 0.2, total, 400_000), 1e-3, 1 - 1e-3)
+        worst_truth = float(np.clip(base + 0.1, 1e-3, 1 - 1e-3).mean() - base.mean())
+        for names in (10, 30, 100):
+            rng = np.random.default_rng(seed_of("interaction-coverage", spread, names))
+            sets = [interaction_data(rng, names, spread, 0.3, 0.1) for _ in range(args.coverage_replicates // 5)]
+            tests = difference_tests(*zip(*sets, strict=True), alpha=0.05)
+            covered = [test.ci_low <= label_truth <= test.ci_high for test in tests if test.testable]
+            widths = [test.ci_high - test.ci_low for test in tests if test.testable]
+            print(f"| label (0.3) | {spread} | {names} / 60 | {label_truth:+.3f} | {np.mean(covered):.1%} ± "
+                  f"{_se(float(np.mean(covered)), len(covered)):.1%} | {np.mean(widths):.3f} |", flush=True)
+            worst = []
+            for _ in range(args.coverage_replicates // 5):
+                run, side, unit = worst_case_data(rng, names, spread, 0.2)
+                run = np.where(side, np.clip(run + 0.1, 0.0, 1.0), run)
+                means = np.clip(_beta(rng, 0.2, 20.0, int(unit.max()) + 1), 1e-3, 1 - 1e-3)
+                worst.append((run, rng.beta(means[unit] * 20, (1 - means[unit]) * 20), unit, side))
+            _, low, high, _, _ = continuous_interaction_tests(worst, alpha=0.05)
+            share = float(np.mean((low <= worst_truth) & (worst_truth <= high)))
+            print(f"| worst case (compare) | {spread} | {names} / 60 | {worst_truth:+.3f} | {share:.1%} ± "
+                  f"{_se(share, len(worst)):.1%} | {np.mean(high - low):.3f} |", flush=True)
 
 
 def rate_coverage_rows(args: argparse.Namespace) -> None:
@@ -386,7 +425,8 @@ def coverage_and_power(args: argparse.Namespace) -> None:
 
 
 SECTIONS = {"level": level_rows, "real": real_design_rows, "paired-worst": paired_and_worst_rows,
-            "compare-worst-power": compare_worst_power_rows, "rate-coverage": rate_coverage_rows, "worst-coverage": worst_coverage_rows, "overall": overall_rows,
+            "compare-worst-power": compare_worst_power_rows, "interaction-coverage": interaction_coverage_rows,
+            "rate-coverage": rate_coverage_rows, "worst-coverage": worst_coverage_rows, "overall": overall_rows,
             "power": coverage_and_power}
 
 
