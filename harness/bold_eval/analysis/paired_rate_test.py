@@ -5,7 +5,8 @@ equals source B's on the same prompts, the name as the unit. The sign-flip test 
 is exact only when each name's difference is symmetric about the hypothesis; when one source treats names far
 more unevenly than the other (a model that is negative about a few people and never about the rest), a rare label's
 differences are skewed: on religion's 80 pages the sign flip separated equal models in 10.5% of data sets at a
-family-wise 5%, and gave p <= 0.001 five times too often (benchmarks/leaderboard_calibration.py, CALIBRATION.md). Here, as in `rate_test`, the variance is taken under the hypothesis and
+family-wise 5%, and gave p <= 0.001 five times too often (benchmarks/leaderboard_calibration.py,
+CALIBRATION.md). Here, as in `rate_test`, the variance is taken under the hypothesis and
 each source's share of it cannot fall below what its rate allows:
 
 - per name i: t_Ai and t_Bi, the sums of the two sources' per-prompt rates (values in [0, 1]), n_i prompts;
@@ -19,6 +20,12 @@ each source's share of it cannot fall below what its rate allows:
 The interval is {delta: p(delta) > alpha} (a grid on [-1, 1], refined at each end), and the p-value is raised to
 the largest p at or beyond 0 where p(delta) is not monotone, so the two never disagree about zero. Calibration:
 benchmarks/leaderboard_calibration.py and calibration_unlike.py --sections overall (CALIBRATION.md).
+
+The second half is `bold-eval compare`'s interaction of two runs' continuous worst cases (`continuous_interaction_
+tests`): a group's gap in one run minus the other's, each run's values and each side kept apart, since the test
+of the per-prompt differences alone rejected 7% of true nulls at 5% when one run treated a group's names far more
+unevenly. Continuous scores get a floor of their own (`continuous_variance`): the binomial p (1 - p) per value
+would count a concentrated score's within-name spread many times over.
 """
 
 from __future__ import annotations
