@@ -24,7 +24,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from bold_eval.analysis.leaderboard import _adjust_cells, _adjust_pairs, _domain, _rank
+from bold_eval.analysis.leaderboard import _adjust_cells, _adjust_pairs, _domain, _rank, separable_difference
 from bold_eval.analysis.scores import TestedLabel
 
 SPREADS = (1.0, 3.0, 10.0, 100.0)  # a + b of each model's per-name Beta, models cycling through them
@@ -42,8 +42,9 @@ def sign_flip_tests(t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray, *, alpha: f
 
 
 def one_board(rng: np.random.Generator, sizes: np.ndarray, models: int, rate: float, effect: float,
-              samples: int) -> tuple[bool, bool, np.ndarray, bool]:
-    """(any false separation, any model marked vs Wikipedia, pair p-values, the planted model separated from all)."""
+              samples: int) -> tuple[bool, bool, np.ndarray, bool, float]:
+    """(any false separation, any model marked vs Wikipedia, pair p-values, the planted model separated from all,
+    the board's predicted separable difference)."""
     names = len(sizes)
     units = np.repeat(np.arange(names), sizes)
     wiki = rng.beta(rate * 20, (1 - rate) * 20, names)
@@ -61,12 +62,14 @@ def one_board(rng: np.random.Generator, sizes: np.ndarray, models: int, rate: fl
     _adjust_cells(cells, 0.05, "holm")
     _adjust_pairs(pairs, 0.05, "holm")
     _rank(cells, pairs)
+    predicted = float(separable_difference(pairs, cells, 0.05)["separable_difference"].iloc[0])
     if effect:
         null_pairs = pairs[(pairs["model_a"] != "m0") & (pairs["model_b"] != "m0")]
         planted = pairs[(pairs["model_a"] == "m0") | (pairs["model_b"] == "m0")]
         return bool(null_pairs["significant"].any()), False, null_pairs["p_value"].to_numpy(), \
-            bool(planted["significant"].all())
-    return bool(pairs["significant"].any()), bool(cells["significant"].any()), pairs["p_value"].to_numpy(), False
+            bool(planted["significant"].all()), predicted
+    return bool(pairs["significant"].any()), bool(cells["significant"].any()), pairs["p_value"].to_numpy(), False, \
+        predicted
 
 
 def main() -> None:
@@ -90,18 +93,20 @@ def main() -> None:
     print(f"{args.method}: {args.sims} data sets per row, {args.models} models (per-name Beta a + b cycling through "
           f"{', '.join(map(str, SPREADS))}), k = {args.samples}, alpha 0.05, Holm\n")
     print("| domain | names | rate | planted | any false separation in the column | any model marked vs Wikipedia "
-          "| pair tests with p <= 0.001 | planted model separated from every other |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| pair tests with p <= 0.001 | planted model separated from every other | board's separable difference "
+          "(80% power) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for domain in args.domains.split(","):
         sizes = bold_sizes(domain, args.data_dir)
         for rate in map(float, args.rates.split(",")):
             for effect in (0.0, args.effect):
                 rng = np.random.default_rng(zlib.crc32(repr((domain, rate, effect)).encode()))
                 false_sep = marked = planted = 0
-                tail = []
+                tail, predicted = [], []
                 for _ in range(args.sims):
-                    separated, against, p_values, found = one_board(rng, sizes, args.models, rate, effect,
-                                                                    args.samples)
+                    separated, against, p_values, found, guess = one_board(rng, sizes, args.models, rate, effect,
+                                                                           args.samples)
+                    predicted.append(guess)
                     false_sep += separated
                     marked += against
                     planted += found
@@ -112,7 +117,8 @@ def main() -> None:
                 tail_share = float(np.mean(tail <= 0.001)) if len(tail) else float("nan")
                 print(f"| {domain} | {len(sizes)} | {rate} | {'+' + str(effect) if effect else 'none'} | "
                       f"{share:.1%} ± {se:.1%} | {'' if effect else f'{marked / args.sims:.1%}'} | "
-                      f"{tail_share:.2%} of {len(tail)} | {f'{planted / args.sims:.0%}' if effect else ''} |",
+                      f"{tail_share:.2%} of {len(tail)} | {f'{planted / args.sims:.0%}' if effect else ''} | "
+                      f"{np.nanmedian(predicted):.3f} |",
                       flush=True)
     print(f"\n{time.perf_counter() - started:.0f} s")
 

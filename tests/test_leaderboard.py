@@ -51,6 +51,8 @@ def test_tie_groups_find_the_planted_model(three: dict[str, Path]) -> None:
         tested = frame[frame["p_value"].notna()]
         assert ((tested["ci_low"] > 0) | (tested["ci_high"] < 0)).eq(tested["p_value"] <= board.alpha).all()
     assert set(board.cells.loc[board.cells["label"] == "positive", "direction"]) == {-1}
+    # 120 names can separate about 11 points: no "too few prompts" warning
+    assert not board.power["too_small"].any() and 0.05 < board.power["separable_difference"].iloc[0] < 0.2
 
 
 def test_the_reference_serves_when_no_wikipedia_run_is_given(three: dict[str, Path]) -> None:
@@ -154,6 +156,9 @@ def test_the_embedded_model_under_three_protocols(tmp_path: Path, bold_eval_here
     view = page.open(site / "index.html")
     view.wait_for_selector("ul.ties")
     assert "4. planted" in view.inner_text("ul.ties")
+    main = view.inner_text("main")  # 12 prompts: the warning comes before any number
+    assert main.index("Too few shared prompts to rank models in 1 of 1 domains") < main.index("rank 1")
+    assert "Too few shared prompts" in (site / "README.md").read_text()
     assert not page.errors and page.pwned() is None
     page.close()
     # the baseline's own report.html and a chat run's text browser

@@ -261,22 +261,22 @@ def _same_difference(common: float, upper: float, p_value: float, alpha: float) 
 
 def _flipped_sums(sums: np.ndarray, counts: np.ndarray, resamples: int,
                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(flipped sums of d: patterns x tests, flipped prompt counts, exact) per sign pattern of the names: all
-    2^names patterns when there are no more than `resamples` (exact), else `resamples` random ones, drawn in
-    blocks of `FLIP_BLOCK` patterns x names."""
-    units = len(counts)
-    weights = np.column_stack([sums, counts.astype(float)])
+    """(flipped sums of d, flipped prompt counts, exact) per sign pattern of the names: all 2^names patterns
+    when there are no more than `resamples` (exact), else `resamples` random ones, drawn in blocks of
+    `FLIP_BLOCK` patterns x names."""
+    units = len(sums)
+    weights = np.stack([sums, counts.astype(float)], axis=1)
     if units < 63 and 2 ** units <= resamples:
         signs = 1.0 - 2.0 * ((np.arange(2 ** units)[:, None] >> np.arange(units)) & 1)
         flipped = signs @ weights
-        return flipped[:, :-1], flipped[:, -1], True
+        return flipped[:, 0], flipped[:, 1], True
     parts = []
     batch = max(1, FLIP_BLOCK // units)
     for start in range(0, resamples, batch):
         signs = 1.0 - 2.0 * rng.integers(0, 2, size=(min(batch, resamples - start), units))
         parts.append(signs @ weights)
     flipped = np.concatenate(parts)
-    return flipped[:, :-1], flipped[:, -1], False
+    return flipped[:, 0], flipped[:, 1], False
 
 
 def sign_flip(sums: np.ndarray, counts: np.ndarray, *, alpha: float, n_resamples: int = N_PERMUTATIONS,
@@ -294,44 +294,30 @@ def sign_flip(sums: np.ndarray, counts: np.ndarray, *, alpha: float, n_resamples
     when there are no more.
     """
     sums, counts = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
+    total, mean = counts.sum(), sums.sum() / counts.sum()
     for resamples in dict.fromkeys((min(999, n_resamples), n_resamples)):
-        p_value, low, high = sign_flips(sums[:, None], counts, alpha=alpha, n_resamples=resamples, seed=seed)
-        if p_value[0] > alpha or resamples == n_resamples:
+        flipped, sizes, exact = _flipped_sums(sums, counts, resamples, np.random.default_rng(seed))
+        centred = flipped - mean * sizes
+        always = np.abs(sizes) >= total * (1 - 1e-12)  # every name flipped alike: as extreme at every delta
+        with np.errstate(divide="ignore", invalid="ignore"):
+            roots = np.stack([centred / (sizes + total), centred / (sizes - total)])
+        low_roots = np.where(always, -np.inf, roots.min(axis=0))
+        high_roots = np.where(always, np.inf, roots.max(axis=0))
+        added, denominator = (0, len(sizes)) if exact else (1, len(sizes) + 1)
+        shift = -mean  # delta = 0
+        tolerance = 1e-9 * abs(shift) + 1e-15
+        inside = (low_roots - tolerance <= shift) & (shift <= high_roots + tolerance)
+        p_value = (int(inside.sum()) + added) / denominator
+        if p_value > alpha or resamples == n_resamples:
             break
-    return float(p_value[0]), float(low[0]), float(high[0])
-
-
-def sign_flips(sums: np.ndarray, counts: np.ndarray, *, alpha: float, n_resamples: int = N_PERMUTATIONS,
-               seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`sign_flip` for several means on the same names at once: `sums` is names x tests (each test's sums of d
-    per name), `counts` the names' prompts (the same for every test). One set of `n_resamples` sign patterns
-    serves every test (all 2^names when there are no more), so a family of tests on one domain's names costs
-    one matrix product; each test's p-value and interval are exactly `sign_flip`'s on those patterns.
-    Returns (p-values, lows, highs), one per test."""
-    sums, counts = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
-    total = counts.sum()
-    mean = sums.sum(axis=0) / total
-    flipped, sizes, exact = _flipped_sums(sums, counts, n_resamples, np.random.default_rng(seed))
-    centred = flipped - mean[None, :] * sizes[:, None]
-    always = (np.abs(sizes) >= total * (1 - 1e-12))[:, None]  # every name flipped alike: as extreme at every delta
-    with np.errstate(divide="ignore", invalid="ignore"):
-        first, second = centred / (sizes + total)[:, None], centred / (sizes - total)[:, None]
-    low_roots = np.where(always, -np.inf, np.minimum(first, second))
-    high_roots = np.where(always, np.inf, np.maximum(first, second))
-    patterns = len(sizes)
-    added, denominator = (0, patterns) if exact else (1, patterns + 1)
-    shift = -mean  # delta = 0
-    tolerance = 1e-9 * np.abs(shift) + 1e-15
-    inside = (low_roots - tolerance <= shift) & (shift <= high_roots + tolerance)
-    p_value = (inside.sum(axis=0) + added) / denominator
     needed = int(np.floor(alpha * denominator - added)) + 1  # patterns as extreme that keep p above alpha
     if needed <= 0:
-        return p_value, np.full(len(mean), -np.inf), np.full(len(mean), np.inf)
-    if needed > patterns:
-        return p_value, mean.copy(), mean.copy()
-    high = np.partition(high_roots, patterns - needed, axis=0)[patterns - needed] + tolerance
-    low = np.partition(low_roots, needed - 1, axis=0)[needed - 1] - tolerance
-    return p_value, mean + low, mean + high
+        return float(p_value), -np.inf, np.inf
+    if needed > len(sizes):
+        return float(p_value), mean, mean
+    high = np.sort(high_roots)[-needed] + tolerance
+    low = np.sort(low_roots)[needed - 1] - tolerance
+    return float(p_value), float(mean + low), float(mean + high)
 
 
 _OVERALL_COLUMNS = ["run", "baseline", "domain", "metric", "label", "prompts", "names", "discordant_names",

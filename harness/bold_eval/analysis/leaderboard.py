@@ -28,12 +28,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
+from scipy import sparse, stats
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import adjust, cluster_ids
 from bold_eval.analysis.compare import PromptSetError, applies, run_label
-from bold_eval.analysis.findings import prompt_rates
+from bold_eval.analysis.findings import TOO_SMALL_DIFFERENCE, prompt_rates
 from bold_eval.analysis.paired_rate_test import paired_rate_tests
 from bold_eval.analysis.rate_test import rate_interval
 from bold_eval.analysis.scores import TestedLabel, check_scores
@@ -70,6 +70,7 @@ class Leaderboard:
     different: bool
     cells: pd.DataFrame
     pairs: pd.DataFrame
+    power: pd.DataFrame
     alpha: float
     correction: str
     cluster: str
@@ -157,7 +158,8 @@ def build_leaderboard(run_dirs: Sequence[str | Path], *, alpha: float = 0.05, co
     _adjust_pairs(pair_frame, alpha, correction)
     _rank(cell_frame, pair_frame)
     return Leaderboard(runs=runs, baseline=source, prompts=len(shared), prompts_per_run=per_run, different=different,
-                       cells=cell_frame[CELL_COLUMNS], pairs=pair_frame[PAIR_COLUMNS], alpha=alpha,
+                       cells=cell_frame[CELL_COLUMNS], pairs=pair_frame[PAIR_COLUMNS],
+                       power=separable_difference(pair_frame, cell_frame, alpha), alpha=alpha,
                        correction=correction, cluster=cluster, family=family)
 
 
@@ -221,6 +223,26 @@ def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[s
             else:
                 pairs.append({"model_a": names[a], "model_b": names[b], **row})
     return cells, pairs
+
+
+def separable_difference(pairs: pd.DataFrame, cells: pd.DataFrame, alpha: float, power: float = 0.8) -> pd.DataFrame:
+    """Per domain: the smallest difference between two models a ranked column could find with `power` at its
+    corrected level (alpha over the column's pairs, Bonferroni as Holm's first step), from the standard errors of
+    the pairs' own intervals (half-width / z at 1 - alpha/2), the median over the domain's pairs; a domain where it
+    exceeds 20 points (`findings.TOO_SMALL_DIFFERENCE`) or no pair is testable is too small to rank models."""
+    rows = []
+    for domain in sorted(cells["domain"].unique()):
+        part = pairs[(pairs["domain"] == domain) & pairs["p_value"].notna()]
+        per_column = part.groupby(["metric", "label"]).size()
+        if not len(part):
+            rows.append({"domain": domain, "pairs": 0, "separable_difference": np.nan, "too_small": True})
+            continue
+        level = alpha / per_column.reindex(pd.MultiIndex.from_frame(part[["metric", "label"]])).to_numpy()
+        se = (part["ci_high"] - part["ci_low"]).to_numpy() / 2 / stats.norm.isf(alpha / 2)
+        detectable = float(np.median(se * (stats.norm.isf(level / 2) + stats.norm.isf(1 - power))))
+        rows.append({"domain": domain, "pairs": len(part), "separable_difference": detectable,
+                     "too_small": bool(detectable > TOO_SMALL_DIFFERENCE)})
+    return pd.DataFrame(rows, columns=["domain", "pairs", "separable_difference", "too_small"])
 
 
 def _adjust_cells(cells: pd.DataFrame, alpha: float, correction: str) -> int:

@@ -29,7 +29,7 @@ from bold_eval.analysis.worst_case import worst_cases
 from bold_eval.metrics import metric_specs
 from bold_eval.report.first_screen import how_to_read, scope_lines
 from bold_eval.report.protocol import protocol_lines
-from bold_eval.report.site import RawJSON, copy_assets, page, write_data, write_page
+from bold_eval.report.site import RawJSON, clean, copy_assets, page, write_data, write_page
 from bold_eval.runfolder import HTML_REPORT_DIR, HTML_REPORT_FILE, REPORT_FILE, TEXT_COLUMNS, RunRecord
 
 ASSET_NAMES = ("style.css", "common.js", "report.js")
@@ -198,7 +198,7 @@ def text_data(scores: pd.DataFrame, reference: pd.DataFrame | None,
     label_columns = {}
     for column in dict.fromkeys(label.column for label in labels):
         code, uniques = pd.factorize(scores[column])
-        label_columns[column] = {"values": [_jsonable(value) for value in uniques],
+        label_columns[column] = {"values": [clean(value) for value in uniques],
                                  "codes": RawJSON(json.dumps(code.tolist()))}
     index = {"n": len(scores), "chunk": CHUNK_TEXTS, "values": values, "codes": codes, "labels": label_columns,
              "sample": RawJSON(json.dumps(scores["sample"].astype(int).tolist())) if "sample" in scores else [],
@@ -220,14 +220,6 @@ def text_data(scores: pd.DataFrame, reference: pd.DataFrame | None,
         chunks.append({"columns": list(part.columns), "prompts": prompts,
                        "data": RawJSON(part.to_json(orient="values", double_precision=4, force_ascii=False))})
     return index, chunks
-
-
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
 
 
 def _wikipedia_sentences(scores: pd.DataFrame, reference: pd.DataFrame | None) -> dict[str, str]:

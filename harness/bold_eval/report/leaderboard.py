@@ -55,7 +55,7 @@ def write_leaderboard(run_dirs: list[str | Path], out: str | Path, *, alpha: flo
                                                         body="<h1>BOLD leaderboard</h1>"))
     tables = out / "tables"
     tables.mkdir(exist_ok=True)
-    for name, frame in (("leaderboard", board.cells), ("pairs", board.pairs)):
+    for name, frame in (("leaderboard", board.cells), ("pairs", board.pairs), ("power", board.power)):
         with atomic_writer(tables / f"{name}.csv") as handle:
             handle.write(frame.to_csv(index=False).encode())
     results = write_results(board, out / RESULTS_DIR)
@@ -101,6 +101,7 @@ def board_payload(board: Leaderboard, reports: dict[str, str]) -> dict[str, Any]
             "prompts_per_run": board.prompts_per_run, "different": board.different, "alpha": board.alpha,
             "correction": board.correction, "cluster": board.cluster, "family": board.family,
             "metrics": _display(), "version": __version__,
+            "power": board.power.to_dict("records"),
             "cells": {column: board.cells[column].tolist() for column in board.cells.columns},
             "pairs": {column: board.pairs[column].tolist() for column in board.pairs.columns}}
 
@@ -149,7 +150,7 @@ def space_card(board: Leaderboard) -> str:
     ranked = board.cells[board.cells["rank"].notna()]
     lines = ["---", "title: BOLD leaderboard", "emoji: ⚖️", "colorFrom: blue", "colorTo: yellow", "sdk: static",
              "app_file: index.html", "pinned: false", "tags:", "  - bold", "  - bias", "  - evaluation", "---", "",
-             "# BOLD leaderboard", "",
+             "# BOLD leaderboard", "", *small_lines(board),
              f"{len(board.runs)} models on {board.prompts:,} shared BOLD prompts (Dhamala et al., FAccT 2021), each "
              f"against {board.baseline}. Written by bold-eval {__version__} (`bold-eval leaderboard`).", "",
              "Each cell: the model's rate minus Wikipedia's on the same prompts, with its "
@@ -166,6 +167,21 @@ def space_card(board: Leaderboard) -> str:
     lines += ["", "Per-model results in the Hub leaderboard template's layout: `results/<org>/<model>/results_*.json`.",
               ""]
     return "\n".join(lines)
+
+
+def small_lines(board: Leaderboard) -> list[str]:
+    """The warning that comes before any number when some domains' shared prompts cannot tell models apart."""
+    small = board.power[board.power["too_small"].astype(bool)]
+    if not len(small):
+        return []
+    cells = ", ".join(f"{row.domain} ({_points(row.separable_difference)})" for row in small.itertuples(index=False))
+    return [f"> **Too few shared prompts to rank models in {len(small)} of {len(board.power)} domains:** {cells}, the "
+            "smallest difference two models could show and be told apart (80% power at the corrected level). Shared "
+            "ranks there say little; run the models on more prompts.", ""]
+
+
+def _points(value: float) -> str:
+    return "no testable pair" if value != value else f"{100 * value:.0f} points"
 
 
 def _cell(text: str) -> str:

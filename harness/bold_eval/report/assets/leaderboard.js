@@ -39,6 +39,15 @@
       Object.keys(D.prompts_per_run).map(function (k) { return k + ": " + D.prompts_per_run[k]; }).join(", ") +
       "); every number below comes from the " + D.prompts + " prompts all runs share."}));
   }
+  var small = D.power.filter(function (row) { return row.too_small; });
+  if (small.length) {
+    main.appendChild(el("p", {class: "banner", role: "note", text: "Too few shared prompts to rank models in " + small.length +
+      " of " + D.power.length + " domains: " + small.map(function (row) {
+        return row.domain + " (" + (row.separable_difference === null ? "no testable pair" :
+          Math.round(100 * row.separable_difference) + " points") + ")"; }).join(", ") +
+      ", the smallest difference two models could show and be told apart (80% power at the corrected level). " +
+      "Shared ranks there say little; run the models on more prompts."}));
+  }
   main.appendChild(el("p", {class: "lead", text: "Each cell is the model's rate of the label minus Wikipedia's on the same prompts (" +
     D.baseline + "), with its " + Math.round(100 * (1 - D.alpha)) + "% interval, names as units. Models that share a rank in a column " +
     "cannot be told apart at the corrected level (" + D.correction + " over the column's pairs); a rank is 1 + the number of models " +
