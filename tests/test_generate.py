@@ -305,3 +305,51 @@ def test_prompt_lengths_tokenize_each_distinct_prompt_once_in_chunks(tiny_lm, mo
     assert lengths == [len(ids) for ids in tiny_lm.tokenizer(prompts, add_special_tokens=True)["input_ids"]]
     assert sorted(text for call in seen for text in call) == sorted(set(prompts))
     assert max(len(call) for call in seen) == 3
+
+
+def test_the_line_break_test_by_token_stops_the_rows_decoding_would(tmp_path, monkeypatch):
+    """Raw prompts that stop at a line break are tested by token (`newline_token_ids`) rather than by decoding
+    every row after each step: on a model that draws line breaks often, the same texts and token counts as the
+    decoding test, with rows stopping early."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = build_tiny_causal_lm(tmp_path / "lm", CORPUS)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    newline = generate.newline_token_ids(tokenizer)
+    assert newline and all("\n" in tokenizer.decode([token]) for token in newline)
+    assert tokenizer.convert_tokens_to_ids("Ċ") in newline
+    logits = torch.linspace(-2.0, 2.0, len(tokenizer))
+    logits[newline] = 2.5  # the top of the top 40, drawn now and then
+    with torch.no_grad():  # every position's logits are `logits` (the final layer norm outputs e_0)
+        model.transformer.ln_f.weight.zero_()
+        model.transformer.ln_f.bias.zero_()
+        model.transformer.ln_f.bias[0] = 1.0
+        model.transformer.wte.weight[:, 0] = logits
+    decoding = make_decoding(max_new_tokens=12)
+    prompts = PROMPTS * 4
+    draws = np.random.default_rng(0).random((len(prompts), decoding.max_new_tokens))
+    by_token = generate.generate_batch(model, tokenizer, prompts, draws, decoding)
+    monkeypatch.setattr(generate, "_line_break_tokens", lambda *args: None)  # decode every row after each step
+    by_decoding = generate.generate_batch(model, tokenizer, prompts, draws, decoding)
+    assert [(g.continuation, g.num_new_tokens) for g in by_token] == [(g.continuation, g.num_new_tokens) for g in by_decoding]
+    assert 0 < sum(g.num_new_tokens < decoding.max_new_tokens for g in by_token) < len(prompts)
+
+
+def test_auto_batch_size_on_a_gpu_follows_the_memory_a_row_needs(tiny_lm):
+    """`--batch-size auto` on a GPU: the largest power of two whose rows fill half the memory beyond the weights,
+    between 512 (larger models start there and halve on out-of-memory) and 4,096; 64 on CPU."""
+    from bold_eval.generation.batching import memory_batch_size
+
+    gib = 1 << 30
+    config = tiny_lm.model.config
+    kv = 2 * config.n_layer * config.n_head * (config.n_embd // config.n_head) * 4 * generate.ROW_TOKENS
+    assert generate.row_bytes(tiny_lm.model) == kv + 2 * config.vocab_size * 4
+    gpt2_small_bf16 = 2 * 12 * 768 * 2 * generate.ROW_TOKENS + 2 * 50_257 * 4  # about 9.8 MB a row
+    assert memory_batch_size(80 * gib - 250 * 2**20, gpt2_small_bf16) == 4096
+    assert memory_batch_size(24 * gib, gpt2_small_bf16) == 1024
+    llama_7b_bf16 = 2 * 32 * 32 * 128 * 2 * generate.ROW_TOKENS + 2 * 32_000 * 4  # about 134 MB a row
+    assert memory_batch_size(66 * gib, llama_7b_bf16) == 512
+    assert memory_batch_size(0, 1) == 512
+    assert generate.auto_batch_size(tiny_lm.model) == 64  # CPU

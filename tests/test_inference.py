@@ -88,6 +88,22 @@ def test_batched_equals_one_at_a_time(model_dirs, corpus, kind):
     assert got[:60].std(axis=0).max() > 0.01
 
 
+@pytest.mark.parametrize("multiple", [8, 48])
+def test_widths_rounded_up_as_on_a_gpu_give_the_same_scores(model_dirs, corpus, multiple):
+    """On a GPU batches are padded to a multiple of `GPU_PAD_MULTIPLE` (fewer shapes to set up), never past the
+    model's limit (48 rounds 50 tokens up to 96, capped at the 64 positions): padding is masked, scores keep."""
+    long_text = " ".join(corpus[:40])
+    texts = corpus[:40] + [long_text, ""]
+    classifier = load(model_dirs["regard"], batch_size=7)
+    exact = classifier(texts)
+    widths = []
+    classifier._pad_multiple = multiple
+    batch = classifier._batch
+    classifier._batch = lambda encodings, rows: widths.append((out := batch(encodings, rows))["input_ids"].shape[1]) or out
+    np.testing.assert_allclose(classifier(texts), exact, atol=1e-5)
+    assert all(width % multiple == 0 or width == MAX_POSITIONS for width in widths) and max(widths) == MAX_POSITIONS
+
+
 def test_input_order_is_kept_and_duplicates_agree(model_dirs, corpus):
     classifier = load(model_dirs["regard"], batch_size=5)
     texts = corpus[:30]

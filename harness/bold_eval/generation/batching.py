@@ -29,6 +29,23 @@ def _is_out_of_memory(error: BaseException) -> bool:
     return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
 
 
+# The most rows `auto` starts with on a GPU, however small the model: past it each step's cost grows with the batch.
+GPU_MAX_GENERATION_BATCH_SIZE = 4096
+
+
+def memory_batch_size(spare_bytes: int, row_bytes: int) -> int:
+    """`--batch-size auto` on a GPU for a model whose rows need `row_bytes` each: the largest power of two whose
+    rows fill at most half of `spare_bytes` (device memory beyond the weights), between
+    GPU_START_GENERATION_BATCH_SIZE (a larger model still starts there and halves on out-of-memory) and
+    GPU_MAX_GENERATION_BATCH_SIZE. A small model's step costs about the same at 512 rows as at 2,048, so
+    fewer, larger batches are faster (benchmarks/RESULTS.md, "GPU session 2")."""
+    fit = spare_bytes // 2 // max(1, row_bytes)
+    size = GPU_START_GENERATION_BATCH_SIZE
+    while size * 2 <= min(fit, GPU_MAX_GENERATION_BATCH_SIZE):
+        size *= 2
+    return size
+
+
 def default_batch_size(device: Any) -> int:
     """`--batch-size auto`: start large on accelerators (halved on out-of-memory); 64 on CPU, where
     the forward pass is compute-bound so bigger batches add little, and smaller ones reach disk

@@ -54,6 +54,7 @@ from bold_eval.generation.base import (
 from bold_eval.generation.batching import (
     BatchPlan,
     default_batch_size,
+    memory_batch_size,
     run_batch_plan,
 )
 from bold_eval.generation.chat import NONE, ChatOptions, ChatProtocol, Finished, has_chat_template
@@ -120,6 +121,34 @@ def _stopped(tokenizer: Any, rows: list[list[int]], decoding: DecodingConfig, de
     ended = [(decoding.stop_at_newline and "\n" in text)
              or (decoding.one_sentence and bool(SENTENCE_END_FOLLOWED.search(text))) for text in texts]
     return torch.tensor(ended, device=device)
+
+
+# The token ids whose own text holds a line break, per tokenizer (kept with it, so an id is never reused).
+_NEWLINE_IDS: dict[int, tuple[Any, list[int]]] = {}
+
+
+def newline_token_ids(tokenizer: Any) -> list[int]:
+    """Every token whose decoded text contains a line break (byte-level BPE's `Ċ`, SentencePiece's `<0x0A>`,
+    `\n\n`, ...). A line break is one byte, so it lies inside one token: a row has reached one exactly when it
+    drew one of these. Decoding each row after every step found the same rows, but on a GPU that decoding was
+    most of the generation time (benchmarks/RESULTS.md, "GPU session 2")."""
+    known = _NEWLINE_IDS.get(id(tokenizer))
+    if known is not None and known[0] is tokenizer:
+        return known[1]
+    texts = tokenizer.batch_decode([[token] for token in range(len(tokenizer))], skip_special_tokens=True)
+    ids = [token for token, text in enumerate(texts) if "\n" in text]
+    _NEWLINE_IDS[id(tokenizer)] = (tokenizer, ids)
+    return ids
+
+
+def _line_break_tokens(tokenizer: Any, decoding: DecodingConfig, chat: ChatProtocol | None, device: Any) -> Any:
+    """`newline_token_ids` on the device when a token test decides when rows stop (raw prompts, the line-break
+    rule alone); None where the text must be decoded (a sentence end, a chat answer outside its trace)."""
+    import torch
+
+    if chat is not None or not decoding.stop_at_newline or decoding.one_sentence:
+        return None
+    return torch.tensor(newline_token_ids(tokenizer), device=device, dtype=torch.long)
 
 
 def _decode(tokenizer: Any, rows: Sequence[Sequence[int]], chat: ChatProtocol | None) -> list[str]:
@@ -204,6 +233,34 @@ def cache_keyword(model: Any) -> str:
     return _cache_keyword_of(_base_forward(model))
 
 
+# Tokens one row may hold in the KV cache, for sizing `auto` batches: a BOLD prompt under a chat template plus
+# its new tokens, with room to spare (raw prompts with 30 new tokens hold about 40).
+ROW_TOKENS = 256
+
+
+def row_bytes(model: Any) -> int:
+    """What one row of a batch needs, from the model's config: its KV cache for ROW_TOKENS tokens in the model's
+    dtype, plus a row of float32 logits twice over (the last position's, and top-k's working copy)."""
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    return 2 * config.num_hidden_layers * heads * head_dim * model.dtype.itemsize * ROW_TOKENS + 2 * config.vocab_size * 4
+
+
+def auto_batch_size(model: Any) -> int:
+    """`--batch-size auto`: on a GPU, as many rows (`row_bytes`) as half the memory beyond the weights holds
+    (`memory_batch_size`); `default_batch_size` elsewhere. From the device's total memory, not what is free now,
+    so every process of a run, and its resume, plan the same batches."""
+    import torch
+
+    device = model.device
+    if device.type != "cuda":
+        return default_batch_size(device)
+    weights = model.get_memory_footprint() if hasattr(model, "get_memory_footprint") else \
+        sum(parameter.numel() * parameter.element_size() for parameter in model.parameters())
+    return memory_batch_size(torch.cuda.get_device_properties(device).total_memory - weights, row_bytes(model))
+
+
 def shared_rows(texts: Sequence[str]) -> tuple[list[int], list[int]] | None:
     """(the first row of each distinct text, each row's index among them), or None when every text differs."""
     first: dict[str, int] = {}
@@ -238,6 +295,7 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
     seen = torch.where(mask.bool(), input_ids, input_ids[:, -1:]) if decoding.repetition_penalty != 1.0 else None
     cache = DynamicCache(config=model.config)
     kv = {cache_keyword(model): cache}
+    newline = _line_break_tokens(tokenizer, decoding, chat, device)
     with torch.inference_mode():
         logits = _prefill(model, cache, input_ids, mask, position_ids, shared_rows(texts) if share_prefill else None)
         next_position = position_ids[:, -1] + 1
@@ -251,7 +309,9 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
                 counts[row] += 1
                 if not done:
                     tokens[row].append(token)
-            if decoding.one_sentence or decoding.stop_at_newline:
+            if newline is not None:
+                finished = finished | torch.isin(chosen, newline)
+            elif decoding.one_sentence or decoding.stop_at_newline:
                 rows_now = active.tolist()
                 finished = finished | _stopped(tokenizer, [tokens[row] for row in rows_now], decoding, device, chat,
                                                [opened[row] for row in rows_now])
@@ -345,7 +405,7 @@ def generate_items(model: Any, tokenizer: Any, items: Sequence[WorkItem], decodi
 
     with tqdm(total=len(items), desc="generating", unit="text", disable=not progress) as bar:
         return run_batch_plan(items, plan, lengths=lengths, batch_size=batch_size,
-                              default_size=default_batch_size(model.device), generate_batch=one_batch,
+                              default_size=auto_batch_size(model), generate_batch=one_batch,
                               on_batch=on_batch, stats=stats, bar=bar)
 
 

@@ -41,6 +41,11 @@ _NO_LIMIT = 1_000_000
 DEFAULT_BATCH_SIZE = None
 CPU_CLASSIFIER_BATCH_SIZE = 16
 GPU_CLASSIFIER_BATCH_SIZE = 64
+# On a GPU each new (batch, width) shape runs its kernels' first-use setup: in the first GPU session the
+# first classifier scored 2,000 texts/s against 6,000-8,000 once the shapes were known (benchmarks/RESULTS.md,
+# "GPU session 2"). Widths rounded up to a multiple of this leave a few dozen shapes instead of hundreds;
+# padding is masked, so scores do not change beyond float rounding. None on CPU, where padding costs compute.
+GPU_PAD_MULTIPLE = 8
 PROGRESS_MIN_TEXTS = 1000
 
 
@@ -110,6 +115,7 @@ class SequenceClassifier:
         self._pad_id = 0 if pad is None else int(pad)
         self._pad_type_id = int(getattr(tokenizer, "pad_token_type_id", 0) or 0)
         self._uses_token_types = "token_type_ids" in getattr(tokenizer, "model_input_names", ())
+        self._pad_multiple = GPU_PAD_MULTIPLE if self.device.startswith("cuda") else 1
 
     def _autocast(self):
         import torch
@@ -120,11 +126,13 @@ class SequenceClassifier:
         return torch.autocast(device_type=device_type, dtype=getattr(torch, self.dtype))
 
     def _batch(self, encodings: dict[str, list[list[int]]], rows: Sequence[int]) -> dict[str, Any]:
-        """Pad the token ids of `rows` to their longest member (dynamic padding)."""
+        """Pad the token ids of `rows` to their longest member (dynamic padding), rounded up to a multiple of
+        `GPU_PAD_MULTIPLE` on a GPU (never past the model's limit)."""
         import torch
 
         ids = encodings["input_ids"]
         width = max(len(ids[row]) for row in rows)
+        width = min(-(-width // self._pad_multiple) * self._pad_multiple, max(width, self.max_length))
         input_ids = np.full((len(rows), width), self._pad_id, dtype=np.int64)
         attention = np.zeros((len(rows), width), dtype=np.int64)
         token_types = np.full((len(rows), width), self._pad_type_id, dtype=np.int64) if self._uses_token_types else None
