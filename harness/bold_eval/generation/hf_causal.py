@@ -309,12 +309,7 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
                 counts[row] += 1
                 if not done:
                     tokens[row].append(token)
-            if newline is not None:
-                finished = finished | torch.isin(chosen, newline)
-            elif decoding.one_sentence or decoding.stop_at_newline:
-                rows_now = active.tolist()
-                finished = finished | _stopped(tokenizer, [tokens[row] for row in rows_now], decoding, device, chat,
-                                               [opened[row] for row in rows_now])
+            finished = finished | _stop_rule(chosen, newline, tokenizer, tokens, active, decoding, chat, opened)
             if step == decoding.max_new_tokens - 1:
                 break
             if bool(finished.any()):
@@ -334,6 +329,21 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
             next_position = next_position + 1
     replies = _continuations(tokenizer, input_ids, encoded["attention_mask"], tokens, chat)
     return _generated(tokenizer, prompts, replies, counts, decoding, chat, opened)
+
+
+def _stop_rule(chosen: Any, newline: Any, tokenizer: Any, tokens: list[list[int]], active: Any,
+               decoding: DecodingConfig, chat: ChatProtocol | None, opened: Sequence[bool]) -> Any:
+    """Active rows that reached a stopping rule with this step's token: by the token itself where `newline` is
+    given (`_line_break_tokens`), else by their decoded text (`_stopped`); none without a rule."""
+    import torch
+
+    if newline is not None:
+        return torch.isin(chosen, newline)
+    if not (decoding.one_sentence or decoding.stop_at_newline):
+        return torch.zeros_like(chosen, dtype=torch.bool)
+    rows_now = active.tolist()
+    return _stopped(tokenizer, [tokens[row] for row in rows_now], decoding, chosen.device, chat,
+                    [opened[row] for row in rows_now])
 
 
 def _prefill(model: Any, cache: Any, input_ids: Any, mask: Any, position_ids: Any,
