@@ -548,6 +548,33 @@ def test_score_test_by_hand_on_six_names() -> None:
     assert result.p_value < 0.5 and 0 < result.ci_low < result.estimate < result.ci_high  # agree about zero
 
 
+def test_differences_of_two_sources_get_the_cr2_sum_of_squares_by_hand() -> None:
+    """Per-prompt differences in {-1, 0, 1} (a model's label minus Wikipedia's) have no binomial floor: they are
+    mapped onto [0, 1] by their range, y = (d + 1) / 2, and each name's squared residual about the pooled rate is
+    divided by 1 - n_i / N_s, its leverage in its side's rate (CR2). Side a: names with d = (1, 0, 1), (0, -1),
+    (1, 1); side b: (0, 0), (-1, 0, 0), (0, 1), (-1,)."""
+    from scipy import stats as scipy_stats
+
+    names = [[1, 0, 1], [0, -1], [1, 1], [0, 0], [-1, 0, 0], [0, 1], [-1]]
+    values, side, clusters = rows_of(names, [True, True, True, False, False, False, False])
+    result = difference_test(values, side, clusters, alpha=0.5)
+    mapped = [[(d + 1) / 2 for d in name] for name in names]
+    pooled = sum(map(sum, mapped)) / sum(map(len, mapped))
+
+    def variance(side_names: list[list[float]]) -> float:
+        texts = sum(map(len, side_names))
+        squares = sum((sum(name) - len(name) * pooled) ** 2 / (1 - len(name) / texts) for name in side_names)
+        return squares / texts ** 2
+
+    var_a, var_b = variance(mapped[:3]), variance(mapped[3:])
+    rate_a, rate_b = sum(map(sum, mapped[:3])) / 7, sum(map(sum, mapped[3:])) / 8
+    t = (rate_a - rate_b) / math.sqrt(var_a + var_b)
+    df = (var_a + var_b) ** 2 / (var_a ** 2 / 2 + var_b ** 2 / 3)
+    assert result.method == SCORE and result.testable
+    assert result.estimate == pytest.approx(2 * (rate_a - rate_b))  # back in the differences' units
+    assert result.statistic == pytest.approx(t) and result.p_value == pytest.approx(2 * scipy_stats.t.sf(abs(t), df))
+
+
 def test_score_interval_and_p_value_agree_about_zero() -> None:
     """On random designs (names of 1-20 texts, unlike spreads), the interval excludes 0 exactly when p <= alpha,
     and it holds the estimate."""

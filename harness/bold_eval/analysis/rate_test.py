@@ -28,7 +28,12 @@ interval is {delta: p(delta) > alpha}, so it excludes 0 exactly when p <= alpha.
 in [0, 1], not only 0/1 texts: a value in [0, 1] with mean p has variance at most p (1 - p) (Bhatia-Davis), so a
 worst-case toxicity gets it too (without it, a widely spread small group was rejected above the level).
 Values mapped onto [0, 1] from a wider range (`floor=False`: a per-prompt difference of two sources) have the
-null-imposed sum of squares alone, and the design bound on |t| still holds. The calibration under unlike
+null-imposed sum of squares alone, with each name's squared residual divided by 1 - n_i / N_s, its leverage in the
+side's pooled rate: the CR2 adjustment (Bell & McCaffrey 2002; Imbens & Kolesar 2016; Pustejovsky & Tipton 2018),
+which removes the sum's small-sample downward bias. Without it a rare label's interactions with 100 widely spread
+names against 60 rejected 5.2% +- 0.09 of true nulls at 5% (80,000 data sets); with it 4.8%. The floored tests keep
+the plain sum: their floor bounds the variance from below and their calibration shows no excess to remove. The
+adjustment only raises the variance, so the design bound on |t| (`min_attainable_p`) still holds. The calibration under unlike
 spreads, at BOLD's group sizes, at alpha and in the tail, is in benchmarks/CALIBRATION.md.
 """
 
@@ -63,6 +68,10 @@ class SideSums:
     pairs: float  # sum n_i (n_i - 1): text pairs within a name
     tau2: float  # between-name variance of the rates, moment estimate
     correlation: float  # rho_s: within-name correlation, shrunk towards 1 by the side's rarer outcomes
+    # tt, tn, nn with each name weighted by 1 / (1 - n_i / N_s): its CR2 leverage adjustment (`side_variance`)
+    tt_cr2: float
+    tn_cr2: float
+    nn_cr2: float
 
     @classmethod
     def of(cls, t: np.ndarray, n: np.ndarray) -> SideSums:
@@ -79,8 +88,11 @@ class SideSums:
         names = np.diff(np.r_[starts, len(t)]).astype(float)
         hits, texts, pairs = total(t), total(n), total(n * (n - 1))
         tau2 = _tau2(names, hits, texts, total(t * t / n), pairs)
+        share = n / np.repeat(texts, names.astype(int))  # a name's leverage in its side's pooled rate
+        weight = np.where(share < 1.0, 1.0 / np.maximum(1.0 - share, 1e-12), 1.0)
         return cls(names=names, hits=hits, texts=texts, tt=total(t * t), tn=total(t * n), nn=total(n * n),
-                   pairs=pairs, tau2=tau2, correlation=within_name_correlation(tau2, hits, texts))
+                   pairs=pairs, tau2=tau2, correlation=within_name_correlation(tau2, hits, texts),
+                   tt_cr2=total(weight * t * t), tn_cr2=total(weight * t * n), nn_cr2=total(weight * n * n))
 
     def take(self, index: Any) -> SideSums:
         """The sides at `index` (e.g. `[:, None]` for a column that broadcasts against a grid per side)."""
@@ -127,11 +139,12 @@ def restricted_rates(a: SideSums, b: SideSums, delta: np.ndarray) -> tuple[np.nd
 
 def side_variance(side: SideSums, rate: np.ndarray, floor: Any = True) -> np.ndarray:
     """Variance of the side's pooled rate if its expected rate is `rate`: max(S, M) / N^2 (module docstring);
-    S / N^2 alone without the binomial `floor` (values that are not 0/1 texts, e.g. per-prompt differences;
-    an array of flags, one per side, when the fields are arrays)."""
+    without the binomial `floor` (values that are not 0/1 texts, e.g. per-prompt differences; an array of flags,
+    one per side, when the fields are arrays) S_CR2 / N^2, each name's squared residual divided by 1 - n_i / N_s."""
     squares = np.maximum(side.tt - 2 * rate * side.tn + rate * rate * side.nn, 0.0)
     binomial = np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
-    return np.maximum(squares, np.where(floor, binomial, 0.0)) / (side.texts * side.texts)
+    adjusted = np.maximum(side.tt_cr2 - 2 * rate * side.tn_cr2 + rate * rate * side.nn_cr2, 0.0)
+    return np.where(floor, np.maximum(squares, binomial), adjusted) / (side.texts * side.texts)
 
 
 def score_t(a: SideSums, b: SideSums, delta: np.ndarray | float,
