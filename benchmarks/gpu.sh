@@ -12,7 +12,7 @@
 set -u
 OUT=${OUT:-/tmp/bold-eval-gpu}
 mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1  # each benchmark sets TOKENIZERS_PARALLELISM as it needs
 DATA=${GPU_DATA:-$PWD/.gpudata}
 export BOLD_DATA_DIR=$DATA/bold BOLD_LEXICON_DIR=$DATA/lexicons BOLD_DEBIASWE_DIR=$DATA/debiaswe
 if [ "${SMOKE:-0}" = 1 ]; then

@@ -89,7 +89,8 @@ METHOD_NOTES: dict[str, str] = {
                        "more unevenly)",
     SCORE: "score-type cluster-robust t of equal rates: the variance is computed under the hypothesis (per side the "
            "null-imposed cluster-robust variance, and for values in [0, 1] at least the beta-binomial moment variance, "
-           "whose within-name correlation is shrunk towards 1 when the side has few hits or few misses), "
+           "whose within-name correlation is shrunk towards 1 when the side has few hits or few misses; for "
+           "differences of two sources, the interactions, the CR2 small-sample adjustment of each name's residual), "
            "Welch-Satterthwaite "
            "degrees of freedom with names - 1 per side; interval by inverting the same test; a contrast whose "
            "design cannot reach alpha is reported as too few names to test a rate",
