@@ -135,7 +135,10 @@ def newline_token_ids(tokenizer: Any) -> list[int]:
     known = _NEWLINE_IDS.get(id(tokenizer))
     if known is not None and known[0] is tokenizer:
         return known[1]
-    texts = tokenizer.batch_decode([[token] for token in range(len(tokenizer))], skip_special_tokens=True)
+    rows = [[token] for token in range(len(tokenizer))]
+    backend = getattr(tokenizer, "backend_tokenizer", None)  # a fast tokenizer's Rust decoder: 10x faster here
+    texts = backend.decode_batch(rows, skip_special_tokens=True) if backend is not None else \
+        tokenizer.batch_decode(rows, skip_special_tokens=True)
     ids = [token for token, text in enumerate(texts) if "\n" in text]
     _NEWLINE_IDS[id(tokenizer)] = (tokenizer, ids)
     return ids
