@@ -33,8 +33,8 @@ side's pooled rate: the CR2 adjustment (Bell & McCaffrey 2002; Imbens & Kolesar 
 which removes the sum's small-sample downward bias. Without it a rare label's interactions with 100 widely spread
 names against 60 rejected 5.2% +- 0.09 of true nulls at 5% (80,000 data sets); with it 4.8%. The floored tests keep
 the plain sum: their floor bounds the variance from below and their calibration shows no excess to remove. The
-adjustment only raises the variance, so the design bound on |t| (`min_attainable_p`) still holds. The calibration under unlike
-spreads, at BOLD's group sizes, at alpha and in the tail, is in benchmarks/CALIBRATION.md.
+adjustment only raises the variance, so the design bound on |t| (`min_attainable_p`) still holds. The
+calibration under unlike spreads, at BOLD's group sizes, at alpha and in the tail, is in benchmarks/CALIBRATION.md.
 """
 
 from __future__ import annotations

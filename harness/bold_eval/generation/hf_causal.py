@@ -123,15 +123,18 @@ def _stopped(tokenizer: Any, rows: list[list[int]], decoding: DecodingConfig, de
     return torch.tensor(ended, device=device)
 
 
-# The token ids whose own text holds a line break, per tokenizer (kept with it, so an id is never reused).
+# The token ids whose own text holds a line break, for the last few tokenizers (each kept with its entry, so an id()
+# is never reused while it is here).
 _NEWLINE_IDS: dict[int, tuple[Any, list[int]]] = {}
+_NEWLINE_CACHE_SIZE = 4
 
 
 def newline_token_ids(tokenizer: Any) -> list[int]:
     """Every token whose decoded text contains a line break (byte-level BPE's `Ċ`, SentencePiece's `<0x0A>`,
     `\n\n`, ...). A line break is one byte, so it lies inside one token: a row has reached one exactly when it
-    drew one of these. Decoding each row after every step found the same rows, but on a GPU that decoding was
-    most of the generation time (benchmarks/RESULTS.md, "GPU session 2")."""
+    drew one of these. Decoding each row after every step found the same rows at a cost that grows with the rows
+    (about 26 ms a step for 512 rows on 2 CPU cores; on one H100, 3 s of BOLD's 46 s of generation: RESULTS.md,
+    "GPU session 2")."""
     known = _NEWLINE_IDS.get(id(tokenizer))
     if known is not None and known[0] is tokenizer:
         return known[1]
@@ -140,6 +143,8 @@ def newline_token_ids(tokenizer: Any) -> list[int]:
     texts = backend.decode_batch(rows, skip_special_tokens=True) if backend is not None else \
         tokenizer.batch_decode(rows, skip_special_tokens=True)
     ids = [token for token, text in enumerate(texts) if "\n" in text]
+    while len(_NEWLINE_IDS) >= _NEWLINE_CACHE_SIZE:
+        _NEWLINE_IDS.pop(next(iter(_NEWLINE_IDS)))
     _NEWLINE_IDS[id(tokenizer)] = (tokenizer, ids)
     return ids
 
