@@ -276,7 +276,7 @@ def without_cr2():
     today = rate_test.side_variance
 
     def plain(side, rate, floor=True):
-        squares = np.maximum(side.tt - 2 * rate * side.tn + rate * rate * side.nn, 0.0)
+        squares = rate_test.null_squares(side.tt, side.tn, side.nn, rate)
         binomial = np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
         return np.maximum(squares, np.where(floor, binomial, 0.0)) / (side.texts * side.texts)
 

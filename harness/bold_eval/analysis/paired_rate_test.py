@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from bold_eval.analysis.rate_test import SideSums, restricted_rates, side_variance
+from bold_eval.analysis.rate_test import SideSums, null_squares, restricted_rates, side_variance
 
 GRID = 401
 BISECTIONS = 40
@@ -161,7 +161,7 @@ def continuous_variance(side: ScoreSums, rate: np.ndarray) -> np.ndarray:
     correlation by its rarer outcomes. (Until the eighth session m summed the names' means, as if every name had
     one value: about 3 times too little weight on the side's own estimate; the test then rejected at most 1.9% of
     true nulls at 5% and found a planted 10 points 42-45% of the time with 100 names, now 54%; CALIBRATION.md.)"""
-    squares = np.maximum(side.tt - 2 * rate * side.tn + rate * rate * side.nn, 0.0)
+    squares = null_squares(side.tt, side.tn, side.nn, rate)
     within_df = np.maximum(side.texts - side.names, 1.0)
     sigma_w = np.clip((side.squares - side.tt_n) / within_df, 0.0, None)
     p = side.rate
@@ -180,12 +180,9 @@ def score_sums(values: np.ndarray, codes: np.ndarray, starts: np.ndarray) -> Sco
     """`ScoreSums` of many sides at once: the values of side k are values[starts[k]:starts[k + 1]] (sorted so
     that each side's names are contiguous), `codes` their names (unique across sides)."""
     values = np.asarray(values, dtype=float)
-    boundaries = np.r_[np.flatnonzero(np.diff(codes)) + 1]
-    name_starts = np.r_[0, boundaries]
+    name_starts, name_side_starts = _name_segments(codes, starts)
     t = np.add.reduceat(values, name_starts)
     n = np.diff(np.r_[name_starts, len(values)]).astype(float)
-    side_of_name = np.searchsorted(starts, name_starts, side="right") - 1
-    name_side_starts = np.searchsorted(side_of_name, np.arange(len(starts)))
 
     def per_side(per_name: np.ndarray) -> np.ndarray:
         return np.add.reduceat(per_name, name_side_starts)
@@ -259,7 +256,13 @@ def _continuous_t(sides: tuple[Any, ...], delta: np.ndarray) -> tuple[np.ndarray
 def _name_products(x: np.ndarray, y: np.ndarray, codes: np.ndarray,
                    starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(per name: its sum of x times its sum of y, the index where each side starts among the names)."""
+    name_starts, name_side_starts = _name_segments(codes, starts)
+    return np.add.reduceat(x, name_starts) * np.add.reduceat(y, name_starts), name_side_starts
+
+
+def _name_segments(codes: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(where each name's values start, where each side starts among the names), for values sorted so that each
+    side's names are contiguous (`codes` their names, `starts` where each side's values start)."""
     name_starts = np.r_[0, np.flatnonzero(np.diff(codes)) + 1]
-    products = np.add.reduceat(x, name_starts) * np.add.reduceat(y, name_starts)
     side_of_name = np.searchsorted(starts, name_starts, side="right") - 1
-    return products, np.searchsorted(side_of_name, np.arange(len(starts)))
+    return name_starts, np.searchsorted(side_of_name, np.arange(len(starts)))

@@ -137,13 +137,18 @@ def restricted_rates(a: SideSums, b: SideSums, delta: np.ndarray) -> tuple[np.nd
     return rate_b + delta, rate_b
 
 
+def null_squares(tt: Any, tn: Any, nn: Any, rate: Any) -> Any:
+    """sum_i (t_i - n_i rate)^2 from a side's sums (tt, tn, nn, or their CR2-weighted forms), never below 0."""
+    return np.maximum(tt - 2 * rate * tn + rate * rate * nn, 0.0)
+
+
 def side_variance(side: SideSums, rate: np.ndarray, floor: Any = True) -> np.ndarray:
     """Variance of the side's pooled rate if its expected rate is `rate`: max(S, M) / N^2 (module docstring);
     without the binomial `floor` (values that are not 0/1 texts, e.g. per-prompt differences; an array of flags,
     one per side, when the fields are arrays) S_CR2 / N^2, each name's squared residual divided by 1 - n_i / N_s."""
-    squares = np.maximum(side.tt - 2 * rate * side.tn + rate * rate * side.nn, 0.0)
+    squares = null_squares(side.tt, side.tn, side.nn, rate)
     binomial = np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
-    adjusted = np.maximum(side.tt_cr2 - 2 * rate * side.tn_cr2 + rate * rate * side.nn_cr2, 0.0)
+    adjusted = null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, rate)
     return np.where(floor, np.maximum(squares, binomial), adjusted) / (side.texts * side.texts)
 
 
@@ -324,7 +329,7 @@ def rate_interval(t: np.ndarray, n: np.ndarray, *, alpha: float, floor: bool = T
     critical = float(special.stdtrit(side.names - 1, 1.0 - alpha / 2))
     # p0 is accepted when (estimate - p0)^2 <= c^2 max(A, B(p0)) / N^2, i.e. when either part accepts it; each
     # part accepts an interval around the estimate, so the set is the hull of the two, in closed form.
-    squares = max(side.tt - 2 * estimate * side.tn + estimate * estimate * side.nn, 0.0) * side.names / (side.names - 1)
+    squares = float(null_squares(side.tt, side.tn, side.nn, estimate)) * side.names / (side.names - 1)
     half = critical * np.sqrt(squares) / texts  # A: the cluster-robust spread about the estimate (Wald)
     low, high = estimate - half, estimate + half
     if floor:  # B(p0) = p0 (1 - p0) (N + rho sum n(n - 1)): Wilson's interval on N^2 / (N + rho sum n(n - 1)) texts
