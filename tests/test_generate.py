@@ -353,3 +353,6 @@ def test_auto_batch_size_on_a_gpu_follows_the_memory_a_row_needs(tiny_lm):
     assert memory_batch_size(66 * gib, llama_7b_bf16) == 512
     assert memory_batch_size(0, 1) == 512
     assert generate.auto_batch_size(tiny_lm.model) == 64  # CPU
+    from types import SimpleNamespace  # a remote-code config with its own names: no estimate, the usual start
+
+    assert generate.row_bytes(SimpleNamespace(config=SimpleNamespace(n_layers=4), dtype=torch.float32)) is None

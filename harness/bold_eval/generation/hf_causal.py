@@ -246,27 +246,33 @@ def cache_keyword(model: Any) -> str:
 ROW_TOKENS = 256
 
 
-def row_bytes(model: Any) -> int:
+def row_bytes(model: Any) -> int | None:
     """What one row of a batch needs, from the model's config: its KV cache for ROW_TOKENS tokens in the model's
-    dtype, plus a row of float32 logits twice over (the last position's, and top-k's working copy)."""
+    dtype, plus a row of float32 logits twice over (the last position's, and top-k's working copy). None when the
+    config does not say (a remote-code model with its own names for these)."""
     config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
-    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    return 2 * config.num_hidden_layers * heads * head_dim * model.dtype.itemsize * ROW_TOKENS + 2 * config.vocab_size * 4
+    layers, heads, hidden, vocab = (getattr(config, name, None) for name in
+                                    ("num_hidden_layers", "num_attention_heads", "hidden_size", "vocab_size"))
+    if not all(isinstance(value, int) and value > 0 for value in (layers, heads, hidden, vocab)):
+        return None
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or hidden // heads
+    return 2 * layers * kv_heads * head_dim * model.dtype.itemsize * ROW_TOKENS + 2 * vocab * 4
 
 
 def auto_batch_size(model: Any) -> int:
     """`--batch-size auto`: on a GPU, as many rows (`row_bytes`) as half the memory beyond the weights holds
-    (`memory_batch_size`); `default_batch_size` elsewhere. From the device's total memory, not what is free now,
-    so every process of a run, and its resume, plan the same batches."""
+    (`memory_batch_size`); `default_batch_size` elsewhere, or when the config does not give the sizes. From the
+    device's total memory, not what is free now, so every process of a run, and its resume, plan the same batches."""
     import torch
 
     device = model.device
-    if device.type != "cuda":
+    row = row_bytes(model)
+    if device.type != "cuda" or row is None:
         return default_batch_size(device)
     weights = model.get_memory_footprint() if hasattr(model, "get_memory_footprint") else \
         sum(parameter.numel() * parameter.element_size() for parameter in model.parameters())
-    return memory_batch_size(torch.cuda.get_device_properties(device).total_memory - weights, row_bytes(model))
+    return memory_batch_size(torch.cuda.get_device_properties(device).total_memory - weights, row)
 
 
 def shared_rows(texts: Sequence[str]) -> tuple[list[int], list[int]] | None:
