@@ -116,11 +116,13 @@ def test_input_order_is_kept_and_duplicates_agree(model_dirs, corpus):
 
 
 def test_batch_size_does_not_change_results(model_dirs, corpus):
+    """Beyond float32 rounding: a batch pads to its longest text, and the masked positions still change the order
+    of the sums (1.04e-5 once at the minimum versions, `make test-min`)."""
     classifier = load(model_dirs["toxicity"])
     texts = corpus[100:160]
     reference = classifier(texts, batch_size=1)
     for batch_size in (3, 16, 1000):
-        np.testing.assert_allclose(classifier(texts, batch_size=batch_size), reference, atol=1e-5)
+        np.testing.assert_allclose(classifier(texts, batch_size=batch_size), reference, atol=5e-5)
 
 
 def test_matches_transformers_pipeline(model_dirs, corpus):
