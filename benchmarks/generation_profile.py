@@ -67,6 +67,54 @@ def main() -> None:
     print(averages.table(sort_by="self_cpu_time_total", row_limit=args.top))
     if cuda:
         print(averages.table(sort_by="self_cuda_time_total", row_limit=args.top))
+        stats = torch.cuda.memory_stats()
+        print("allocator:", {key: stats.get(key) for key in ("num_alloc_retries", "num_device_alloc", "num_device_free")},
+              "conf:", os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))
+    breakdown(loaded, texts, decoding, cuda)
+
+
+def breakdown(loaded, texts, decoding, cuda: bool, steps: int = 10) -> None:
+    """Each part of a decoding step timed alone on the same batch: the forward pass (its cache growing by one),
+    the sampling (`_next_tokens`), and a cache compaction that keeps every row (`batch_select_indices`)."""
+    import torch
+    from transformers import DynamicCache
+
+    from bold_eval.generation.hf_causal import _next_tokens, cache_keyword
+
+    model, tokenizer = loaded.model, loaded.tokenizer
+    encoded = tokenizer(texts, return_tensors="pt", padding=True)
+    ids, mask = encoded["input_ids"].to(model.device), encoded["attention_mask"].to(model.device)
+    position = (mask.long().cumsum(-1) - 1).clamp(min=0)
+    cache = DynamicCache(config=model.config)
+    kv = {cache_keyword(model): cache}
+    draws = torch.rand(len(texts), device=model.device)
+    keep = torch.arange(len(texts), device=model.device)
+    timings: dict[str, float] = {"forward": 0.0, "sample": 0.0, "compact": 0.0}
+
+    def timed(name, call):
+        if cuda:
+            torch.cuda.synchronize()
+        started = time.perf_counter()
+        result = call()
+        if cuda:
+            torch.cuda.synchronize()
+        timings[name] += (time.perf_counter() - started) / steps
+        return result
+
+    with torch.inference_mode():
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=position, use_cache=True, logits_to_keep=1,
+                       **kv).logits[:, -1, :]
+        next_position = position[:, -1] + 1
+        for _ in range(steps):
+            chosen = timed("sample", lambda: _next_tokens(logits, draws, decoding, None))
+            timed("compact", lambda: cache.batch_select_indices(keep))
+            mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
+            logits = timed("forward", lambda: model(input_ids=chosen.unsqueeze(1), attention_mask=mask,
+                                                   position_ids=next_position.unsqueeze(1), use_cache=True,
+                                                   **kv).logits[:, -1, :])
+            next_position = next_position + 1
+    print("breakdown, ms per step:", {name: round(value * 1e3, 2) for name, value in timings.items()},
+          f"({len(texts)} rows, attention {getattr(model.config, '_attn_implementation', '?')}, logits {logits.dtype})")
 
 
 if __name__ == "__main__":
