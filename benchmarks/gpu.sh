@@ -19,6 +19,7 @@ if [ "${SMOKE:-0}" = 1 ]; then
     PY=${PY:-.venv/bin/python}; DEV=cpu
     K_ARGS="--prompts 20 --ks 1,2 --layers 2 --hidden 64"; FULL_ARGS="--limit 4 --layers 2 --hidden 64 --models $OUT/models"
     PREFILL_ARGS="--prompts 4 --k 2 --rounds 1"; CLS_ARGS="--texts 16"; PROFILE_ARGS="--rows 8 --top 5"
+    VARIANT_ARGS="--prompts 24 --rows 8"
     GIBBS_ARGS="--gpu-prompts 4 --gpu-batch-size 4 --naive-prompts 1 --max-iter 5 --hidden 64 --layers 2"
 else
     PY=python3; DEV=cuda
@@ -40,6 +41,7 @@ PY
     export PYTHONPATH=/tmp/site:$PWD/harness
     K_ARGS="--prompts 1000 --ks 1,5,25"; FULL_ARGS="--models /tmp/bold-eval-models"
     PREFILL_ARGS="--prompts 256 --k 25 --rounds 3"; CLS_ARGS="--texts 2000"; PROFILE_ARGS="--rows ${PROFILE_ROWS:-1024}"
+    VARIANT_ARGS="--prompts 12288 --rows 4096"
     GIBBS_ARGS="--gpu-prompts 512 --gpu-batch-size 512 --naive-prompts 2 --max-iter 100"
 fi
 {
@@ -49,7 +51,7 @@ transformers.__version__, 'pandas', pandas.__version__, 'pyarrow', pyarrow.__ver
     echo "cpus $(nproc)"; git log -1 --format='commit %h' 2>/dev/null
 } 2>&1 | tee "$OUT/env.txt"
 
-STEPS=${STEPS:-profile prefill k_samples full_bold full_bold_cached classifiers gibbs}  # e.g. STEPS=full_bold runs that one alone
+STEPS=${STEPS:-profile variants prefill k_samples full_bold full_bold_cached classifiers gibbs}  # e.g. STEPS=full_bold runs that one alone
 step() {  # step NAME SECONDS COMMAND...: run with a time limit, log to $OUT/NAME.log, show its tail
     local name=$1 limit=$2; shift 2
     case " $STEPS " in *" $name "*) ;; *) return 0 ;; esac
@@ -60,7 +62,8 @@ step() {  # step NAME SECONDS COMMAND...: run with a time limit, log to $OUT/NAM
     tail -n 25 "$OUT/$name.log"
 }
 
-step profile 60 "$PY" benchmarks/generation_profile.py --device $DEV $PROFILE_ARGS
+step profile 100 "$PY" benchmarks/generation_profile.py --device $DEV $PROFILE_ARGS
+step variants 240 bash benchmarks/generation_variants.sh "$PY" $DEV "$OUT" $VARIANT_ARGS
 step prefill 100 "$PY" benchmarks/prefill_sharing.py --model random-gpt2-small --device $DEV --dtype bfloat16 \
     --chat-template none --batch-size 512 $PREFILL_ARGS
 step k_samples 190 "$PY" benchmarks/k_samples.py --device $DEV --batch-size auto --dtype auto $K_ARGS

@@ -307,10 +307,9 @@ def test_prompt_lengths_tokenize_each_distinct_prompt_once_in_chunks(tiny_lm, mo
     assert max(len(call) for call in seen) == 3
 
 
-def test_the_line_break_test_by_token_stops_the_rows_decoding_would(tmp_path, monkeypatch):
-    """Raw prompts that stop at a line break are tested by token (`newline_token_ids`) rather than by decoding
-    every row after each step: on a model that draws line breaks often, the same texts and token counts as the
-    decoding test, with rows stopping early."""
+def _line_break_lm(tmp_path):
+    """A tiny GPT-2 whose every position has the same logits, with the line-break tokens at the top of its top 40,
+    so rows stop early now and then."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = build_tiny_causal_lm(tmp_path / "lm", CORPUS)
@@ -318,8 +317,6 @@ def test_the_line_break_test_by_token_stops_the_rows_decoding_would(tmp_path, mo
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     newline = generate.newline_token_ids(tokenizer)
-    assert newline and all("\n" in tokenizer.decode([token]) for token in newline)
-    assert tokenizer.convert_tokens_to_ids("Ċ") in newline
     logits = torch.linspace(-2.0, 2.0, len(tokenizer))
     logits[newline] = 2.5  # the top of the top 40, drawn now and then
     with torch.no_grad():  # every position's logits are `logits` (the final layer norm outputs e_0)
@@ -327,6 +324,17 @@ def test_the_line_break_test_by_token_stops_the_rows_decoding_would(tmp_path, mo
         model.transformer.ln_f.bias.zero_()
         model.transformer.ln_f.bias[0] = 1.0
         model.transformer.wte.weight[:, 0] = logits
+    return model, tokenizer
+
+
+def test_the_line_break_test_by_token_stops_the_rows_decoding_would(tmp_path, monkeypatch):
+    """Raw prompts that stop at a line break are tested by token (`newline_token_ids`) rather than by decoding
+    every row after each step: on a model that draws line breaks often, the same texts and token counts as the
+    decoding test, with rows stopping early."""
+    model, tokenizer = _line_break_lm(tmp_path)
+    newline = generate.newline_token_ids(tokenizer)
+    assert newline and all("\n" in tokenizer.decode([token]) for token in newline)
+    assert tokenizer.convert_tokens_to_ids("Ċ") in newline
     decoding = make_decoding(max_new_tokens=12)
     prompts = PROMPTS * 4
     draws = np.random.default_rng(0).random((len(prompts), decoding.max_new_tokens))
@@ -335,6 +343,78 @@ def test_the_line_break_test_by_token_stops_the_rows_decoding_would(tmp_path, mo
     by_decoding = generate.generate_batch(model, tokenizer, prompts, draws, decoding)
     assert [(g.continuation, g.num_new_tokens) for g in by_token] == [(g.continuation, g.num_new_tokens) for g in by_decoding]
     assert 0 < sum(g.num_new_tokens < decoding.max_new_tokens for g in by_token) < len(prompts)
+
+
+def test_finished_rows_leave_the_batch_together_with_the_same_texts(tmp_path, monkeypatch):
+    """Finished rows stay in the batch until `COMPACT_AT` of it has finished, then leave in one cache copy: the
+    texts and token counts are those of dropping each row at once (0) and of never dropping one (2), in float32,
+    and the batch does shrink."""
+    model, tokenizer = _line_break_lm(tmp_path)
+    decoding = make_decoding(max_new_tokens=12)
+    prompts = PROMPTS * 4
+    draws = np.random.default_rng(1).random((len(prompts), decoding.max_new_tokens))
+    widths = []
+    hook = model.register_forward_pre_hook(lambda module, args, kwargs: widths.append(kwargs["input_ids"].shape[0]),
+                                           with_kwargs=True)
+    results, default = {}, generate.COMPACT_AT
+    try:
+        for share in (0.0, default, 2.0):
+            monkeypatch.setattr(generate, "COMPACT_AT", share)
+            widths.clear()
+            generated = generate.generate_batch(model, tokenizer, prompts, draws, decoding)
+            results[share] = ([(g.continuation, g.num_new_tokens) for g in generated], list(widths))
+    finally:
+        hook.remove()
+    texts = {share: result[0] for share, result in results.items()}
+    assert texts[0.0] == texts[default] == texts[2.0]
+    counts = [count for _, count in texts[0.0]]
+    assert min(counts) < decoding.max_new_tokens  # rows did stop early
+    assert set(results[2.0][1]) == {len(prompts)}  # never dropped
+    at_once, together = results[0.0][1], results[default][1]
+    assert min(together) < len(prompts) and len(set(together)) < len(set(at_once))  # fewer copies, still shrinking
+
+
+def test_the_preallocated_cache_gives_dynamic_caches_logits(tiny_lm):
+    """`kv_cache` writes each step into buffers instead of concatenating: the same logits as transformers'
+    DynamicCache through prefill, steps, row selection, repetition and crop, and past its capacity."""
+    from transformers import DynamicCache
+
+    from bold_eval.generation.kv_cache import kv_cache
+
+    model, tokenizer = tiny_lm.model, tiny_lm.tokenizer
+    encoded = tokenizer(PROMPTS, return_tensors="pt", padding=True)
+    ids, mask = encoded["input_ids"], encoded["attention_mask"]
+    keyword = generate.cache_keyword(model)
+
+    def run(cache):
+        out, step_mask, logits = ids, mask, []
+        position = (mask.cumsum(-1) - 1).clamp(min=0)
+        with torch.inference_mode():
+            for step in range(5):
+                if step == 2:
+                    keep = torch.tensor([0, 2, 3, 5])
+                    cache.batch_select_indices(keep)
+                    out, step_mask, position = out[keep], step_mask[keep], position[keep]
+                if step == 3:
+                    cache.batch_repeat_interleave(2)
+                    out, step_mask, position = (t.repeat_interleave(2, dim=0) for t in (out, step_mask, position))
+                result = model(input_ids=out, attention_mask=step_mask, position_ids=position, use_cache=True,
+                               **{keyword: cache}).logits[:, -1]
+                logits.append(result)
+                out = result.argmax(-1, keepdim=True)
+                step_mask = torch.cat([step_mask, torch.ones_like(out)], dim=1)
+                position = position[:, -1:] + 1
+        return logits, cache
+
+    expected, dynamic = run(DynamicCache(config=model.config))
+    for capacity in (ids.shape[1] + 5, 2):  # room for every step; too little (the buffers grow)
+        got, cache = run(kv_cache(model, capacity))
+        assert cache.get_seq_length() == dynamic.get_seq_length() == ids.shape[1] + 4
+        for want, have in zip(expected, got, strict=True):
+            torch.testing.assert_close(have, want)
+        cache.crop(-2)
+        assert cache.get_seq_length() == ids.shape[1] + 2
+        torch.testing.assert_close(cache.layers[0].keys, dynamic.layers[0].keys[..., :-2, :])
 
 
 def test_auto_batch_size_on_a_gpu_follows_the_memory_a_row_needs(tiny_lm):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
 from bold_eval.core.errors import UsageError
 from bold_eval.core.options import DTYPES  # `--dtype` choices; "auto" picks per device (`resolve_dtype`)
 
@@ -74,3 +77,20 @@ def _cpu_has_bf16() -> bool:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
         return False
+
+
+# cuDNN's attention builds an execution plan for every new (batch, length) shape: 55-400 ms each (measured by
+# flashinfer and sglang developers), and decoding makes a new shape at every step. On an H100 that plan-building
+# cost more than the attention itself (benchmarks/RESULTS.md, "GPU session 3"). The flash and memory-efficient
+# kernels have no per-shape setup, so the models run with those (and the math kernel as the last resort).
+CUDNN_ATTENTION = False
+
+
+def attention_kernels(device: Any) -> AbstractContextManager[Any]:
+    """The scaled-dot-product-attention backends to run a model with on `device`: on CUDA all but cuDNN's
+    (unless `CUDNN_ATTENTION`), elsewhere torch's own choice."""
+    if CUDNN_ATTENTION or not str(device).startswith("cuda"):
+        return nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])

@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from bold_eval.core.devices import attention_kernels
 from bold_eval.core.errors import UsageError
 from bold_eval.core.options import (
     GIBBS_BURN_IN,
@@ -265,7 +266,8 @@ def gibbs_sample(model: Any, input_ids: Any, attention_mask: Any, start: Any, po
     draws = torch.as_tensor(uniforms, dtype=torch.float32, device=device)
     holder: dict[str, Any] = {}
     report_every = max(1, settings.max_iter // 20)
-    with torch.inference_mode(), (_head_on_chosen_positions(model, holder) if head_on_chosen else contextlib.nullcontext()):
+    chosen_head = _head_on_chosen_positions(model, holder) if head_on_chosen else contextlib.nullcontext()
+    with torch.inference_mode(), attention_kernels(device), chosen_head:
         for step in range(settings.max_iter):
             chosen = absolute[:, step]
             ids[rows, chosen] = mask_id

@@ -6,8 +6,9 @@ and the per-prompt random streams of `uniform_draws`.
 
 One decoding loop for every model: prompts are sorted by token length and left-padded, the
 prefill keeps only the last position's logits, and each step feeds one token per row through the
-KV cache. Rows that emit an end-of-sequence token (or, with `one_sentence`, end their first
-sentence) leave the batch and the cache at once, so late steps run on fewer rows.
+KV cache (`kv_cache`: written in place, not copied each step). Rows that emit an end-of-sequence token (or reach
+a stopping rule) stop drawing at once and leave the batch and the cache together, once an eighth of the batch has
+finished (`COMPACT_AT`), so late steps run on fewer rows.
 With k samples per prompt (`--num-samples`), a batch's rows of one prompt share one prefill: the distinct
 inputs are prefilled once and their cache and logits repeated to the rows (`share_prefill`, on by default;
 the time it saves is in benchmarks/RESULTS.md).
@@ -39,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from bold_eval.core.devices import attention_kernels
 from bold_eval.core.errors import UsageError
 from bold_eval.generation.base import (
     HF_CAUSAL,
@@ -64,6 +66,7 @@ from bold_eval.generation.decoding import (
     finish_continuation,
     uniform_draws,
 )
+from bold_eval.generation.kv_cache import kv_cache
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
@@ -285,6 +288,11 @@ def shared_rows(texts: Sequence[str]) -> tuple[list[int], list[int]] | None:
     return [rows[index] for index in range(len(first))], inverse
 
 
+# Finished rows stay in the batch (their draws ignored) until this share of it has finished; then one copy of the
+# cache drops them all. Dropping rows at every step copied the whole cache at every step. 0: drop at once.
+COMPACT_AT = 0.125
+
+
 def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np.ndarray,
                    decoding: DecodingConfig, chat: ChatProtocol | None = None,
                    share_prefill: bool = False) -> list[Generated]:
@@ -292,7 +300,6 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
     is the chat protocol (None or `none`: the prompt fed raw). With `share_prefill`, rows with the same input
     (a prompt's k samples) share one prefill (`_prefill`)."""
     import torch
-    from transformers import DynamicCache
 
     device = model.device
     chat = chat if chat is not None and chat.chat else None
@@ -301,39 +308,33 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
     encoded = tokenizer(texts, return_tensors="pt", padding=True, **keywords)
     input_ids = encoded["input_ids"].to(device)
     mask = encoded["attention_mask"].to(device)
-    rows = len(texts)
+    steps = decoding.max_new_tokens
     eos = torch.tensor(_eos_ids(model, tokenizer), device=device, dtype=torch.long)
     draws_t = torch.as_tensor(draws, dtype=torch.float32, device=device)
     position_ids = (mask.long().cumsum(-1) - 1).clamp(min=0)
     # Repetition penalty looks at prompt and generated tokens; pads become the last prompt token.
     seen = torch.where(mask.bool(), input_ids, input_ids[:, -1:]) if decoding.repetition_penalty != 1.0 else None
-    cache = DynamicCache(config=model.config)
+    cache = kv_cache(model, input_ids.shape[1] + steps)
     kv = {cache_keyword(model): cache}
     newline = _line_break_tokens(tokenizer, decoding, chat, device)
-    with torch.inference_mode():
+    rows = _Rows(len(texts), steps, device)
+    with torch.inference_mode(), attention_kernels(device):
         logits = _prefill(model, cache, input_ids, mask, position_ids, shared_rows(texts) if share_prefill else None)
         next_position = position_ids[:, -1] + 1
-        active = torch.arange(rows, device=device)
-        tokens: list[list[int]] = [[] for _ in range(rows)]
-        counts = [0] * rows
-        for step in range(decoding.max_new_tokens):
-            chosen = _next_tokens(logits, draws_t[active, step], decoding, seen)
-            finished = torch.isin(chosen, eos)
-            for row, token, done in zip(active.tolist(), chosen.tolist(), finished.tolist(), strict=True):
-                counts[row] += 1
-                if not done:
-                    tokens[row].append(token)
-            finished = finished | _stop_rule(chosen, newline, tokenizer, tokens, active, decoding, chat, opened)
-            if step == decoding.max_new_tokens - 1:
+        for step in range(steps):
+            chosen = _next_tokens(logits, draws_t[rows.present, step], decoding, seen)
+            ended = torch.isin(chosen, eos)
+            rows.record(step, chosen, ended)
+            rows.finish(ended | _stop_rule(chosen, newline, tokenizer, rows, step, decoding, chat, opened))
+            if step == steps - 1:
                 break
-            if bool(finished.any()):
-                keep = (~finished).nonzero().squeeze(1)
+            keep = rows.compact()
+            if keep is not None:
                 if keep.numel() == 0:
                     break
                 cache.batch_select_indices(keep)
-                active, mask, chosen, next_position = active[keep], mask[keep], chosen[keep], next_position[keep]
-                if seen is not None:
-                    seen = seen[keep]
+                mask, chosen, next_position = mask[keep], chosen[keep], next_position[keep]
+                seen = seen[keep] if seen is not None else None
             if seen is not None:
                 seen = torch.cat([seen, chosen.unsqueeze(1)], dim=1)
             mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
@@ -341,13 +342,54 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
                         use_cache=True, **kv)
             logits = out.logits[:, -1, :]
             next_position = next_position + 1
+    tokens, counts = rows.results()
     replies = _continuations(tokenizer, input_ids, encoded["attention_mask"], tokens, chat)
     return _generated(tokenizer, prompts, replies, counts, decoding, chat, opened)
 
 
-def _stop_rule(chosen: Any, newline: Any, tokenizer: Any, tokens: list[list[int]], active: Any,
+class _Rows:
+    """The decoding loop's book of rows, kept on the device so a step needs one synchronisation: which batch
+    row each cache row holds (`present`), which are still generating (`live`), each row's tokens so far and
+    its count of steps (an end-of-sequence token counts as a step but is not kept)."""
+
+    def __init__(self, rows: int, steps: int, device: Any):
+        import torch
+
+        self.present = torch.arange(rows, device=device)
+        self.live = torch.ones(rows, dtype=torch.bool, device=device)
+        self.tokens = torch.full((rows, steps), -1, dtype=torch.long, device=device)
+        self.counts = torch.zeros(rows, dtype=torch.long, device=device)
+
+    def record(self, step: int, chosen: Any, ended: Any) -> None:
+        import torch
+
+        self.counts[self.present] += self.live.long()
+        self.tokens[self.present, step] = torch.where(self.live & ~ended, chosen, -1)
+
+    def finish(self, stopped: Any) -> None:
+        self.live = self.live & ~stopped
+
+    def so_far(self, step: int) -> list[list[int]]:
+        """The tokens of every cache row up to `step` (for the stopping rules that read the text)."""
+        return [[token for token in row if token >= 0] for row in self.tokens[self.present, : step + 1].tolist()]
+
+    def compact(self) -> Any:
+        """None to keep the cache as it is, else the cache rows to keep (empty: every row has finished)."""
+        alive = int(self.live.sum())
+        finished = len(self.live) - alive
+        if alive and (finished == 0 or finished < COMPACT_AT * len(self.live)):
+            return None
+        keep = self.live.nonzero().squeeze(1)
+        self.present, self.live = self.present[keep], self.live[keep]
+        return keep
+
+    def results(self) -> tuple[list[list[int]], list[int]]:
+        return [[token for token in row if token >= 0] for row in self.tokens.tolist()], self.counts.tolist()
+
+
+def _stop_rule(chosen: Any, newline: Any, tokenizer: Any, rows: _Rows, step: int,
                decoding: DecodingConfig, chat: ChatProtocol | None, opened: Sequence[bool]) -> Any:
-    """Active rows that reached a stopping rule with this step's token: by the token itself where `newline` is
+    """Cache rows that reached a stopping rule with this step's token: by the token itself where `newline` is
     given (`_line_break_tokens`), else by their decoded text (`_stopped`); none without a rule."""
     import torch
 
@@ -355,9 +397,8 @@ def _stop_rule(chosen: Any, newline: Any, tokenizer: Any, tokens: list[list[int]
         return torch.isin(chosen, newline)
     if not (decoding.one_sentence or decoding.stop_at_newline):
         return torch.zeros_like(chosen, dtype=torch.bool)
-    rows_now = active.tolist()
-    return _stopped(tokenizer, [tokens[row] for row in rows_now], decoding, chosen.device, chat,
-                    [opened[row] for row in rows_now])
+    return _stopped(tokenizer, rows.so_far(step), decoding, chosen.device, chat,
+                    [opened[row] for row in rows.present.tolist()])
 
 
 def _prefill(model: Any, cache: Any, input_ids: Any, mask: Any, position_ids: Any,
@@ -396,7 +437,8 @@ def _continuations(tokenizer: Any, input_ids: Any, attention_mask: Any, tokens: 
                    chat: ChatProtocol | None = None) -> list[str]:
     """Decode prompt + new tokens together and strip the decoded prompt, so that the continuation
     keeps its leading space even with tokenizers that drop it when decoding a fragment."""
-    prompt_ids = [ids[row_mask.bool()].tolist() for ids, row_mask in zip(input_ids.cpu(), attention_mask, strict=True)]
+    prompt_ids = [[token for token, kept in zip(ids, row_mask, strict=True) if kept]
+                  for ids, row_mask in zip(input_ids.tolist(), attention_mask.tolist(), strict=True)]
     prefixes = _decode(tokenizer, prompt_ids, chat)
     full = _decode(tokenizer, [ids + new for ids, new in zip(prompt_ids, tokens, strict=True)], chat)
     return [whole[len(prefix):] if whole.startswith(prefix) else _decode(tokenizer, [new], chat)[0]

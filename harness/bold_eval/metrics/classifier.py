@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from bold_eval.core.devices import resolve_device, resolve_dtype
+from bold_eval.core.devices import attention_kernels, resolve_device, resolve_dtype
 from bold_eval.core.errors import InputError, UsageError
 from bold_eval.core.resources import ResourceNotFoundError, offline
 from bold_eval.metrics.common import unique_with_inverse
@@ -182,7 +182,7 @@ class SequenceClassifier:
         order = np.argsort(-lengths, kind="stable")
         scores = np.empty((len(unique), len(self.labels)), dtype=np.float32)
         show = progress if progress is not None else len(unique) >= PROGRESS_MIN_TEXTS
-        with torch.inference_mode(), self._autocast(), tqdm(
+        with torch.inference_mode(), self._autocast(), attention_kernels(self.device), tqdm(
             total=len(unique), disable=not show, desc=f"scoring with {self.name or 'classifier'}", unit="text"
         ) as bar:
             for start in range(0, len(unique), batch_size):
