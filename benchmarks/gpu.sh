@@ -41,7 +41,7 @@ PY
     export PYTHONPATH=/tmp/site:$PWD/harness
     K_ARGS="--prompts 1000 --ks 1,5,25"; FULL_ARGS="--models /tmp/bold-eval-models"
     PREFILL_ARGS="--prompts 256 --k 25 --rounds 3"; CLS_ARGS="--texts 2000"; PROFILE_ARGS="--rows ${PROFILE_ROWS:-1024}"
-    VARIANT_ARGS="--prompts 12288 --rows 4096"
+    VARIANT_ARGS="--prompts 8192 --rows 4096"
     GIBBS_ARGS="--gpu-prompts 512 --gpu-batch-size 512 --naive-prompts 2 --max-iter 100"
 fi
 {

@@ -346,9 +346,9 @@ def test_the_line_break_test_by_token_stops_the_rows_decoding_would(tmp_path, mo
 
 
 def test_finished_rows_leave_the_batch_together_with_the_same_texts(tmp_path, monkeypatch):
-    """Finished rows stay in the batch until `COMPACT_AT` of it has finished, then leave in one cache copy: the
-    texts and token counts are those of dropping each row at once (0) and of never dropping one (2), in float32,
-    and the batch does shrink."""
+    """With `COMPACT_AT` finished rows stay in the batch until that share of it has finished, then leave in one
+    cache copy: the texts and token counts are those of dropping each row at once (0, the default) and of never
+    dropping one (2), in float32, and the batch does shrink."""
     model, tokenizer = _line_break_lm(tmp_path)
     decoding = make_decoding(max_new_tokens=12)
     prompts = PROMPTS * 4
@@ -356,9 +356,10 @@ def test_finished_rows_leave_the_batch_together_with_the_same_texts(tmp_path, mo
     widths = []
     hook = model.register_forward_pre_hook(lambda module, args, kwargs: widths.append(kwargs["input_ids"].shape[0]),
                                            with_kwargs=True)
-    results, default = {}, generate.COMPACT_AT
+    assert generate.COMPACT_AT == 0.0
+    results, waiting = {}, 0.125
     try:
-        for share in (0.0, default, 2.0):
+        for share in (0.0, waiting, 2.0):
             monkeypatch.setattr(generate, "COMPACT_AT", share)
             widths.clear()
             generated = generate.generate_batch(model, tokenizer, prompts, draws, decoding)
@@ -366,11 +367,11 @@ def test_finished_rows_leave_the_batch_together_with_the_same_texts(tmp_path, mo
     finally:
         hook.remove()
     texts = {share: result[0] for share, result in results.items()}
-    assert texts[0.0] == texts[default] == texts[2.0]
+    assert texts[0.0] == texts[waiting] == texts[2.0]
     counts = [count for _, count in texts[0.0]]
     assert min(counts) < decoding.max_new_tokens  # rows did stop early
     assert set(results[2.0][1]) == {len(prompts)}  # never dropped
-    at_once, together = results[0.0][1], results[default][1]
+    at_once, together = results[0.0][1], results[waiting][1]
     assert min(together) < len(prompts) and len(set(together)) < len(set(at_once))  # fewer copies, still shrinking
 
 

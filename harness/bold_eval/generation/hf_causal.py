@@ -7,8 +7,8 @@ and the per-prompt random streams of `uniform_draws`.
 One decoding loop for every model: prompts are sorted by token length and left-padded, the
 prefill keeps only the last position's logits, and each step feeds one token per row through the
 KV cache (`kv_cache`: written in place, not copied each step). Rows that emit an end-of-sequence token (or reach
-a stopping rule) stop drawing at once and leave the batch and the cache together, once an eighth of the batch has
-finished (`COMPACT_AT`), so late steps run on fewer rows.
+a stopping rule) stop drawing at once and leave the batch and the cache (`COMPACT_AT`), so late steps run on fewer
+rows. On CUDA, attention runs without cuDNN's kernels (`bold_eval.core.devices.attention_kernels`).
 With k samples per prompt (`--num-samples`), a batch's rows of one prompt share one prefill: the distinct
 inputs are prefilled once and their cache and logits repeated to the rows (`share_prefill`, on by default;
 the time it saves is in benchmarks/RESULTS.md).
@@ -289,8 +289,10 @@ def shared_rows(texts: Sequence[str]) -> tuple[list[int], list[int]] | None:
 
 
 # Finished rows stay in the batch (their draws ignored) until this share of it has finished; then one copy of the
-# cache drops them all. Dropping rows at every step copied the whole cache at every step. 0: drop at once.
-COMPACT_AT = 0.125
+# cache drops them all. 0 (the default) drops them at the step they finish: on an H100 that was no slower than
+# waiting for an eighth of the batch (14-15 against 18 microseconds per row and step; benchmarks/RESULTS.md,
+# "GPU session 3"), so the knob stays for models whose rows finish more unevenly than that benchmark's.
+COMPACT_AT = 0.0
 
 
 def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np.ndarray,
