@@ -31,70 +31,71 @@ def kv_cache(model: Any, capacity: int) -> Any:
 
 @functools.cache
 def _preallocated_layer_class() -> type:
-    """Defined on first use: transformers is imported only when a model runs."""
+    """`_InPlace` on transformers' DynamicLayer, made on first use: transformers is imported only when a model runs."""
     from transformers.cache_utils import DynamicLayer
 
-    class PreallocatedLayer(DynamicLayer):
-        """`keys` / `values` are views of the first `length` positions of buffers shaped
-        (batch, heads, room, head_dim); `update` writes into the buffers."""
+    return type("PreallocatedLayer", (_InPlace, DynamicLayer), {})
 
-        def __init__(self, capacity: int):
-            super().__init__()
-            self.capacity = capacity
-            self.length = 0
-            self._buffers: tuple[Any, Any] | None = None
 
-        def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
-            end = self.length + key_states.shape[-2]
-            if self._buffers is None or end > self._buffers[0].shape[-2]:
-                self._reserve(key_states, value_states, end)
-            for buffer, states in zip(self._buffers, (key_states, value_states), strict=True):
-                buffer[..., self.length:end, :] = states
-            self.length = end
-            return self._expose()
+class _InPlace:
+    """A DynamicLayer whose `keys` / `values` are views of the first `length` positions of buffers shaped
+    (batch, heads, room, head_dim); `update` writes into the buffers (mixed into DynamicLayer, before it)."""
 
-        def _reserve(self, key_states: Any, value_states: Any, end: int) -> None:
-            room = max(end, self.capacity if self._buffers is None else 2 * self._buffers[0].shape[-2])
-            fresh = []
-            for states, old in zip((key_states, value_states), self._buffers or (None, None), strict=True):
-                buffer = states.new_empty((*states.shape[:-2], room, states.shape[-1]))
-                if old is not None:
-                    buffer[..., : self.length, :] = old[..., : self.length, :]
-                fresh.append(buffer)
-            self._buffers = (fresh[0], fresh[1])
-            self.dtype, self.device = key_states.dtype, key_states.device
-            self.is_initialized = True
+    def __init__(self, capacity: int):
+        super().__init__()
+        self.capacity = capacity
+        self.length = 0
+        self._buffers: tuple[Any, Any] | None = None
 
-        def _expose(self) -> tuple[Any, Any]:
-            self.keys = self._buffers[0][..., : self.length, :]
-            self.values = self._buffers[1][..., : self.length, :]
-            return self.keys, self.values
+    def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        end = self.length + key_states.shape[-2]
+        if self._buffers is None or end > self._buffers[0].shape[-2]:
+            self._reserve(key_states, value_states, end)
+        for buffer, states in zip(self._buffers, (key_states, value_states), strict=True):
+            buffer[..., self.length:end, :] = states
+        self.length = end
+        return self._expose()
 
-        def _rebuffer(self, change: Any) -> None:
-            if self._buffers is not None:
-                self._buffers = (change(self._buffers[0]), change(self._buffers[1]))
-                self._expose()
+    def _reserve(self, key_states: Any, value_states: Any, end: int) -> None:
+        room = max(end, self.capacity if self._buffers is None else 2 * self._buffers[0].shape[-2])
+        fresh = []
+        for states, old in zip((key_states, value_states), self._buffers or (None, None), strict=True):
+            buffer = states.new_empty((*states.shape[:-2], room, states.shape[-1]))
+            if old is not None:
+                buffer[..., : self.length, :] = old[..., : self.length, :]
+            fresh.append(buffer)
+        self._buffers = (fresh[0], fresh[1])
+        self.dtype, self.device = key_states.dtype, key_states.device
+        self.is_initialized = True
 
-        def batch_select_indices(self, indices: Any) -> None:
-            self._rebuffer(lambda buffer: buffer.index_select(0, indices.to(buffer.device)))
+    def _expose(self) -> tuple[Any, Any]:
+        self.keys = self._buffers[0][..., : self.length, :]
+        self.values = self._buffers[1][..., : self.length, :]
+        return self.keys, self.values
 
-        def reorder_cache(self, beam_idx: Any) -> None:
-            self.batch_select_indices(beam_idx)
+    def _rebuffer(self, change: Any) -> None:
+        if self._buffers is not None:
+            self._buffers = (change(self._buffers[0]), change(self._buffers[1]))
+            self._expose()
 
-        def batch_repeat_interleave(self, repeats: int) -> None:
-            self._rebuffer(lambda buffer: buffer.repeat_interleave(repeats, dim=0))
+    def batch_select_indices(self, indices: Any) -> None:
+        self._rebuffer(lambda buffer: buffer.index_select(0, indices.to(buffer.device)))
 
-        def crop(self, max_length: int) -> None:
-            # transformers 4.56 passes a length to keep (negative: tokens to drop); 5.x only tokens to drop.
-            keep = self.length + max_length if max_length < 0 else min(max_length, self.length)
-            self.length = max(0, keep)
-            if self._buffers is not None:
-                self._expose()
+    def reorder_cache(self, beam_idx: Any) -> None:
+        self.batch_select_indices(beam_idx)
 
-        def reset(self) -> None:
-            self.length = 0
-            self._buffers = None
-            self.keys = self.values = None
-            self.is_initialized = False
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        self._rebuffer(lambda buffer: buffer.repeat_interleave(repeats, dim=0))
 
-    return PreallocatedLayer
+    def crop(self, max_length: int) -> None:
+        # transformers 4.56 passes a length to keep (negative: tokens to drop); 5.x only tokens to drop.
+        keep = self.length + max_length if max_length < 0 else min(max_length, self.length)
+        self.length = max(0, keep)
+        if self._buffers is not None:
+            self._expose()
+
+    def reset(self) -> None:
+        self.length = 0
+        self._buffers = None
+        self.keys = self.values = None
+        self.is_initialized = False
