@@ -350,9 +350,9 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[str], draws: np
 
 
 class _Rows:
-    """The decoding loop's book of rows, kept on the device so a step needs one synchronisation (two when rows leave): which batch
-    row each cache row holds (`present`), which are still generating (`live`), each row's tokens so far and
-    its count of steps (an end-of-sequence token counts as a step but is not kept)."""
+    """The decoding loop's book of rows, kept on the device so a step needs one synchronisation (two when rows
+    leave): which batch row each cache row holds (`present`), which are still generating (`live`), each row's
+    tokens so far and its count of steps (an end-of-sequence token counts as a step but is not kept)."""
 
     def __init__(self, rows: int, steps: int, device: Any):
         import torch
