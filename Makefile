@@ -41,7 +41,7 @@ export HF_HUB_OFFLINE ?= 1
 endif
 
 # pip installs without byte-compiling, then compileall writes the same .pyc files on every core at once (pip's own
-# pass is single-threaded: a fresh .venv took about 2.5 min with it, about 1.7 min this way on 2 cores; RESULTS.md).
+# pass is single-threaded: a fresh .venv took 2.6 min with it, 1.8 min this way on 2 cores the same day; RESULTS.md).
 # Not compiling at all was tried: each test process then compiles what it imports (the suite 2 min slower), and an
 # old dependency's invalid escape sequence warns at import, which the suite's warning filters make an error.
 PIP_INSTALL := -m pip install -q --no-compile
