@@ -373,7 +373,7 @@ class _Rows:
 
     def so_far(self, step: int) -> list[list[int]]:
         """The tokens of every cache row up to `step` (for the stopping rules that read the text)."""
-        return [[token for token in row if token >= 0] for row in self.tokens[self.present, : step + 1].tolist()]
+        return _drawn(self.tokens[self.present, : step + 1])
 
     def compact(self) -> Any:
         """None to keep the cache as it is, else the cache rows to keep (empty: every row has finished)."""
@@ -386,7 +386,12 @@ class _Rows:
         return keep
 
     def results(self) -> tuple[list[list[int]], list[int]]:
-        return [[token for token in row if token >= 0] for row in self.tokens.tolist()], self.counts.tolist()
+        return _drawn(self.tokens), self.counts.tolist()
+
+
+def _drawn(tokens: Any) -> list[list[int]]:
+    """Each row's kept tokens from a (rows, steps) tensor whose unused places hold -1."""
+    return [[token for token in row if token >= 0] for row in tokens.tolist()]
 
 
 def _stop_rule(chosen: Any, newline: Any, tokenizer: Any, rows: _Rows, step: int,
