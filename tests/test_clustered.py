@@ -527,21 +527,31 @@ def test_permutation_draws_do_not_depend_on_the_block_size(monkeypatch):
 # --------------------------------------------------------------------------- the score-type test of equal rates
 
 
+def _effective_df(sizes: list[int], rho: float) -> float:
+    """A side's degrees of freedom by hand: (sum v_i)^2 / sum v_i^2 - 1, v_i = n_i (1 + (n_i - 1) rho)."""
+    shares = [n * (1 + (n - 1) * rho) for n in sizes]
+    return max(min(sum(shares) ** 2 / sum(v * v for v in shares), len(sizes)) - 1, 1)
+
+
 def test_score_test_by_hand_on_six_names() -> None:
     """Side a: names with 2 of 3, 1 of 2, 1 of 2 texts (4 of 7); side b: 0 of 2, 1 of 3, 0 of 1, 1 of 2 (2 of 8).
-    Under delta = 0 both rates are the pooled 6/15 = 0.4. Side a: S = (2 - 1.2)^2 + 2 (1 - 0.8)^2 = 0.72; its
-    moment variance is p (1 - p) [N + rho sum n(n - 1)], tau2 = 0 here (the names agree more than binomially), so
-    rho_hat = 0, shrunk towards 1 by its 3 misses: rho = (3 * 0 + 1) / 4; 0.24 (7 + 10 / 4) = 2.28 > S, so
-    V_a = 2.28 / 49. Side b, 2 hits: rho = 1 / 3, 0.24 (8 + 10 / 3) = 2.72 against S = 0.64 + 0.04 + 0.16 + 0.04
-    = 0.88, V_b = 2.72 / 64. t = (4/7 - 2/8) / sqrt(V_a + V_b); df = (V_a + V_b)^2 / (V_a^2 / 2 + V_b^2 / 3)."""
+    Side a about its own rate 4/7, each name's squared residual over 1 - n_i / 7 (CR2): (2/7)^2 * 7/4 +
+    2 (1/7)^2 * 7/5 = 0.2. Under delta = 0 both restricted rates are the pooled 6/15 = 0.4, and the floor is the
+    beta-binomial variance there, p (1 - p) [N + rho sum n(n - 1)]: tau2 = 0 (the names agree more than
+    binomially), so rho_hat = 0, shrunk towards 1 by a weight of 0.1 against its 3 misses: rho = 0.1 / 3.1;
+    0.24 (7 + 10 rho) = 1.757 > 0.2, so V_a = 1.757 / 49. Side b (2 hits: rho = 0.1 / 2.1), about 2/8: residuals
+    -0.5, 0.25, -0.25, 0.5 over 3/4, 5/8, 7/8, 3/4 give 0.838 < 0.24 (8 + 10 rho) = 2.034, V_b = 2.034 / 64.
+    t = (4/7 - 2/8) / sqrt(V_a + V_b); Welch-Satterthwaite degrees of freedom with each side's effective names."""
     from scipy import stats as scipy_stats
 
     values, side, clusters = rows_of([[1, 1, 0], [1, 0], [1, 0], [0, 0], [1, 0, 0], [0], [1, 0]],
                                      [True, True, True, False, False, False, False])
     result = difference_test(values, side, clusters, alpha=0.5)
-    var_a, var_b = 2.28 / 49, 2.72 / 64
+    rho_a, rho_b = 0.1 / 3.1, 0.1 / 2.1
+    var_a, var_b = 0.24 * (7 + 10 * rho_a) / 49, 0.24 * (8 + 10 * rho_b) / 64
     t = (4 / 7 - 2 / 8) / math.sqrt(var_a + var_b)
-    df = (var_a + var_b) ** 2 / (var_a ** 2 / 2 + var_b ** 2 / 3)
+    df = (var_a + var_b) ** 2 / (var_a ** 2 / _effective_df([3, 2, 2], rho_a)
+                                 + var_b ** 2 / _effective_df([2, 3, 1, 2], rho_b))
     assert result.method == SCORE and result.testable
     assert result.estimate == pytest.approx(4 / 7 - 2 / 8)
     assert result.statistic == pytest.approx(t) and result.p_value == pytest.approx(2 * scipy_stats.t.sf(t, df))
@@ -550,26 +560,32 @@ def test_score_test_by_hand_on_six_names() -> None:
 
 def test_differences_of_two_sources_get_the_cr2_sum_of_squares_by_hand() -> None:
     """Per-prompt differences in {-1, 0, 1} (a model's label minus Wikipedia's) have no binomial floor: they are
-    mapped onto [0, 1] by their range, y = (d + 1) / 2, and each name's squared residual about the pooled rate is
-    divided by 1 - n_i / N_s, its leverage in its side's rate (CR2). Side a: names with d = (1, 0, 1), (0, -1),
-    (1, 1); side b: (0, 0), (-1, 0, 0), (0, 1), (-1,)."""
+    mapped onto [0, 1] by their range, y = (d + 1) / 2, and each name's squared residual about its side's own rate
+    is divided by 1 - n_i / N_s, its leverage in that rate (CR2). The degrees of freedom count each side's effective
+    names with the values' intra-class correlation (one-way ANOVA moments). Side a: names with d = (1, 0, 1),
+    (0, -1), (1, 1); side b: (0, 0), (-1, 0, 0), (0, 1), (-1,)."""
     from scipy import stats as scipy_stats
 
     names = [[1, 0, 1], [0, -1], [1, 1], [0, 0], [-1, 0, 0], [0, 1], [-1]]
     values, side, clusters = rows_of(names, [True, True, True, False, False, False, False])
     result = difference_test(values, side, clusters, alpha=0.5)
     mapped = [[(d + 1) / 2 for d in name] for name in names]
-    pooled = sum(map(sum, mapped)) / sum(map(len, mapped))
 
-    def variance(side_names: list[list[float]]) -> float:
+    def variance_and_df(side_names: list[list[float]]) -> tuple[float, float]:
         texts = sum(map(len, side_names))
-        squares = sum((sum(name) - len(name) * pooled) ** 2 / (1 - len(name) / texts) for name in side_names)
-        return squares / texts ** 2
+        rate = sum(map(sum, side_names)) / texts
+        squares = sum((sum(name) - len(name) * rate) ** 2 / (1 - len(name) / texts) for name in side_names)
+        within = sum((y - sum(name) / len(name)) ** 2 for name in side_names for y in name) / (texts - len(side_names))
+        between = sum(len(name) * (sum(name) / len(name) - rate) ** 2 for name in side_names)
+        tau2 = max(0.0, (between - (len(side_names) - 1) * within)
+                   / (texts - sum(len(name) ** 2 for name in side_names) / texts))
+        rho = tau2 / (tau2 + within) if tau2 + within > 0 else 0.0
+        return squares / texts ** 2, _effective_df([len(name) for name in side_names], rho)
 
-    var_a, var_b = variance(mapped[:3]), variance(mapped[3:])
+    (var_a, df_a), (var_b, df_b) = variance_and_df(mapped[:3]), variance_and_df(mapped[3:])
     rate_a, rate_b = sum(map(sum, mapped[:3])) / 7, sum(map(sum, mapped[3:])) / 8
     t = (rate_a - rate_b) / math.sqrt(var_a + var_b)
-    df = (var_a + var_b) ** 2 / (var_a ** 2 / 2 + var_b ** 2 / 3)
+    df = (var_a + var_b) ** 2 / (var_a ** 2 / df_a + var_b ** 2 / df_b)
     assert result.method == SCORE and result.testable
     assert result.estimate == pytest.approx(2 * (rate_a - rate_b))  # back in the differences' units
     assert result.statistic == pytest.approx(t) and result.p_value == pytest.approx(2 * scipy_stats.t.sf(abs(t), df))
@@ -626,16 +642,17 @@ def test_score_test_holds_its_level_when_a_small_group_is_more_spread(names_a: i
 
 
 def test_within_name_correlation_shrinks_towards_one_by_the_rarer_outcomes() -> None:
-    """rho = (m rho_hat + 1) / (m + 1) with m = min(hits, misses): names that agree exactly (rho_hat = 0) with
-    3 hits give 1 / 4; a side with no hit or no miss gets the worst case, 1; and with many hits the side's own
-    estimate wins."""
-    from bold_eval.analysis.rate_test import within_name_correlation
+    """rho = (m rho_hat + w) / (m + w) with m = min(hits, misses) and w = 0.1 worst-case outcomes: names that agree
+    exactly (rho_hat = 0) with 3 hits give 0.1 / 3.1; a side with no hit or no miss gets the worst case, 1; and
+    with many hits the side's own estimate wins."""
+    from bold_eval.analysis.rate_test import WORST_CASE_WEIGHT, within_name_correlation
 
-    assert within_name_correlation(0.0, 3, 40) == pytest.approx(1 / 4)
+    assert WORST_CASE_WEIGHT == 0.1
+    assert within_name_correlation(0.0, 3, 40) == pytest.approx(0.1 / 3.1)
     assert within_name_correlation(0.0, 0, 40) == within_name_correlation(0.0, 40, 40) == 1.0
-    assert within_name_correlation(0.0, 37, 40) == pytest.approx(1 / 4)  # 3 misses: the rarer outcome
+    assert within_name_correlation(0.0, 37, 40) == pytest.approx(0.1 / 3.1)  # 3 misses: the rarer outcome
     tau2 = 0.1 * 0.5 * 0.5  # rho_hat = 0.1 at a rate of 0.5
-    assert within_name_correlation(tau2, 500, 1000) == pytest.approx((500 * 0.1 + 1) / 501)
+    assert within_name_correlation(tau2, 500, 1000) == pytest.approx((500 * 0.1 + 0.1) / 500.1)
     side = SideSums.of(np.zeros(4), np.array([3.0, 2, 4, 1]))  # no hit: every name all or nothing under the null
     assert side.correlation == 1.0
 

@@ -61,10 +61,11 @@ def test_interaction_and_overall_difference_by_hand(tmp_path: Path) -> None:
     moves names between the sides: of the 6 ways to put 2 of the 4 names on the actors' side, 4 give
     |difference| = 1 (the two -0.5 names are interchangeable), so p = 2/3 (here from 999 random draws).
     Negative sentiment mirrors it (-1.0); Holm over the two gives 1 each.
-    Overall difference (positive): mean d = -0.25 from the paired score test over the 4 names (the runs' rates,
-    each run's variance at least what its rate allows, less the pairing's covariance; 3 degrees of freedom):
-    p = 0.604, its interval around -0.25 containing 0. (The sign flips of the name sums (1, -0.5, -1, -0.5) that
-    compare used before gave 12 of 16 as extreme, p = 0.75.)"""
+    Overall difference (positive): mean d = -0.25 from the paired test over the 4 names (the runs' rates 0.5 and
+    0.75; one prompt a name, so each CR2 weight is 4/3): run A about its own rate, 4/3 (0.25 + 0.25) = 2/3, below
+    its floor at the restricted rate 0.625, 0.625 * 0.375 * 4 = 0.9375; run B 4/3 * 0.75 = 1 above the same floor;
+    the pairing's covariance 4/3 (0.5 * -0.75 - 0.5 * 0.25) = -2/3. V = (0.9375 + 1 + 4/3) / 16, t = -0.25 / sqrt(V)
+    on 3 degrees of freedom: p = 0.619, its interval around -0.25 containing 0."""
     baseline = write_run(tmp_path / "b", texts(RUN_B), "model-b")
     run = write_run(tmp_path / "a", texts(RUN_A), "model-a")
     compare_runs([baseline, run], tmp_path / "cmp")
@@ -82,7 +83,7 @@ def test_interaction_and_overall_difference_by_hand(tmp_path: Path) -> None:
     overall = pd.read_csv(tmp_path / "cmp" / "tables" / "overall_differences.csv")
     row = overall[overall["label"] == "positive"].iloc[0]
     assert (row["run_rate"], row["baseline_rate"]) == pytest.approx((0.5, 0.75))
-    assert row["difference"] == pytest.approx(-0.25) and row["p_value"] == pytest.approx(0.604, abs=1e-3)
+    assert row["difference"] == pytest.approx(-0.25) and row["p_value"] == pytest.approx(0.619, abs=1e-3)
     assert row["ci_low"] < -0.25 < 0 < row["ci_high"]
     assert (row["names"], row["discordant_names"], row["method"]) == (4, 4, PAIRED_SCORE)
     text = (tmp_path / "cmp" / "compare.md").read_text()

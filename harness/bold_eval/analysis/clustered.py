@@ -6,9 +6,11 @@ of one name share its page, its wording and its subject, so counting texts as in
 run knows (issue 19 measured design effects of 1.5-5 in profession). Every comparison here therefore treats
 the cluster (`--cluster name`, the default; `prompt`; or `none`, the paper's text-level analysis) as the unit:
 
-- the **score-type cluster-robust t of equal rates** (`bold_eval.analysis.rate_test`, the default): valid when
-  the sides differ in names and in spread, with a test-inversion interval that agrees with its p-value about
-  zero, and "too few names to test a rate" where the design cannot reach alpha. It needs no resampling.
+- the **cluster-robust t of equal rates** (`bold_eval.analysis.rate_test`, the default): CR2 variance about each
+  side's own rate with a beta-binomial floor at the hypothesised rate, valid when the sides differ in names and in
+  spread and close in power to a test that knows the variance, with a test-inversion interval that agrees with its
+  p-value about zero, and "too few names to test a rate" where the design cannot reach alpha. It needs no
+  resampling.
 - the **studentized cluster permutation test** (the side labels of whole names are shuffled, the statistic is
   the difference over its cluster-robust standard error; Chung & Romano 2013) with a cluster bootstrap
   interval, kept as `method="permutation"`: exact when names are exchangeable, but on a few widely spread names
@@ -87,13 +89,12 @@ METHOD_NOTES: dict[str, str] = {
                        "Welch-Satterthwaite degrees of freedom; interval by inverting the same test (the test on the "
                        "differences alone rejected 7% of true nulls at 5% when one run treated a group's names far "
                        "more unevenly)",
-    SCORE: "score-type cluster-robust t of equal rates: the variance is computed under the hypothesis (per side the "
-           "null-imposed cluster-robust variance, and for values in [0, 1] at least the beta-binomial moment variance, "
-           "whose within-name correlation is shrunk towards 1 when the side has few hits or few misses; for "
-           "differences of two sources, the interactions, the CR2 small-sample adjustment of each name's residual), "
-           "Welch-Satterthwaite "
-           "degrees of freedom with names - 1 per side; interval by inverting the same test; a contrast whose "
-           "design cannot reach alpha is reported as too few names to test a rate",
+    SCORE: "cluster-robust t of equal rates with the name as the unit: per side the CR2 cluster-robust variance "
+           "about the side's own rate, and for values in [0, 1] at least the beta-binomial variance at the rate the "
+           "hypothesis imposes, whose within-name correlation is shrunk towards 1 when the side has few hits or few "
+           "misses; Welch-Satterthwaite degrees of freedom with each side's effective number of names; interval by "
+           "inverting the same test; a contrast whose design is too small to reach alpha is reported as too few "
+           "names to test a rate",
     WALD: "OLS on the side indicator with cluster-robust (CR1) variance, t on names - 1 df (statsmodels)",
     PERMUTATION: "studentized permutation test that moves whole units between the two sides (999 draws, up to "
                  "99,999 when p < alpha; p-values down to 1e-5), interval from a bootstrap over units within each "
@@ -189,11 +190,13 @@ def _untestable(note: str, estimate: float = np.nan) -> DifferenceTest:
 
 
 class ClusterSums(NamedTuple):
-    """Per (cluster, side) unit, in order of first appearance: the sum of its values, its rows and its side."""
+    """Per (cluster, side) unit, in order of first appearance: the sum of its values, its rows, its side and the
+    sum of its squared values."""
 
     total: np.ndarray
     n: np.ndarray
     side: np.ndarray
+    squares: np.ndarray
 
 
 def _per_cluster(values: np.ndarray, side: np.ndarray, clusters: np.ndarray) -> ClusterSums:
@@ -208,7 +211,8 @@ def _per_cluster(values: np.ndarray, side: np.ndarray, clusters: np.ndarray) -> 
     units, keys = pd.factorize(np.asarray(codes, dtype=np.int64) * 2 + side.astype(np.int64))
     total = np.bincount(units, weights=values, minlength=len(keys))
     n = np.bincount(units, minlength=len(keys))
-    return ClusterSums(total=total, n=n, side=(np.asarray(keys) % 2).astype(bool))
+    return ClusterSums(total=total, n=n, side=(np.asarray(keys) % 2).astype(bool),
+                       squares=np.bincount(units, weights=values * values, minlength=len(keys)))
 
 
 def _rare(values: np.ndarray, side: np.ndarray, min_expected: int) -> bool:
@@ -308,7 +312,7 @@ def difference_tests(values: Sequence[np.ndarray], sides: Sequence[np.ndarray], 
             batch.append((len(results) - 1, _per_cluster(mapped, a, groups), scale, floor))
     tested = rate_tests([per.total for _, per, _, _ in batch], [per.n for _, per, _, _ in batch],
                         [per.side for _, per, _, _ in batch], alpha=alpha,
-                        floor=[floor for _, _, _, floor in batch])
+                        floor=[floor for _, _, _, floor in batch], squares=[per.squares for _, per, _, _ in batch])
     for (index, _, scale, _), result in zip(batch, tested, strict=True):
         results[index] = DifferenceTest(estimate=result.estimate * scale, ci_low=result.ci_low * scale,
                                         ci_high=result.ci_high * scale, statistic=result.statistic,

@@ -52,6 +52,7 @@ class PairedSums:
     a: SideSums
     b: SideSums
     ab: np.ndarray
+    ab_cr2: np.ndarray  # sum_i t_Ai t_Bi / (1 - n_i / N): the pairing's products with the names' CR2 weights
 
     @classmethod
     def of(cls, t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray) -> PairedSums:
@@ -60,20 +61,25 @@ class PairedSums:
         names, tests = t_a.shape
         starts = np.arange(tests) * names
         counts = np.tile(n, tests)
+        share = n / n.sum()
+        weight = np.where(share < 1.0, 1.0 / np.maximum(1.0 - share, 1e-12), 1.0)[:, None]
         return cls(a=SideSums.of_segments(t_a.T.ravel(), counts, starts),
-                   b=SideSums.of_segments(t_b.T.ravel(), counts, starts), ab=(t_a * t_b).sum(axis=0))
+                   b=SideSums.of_segments(t_b.T.ravel(), counts, starts), ab=(t_a * t_b).sum(axis=0),
+                   ab_cr2=(weight * t_a * t_b).sum(axis=0))
 
     def column(self) -> PairedSums:
         """Every field as a column, to broadcast against a grid of deltas (one row per test)."""
         index = (slice(None), None)
-        return PairedSums(self.a.take(index), self.b.take(index), np.asarray(self.ab)[index])
+        return PairedSums(self.a.take(index), self.b.take(index), np.asarray(self.ab)[index],
+                          np.asarray(self.ab_cr2)[index])
 
 
 def paired_t(sums: PairedSums, delta: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """(t, two-sided p) of p_A - p_B = delta, elementwise (delta broadcasts against the tests)."""
     rate_a, rate_b = restricted_rates(sums.a, sums.b, np.asarray(delta, dtype=float))
     a, b = sums.a, sums.b
-    cross = (sums.ab - rate_b * a.tn - rate_a * b.tn + rate_a * rate_b * a.nn) / (a.texts * a.texts)
+    own_a, own_b = a.rate, b.rate  # the covariance about each source's own rate, as side_variance's sums of squares
+    cross = (sums.ab_cr2 - own_b * a.tn_cr2 - own_a * b.tn_cr2 + own_a * own_b * a.nn_cr2) / (a.texts * a.texts)
     total = np.maximum(side_variance(a, rate_a) + side_variance(b, rate_b) - 2 * cross, 0.0)
     shift = a.rate - b.rate - delta
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -1,40 +1,35 @@
-"""A test of equal rates that holds when groups differ in size and spread: the score-type cluster-robust t.
+"""A test of equal rates that holds when groups differ in size and spread, and finds what is there.
 
 Texts are clustered by name: name i has n_i texts, t_i of them with the label. The hypothesis the report prints
 is that two sides have the same expected *pooled rate*, delta = E[T_A]/N_A - E[T_B]/N_B = 0, not that their names
-are exchangeable. A studentized permutation test is exact only for the latter, and its variance, computed about
-each side's own rate, collapses when a side has few names that happen to agree: on 3 widely spread names with
-the same rate as the rest it rejected far more true nulls than its level (issue 32). Here the variance is
-computed *under the hypothesis* (a score test, as the Miettinen-Nurminen interval does for two binomials):
+are exchangeable. The test is a cluster-robust t with the name as the unit:
 
-- the rates restricted to p_A - p_B = delta (least squares, kept inside [0, 1]);
-- per side, V_s = max(S_s, M_s) / N_s^2, with S_s = sum_i (t_i - n_i p_s)^2, the null-imposed cluster-robust sum
-  of squares, and M_s = p_s (1 - p_s) [N_s + rho_s sum_i n_i (n_i - 1)], the beta-binomial moment variance at the
-  restricted rate p_s with a within-name correlation rho_s. rho_s shrinks the side's own estimate towards 1, the
-  worst case (every name all or nothing): rho_s = (m_s rho_hat_s + 1) / (m_s + 1), where rho_hat_s = min(1,
-  tau2_s / (q_s (1 - q_s))) is the intra-class correlation by DerSimonian-Laird moments about the side's own rate
-  q_s (truncated at 0) and m_s = min(hits, misses) on the side, the number of its rarer outcomes. A rare label
-  says little about how it clusters: with moments alone (rho_s = rho_hat_s) the test rejected true nulls above its
-  level on profession's real design with rare labels; the shrinkage weighs an estimate by the evidence it rests on,
-  as an empirical-Bayes prior of one worst-case observation. A side whose texts all carry one label (m_s = 0)
-  reveals nothing of its spread and gets rho_s = 1: max(S_s, p_s (1 - p_s) sum_i n_i^2);
-- t(delta) = (D - delta) / sqrt(V_A + V_B) on Welch-Satterthwaite degrees of freedom with G_s - 1 per side.
+- per side, V_s = max(S_s, M_s) / N_s^2. S_s = sum_i (t_i - n_i q_s)^2 / (1 - n_i / N_s) is the CR2 cluster-robust
+  sum of squares about the side's own rate q_s (each name's squared residual divided by one less its leverage in
+  that rate; Bell & McCaffrey 2002, Pustejovsky & Tipton 2018). Taken about the side's own rate, not the rate the
+  hypothesis imposes, S_s does not absorb the difference being tested: a long page in a group with a real
+  difference would otherwise inflate the variance by its texts squared times the difference squared.
+- M_s = p_s (1 - p_s) [N_s + rho_s sum_i n_i (n_i - 1)] is a floor for values in [0, 1]: the beta-binomial variance
+  at the rate p_s restricted to the hypothesis (least squares, inside [0, 1]), with a within-name correlation
+  rho_s. A few names that agree by chance, or a rare label, make S_s small while revealing little of the spread;
+  the floor keeps the variance at what the rate allows. rho_s shrinks the side's moment estimate rho_hat_s (the
+  intra-class correlation by DerSimonian-Laird moments about q_s, truncated at 0) towards 1, the worst case of
+  names all or nothing: rho_s = (m_s rho_hat_s + w) / (m_s + w), m_s = min(hits, misses) on the side, w =
+  `WORST_CASE_WEIGHT`. A side whose texts all carry one label (m_s = 0) gets rho_s = 1. No value in [0, 1] with
+  mean p varies more than p (1 - p) (Bhatia-Davis), so the floor holds for scores as for labels.
+- Values mapped onto [0, 1] from a wider range (`floor=False`: a per-prompt difference of two sources) have S_s alone.
+- t(delta) = (D - delta) / sqrt(V_A + V_B) on Welch-Satterthwaite degrees of freedom, each side with its effective
+  number of names less one (`side_df`): names of unequal length carry unequal shares of the variance, so ten
+  names of which one holds most of the texts are worth far fewer than ten.
 
-Because the variance is taken about the hypothesis, |t(0)| is bounded by the design: a side of few names cannot
-give a small p-value whatever its texts say. The smallest p-value a design can give (`min_attainable_p`) depends
-on its names and text counts only, not on the labels, so a contrast that cannot reach alpha is reported as "too
-few names to test a rate" and left out of the corrected family without harming its error rate (Tarone 1990). The
-interval is {delta: p(delta) > alpha}, so it excludes 0 exactly when p <= alpha. The floor holds for any values
-in [0, 1], not only 0/1 texts: a value in [0, 1] with mean p has variance at most p (1 - p) (Bhatia-Davis), so a
-worst-case toxicity gets it too (without it, a widely spread small group was rejected above the level).
-Values mapped onto [0, 1] from a wider range (`floor=False`: a per-prompt difference of two sources) have the
-null-imposed sum of squares alone, with each name's squared residual divided by 1 - n_i / N_s, its leverage in the
-side's pooled rate: the CR2 adjustment (Bell & McCaffrey 2002; Imbens & Kolesar 2016; Pustejovsky & Tipton 2018),
-which removes the sum's small-sample downward bias. Without it a rare label's interactions with 100 widely spread
-names against 60 rejected 5.2% +- 0.09 of true nulls at 5% (80,000 data sets); with it 4.8%. The floored tests keep
-the plain sum: their floor bounds the variance from below and their calibration shows no excess to remove. The
-adjustment only raises the variance, so the design bound on |t| (`min_attainable_p`) still holds. The
-calibration under unlike spreads, at BOLD's group sizes, at alpha and in the tail, is in benchmarks/CALIBRATION.md.
+The interval is {delta: p(delta) > alpha} (the floor moves with delta), so it excludes 0 exactly when p <= alpha.
+
+A contrast is tested only where its design could give evidence at alpha: both sides need 2 names, and
+`min_attainable_p`, the smallest p-value a null-imposed score test could give on the design (its names and text
+counts only, not the labels), must reach alpha; otherwise the contrast is reported as "too few names to test a
+rate" and left out of the corrected family. A rule that does not look at the labels cannot harm the family's error
+rate (Tarone 1990). Level, coverage and power against an oracle that knows the true variance, at BOLD's own
+designs: benchmarks/CALIBRATION.md.
 """
 
 from __future__ import annotations
@@ -51,6 +46,9 @@ from scipy import special
 # end refined by zooming (a 64-point grid per round, the bracket shrinking 63-fold each time: 3 rounds take a
 # bracket of 0.1 standard errors to 4e-7 of one, far below the 3 decimals the report prints).
 GRID_WIDE = 201
+# The prior weight, in worst-case outcomes (every name all or nothing), that pulls a side's within-name correlation
+# towards 1 (`within_name_correlation`); chosen by measurement (benchmarks/CALIBRATION.md, "Power against an oracle").
+WORST_CASE_WEIGHT = 0.1
 GRID_LOCAL = 201
 REFINE_ROUNDS = 3
 
@@ -72,27 +70,34 @@ class SideSums:
     tt_cr2: float
     tn_cr2: float
     nn_cr2: float
+    n3: float  # sum n_i^3 and sum n_i^4: the effective number of names (`side_df`)
+    n4: float
+    squares: float  # sum of the texts' squared values (the hits, for 0/1 texts) and sum_i t_i^2 / n_i
+    tt_n: float
 
     @classmethod
-    def of(cls, t: np.ndarray, n: np.ndarray) -> SideSums:
+    def of(cls, t: np.ndarray, n: np.ndarray, squares: np.ndarray | None = None) -> SideSums:
         """One side's sums (each field a scalar): `of_segments` with one segment."""
-        return cls.of_segments(np.asarray(t, dtype=float), np.asarray(n, dtype=float), np.array([0])).take(0)
+        return cls.of_segments(np.asarray(t, dtype=float), np.asarray(n, dtype=float), np.array([0]),
+                               squares).take(0)
 
     @classmethod
-    def of_segments(cls, t: np.ndarray, n: np.ndarray, starts: np.ndarray) -> SideSums:
+    def of_segments(cls, t: np.ndarray, n: np.ndarray, starts: np.ndarray,
+                    squares: np.ndarray | None = None) -> SideSums:
         """Many sides at once, each field an array: the units of side k are t[starts[k]:starts[k + 1]] (every
-        segment non-empty)."""
+        segment non-empty); `squares`, each unit's sum of squared values, is its sum t for 0/1 texts."""
         def total(values: np.ndarray) -> np.ndarray:
             return np.add.reduceat(values, starts)
 
         names = np.diff(np.r_[starts, len(t)]).astype(float)
-        hits, texts, pairs = total(t), total(n), total(n * (n - 1))
-        tau2 = _tau2(names, hits, texts, total(t * t / n), pairs)
+        hits, texts, pairs, tt_n = total(t), total(n), total(n * (n - 1)), total(t * t / n)
+        tau2 = _tau2(names, hits, texts, tt_n, pairs)
         share = n / np.repeat(texts, names.astype(int))  # a name's leverage in its side's pooled rate
         weight = np.where(share < 1.0, 1.0 / np.maximum(1.0 - share, 1e-12), 1.0)
         return cls(names=names, hits=hits, texts=texts, tt=total(t * t), tn=total(t * n), nn=total(n * n),
                    pairs=pairs, tau2=tau2, correlation=within_name_correlation(tau2, hits, texts),
-                   tt_cr2=total(weight * t * t), tn_cr2=total(weight * t * n), nn_cr2=total(weight * n * n))
+                   tt_cr2=total(weight * t * t), tn_cr2=total(weight * t * n), nn_cr2=total(weight * n * n),
+                   n3=total(n ** 3), n4=total(n ** 4), squares=total(t if squares is None else squares), tt_n=tt_n)
 
     def take(self, index: Any) -> SideSums:
         """The sides at `index` (e.g. `[:, None]` for a column that broadcasts against a grid per side)."""
@@ -118,14 +123,15 @@ def _tau2(names: Any, hits: Any, texts: Any, tt_over_n: Any, pairs: Any) -> np.n
 
 
 def within_name_correlation(tau2: Any, hits: Any, texts: Any) -> Any:
-    """rho_s = (m rho_hat + 1) / (m + 1), m = min(hits, misses): the moment estimate of the intra-class correlation,
-    shrunk towards 1 (module docstring); 1 when the side has no hits or no misses. Elementwise over arrays."""
+    """rho_s = (m rho_hat + w) / (m + w), m = min(hits, misses), w = `WORST_CASE_WEIGHT`: the moment estimate of the
+    intra-class correlation, shrunk towards 1 (module docstring); 1 when the side has no hits or no misses.
+    Elementwise over arrays."""
     tau2, hits, texts = (np.asarray(value, dtype=float) for value in (tau2, hits, texts))
     rarer = np.minimum(hits, texts - hits)
     rate = hits / texts
     with np.errstate(divide="ignore", invalid="ignore"):
         estimate = np.minimum(1.0, np.divide(tau2, rate * (1.0 - rate)))
-        shrunk = (rarer * estimate + 1.0) / (rarer + 1.0)
+        shrunk = (rarer * estimate + WORST_CASE_WEIGHT) / (rarer + WORST_CASE_WEIGHT)
     result = np.where(rarer <= 0, 1.0, shrunk)
     return float(result) if np.ndim(result) == 0 else result
 
@@ -143,13 +149,40 @@ def null_squares(tt: Any, tn: Any, nn: Any, rate: Any) -> Any:
 
 
 def side_variance(side: SideSums, rate: np.ndarray, floor: Any = True) -> np.ndarray:
-    """Variance of the side's pooled rate if its expected rate is `rate`: max(S, M) / N^2 (module docstring);
-    without the binomial `floor` (values that are not 0/1 texts, e.g. per-prompt differences; an array of flags,
-    one per side, when the fields are arrays) S_CR2 / N^2, each name's squared residual divided by 1 - n_i / N_s."""
-    squares = null_squares(side.tt, side.tn, side.nn, rate)
+    """Variance of the side's pooled rate, max(S_CR2, M(rate)) / N^2 (module docstring): the CR2 cluster-robust sum of
+    squares about the side's own rate, and, with the binomial `floor` (values in [0, 1]; an array of flags, one per
+    side, when the fields are arrays), at least the beta-binomial variance at the hypothesised `rate`."""
+    squares = null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, side.rate)
     binomial = np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
-    adjusted = null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, rate)
-    return np.where(floor, np.maximum(squares, binomial), adjusted) / (side.texts * side.texts)
+    return np.where(floor, np.maximum(squares, binomial), squares + 0.0 * binomial) / (side.texts * side.texts)
+
+
+def side_df(side: SideSums, floor: Any = True) -> np.ndarray:
+    """Degrees of freedom of a side's variance: its effective number of names less one, (sum v_i)^2 / sum v_i^2 - 1
+    with v_i = n_i (1 + (n_i - 1) rho_s), each name's share of the variance under the beta-binomial working model
+    (a Satterthwaite approximation, Bell & McCaffrey 2002). Equal names give G - 1; one long page among short ones
+    counts for little more than one name, as it should: its residual dominates the sum of squares. Values that are
+    not 0/1 texts (no `floor`) have no binomial variance to read rho from, and take the worst case, rho = 1 (each
+    name weighted by its texts squared). At least 1."""
+    rho = np.where(floor, side.correlation, value_correlation(side))
+    total = side.texts + rho * side.pairs
+    squares = side.nn + 2 * rho * (side.n3 - side.nn) + rho * rho * (side.n4 - 2 * side.n3 + side.nn)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        effective = np.where(squares > 0, total * total / squares, 1.0)
+    return np.maximum(np.minimum(effective, side.names) - 1.0, 1.0)
+
+
+def value_correlation(side: SideSums) -> np.ndarray:
+    """The intra-class correlation of values that are not 0/1 texts, tau2 / (tau2 + sigma_w^2), by one-way ANOVA
+    moments: sigma_w^2 the pooled within-name variance, tau2 the between-name variance about the side's rate
+    (truncated at 0). 0 when the side holds no between-name information."""
+    within = np.clip((side.squares - side.tt_n) / np.maximum(side.texts - side.names, 1.0), 0.0, None)
+    p = side.rate
+    spread = side.tt_n - 2 * p * side.hits + p * p * side.texts
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau2 = np.clip((spread - (side.names - 1) * within) / (side.texts - side.nn / side.texts), 0.0, None)
+        rho = tau2 / (tau2 + within)
+    return np.where(np.isfinite(rho), rho, 0.0)
 
 
 def score_t(a: SideSums, b: SideSums, delta: np.ndarray | float,
@@ -162,7 +195,7 @@ def score_t(a: SideSums, b: SideSums, delta: np.ndarray | float,
     total = var_a + var_b
     with np.errstate(divide="ignore", invalid="ignore"):
         t = shift / np.sqrt(total)
-        df = total * total / (var_a * var_a / np.maximum(a.names - 1, 1) + var_b * var_b / np.maximum(b.names - 1, 1))
+        df = total * total / (var_a * var_a / side_df(a, floor) + var_b * var_b / side_df(b, floor))
     t = np.where(total > 0, t, np.where(shift == 0, 0.0, np.copysign(np.inf, shift)))
     df = np.where(np.isnan(df), np.inf, df)
     p = 2.0 * special.stdtr(df, -np.abs(t))
@@ -209,32 +242,36 @@ class RateTest:
     min_p: float
 
 
-def rate_test(t: np.ndarray, n: np.ndarray, in_a: np.ndarray, *, alpha: float, floor: bool = True) -> RateTest:
+def rate_test(t: np.ndarray, n: np.ndarray, in_a: np.ndarray, *, alpha: float, floor: bool = True,
+              squares: np.ndarray | None = None) -> RateTest:
     """Score-type cluster-robust test of equal pooled rates, with its (1 - alpha) test-inversion interval.
 
     t: labelled texts (or summed values in [0, 1]) per unit, n: texts per unit, in_a: the unit's side; `floor`:
     the binomial floor of 0/1 texts (`side_variance`)."""
-    return rate_tests([t], [n], [in_a], alpha=alpha, floor=[floor])[0]
+    return rate_tests([t], [n], [in_a], alpha=alpha, floor=[floor], squares=None if squares is None else [squares])[0]
 
 
 def rate_tests(t: Sequence[np.ndarray], n: Sequence[np.ndarray], in_a: Sequence[np.ndarray], *, alpha: float,
-               floor: Sequence[bool]) -> list[RateTest]:
+               floor: Sequence[bool], squares: Sequence[np.ndarray] | None = None) -> list[RateTest]:
     """`rate_test` for a family of contrasts at once (one entry of each list per contrast), every step an array
     operation over the family: a report tests hundreds of contrasts, and one at a time the numpy calls' overhead
-    was most of its analysis. Each side of each contrast must hold at least one unit."""
-    parts_t, parts_n, sizes = [], [], []
-    for values, counts, side in zip(t, n, in_a, strict=True):
+    was most of its analysis. Each side of each contrast must hold at least one unit. `squares`: each unit's sum of
+    squared values, where they are not 0/1 texts (the degrees of freedom of a test without the floor read them)."""
+    parts_t, parts_n, parts_q, sizes = [], [], [], []
+    for k, (values, counts, side) in enumerate(zip(t, n, in_a, strict=True)):
         values, counts, side = (np.asarray(values, dtype=float), np.asarray(counts, dtype=float),
                                 np.asarray(side, dtype=bool))
+        squared = values if squares is None else np.asarray(squares[k], dtype=float)
         parts_t += [values[side], values[~side]]
         parts_n += [counts[side], counts[~side]]
+        parts_q += [squared[side], squared[~side]]
         sizes += [int(side.sum()), int((~side).sum())]
     if not parts_t:
         return []
     if min(sizes) == 0:
         raise ValueError("rate_tests: every side of every contrast needs at least one unit")
     starts = np.r_[0, np.cumsum(sizes)[:-1]]
-    sides = SideSums.of_segments(np.concatenate(parts_t), np.concatenate(parts_n), starts)
+    sides = SideSums.of_segments(np.concatenate(parts_t), np.concatenate(parts_n), starts, np.concatenate(parts_q))
     a, b = sides.take(slice(0, None, 2)), sides.take(slice(1, None, 2))
     floors = np.asarray(floor, dtype=bool)
     estimate = a.rate - b.rate
@@ -257,8 +294,8 @@ def rate_tests(t: Sequence[np.ndarray], n: Sequence[np.ndarray], in_a: Sequence[
             results.append(RateTest(float(estimate[k]), float(low[k]), float(high[k]), float(statistic[k]),
                                     float(df[k]), float(p_value[k]), True, "", float(min_p[k])))
             continue
-        note = (f"too few names to test a rate ({int(a.names[k])} against {int(b.names[k])}): the smallest p-value "
-                f"this design can give is {min_p[k]:.2g}, above alpha = {alpha:g}")
+        note = (f"too few names to test a rate ({int(a.names[k])} against {int(b.names[k])}): a design this small "
+                f"gives a score test no p-value below {min_p[k]:.2g}, above alpha = {alpha:g}")
         results.append(RateTest(float(estimate[k]), np.nan, np.nan, np.nan, np.nan, np.nan, False, note,
                                 float(min_p[k])))
     return results

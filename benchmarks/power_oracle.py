@@ -1,0 +1,258 @@
+"""Power of the findings' tests against an oracle, on BOLD's real designs.
+
+A difference is planted in one group of a domain whose names and texts per name are BOLD's own (prompts per
+person in gender and race, Wikipedia sentences per page elsewhere). Each name's rate is drawn from a Beta with the
+group's mean and an intra-class correlation rho (the pages' spread); the planted group's mean is raised by `shift`.
+The report's test (`rate_test.rate_tests`, as `clustered.difference_tests` calls it) is counted as finding the
+plant when its p-value is at most alpha / m, the first step of Holm over a family of m tests (the report's family
+for religion and politics with two labels is 36; `--family`). The **oracle** tests the same contrast with the true
+variance of the estimate known: |D| / sd(D) against the normal quantile at alpha / (2 m). Its power is the bound
+no test of the contrast can beat by much; the table prints both and their ratio.
+
+Two kinds of contrast:
+- **group vs rest** (the findings of a run's own texts): 0/1 labels, sd(D) from the beta-binomial variances;
+- **model vs Wikipedia** (the report's first screen): per prompt one Wikipedia label at the page's rate r_i and one
+  model label at m_i = r_i everywhere except the planted group, where m_i = clip(r_i + shift); the interaction is
+  the group's gap in the model minus its gap in Wikipedia, tested on the per-prompt differences as the report does
+  (mapped onto [0, 1], no binomial floor); sd(D) from 20,000 draws of the estimate alone.
+
+The shift is chosen so that the oracle finds it about 90% of the time (normal approximation), so every row sits
+where the targets apply (the report at >= 80% of the oracle with 10 or more names per side, >= 60% with 4-9).
+
+    .venv/bin/python benchmarks/power_oracle.py                 # all designs, 400 data sets each
+    .venv/bin/python benchmarks/power_oracle.py --fast          # 100 data sets each (CI-sized)
+    .venv/bin/python benchmarks/power_oracle.py --methods score,wald --kinds rest
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+# (domain, planted group): the issue's four, plus a large and a small group where the domain has them
+PLANTS = (("political_ideology", "liberalism"), ("political_ideology", "nationalism"),
+          ("political_ideology", "populism"), ("religious_ideology", "christianity"),
+          ("religious_ideology", "islam"), ("religious_ideology", "sikhism"),
+          ("profession", "engineering_branches"), ("profession", "mental_health_occupations"),
+          ("profession", "professional_driver_types"), ("race", "Hispanic_and_Latino_Americans"),
+          ("race", "European_Americans"), ("gender", "American_actresses"))
+# rho of the groups with at most 10 names / of the others
+SPREADS = {"alike": (0.01, 0.01), "moderate": (0.1, 0.1), "strong in small groups": (0.8, 0.05)}
+RATES = (0.3, 0.03)
+TARGET_POWER = 0.9
+
+
+def seed_of(*parts: object) -> int:
+    return zlib.crc32(repr(parts).encode())
+
+
+@dataclass(frozen=True)
+class Design:
+    """One domain's real design: texts per name and each name's group."""
+
+    domain: str
+    texts: np.ndarray
+    group: np.ndarray
+    groups: list[str]
+
+    @classmethod
+    def load(cls, domain: str) -> Design:
+        from bold_eval.data.bold import load_bold
+
+        frame = load_bold(domain).to_pandas()
+        per_name = frame.groupby(["group", "name"]).size().reset_index(name="texts")
+        groups = sorted(per_name["group"].unique())
+        return cls(domain, per_name["texts"].to_numpy(float), per_name["group"].map(groups.index).to_numpy(), groups)
+
+    def rho(self, spread: str) -> np.ndarray:
+        small, rest = SPREADS[spread]
+        sizes = np.bincount(self.group)
+        return np.where(sizes[self.group] <= 10, small, rest)
+
+
+def _beta(rng: np.random.Generator, mean: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    total = (1 - rho) / rho
+    return rng.beta(mean * total, (1 - mean) * total)
+
+
+def oracle_sd(design: Design, in_a: np.ndarray, rate: float, shift: float, rho: np.ndarray) -> float:
+    """sd of the pooled-rate difference, group vs rest, under the beta-binomial model."""
+    mean = np.where(in_a, rate + shift, rate)
+    n = design.texts
+    per_name = n * mean * (1 - mean) * (1 + (n - 1) * rho)
+    return math.sqrt(per_name[in_a].sum() / n[in_a].sum() ** 2 + per_name[~in_a].sum() / n[~in_a].sum() ** 2)
+
+
+def planted_shift(design: Design, in_a: np.ndarray, rate: float, rho: np.ndarray, critical: float,
+                  interaction: bool) -> float:
+    """The shift the oracle finds with TARGET_POWER (normal approximation); for an interaction the variance of the
+    difference of two labels per prompt is about twice a label's."""
+    scale = math.sqrt(2.0) if interaction else 1.0
+    target = critical + stats.norm.ppf(TARGET_POWER)
+
+    def gap(shift: float) -> float:
+        return shift / (scale * oracle_sd(design, in_a, rate, 0.0 if interaction else shift, rho)) - target
+
+    upper = min(0.95 - rate, 0.6)
+    return float(optimize.brentq(gap, 1e-6, upper)) if gap(upper) > 0 else upper
+
+
+def draw_rest(rng: np.random.Generator, design: Design, in_a: np.ndarray, rate: float, shift: float,
+              rho: np.ndarray) -> np.ndarray:
+    """Labelled texts per name, group vs rest."""
+    rates = _beta(rng, np.where(in_a, rate + shift, rate), rho)
+    return rng.binomial(design.texts.astype(int), rates).astype(float)
+
+
+def draw_interaction(rng: np.random.Generator, design: Design, in_a: np.ndarray, rate: float, shift: float,
+                     rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per name the sum of the per-prompt differences mapped onto [0, 1], (d + 1) / 2 with d = model - Wikipedia,
+    and the sum of their squares."""
+    reference = _beta(rng, np.full(len(in_a), rate), rho)
+    model = np.where(in_a, np.clip(reference + shift, 0.0, 1.0), reference)
+    up, down = model * (1 - reference), (1 - model) * reference
+    counts = rng.multinomial(design.texts.astype(int), np.stack([up, down, 1 - up - down], axis=1))
+    return counts[:, 0] + 0.5 * counts[:, 2], counts[:, 0] + 0.25 * counts[:, 2]
+
+
+def interaction_truth(rng: np.random.Generator, rate: float, shift: float, rho: float) -> float:
+    reference = _beta(rng, np.full(400_000, rate), np.full(400_000, rho))
+    return float(np.clip(reference + shift, 0.0, 1.0).mean() - reference.mean())
+
+
+# --------------------------------------------------------------------------- the methods compared
+
+
+@contextlib.contextmanager
+def method(name: str) -> Iterator[None]:
+    """Run the report's tests with one variance: "score" (today's product: the cluster-robust sum of squares about
+    the rates restricted to the hypothesis) or "wald" (the CR2 sum of squares about each side's own rate, with the
+    beta-binomial floor at the restricted rate for 0/1 labels)."""
+    from bold_eval.analysis import rate_test
+
+    today = rate_test.side_variance
+
+    def wald(side, rate, floor=True):
+        squares = rate_test.null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, side.rate)
+        binomial = np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
+        return np.where(floor, np.maximum(squares, binomial), squares + 0 * binomial) / (side.texts * side.texts)
+
+    def null(side, rate, floor=True):
+        squares = rate_test.null_squares(side.tt, side.tn, side.nn, rate)
+        binomial = np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
+        adjusted = rate_test.null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, rate)
+        return np.where(floor, np.maximum(squares, binomial), adjusted) / (side.texts * side.texts)
+
+    base, _, prior = name.partition(":")
+    correlation = rate_test.within_name_correlation
+
+    def shrunk(tau2, hits, texts):
+        """rho shrunk towards 1 with a prior weight of `prior` worst-case outcomes (1 in the product)."""
+        tau2, hits, texts = (np.asarray(value, dtype=float) for value in (tau2, hits, texts))
+        rarer = np.minimum(hits, texts - hits)
+        rate = hits / texts
+        weight = float(prior or 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            estimate = np.minimum(1.0, np.divide(tau2, rate * (1.0 - rate)))
+            result = np.where(rarer <= 0, 1.0, (rarer * estimate + weight) / (rarer + weight))
+        return float(result) if np.ndim(result) == 0 else result
+
+    rate_test.side_variance = {"score": null, "wald": wald, "product": today}[base]
+    rate_test.within_name_correlation = shrunk
+    try:
+        yield
+    finally:
+        rate_test.side_variance = today
+        rate_test.within_name_correlation = correlation
+
+
+def run_tests(data: list, design: Design, in_a: np.ndarray, alpha: float, floor: bool):
+    """The report's tests of each data set: 0/1 labels per name (`floor`), or (sums, sums of squares) per name."""
+    from bold_eval.analysis.rate_test import rate_tests
+
+    sums = data if floor else [t for t, _ in data]
+    squares = None if floor else [q for _, q in data]
+    return rate_tests(sums, [design.texts] * len(data), [in_a] * len(data), alpha=alpha, floor=[floor] * len(data),
+                      squares=squares)
+
+
+def interaction_estimate(data: tuple[np.ndarray, np.ndarray], design: Design, in_a: np.ndarray) -> float:
+    t = data[0]
+    return 2 * (t[in_a].sum() / design.texts[in_a].sum() - t[~in_a].sum() / design.texts[~in_a].sum())
+
+
+def rows(args: argparse.Namespace) -> None:
+    designs: dict[str, Design] = {}
+    methods = args.methods.split(",")
+    critical = {kind: stats.norm.isf(args.alpha / (2 * args.family * (2 if kind == "wikipedia" else 1)))
+                for kind in ("rest", "wikipedia")}
+    header = " | ".join(f"{m}: found (ratio) | {m}: 95% CI covers" for m in methods)
+    print(f"\n| kind | domain | planted | names / texts | rate | spread | shift | oracle | {header} |")
+    print("|" + "---|" * (8 + 2 * len(methods)))
+    for kind in args.kinds.split(","):
+        family = args.family * (2 if kind == "wikipedia" else 1)
+        level = args.alpha / family
+        for domain, group in PLANTS:
+            if args.domains and domain not in args.domains.split(","):
+                continue
+            design = designs.setdefault(domain, Design.load(domain))
+            in_a = design.group == design.groups.index(group)
+            for rate in RATES:
+                for spread in SPREADS:
+                    rho = design.rho(spread)
+                    rng = np.random.default_rng(seed_of(kind, domain, group, rate, spread))
+                    shift = planted_shift(design, in_a, rate, rho, critical[kind], kind == "wikipedia")
+                    if kind == "rest":
+                        data = [draw_rest(rng, design, in_a, rate, shift, rho) for _ in range(args.replicates)]
+                        truth = shift
+                        estimates = np.array([d[in_a].sum() / design.texts[in_a].sum()
+                                              - d[~in_a].sum() / design.texts[~in_a].sum() for d in data])
+                        sd = oracle_sd(design, in_a, rate, shift, rho)
+                    else:
+                        data = [draw_interaction(rng, design, in_a, rate, shift, rho)
+                                for _ in range(args.replicates)]
+                        truth = interaction_truth(rng, rate, shift, float(rho[in_a][0]))
+                        extra = [draw_interaction(rng, design, in_a, rate, shift, rho) for _ in range(args.oracle_draws)]
+                        sd = float(np.std([interaction_estimate(d, design, in_a) for d in extra]))
+                        estimates = np.array([interaction_estimate(d, design, in_a) for d in data])
+                    oracle = float(np.mean(np.abs(estimates) / sd >= critical[kind]))
+                    cells = []
+                    for name in methods:
+                        with method(name):  # testable and interval at the report's alpha; found at alpha / m
+                            at_95 = run_tests(data, design, in_a, args.alpha, kind == "rest")
+                        scale = 1.0 if kind == "rest" else 2.0
+                        found = float(np.mean([t.testable and t.p_value <= level for t in at_95]))
+                        covered = [t.ci_low * scale <= truth <= t.ci_high * scale for t in at_95 if t.testable]
+                        cover = f"{np.mean(covered):.1%}" if covered else "untestable"
+                        cells.append(f"{found:.1%} ({found / oracle:.2f}) | {cover}" if oracle else f"{found:.1%} | {cover}")
+                    names, texts = int(in_a.sum()), int(design.texts[in_a].sum())
+                    print(f"| {kind} | {domain} | {group} | {names} / {texts} | {rate} | {spread} | {shift:+.3f} | "
+                          f"{oracle:.1%} | " + " | ".join(cells) + " |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fast", action="store_true", help="100 data sets per design (CI-sized)")
+    parser.add_argument("--methods", default="score,wald", help="comma list of score, wald, product")
+    parser.add_argument("--kinds", default="rest,wikipedia", help="comma list of rest, wikipedia")
+    parser.add_argument("--domains", default="", help="comma list of domains (default: all)")
+    parser.add_argument("--family", type=int, default=36, help="tests in the family (the interactions' is twice)")
+    parser.add_argument("--alpha", type=float, default=0.05)
+    args = parser.parse_args()
+    args.replicates = 100 if args.fast else 400
+    args.oracle_draws = 2000 if args.fast else 20000
+    started = time.perf_counter()
+    rows(args)
+    print(f"\n{time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
