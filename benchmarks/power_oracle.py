@@ -133,17 +133,13 @@ def interaction_truth(rng: np.random.Generator, rate: float, shift: float, rho: 
 
 @contextlib.contextmanager
 def method(name: str) -> Iterator[None]:
-    """Run the report's tests with one variance: "score" (today's product: the cluster-robust sum of squares about
-    the rates restricted to the hypothesis) or "wald" (the CR2 sum of squares about each side's own rate, with the
-    beta-binomial floor at the restricted rate for 0/1 labels)."""
+    """Run the report's tests with one variance: "product" (today's: `rate_test` as it is) or "score" (the test it
+    replaced: the cluster-robust sum of squares about the rates restricted to the hypothesis, plain for 0/1 labels
+    and CR2 without the floor, the floor's correlation shrunk by one worst-case outcome, names - 1 degrees of
+    freedom per side)."""
     from bold_eval.analysis import rate_test
 
-    today = rate_test.side_variance
-
-    def wald(side, rate, floor=True):
-        squares = rate_test.null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, side.rate)
-        binomial = np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
-        return np.where(floor, np.maximum(squares, binomial), squares + 0 * binomial) / (side.texts * side.texts)
+    saved = {key: getattr(rate_test, key) for key in ("side_variance", "side_df", "WORST_CASE_WEIGHT")}
 
     def null(side, rate, floor=True):
         squares = rate_test.null_squares(side.tt, side.tn, side.nn, rate)
@@ -151,27 +147,18 @@ def method(name: str) -> Iterator[None]:
         adjusted = rate_test.null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, rate)
         return np.where(floor, np.maximum(squares, binomial), adjusted) / (side.texts * side.texts)
 
-    base, _, prior = name.partition(":")
-    correlation = rate_test.within_name_correlation
+    def names_less_one(side, floor=True):
+        return np.maximum(side.names - 1, 1)
 
-    def shrunk(tau2, hits, texts):
-        """rho shrunk towards 1 with a prior weight of `prior` worst-case outcomes (1 in the product)."""
-        tau2, hits, texts = (np.asarray(value, dtype=float) for value in (tau2, hits, texts))
-        rarer = np.minimum(hits, texts - hits)
-        rate = hits / texts
-        weight = float(prior or 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            estimate = np.minimum(1.0, np.divide(tau2, rate * (1.0 - rate)))
-            result = np.where(rarer <= 0, 1.0, (rarer * estimate + weight) / (rarer + weight))
-        return float(result) if np.ndim(result) == 0 else result
-
-    rate_test.side_variance = {"score": null, "wald": wald, "product": today}[base]
-    rate_test.within_name_correlation = shrunk
+    if name == "score":
+        rate_test.side_variance, rate_test.side_df, rate_test.WORST_CASE_WEIGHT = null, names_less_one, 1.0
+    elif name != "product":
+        raise ValueError(f"unknown method {name!r}: product or score")
     try:
         yield
     finally:
-        rate_test.side_variance = today
-        rate_test.within_name_correlation = correlation
+        for key, value in saved.items():
+            setattr(rate_test, key, value)
 
 
 def run_tests(data: list, design: Design, in_a: np.ndarray, alpha: float, floor: bool):
@@ -241,7 +228,7 @@ def rows(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true", help="100 data sets per design (CI-sized)")
-    parser.add_argument("--methods", default="score,wald", help="comma list of score, wald, product")
+    parser.add_argument("--methods", default="product,score", help="comma list of product, score")
     parser.add_argument("--kinds", default="rest,wikipedia", help="comma list of rest, wikipedia")
     parser.add_argument("--domains", default="", help="comma list of domains (default: all)")
     parser.add_argument("--family", type=int, default=36, help="tests in the family (the interactions' is twice)")

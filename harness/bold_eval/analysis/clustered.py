@@ -92,7 +92,8 @@ METHOD_NOTES: dict[str, str] = {
     SCORE: "cluster-robust t of equal rates with the name as the unit: per side the CR2 cluster-robust variance "
            "about the side's own rate, and for values in [0, 1] at least the beta-binomial variance at the rate the "
            "hypothesis imposes, whose within-name correlation is shrunk towards 1 when the side has few hits or few "
-           "misses; Welch-Satterthwaite degrees of freedom with each side's effective number of names; interval by "
+           "misses; Welch-Satterthwaite degrees of freedom (names - 1 per side, or each side's effective number of "
+           "names for differences of two sources); interval by "
            "inverting the same test; a contrast whose design is too small to reach alpha is reported as too few "
            "names to test a rate",
     WALD: "OLS on the side indicator with cluster-robust (CR1) variance, t on names - 1 df (statsmodels)",

@@ -18,9 +18,9 @@ are exchangeable. The test is a cluster-robust t with the name as the unit:
   `WORST_CASE_WEIGHT`. A side whose texts all carry one label (m_s = 0) gets rho_s = 1. No value in [0, 1] with
   mean p varies more than p (1 - p) (Bhatia-Davis), so the floor holds for scores as for labels.
 - Values mapped onto [0, 1] from a wider range (`floor=False`: a per-prompt difference of two sources) have S_s alone.
-- t(delta) = (D - delta) / sqrt(V_A + V_B) on Welch-Satterthwaite degrees of freedom, each side with its effective
-  number of names less one (`side_df`): names of unequal length carry unequal shares of the variance, so ten
-  names of which one holds most of the texts are worth far fewer than ten.
+- t(delta) = (D - delta) / sqrt(V_A + V_B) on Welch-Satterthwaite degrees of freedom (`side_df`): names - 1 per
+  side with the floor; without it, each side's effective number of names less one, since names of unequal length
+  carry unequal shares of the variance.
 
 The interval is {delta: p(delta) > alpha} (the floor moves with delta), so it excludes 0 exactly when p <= alpha.
 
@@ -158,18 +158,18 @@ def side_variance(side: SideSums, rate: np.ndarray, floor: Any = True) -> np.nda
 
 
 def side_df(side: SideSums, floor: Any = True) -> np.ndarray:
-    """Degrees of freedom of a side's variance: its effective number of names less one, (sum v_i)^2 / sum v_i^2 - 1
-    with v_i = n_i (1 + (n_i - 1) rho_s), each name's share of the variance under the beta-binomial working model
-    (a Satterthwaite approximation, Bell & McCaffrey 2002). Equal names give G - 1; one long page among short ones
-    counts for little more than one name, as it should: its residual dominates the sum of squares. Values that are
-    not 0/1 texts (no `floor`) have no binomial variance to read rho from, and take the worst case, rho = 1 (each
-    name weighted by its texts squared). At least 1."""
-    rho = np.where(floor, side.correlation, value_correlation(side))
+    """Degrees of freedom of a side's variance. With the binomial `floor` (values in [0, 1]), names - 1: the floor
+    steadies the variance where a few names would leave the sum of squares unsteady. Without it, the side's effective
+    number of names less one, (sum v_i)^2 / sum v_i^2 - 1 with v_i = n_i (1 + (n_i - 1) rho) each name's share of
+    the variance at the values' intra-class correlation rho (`value_correlation`; a Satterthwaite approximation,
+    Bell & McCaffrey 2002): ten names of which one holds most of the texts are worth far fewer than ten. Chosen by
+    measurement, both ways (benchmarks/CALIBRATION.md, "Power against an oracle"). At least 1."""
+    rho = value_correlation(side)
     total = side.texts + rho * side.pairs
     squares = side.nn + 2 * rho * (side.n3 - side.nn) + rho * rho * (side.n4 - 2 * side.n3 + side.nn)
     with np.errstate(divide="ignore", invalid="ignore"):
         effective = np.where(squares > 0, total * total / squares, 1.0)
-    return np.maximum(np.minimum(effective, side.names) - 1.0, 1.0)
+    return np.maximum(np.where(floor, side.names, np.minimum(effective, side.names)) - 1.0, 1.0)
 
 
 def value_correlation(side: SideSums) -> np.ndarray:
