@@ -11,7 +11,7 @@ Probabilities come back in input order: sigmoid for multi-label models, softmax 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,9 @@ import numpy as np
 
 from bold_eval.core.devices import attention_kernels, resolve_device, resolve_dtype
 from bold_eval.core.errors import InputError, UsageError
-from bold_eval.core.resources import ResourceNotFoundError, offline
+from bold_eval.core.fetching import HubRepository
+from bold_eval.core.provenance import ResourceRecord, cached_commit, is_commit, local_record
+from bold_eval.core.resources import ResourceNotFoundError, hub_cache_dir, offline
 from bold_eval.metrics.common import unique_with_inverse
 
 # Label set of the Jigsaw toxic comment challenge (unitary/toxic-bert). Its config.json has
@@ -96,10 +98,13 @@ class SequenceClassifier:
         device: str | None = None,
         dtype: str | None = None,
         batch_size: int | None = DEFAULT_BATCH_SIZE,
+        resource: ResourceRecord | None = None,
     ):
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise UsageError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.name = name or getattr(model.config, "name_or_path", "")
+        # Which weights these are (Hub commit or folder checksum), for run.json; None for a model built in memory.
+        self.resource = resource
         self.device = resolve_device(device)
         if batch_size is None:
             batch_size = GPU_CLASSIFIER_BATCH_SIZE if self.device.startswith("cuda") else CPU_CLASSIFIER_BATCH_SIZE
@@ -209,11 +214,15 @@ def load_sequence_classifier(
     dtype: str | None = None,
     batch_size: int | None = DEFAULT_BATCH_SIZE,
     config_hint: str = "",
+    revision: str | None = None,
 ) -> SequenceClassifier:
     """Load `model` (a Hub id or a local folder), else `$env_var`, else the Hub id `default`.
 
-    Raises ResourceNotFoundError naming the model id, every place tried, and how to point to a
-    local copy, so callers (the harness) can skip the metric with that message.
+    `revision` (a branch, tag or commit of a Hub model) goes to `from_pretrained(revision=)`; the loaded
+    classifier's `resource` records the commit its files came from (a local folder: the checksum of its files).
+    Models are looked up in `hub_cache_dir()` ($BOLD_EVAL_HOME/hub when set). Raises ResourceNotFoundError naming
+    the model id, every place tried, and how to point to a local copy, so callers (the harness) can skip the
+    metric with that message.
     """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -231,7 +240,12 @@ def load_sequence_classifier(
         f" {config_hint + ', ' if config_hint else ''}pass model=DIR, or set {env_var}=DIR."
     )
     path = Path(source).expanduser()
+    if revision is not None and (not isinstance(revision, str) or not revision.strip()):
+        raise UsageError(f"revision must be a branch, tag or commit of the Hub model, got {revision!r}")
     if _looks_like_path(source):
+        if revision is not None:
+            raise UsageError(f"revision={revision!r} names a version of a Hub model, but the {resource} is the "
+                             f"local folder {path} ({origin}); leave revision out, or name the Hub id instead")
         if not (path / "config.json").is_file():
             looked_in.append(f"{origin} -> {path} ({'no config.json' if path.is_dir() else 'missing'})")
             raise ResourceNotFoundError(f"{resource} {source!r}", looked_in, hint)
@@ -239,22 +253,42 @@ def load_sequence_classifier(
         local_only = True
     else:
         local_only = offline()
+    hub = {} if path.is_dir() else {"revision": revision, "cache_dir": str(hub_cache_dir())}
+    shown = source if revision is None else f"{source}@{revision}"
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only, **hub)
         loaded = AutoModelForSequenceClassification.from_pretrained(
-            source, local_files_only=local_only, dtype="float32"
+            source, local_files_only=local_only, dtype="float32", **hub
         )
     except (OSError, ValueError) as error:
         if local_only and path.is_dir():
             looked_in.append(f"{origin} -> {path} (could not load: {error})")
         elif local_only:
-            looked_in.append(f"{origin} -> Hugging Face cache for {source!r} (missing)")
+            looked_in.append(f"{origin} -> Hugging Face cache {hub['cache_dir']} for {shown!r} (missing)")
             looked_in.append(f"https://huggingface.co/{source} (not tried: offline mode is on)")
+            hint += (" Or fetch it beforehand with `bold-eval download --to DIR` and set BOLD_EVAL_HOME=DIR.")
         else:
             looked_in.append(f"{origin} -> https://huggingface.co/{source} and the Hugging Face cache ({error})")
-        raise ResourceNotFoundError(f"{resource} {source!r}", looked_in, hint) from error
-    return SequenceClassifier(loaded, tokenizer, name=source, device=device, dtype=dtype,
-                              batch_size=batch_size)
+        raise ResourceNotFoundError(f"{resource} {shown!r}", looked_in, hint) from error
+    return SequenceClassifier(loaded, tokenizer, name=source, device=device, dtype=dtype, batch_size=batch_size,
+                              resource=classifier_record(resource, source, revision, loaded.config, hub))
+
+
+def classifier_resources(classifier: SequenceClassifier) -> tuple[ResourceRecord, ...]:
+    """A scorer's `resources` when it is one classifier: its record, or none for a model built in memory."""
+    return () if classifier.resource is None else (classifier.resource,)
+
+
+def classifier_record(resource: str, source: str, revision: str | None, config: Any,
+                      hub: dict[str, Any]) -> ResourceRecord:
+    """Which weights a loaded classifier has: a local folder's checksum, else the Hub commit transformers
+    resolved (`config._commit_hash`), else the one the cache's refs name."""
+    if not hub:
+        return local_record(resource, source)
+    commit = getattr(config, "_commit_hash", None)
+    if not is_commit(commit):
+        commit = cached_commit(source, revision, hub["cache_dir"])
+    return ResourceRecord(resource, source, revision=revision, commit=commit)
 
 
 @dataclass(frozen=True)
@@ -275,8 +309,10 @@ def load_metric_classifier(
     batch_size: int | None = DEFAULT_BATCH_SIZE,
     device: str | None = None,
     dtype: str | None = None,
+    revision: str | None = None,
 ) -> SequenceClassifier:
-    """A metric's classifier: `model` (Hub id or folder), else `$<source.env_var>`, else `source.default`.
+    """A metric's classifier: `model` (Hub id or folder), else `$<source.env_var>`, else `source.default`, at
+    `revision` (a branch, tag or commit of a Hub model; default: the repository's default branch).
 
     Raises ResourceNotFoundError naming the model id and how to point to a local copy. The
     toxicity and regard metrics (Sections 4.2, 4.3) both load through here.
@@ -289,5 +325,15 @@ def load_metric_classifier(
         device=device,
         dtype=dtype,
         batch_size=batch_size,
+        revision=revision,
         config_hint=f'use the folder as the module config name (evaluate.load("metrics/{source.metric}", "DIR"))',
     )
+
+
+def classifier_downloads(source: ClassifierSource, options: Mapping[str, Any]) -> tuple[HubRepository, ...]:
+    """What `bold-eval download` fetches for a classifier metric: the Hub model its options name (`model`, else
+    `$<source.env_var>`, else the default) at `revision`; nothing for a local folder."""
+    model = options.get("model") or os.environ.get(source.env_var) or source.default
+    if _looks_like_path(str(model)):
+        return ()
+    return (HubRepository(source.resource, str(model), revision=options.get("revision")),)
