@@ -27,14 +27,14 @@ from typing import Any
 
 from bold_eval.core.environment import HOME_ENV, OFFLINE_ENV, env_flag
 from bold_eval.core.errors import UsageError
-from bold_eval.core.fetching import DownloadItem, HubRepository
+from bold_eval.core.fetching import MANIFEST_FILE, DownloadItem, HubRepository, manifest_records
 from bold_eval.core.resources import ResourceNotFoundError, atomic_write_bytes
 from bold_eval.core.storage import check_writable_folder
 from bold_eval.data.bold import bold_downloads
 from bold_eval.metrics import metric_spec
 from bold_eval.scoring.scorers import check_metric_options, parse_metrics
 
-MANIFEST_FILE = "manifest.json"
+__all__ = ["MANIFEST_FILE", "DownloadResult", "download", "download_items"]
 
 
 @dataclass
@@ -84,6 +84,9 @@ def download(home: str | os.PathLike, items: Sequence[DownloadItem], *,
     log = log if log is not None else (lambda message: print(message, file=sys.stderr))
     home = check_writable_folder(Path(home).expanduser().absolute(), "--to")
     result = DownloadResult(home)
+    # Records of items this command does not ask for stay in the manifest (an earlier download of other metrics).
+    asked = [item.label for item in items]
+    kept = [record for record in manifest_records(home) if record.get("item") not in asked]
     needed = [item for item in items if not item.complete(home)]
     if needed and _offline_requested():
         raise ResourceNotFoundError(
@@ -101,8 +104,8 @@ def download(home: str | os.PathLike, items: Sequence[DownloadItem], *,
             result.skipped.append(item.label)
             log(f"[{number}/{len(items)}] {item.label}: already complete")
         if record is not None:
-            result.records.append(record.as_dict())
-        _write_manifest(result)
+            result.records.append({"item": item.label, **record.as_dict()})
+        _write_manifest(result, kept)
     return result
 
 
@@ -117,6 +120,6 @@ def _offline_variables() -> str:
     return ", ".join(f"${name}={os.environ[name]}" for name in names)
 
 
-def _write_manifest(result: DownloadResult) -> None:
-    payload = {"variable": result.variable, "items": result.records}
+def _write_manifest(result: DownloadResult, kept: list[dict[str, str]]) -> None:
+    payload = {"variable": result.variable, "items": [*kept, *result.records]}
     atomic_write_bytes(result.home / MANIFEST_FILE, (json.dumps(payload, indent=1) + "\n").encode("utf-8"))

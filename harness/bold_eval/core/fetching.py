@@ -10,6 +10,7 @@ it is already complete in the folder, so that a second `download` skips it, and 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +18,27 @@ from pathlib import Path
 
 from bold_eval.core.environment import HOME_HUB
 from bold_eval.core.provenance import ResourceRecord, local_record, snapshot_commit
-from bold_eval.core.resources import RemoteFile, ResourceNotFoundError, download, hub_snapshot, sha256_of
+from bold_eval.core.resources import (
+    RemoteFile,
+    ResourceNotFoundError,
+    cached_snapshot,
+    download,
+    hub_snapshot,
+    sha256_of,
+)
+
+# What `bold-eval download` fetched into its folder, each item with its commit or sha256.
+MANIFEST_FILE = "manifest.json"
+
+
+def manifest_records(home: Path) -> list[dict[str, str]]:
+    """The records of `home/manifest.json` ([] when there is none, or it cannot be read: then everything is checked
+    or fetched again)."""
+    try:
+        items = json.loads((home / MANIFEST_FILE).read_text(encoding="utf-8")).get("items")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
 
 # Files of other frameworks and formats that `from_pretrained` does not read for a PyTorch model.
 OTHER_FORMATS = ("*.h5", "*.msgpack", "*.onnx", "*.onnx_data", "*.ot", "*.tflite", "*.mlmodel", "*.gguf",
@@ -41,17 +62,17 @@ class HubRepository:
         return f"{self.resource} {self.repo_id}" + (f"@{self.revision}" if self.revision else "")
 
     def complete(self, home: Path) -> bool:
-        """Whether the snapshot is in the folder already (huggingface_hub checks it against the file list it
-        saved with it, where it saved one)."""
-        return self._local(home) is not None
+        """Whether an earlier `download` fetched this repository at this revision whole (its manifest says so, and
+        the snapshot is still there); huggingface_hub writes the manifest's commit only after every file."""
+        return self.recorded(home) is not None
 
-    def _local(self, home: Path) -> Path | None:
-        try:
-            return hub_snapshot(self.repo_id, resource=self.resource, revision=self.revision,
-                                repo_type=self.repo_type, cache=home / HOME_HUB, allow_patterns=self.allow_patterns,
-                                ignore_patterns=self.ignore_patterns or OTHER_FORMATS, local_only=True)
-        except ResourceNotFoundError:
-            return None
+    def recorded(self, home: Path) -> ResourceRecord | None:
+        for item in manifest_records(home):
+            if (item.get("resource"), item.get("source"), item.get("revision")) == (
+                    self.resource, self.repo_id, self.revision) and item.get("commit") \
+                    and cached_snapshot(self.repo_id, item["commit"], home / HOME_HUB, self.repo_type) is not None:
+                return ResourceRecord.from_dict(item)
+        return None
 
     def fetch(self, home: Path) -> ResourceRecord:
         folder = hub_snapshot(self.repo_id, resource=self.resource, revision=self.revision,
@@ -64,10 +85,6 @@ class HubRepository:
     def record(self, folder: Path) -> ResourceRecord:
         return ResourceRecord(self.resource, self.repo_id, revision=self.revision, commit=snapshot_commit(folder))
 
-    def recorded(self, home: Path) -> ResourceRecord | None:
-        folder = self._local(home)
-        return None if folder is None else self.record(folder)
-
     def _ignored(self) -> tuple[str, ...]:
         """`OTHER_FORMATS`, and the PyTorch .bin weights when the revision has safetensors (which
         `from_pretrained` prefers), so that the weights are fetched once."""
@@ -75,9 +92,10 @@ class HubRepository:
             return OTHER_FORMATS
         from huggingface_hub import HfApi
 
-        try:
-            files = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None).list_repo_files(
+        try:  # one request, without huggingface_hub's retries on a refused connection
+            info = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None).repo_info(
                 self.repo_id, revision=self.revision, repo_type=self.repo_type)
+            files = [sibling.rfilename for sibling in info.siblings or []]
         except Exception:  # the download that follows reports what is wrong with the repository or network
             return OTHER_FORMATS
         if any(name.endswith(".safetensors") for name in files):

@@ -22,9 +22,11 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from bold_eval.core.resources import atomic_write_bytes, cache_dir, sha256_of
+from bold_eval.core.resources import atomic_write_bytes, cache_dir, cached_commit, is_commit, sha256_of
 
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+__all__ = ["ResourceRecord", "cached_commit", "differences_warning", "file_sha256", "folder_sha256", "is_commit",
+           "local_record", "resource_differences", "resource_lines", "run_resources", "snapshot_commit"]
+
 # huggingface_hub's cache: <cache>/models--owner--name/snapshots/<commit>/<file>
 _SNAPSHOT = re.compile(r"/(models|datasets|spaces)--[^/]+/snapshots/([0-9a-f]{40})(/|$)")
 CHECKSUMS_FILE = "checksums.json"
@@ -138,28 +140,6 @@ def local_record(resource: str, path: str | os.PathLike, *, note: str | None = N
     path = Path(path).expanduser().absolute()
     digest = folder_sha256(path) if path.is_dir() else file_sha256(path)
     return ResourceRecord(resource, str(path), commit=snapshot_commit(path), sha256=digest, note=note)
-
-
-# --------------------------------------------------------------------------- the Hub cache
-
-
-def is_commit(revision: str | None) -> bool:
-    return bool(revision) and bool(_COMMIT.match(str(revision)))
-
-
-def cached_commit(repo_id: str, revision: str | None, hub_cache: str | os.PathLike,
-                  repo_type: str = "model") -> str | None:
-    """The commit a revision of `repo_id` resolves to in a huggingface_hub cache (its `refs/<revision>` file, or
-    the revision itself when it is a commit with a snapshot), else None."""
-    repo = Path(hub_cache).expanduser() / f"{repo_type}s--{repo_id.replace('/', '--')}"
-    if is_commit(revision):
-        return revision if (repo / "snapshots" / str(revision)).is_dir() else None
-    ref = repo / "refs" / (revision or "main")
-    try:
-        commit = ref.read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-    return commit if is_commit(commit) else None
 
 
 # --------------------------------------------------------------------------- comparing runs

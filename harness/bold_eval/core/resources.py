@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import importlib
 import os
+import re
 import tempfile
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -286,6 +287,39 @@ def resolve_file(
         raise ResourceNotFoundError(remote.resource, looked_in, hint) from error
 
 
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def is_commit(revision: str | None) -> bool:
+    return bool(revision) and bool(_COMMIT.match(str(revision)))
+
+
+def cached_commit(repo_id: str, revision: str | None, hub_cache: str | os.PathLike,
+                  repo_type: str = "model") -> str | None:
+    """The commit a revision of `repo_id` resolves to in a huggingface_hub cache (its `refs/<revision>` file, or
+    the revision itself when it is a commit with a snapshot), else None."""
+    repo = Path(hub_cache).expanduser() / f"{repo_type}s--{repo_id.replace('/', '--')}"
+    if is_commit(revision):
+        return revision if (repo / "snapshots" / str(revision)).is_dir() else None
+    ref = repo / "refs" / (revision or "main")
+    try:
+        commit = ref.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return commit if is_commit(commit) else None
+
+
+def cached_snapshot(repo_id: str, revision: str | None, hub_cache: str | os.PathLike,
+                    repo_type: str = "model") -> Path | None:
+    """The snapshot folder of a revision of `repo_id` in a huggingface_hub cache, found without the network and
+    without huggingface_hub (whose offline look-ups still ask the Hub for optional files), else None."""
+    commit = cached_commit(repo_id, revision, hub_cache, repo_type)
+    if commit is None:
+        return None
+    folder = Path(hub_cache).expanduser() / f"{repo_type}s--{repo_id.replace('/', '--')}" / "snapshots" / commit
+    return folder if folder.is_dir() else None
+
+
 def hub_snapshot(repo_id: str, *, resource: str, revision: str | None = None, repo_type: str = "model",
                  allow_patterns: Sequence[str] | None = None, ignore_patterns: Sequence[str] | None = None,
                  hint: str = "", cache: str | os.PathLike | None = None, local_only: bool | None = None) -> Path:
@@ -298,6 +332,9 @@ def hub_snapshot(repo_id: str, *, resource: str, revision: str | None = None, re
     folder = Path(cache) if cache is not None else hub_cache_dir()
     shown = repo_id if revision is None else f"{repo_id}@{revision}"
     local_only = offline() if local_only is None else local_only
+    found = cached_snapshot(repo_id, revision, folder, repo_type) if local_only else None
+    if found is not None:
+        return found
     try:
         return Path(snapshot_download(
             repo_id, repo_type=repo_type, revision=revision, cache_dir=str(folder), local_files_only=local_only,

@@ -22,8 +22,15 @@ import numpy as np
 from bold_eval.core.devices import attention_kernels, resolve_device, resolve_dtype
 from bold_eval.core.errors import InputError, UsageError
 from bold_eval.core.fetching import HubRepository
-from bold_eval.core.provenance import ResourceRecord, cached_commit, is_commit, local_record
-from bold_eval.core.resources import ResourceNotFoundError, hub_cache_dir, offline
+from bold_eval.core.provenance import ResourceRecord, local_record
+from bold_eval.core.resources import (
+    ResourceNotFoundError,
+    cached_commit,
+    cached_snapshot,
+    hub_cache_dir,
+    is_commit,
+    offline,
+)
 from bold_eval.metrics.common import unique_with_inverse
 
 # Label set of the Jigsaw toxic comment challenge (unitary/toxic-bert). Its config.json has
@@ -255,10 +262,19 @@ def load_sequence_classifier(
         local_only = offline()
     hub = {} if path.is_dir() else {"revision": revision, "cache_dir": str(hub_cache_dir())}
     shown = source if revision is None else f"{source}@{revision}"
+    load_from, record = source, None
+    if hub and local_only:
+        # Offline, the snapshot the cache's refs name is loaded as a folder: transformers' own offline look-up of a
+        # Hub id still asks the Hub for optional files (and waits out its retries on a machine without network).
+        snapshot = cached_snapshot(source, revision, hub["cache_dir"])
+        if snapshot is not None:
+            load_from, record = str(snapshot), ResourceRecord(resource, source, revision=revision,
+                                                              commit=snapshot.name)
+    options = hub if load_from == source else {}
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only, **hub)
+        tokenizer = AutoTokenizer.from_pretrained(load_from, local_files_only=local_only, **options)
         loaded = AutoModelForSequenceClassification.from_pretrained(
-            source, local_files_only=local_only, dtype="float32", **hub
+            load_from, local_files_only=local_only, dtype="float32", **options
         )
     except (OSError, ValueError) as error:
         if local_only and path.is_dir():
@@ -271,7 +287,7 @@ def load_sequence_classifier(
             looked_in.append(f"{origin} -> https://huggingface.co/{source} and the Hugging Face cache ({error})")
         raise ResourceNotFoundError(f"{resource} {shown!r}", looked_in, hint) from error
     return SequenceClassifier(loaded, tokenizer, name=source, device=device, dtype=dtype, batch_size=batch_size,
-                              resource=classifier_record(resource, source, revision, loaded.config, hub))
+                              resource=record or classifier_record(resource, source, revision, loaded.config, hub))
 
 
 def classifier_resources(classifier: SequenceClassifier) -> tuple[ResourceRecord, ...]:
