@@ -223,13 +223,12 @@ def load_sequence_classifier(
     config_hint: str = "",
     revision: str | None = None,
 ) -> SequenceClassifier:
-    """Load `model` (a Hub id or a local folder), else `$env_var`, else the Hub id `default`.
+    """Load `model` (a Hub id or a local folder), else `$env_var`, else the Hub id `default`, at `revision` (a
+    branch, tag or commit of a Hub model: `from_pretrained(revision=)`), from `hub_cache_dir()`.
 
-    `revision` (a branch, tag or commit of a Hub model) goes to `from_pretrained(revision=)`; the loaded
-    classifier's `resource` records the commit its files came from (a local folder: the checksum of its files).
-    Models are looked up in `hub_cache_dir()` ($BOLD_EVAL_HOME/hub when set). Raises ResourceNotFoundError naming
-    the model id, every place tried, and how to point to a local copy, so callers (the harness) can skip the
-    metric with that message.
+    The classifier's `resource` records the commit its files came from (a local folder: its files' checksum).
+    Raises ResourceNotFoundError naming the model id, every place tried, and how to point to a local copy, so
+    callers (the harness) can skip the metric with that message.
     """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -247,12 +246,8 @@ def load_sequence_classifier(
         f" {config_hint + ', ' if config_hint else ''}pass model=DIR, or set {env_var}=DIR."
     )
     path = Path(source).expanduser()
-    if revision is not None and (not isinstance(revision, str) or not revision.strip()):
-        raise UsageError(f"revision must be a branch, tag or commit of the Hub model, got {revision!r}")
+    _check_revision(revision, resource, path if _looks_like_path(source) else None, origin)
     if _looks_like_path(source):
-        if revision is not None:
-            raise UsageError(f"revision={revision!r} names a version of a Hub model, but the {resource} is the "
-                             f"local folder {path} ({origin}); leave revision out, or name the Hub id instead")
         if not (path / "config.json").is_file():
             looked_in.append(f"{origin} -> {path} ({'no config.json' if path.is_dir() else 'missing'})")
             raise ResourceNotFoundError(f"{resource} {source!r}", looked_in, hint)
@@ -262,14 +257,7 @@ def load_sequence_classifier(
         local_only = offline()
     hub = {} if path.is_dir() else {"revision": revision, "cache_dir": str(hub_cache_dir())}
     shown = source if revision is None else f"{source}@{revision}"
-    load_from, record = source, None
-    if hub and local_only:
-        # Offline, the snapshot the cache's refs name is loaded as a folder: transformers' own offline look-up of a
-        # Hub id still asks the Hub for optional files (and waits out its retries on a machine without network).
-        snapshot = cached_snapshot(source, revision, hub["cache_dir"])
-        if snapshot is not None:
-            load_from, record = str(snapshot), ResourceRecord(resource, source, revision=revision,
-                                                              commit=snapshot.name)
+    load_from, record = _offline_snapshot(source, revision, resource, hub) if hub and local_only else (source, None)
     options = hub if load_from == source else {}
     try:
         tokenizer = AutoTokenizer.from_pretrained(load_from, local_files_only=local_only, **options)
@@ -277,17 +265,43 @@ def load_sequence_classifier(
             load_from, local_files_only=local_only, dtype="float32", **options
         )
     except (OSError, ValueError) as error:
-        if local_only and path.is_dir():
-            looked_in.append(f"{origin} -> {path} (could not load: {error})")
-        elif local_only:
-            looked_in.append(f"{origin} -> Hugging Face cache {hub['cache_dir']} for {shown!r} (missing)")
-            looked_in.append(f"https://huggingface.co/{source} (not tried: offline mode is on)")
-            hint += (" Or fetch it beforehand with `bold-eval download --to DIR` and set BOLD_EVAL_HOME=DIR.")
-        else:
-            looked_in.append(f"{origin} -> https://huggingface.co/{source} and the Hugging Face cache ({error})")
-        raise ResourceNotFoundError(f"{resource} {shown!r}", looked_in, hint) from error
+        places = _failed_places(error, origin, path, source, shown, hub.get("cache_dir"), local_only)
+        if local_only and not path.is_dir():
+            hint += " Or fetch it beforehand with `bold-eval download --to DIR` and set BOLD_EVAL_HOME=DIR."
+        raise ResourceNotFoundError(f"{resource} {shown!r}", [*looked_in, *places], hint) from error
     return SequenceClassifier(loaded, tokenizer, name=source, device=device, dtype=dtype, batch_size=batch_size,
                               resource=record or classifier_record(resource, source, revision, loaded.config, hub))
+
+
+def _failed_places(error: Exception, origin: str, path: Path, source: str, shown: str, cache: str | None,
+                   local_only: bool) -> list[str]:
+    """Where a classifier that did not load was looked for, as `ResourceNotFoundError` lists them."""
+    if local_only and path.is_dir():
+        return [f"{origin} -> {path} (could not load: {error})"]
+    if local_only:
+        return [f"{origin} -> Hugging Face cache {cache} for {shown!r} (missing)",
+                f"https://huggingface.co/{source} (not tried: offline mode is on)"]
+    return [f"{origin} -> https://huggingface.co/{source} and the Hugging Face cache ({error})"]
+
+
+def _check_revision(revision: Any, resource: str, folder: Path | None, origin: str) -> None:
+    """`revision` is a non-empty string, and only for a Hub model (`folder`: the local folder the model is)."""
+    if revision is not None and (not isinstance(revision, str) or not revision.strip()):
+        raise UsageError(f"revision must be a branch, tag or commit of the Hub model, got {revision!r}")
+    if revision is not None and folder is not None:
+        raise UsageError(f"revision={revision!r} names a version of a Hub model, but the {resource} is the "
+                         f"local folder {folder} ({origin}); leave revision out, or name the Hub id instead")
+
+
+def _offline_snapshot(source: str, revision: str | None, resource: str,
+                      hub: dict[str, Any]) -> tuple[str, ResourceRecord | None]:
+    """Offline, the snapshot folder the cache's refs name for a Hub id, loaded as a folder (transformers' own
+    offline look-up of a Hub id still asks the Hub for optional files, and waits out its retries on a machine
+    without network), with its record; (`source`, None) when the cache has none."""
+    snapshot = cached_snapshot(source, revision, hub["cache_dir"])
+    if snapshot is None:
+        return source, None
+    return str(snapshot), ResourceRecord(resource, source, revision=revision, commit=snapshot.name)
 
 
 def classifier_resources(classifier: SequenceClassifier) -> tuple[ResourceRecord, ...]:

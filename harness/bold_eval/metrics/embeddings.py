@@ -365,25 +365,8 @@ def resolve_embedding(
         origin, value = "embedding=", embedding
     else:
         origin, value = f"${WORD2VEC_ENV}", os.environ.get(WORD2VEC_ENV) or None
-    note = "hard-debiased here" if debias else None
     if value is not None:
-        path = Path(value).expanduser()
-        if path.is_file() or is_cache_dir(path):
-            if revision is not None:
-                raise UsageError(f"revision={revision!r} names a version of an embedding on the Hub, but {origin} "
-                                 f"is the local {path}; leave revision out")
-            return _load_path(path, bool(debias), debiaswe_dir), local_record("word2vec embedding", path, note=note)
-        if not path.exists() and looks_like_hub_id(str(value)):
-            found, record = _hub_embedding(str(value), revision)
-            return _load_path(found, bool(debias), debiaswe_dir), dataclasses.replace(record, note=note)
-        state = f"folder without {CACHE_VECTORS} + {CACHE_VOCAB}" if path.is_dir() else "missing"
-        # An explicit source that does not exist is a mistake; never fall back to a silent download.
-        raise ResourceNotFoundError(
-            "word2vec embedding",
-            [f"{origin} -> {path} ({state})"],
-            f"Point {WORD2VEC_ENV} or embedding= to a word2vec .bin/.txt file, a cache folder "
-            f"({CACHE_VECTORS} + {CACHE_VOCAB}) or a Hub repository owner/name holding one.",
-        )
+        return _given_embedding(value, origin, debias, debiaswe_dir, revision)
     if revision is not None:
         raise UsageError(f"revision={revision!r} names a version of an embedding on the Hub; pass embedding=owner/name "
                          "(a Hub repository) with it, or leave revision out")
@@ -402,6 +385,30 @@ def resolve_embedding(
         return keyed_vectors, local_record("word2vec embedding", source, note=f"gensim-data {DEFAULT_GENSIM_MODEL}")
     return prepare_default_embedding(keyed_vectors, cached, debiaswe_dir), local_record(
         "word2vec embedding", cached, note=default_note)
+
+
+def _given_embedding(value: str | os.PathLike, origin: str, debias: bool | None,
+                     debiaswe_dir: str | os.PathLike | None,
+                     revision: str | None) -> tuple[KeyedVectors, ResourceRecord]:
+    """The embedding `origin` (embedding= or $BOLD_WORD2VEC) names: a file, a cache folder or a Hub repository."""
+    note = "hard-debiased here" if debias else None
+    path = Path(value).expanduser()
+    if path.is_file() or is_cache_dir(path):
+        if revision is not None:
+            raise UsageError(f"revision={revision!r} names a version of an embedding on the Hub, but {origin} "
+                             f"is the local {path}; leave revision out")
+        return _load_path(path, bool(debias), debiaswe_dir), local_record("word2vec embedding", path, note=note)
+    if not path.exists() and looks_like_hub_id(str(value)):
+        found, record = _hub_embedding(str(value), revision)
+        return _load_path(found, bool(debias), debiaswe_dir), dataclasses.replace(record, note=note)
+    state = f"folder without {CACHE_VECTORS} + {CACHE_VOCAB}" if path.is_dir() else "missing"
+    # An explicit source that does not exist is a mistake; never fall back to a silent download.
+    raise ResourceNotFoundError(
+        "word2vec embedding",
+        [f"{origin} -> {path} ({state})"],
+        f"Point {WORD2VEC_ENV} or embedding= to a word2vec .bin/.txt file, a cache folder "
+        f"({CACHE_VECTORS} + {CACHE_VOCAB}) or a Hub repository owner/name holding one.",
+    )
 
 
 def default_embedding_places() -> list[Path]:

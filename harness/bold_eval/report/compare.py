@@ -407,6 +407,19 @@ def _scored_with(records: Mapping[str, RunRecord]) -> list[str]:
     return [*lines, ""]
 
 
+def _warn_instruments(compared: ComparedRuns, log: Callable[[str], None]) -> tuple[list[str], list[str]]:
+    """How the runs differ in how their texts were asked for (chat protocols) and scored (weights and files), each
+    said through `log` when they do."""
+    protocols = protocol_differences(_records(compared))
+    if protocols:
+        log("WARNING: the runs used different chat protocols or system prompts (" + "; ".join(protocols) + "); "
+            "see the banner in compare.md")
+    versions = resource_versions(_records(compared))
+    if versions:
+        log(f"WARNING: {differences_warning(versions)} See the banner in compare.md.")
+    return protocols, versions
+
+
 def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, SideBySide], interactions: CorrectedFamily,
                       overall: CorrectedFamily, power: pd.DataFrame, *, alpha: float, correction: str,
                       cluster: str) -> str:
@@ -463,13 +476,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
         sizes = ", ".join(f"{label}: {size}" for label, size in compared.prompts_per_run.items())
         log(f"WARNING: the runs have different prompt sets ({sizes} prompts); comparing them on the "
             f"{len(compared.shared)} prompts they all share (--allow-different-prompts)")
-    protocols = protocol_differences(_records(compared))
-    if protocols:
-        log("WARNING: the runs used different chat protocols or system prompts (" + "; ".join(protocols) + "); "
-            "see the banner in compare.md")
-    versions = resource_versions(_records(compared))
-    if versions:
-        log(f"WARNING: {differences_warning(versions)} See the banner in compare.md.")
+    protocols, versions = _warn_instruments(compared, log)
     interactions, overall = joint_family(
         [interaction_findings(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed),
          overall_differences(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed)],
