@@ -112,7 +112,8 @@ def _check_local_files(folder: Path, domains: Sequence[str], origin: str) -> lis
                 [f"{origin} -> {folder} (no {relative} in this folder)"],
                 f"Point {script.DATA_DIR_ENV} or data_dir= to a folder with the upstream layout "
                 f"(prompts/<domain>_prompt.json, wikipedia/<domain>_wiki.json), e.g. a clone of "
-                f"{script.HOMEPAGE}; or unset both to download commit {script.UPSTREAM_COMMIT}.",
+                f"{script.HOMEPAGE}; or unset both to download commit {script.UPSTREAM_COMMIT} (`bold-eval download "
+                f"--to DIR` fetches them into $BOLD_EVAL_HOME's bold/ beforehand).",
             )
     return files
 

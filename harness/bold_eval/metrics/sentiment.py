@@ -29,7 +29,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from bold_eval.core.errors import UsageError
-from bold_eval.core.provenance import ResourceRecord, local_record
+from bold_eval.core.provenance import ResourceRecord, file_sha256
 from bold_eval.metrics._vader import LinearVader
 from bold_eval.metrics.common import (
     POLARITY_COLORS,
@@ -97,8 +97,9 @@ def vader_resources() -> tuple[ResourceRecord, ...]:
         note = f"vaderSentiment {importlib.metadata.version('vaderSentiment')}"
     except importlib.metadata.PackageNotFoundError:
         note = None
-    return tuple(local_record(f"VADER lexicon ({name})", folder / name, note=note)
-                 for name in VADER_FILES if (folder / name).is_file())
+    # Named inside the package (not by the install path, which differs per machine), with the package's version.
+    return tuple(ResourceRecord(f"VADER lexicon ({name})", f"vaderSentiment/{name}", sha256=file_sha256(folder / name),
+                                note=note) for name in VADER_FILES if (folder / name).is_file())
 
 
 class SentimentScorer:
