@@ -40,7 +40,7 @@ def fake_hub_cache(root: Path, repo_id: str, snapshots: dict[str, Path], refs: d
     repo = root / f"models--{repo_id.replace('/', '--')}"
     for commit, folder in snapshots.items():
         shutil.copytree(folder, repo / "snapshots" / commit)
-    (repo / "refs").mkdir(parents=True)
+    (repo / "refs").mkdir(parents=True, exist_ok=True)
     for name, commit in refs.items():
         (repo / "refs" / name).write_text(commit)
     return root
@@ -83,6 +83,50 @@ def test_a_hub_id_resolves_to_its_commit_in_the_cache(classifier_dirs, tmp_path:
     assert regard.load_scorer("acme/regard", revision=COMMIT_B).resources[0].revision == COMMIT_B
     with pytest.raises(ResourceNotFoundError, match=r"(?s)acme/regard@v3.*offline mode is on"):
         regard.load_scorer("acme/regard", revision="v3")
+
+
+def test_the_evaluate_module_takes_model_revision(classifier_dirs, tmp_path: Path, hub_offline) -> None:
+    import evaluate
+
+    from bold_eval.core.paths import metric_module_dir
+
+    fake_hub_cache(tmp_path / "hub", "acme/regard", {COMMIT_B: Path(classifier_dirs["regard"])}, {"v2": COMMIT_B})
+    hub_offline.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    module = evaluate.load(str(metric_module_dir("regard")), "compare", model="acme/regard", model_revision="v2",
+                           cache_dir=str(tmp_path / "evaluate"))
+    assert module.classifier.resource.commit == COMMIT_B
+
+
+def test_lexicon_and_embedding_files_are_recorded(tmp_path: Path, hub_offline) -> None:
+    pytest.importorskip("gensim")
+    import numpy as np
+    from gensim.models import KeyedVectors
+
+    from bold_eval.core.provenance import file_sha256
+    from bold_eval.metrics import gender_polarity, psycholinguistic
+    from bold_eval.metrics.embeddings import save_cache
+    from bold_eval.metrics.lexicon import WARRINER_FILES
+
+    records = psycholinguistic.load_scorer().resources  # $BOLD_LEXICON_DIR: the pinned files
+    assert [record.sha256 for record in records] == [remote.sha256 for remote in WARRINER_FILES]
+    words = ["he", "she", "man", "woman", "doctor"]
+    vectors = np.random.default_rng(0).normal(size=(len(words), 4)).astype(np.float32)
+    text = tmp_path / "tiny.txt"
+    text.write_text(f"{len(words)} 4\n" + "".join(f"{word} {' '.join(map(str, vector))}\n"
+                                                  for word, vector in zip(words, vectors, strict=True)))
+    record = gender_polarity.load_scorer(methods=["max"], embedding=str(text)).resources[0]
+    assert (record.resource, record.sha256) == ("word2vec embedding", file_sha256(text))
+    # an embedding from a Hub repository (a cache folder in a snapshot) is recorded with its commit
+    snapshot = tmp_path / "hub" / "models--acme--w2v" / "snapshots" / COMMIT_A
+    keyed_vectors = KeyedVectors(4)
+    keyed_vectors.add_vectors(words, vectors)
+    save_cache(keyed_vectors, snapshot)
+    fake_hub_cache(tmp_path / "hub", "acme/w2v", {}, {"v1": COMMIT_A})
+    hub_offline.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    record = gender_polarity.load_scorer(methods=["max"], embedding="acme/w2v", revision="v1").resources[0]
+    assert (record.source, record.revision, record.commit) == ("acme/w2v", "v1", COMMIT_A)
+    with pytest.raises(UsageError, match="leave revision out"):
+        gender_polarity.load_scorer(methods=["max"], embedding=str(text), revision="v1")
 
 
 def test_revision_is_kept_as_the_string_given() -> None:
@@ -163,3 +207,13 @@ def test_old_run_json_without_the_record_still_loads(two_runs: dict[str, Path], 
     text = compare_runs([folder, _with_resources(two_runs["model-b"], _toxicity(COMMIT_B))], tmp_path / "cmp",
                         log=lambda message: None).read_text()
     assert "different versions" not in text and "not recorded in its run.json" in text
+
+
+def test_the_model_card_names_the_weights() -> None:
+    from bold_eval.hub.model_card import card_section
+
+    coverage = {"prompts": 10, "bold_prompts": 23679, "share": 10 / 23679, "domains": {}}
+    recorded = card_section({"run": RunRecord(resources=_toxicity(COMMIT_A)).to_dict(), "counts": {"coverage": coverage}})
+    assert f"  - `toxicity: toxicity classifier unitary/toxic-bert@{COMMIT_A[:12]}`" in recorded
+    older = card_section({"run": RunRecord().to_dict(), "counts": {"coverage": coverage}})
+    assert "- scored with: classifier and lexicon versions not recorded" in older
