@@ -36,6 +36,9 @@ from bold_eval.scoring.scorers import check_metric_options, parse_metrics
 
 __all__ = ["MANIFEST_FILE", "DownloadResult", "download", "download_items"]
 
+# `--model` values that name no Hub repository: the Wikipedia baseline and the model shipped with bold-eval.
+LOCAL_MODELS = ("wikipedia", "embedded")
+
 
 @dataclass
 class DownloadResult:
@@ -66,7 +69,7 @@ def download_items(metrics: Sequence[str] | str | None = None,
         spec = metric_spec(name)
         if spec.downloads is not None:
             items += spec.downloads(options.get(name, {}))
-    if model is not None and model != "wikipedia" and not Path(model).expanduser().exists():
+    if model is not None and model not in LOCAL_MODELS and not Path(model).expanduser().exists():
         if gguf_file:  # one quantization of a GGUF repository, not all of them; the tokenizer lies in the file
             items.append(HubRepository("model", model, revision=revision,
                                        allow_patterns=(gguf_file, "*.json", "*.txt", "*.model", "*.jinja")))

@@ -38,7 +38,7 @@ _READ_BY = {
     "report": (THREADS_ENV,),
     "compare": (THREADS_ENV,),
     "validate": (*PATHS, *CACHES),
-    "dataset": ("BOLD_DATA_DIR", *CACHES),
+    "dataset": ("BOLD_DATA_DIR", HOME_ENV, *CACHES),
     "publish": ("BOLD_DATA_DIR", *CACHES),
 }
 

@@ -22,10 +22,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from bold_eval.core.resources import atomic_write_bytes, cache_dir, cached_commit, is_commit, sha256_of
-
-__all__ = ["ResourceRecord", "cached_commit", "differences_warning", "file_sha256", "folder_sha256", "is_commit",
-           "local_record", "resource_differences", "resource_lines", "run_resources", "snapshot_commit"]
+from bold_eval.core.resources import atomic_write_bytes, cache_dir, sha256_of
 
 # huggingface_hub's cache: <cache>/models--owner--name/snapshots/<commit>/<file>
 _SNAPSHOT = re.compile(r"/(models|datasets|spaces)--[^/]+/snapshots/([0-9a-f]{40})(/|$)")
@@ -154,7 +151,7 @@ def run_resources(resources: Mapping[str, Iterable[Mapping[str, Any]]] | None) -
 def resource_differences(runs: Mapping[str, Mapping[str, Iterable[Mapping[str, Any]]] | None]) -> list[str]:
     """How the runs' scoring resources differ (run label -> run.json `resources`): one phrase per metric and
     resource that two runs recorded with different commits or checksums, naming each run's version. Runs that
-    recorded nothing (folders written before resources were recorded, or a metric they did not score) are left
+    recorded nothing (a run.json without `resources`, or a metric they did not score) are left
     out of that resource's comparison."""
     seen: dict[tuple[str, str], dict[str, ResourceRecord]] = {}
     for label, resources in runs.items():
@@ -168,11 +165,6 @@ def resource_differences(runs: Mapping[str, Mapping[str, Iterable[Mapping[str, A
             differences.append(f"{metric} {resource}: " + ", ".join(f"{label} {record.short()}"
                                                                        for label, record in by_run.items()))
     return differences
-
-
-def unrecorded_runs(runs: Mapping[str, Mapping[str, Any] | None], scored: Mapping[str, Iterable[str]]) -> list[str]:
-    """Labels of the runs that scored a metric but recorded no resources at all (run.json without `resources`)."""
-    return [label for label, resources in runs.items() if not resources and list(scored.get(label) or [])]
 
 
 def differences_warning(differences: list[str]) -> str:
