@@ -33,9 +33,10 @@ NOTHING_LISTENS = "http://127.0.0.1:9"  # the discard port: connections are refu
 
 
 @pytest.fixture
-def online(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+def online(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """The network on for huggingface_hub (the suite runs with HF_HUB_OFFLINE=1), caches under tmp_path."""
     import huggingface_hub.constants
+    import huggingface_hub.utils
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     for name in ("HF_HUB_OFFLINE", "BOLD_EVAL_OFFLINE", "BOLD_EVAL_HOME", "HF_HUB_CACHE", toxicity.ENV_VAR,
@@ -44,7 +45,14 @@ def online(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatc
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
     monkeypatch.setenv("BOLD_EVAL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("BOLD_EVAL_CACHE_DIR", str(tmp_path / "reference_cache"))
-    return monkeypatch
+    # huggingface_hub < 1 builds its requests session once, refusing every request if it was offline then
+    reset = getattr(huggingface_hub.utils, "reset_sessions", None)
+    if reset is not None:
+        reset()
+    yield monkeypatch
+    if reset is not None:
+        monkeypatch.undo()
+        reset()
 
 
 @pytest.fixture
