@@ -752,9 +752,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # The folder each command writes into (argument name, how the message calls it); checked before any work.
 # (`run` checks its own --out first thing: `bold_eval.run.run`.)
-_OUTPUT_FOLDERS = {"download": ("to", "--to"), "score": ("out", "--out"), "compare": ("out", "--out"), "leaderboard": ("out", "--out"),
+_OUTPUT_FOLDERS = {"score": ("out", "--out"), "compare": ("out", "--out"), "leaderboard": ("out", "--out"),
                    "validate": ("out", "--out"), "report": ("run_dir", "the run folder"),
-                   "publish": ("dry_run", "--dry-run"), "publish-results": ("dry_run", "--dry-run")}
+                   "publish": ("dry_run", "--dry-run"), "publish-results": ("dry_run", "--dry-run"),
+                   "download": ("to", "--to")}
 
 
 def _check_output_folder(args: argparse.Namespace) -> None:
