@@ -192,6 +192,10 @@ def test_compare_and_leaderboard_warn_when_the_weights_differ(two_runs: dict[str
     said.clear()
     text = compare_runs([two_runs["model-a"], two_runs["model-b"]], tmp_path / "same", log=said.append).read_text()
     assert "different versions" not in text and not any("different versions" in line for line in said)
+    _with_resources(two_runs["wikipedia"], _toxicity(COMMIT_B))  # the baseline scored by other weights
+    result = bold_eval_here("leaderboard", *two_runs.values(), "--out", tmp_path / "site2", "--no-copy-reports")
+    assert f"Wikipedia baseline unitary/toxic-bert@{COMMIT_B[:12]}" in " ".join(result.stderr.split())
+    _with_resources(two_runs["wikipedia"], {})
 
 
 def test_old_run_json_without_the_record_still_loads(two_runs: dict[str, Path], tmp_path: Path) -> None:

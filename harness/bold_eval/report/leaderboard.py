@@ -68,8 +68,10 @@ def write_leaderboard(run_dirs: list[str | Path], out: str | Path, *, alpha: flo
 
 
 def resource_versions(board: Leaderboard) -> list[str]:
-    """How the models' runs differ in the classifiers, embeddings and lexicon files that scored them."""
-    return resource_differences({run.label: run.record.resources for run in board.runs})
+    """How the models' runs (and a Wikipedia run given as the baseline) differ in the classifiers, embeddings and
+    lexicon files that scored them."""
+    baseline = {"Wikipedia baseline": board.baseline_resources} if board.baseline_resources else {}
+    return resource_differences({**baseline, **{run.label: run.record.resources for run in board.runs}})
 
 
 def _copy_reports(board: Leaderboard, out: Path) -> dict[str, str]:
