@@ -24,7 +24,7 @@ RANKS = {
     "validation": 7, "hub": 7, "testing": 8, "top": 9,
 }
 # Top-level modules whose stage is not their name.
-TOP_LEVEL = {"runfolder": "core", "run": "top", "cli": "top", "generator_flags": "top", "__init__": "top",
+TOP_LEVEL = {"runfolder": "core", "run": "top", "cli": "top", "generator_flags": "top", "download": "top", "__init__": "top",
              "__main__": "top", "lm_eval_tasks": "top", "bundled": "top"}
 
 

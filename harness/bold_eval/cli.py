@@ -402,6 +402,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
     written = write_leaderboard(args.run_dirs, args.out, alpha=args.alpha, correction=args.correction,
                                 cluster=args.cluster, allow_different_prompts=args.allow_different_prompts,
                                 copy_reports=not args.no_copy_reports)
+    if written["warning"]:
+        print(f"WARNING: {written['warning']}", file=sys.stderr)
     print(f"wrote {written['index']} ({written['models']} models; open it in a browser)")
     return 0
 
@@ -614,6 +616,37 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_download(subparsers: argparse._SubParsersAction) -> None:
+    download = subparsers.add_parser(
+        "download", help="fetch everything a later offline run needs into one folder (then set BOLD_EVAL_HOME)",
+        description="Fetch the metrics' classifiers, lexicons, word lists and embedding, BOLD's files and (with "
+                    "--model) the model into DIR, laid out as later runs read it when BOLD_EVAL_HOME=DIR is set "
+                    "(the Hub is then off). A second run skips what is complete. See docs/offline.md.")
+    download.add_argument("--to", required=True, metavar="DIR", help="the folder to fill (created if needed)")
+    download.add_argument("--metrics", nargs="+", type=_comma_list, action=_Extend, default=None, metavar="METRIC",
+                          help="the metrics whose resources to fetch (default: all)")
+    download.add_argument("--metric-option", action="append", default=[], metavar="METRIC.KEY=VALUE",
+                          help="the same options a later run passes, e.g. toxicity.revision=COMMIT or "
+                               "toxicity.model=ID; repeatable")
+    download.add_argument("--model", default=None, help="a Hub model to generate with later (its files, PyTorch only)")
+    download.add_argument("--revision", default=None, help="Hub revision (branch, tag or commit) of --model")
+    download.add_argument("--gguf-file", default=None, help="only this GGUF file of --model (and its config files)")
+    download.add_argument("--no-data", dest="data", action="store_false", help="leave BOLD's files out")
+    download.set_defaults(handler=_download)
+
+
+def _download(args: argparse.Namespace) -> int:
+    from bold_eval.download import download, download_items
+
+    items = download_items(args.metrics, _metric_options(args), model=args.model, revision=args.revision,
+                           gguf_file=args.gguf_file, data=args.data)
+    result = download(args.to, items)
+    print(f"{len(result.fetched)} fetched, {len(result.skipped)} already complete; manifest: "
+          f"{result.home / 'manifest.json'}")
+    print(f"For offline runs that use this folder (the Hub off), set:\n  export {result.variable}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bold-eval", description=__doc__.splitlines()[0])
     from bold_eval.core.version import __version__
@@ -632,6 +665,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_publish(subparsers)
     _add_publish_results(subparsers)
     _add_validate(subparsers)
+    _add_download(subparsers)
     return parser
 
 
@@ -681,7 +715,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         check_environment(args.command)  # every variable the command reads, before any work
         _check_output_folder(args)
-        return int(args.handler(args) or 0)
+        if args.command == "download":  # it fills the folder $BOLD_EVAL_HOME names, with the network on
+            return int(args.handler(args) or 0)
+        from bold_eval.core.environment import home_environment
+
+        with home_environment():
+            return int(args.handler(args) or 0)
     except KeyboardInterrupt as error:
         if debug:
             traceback.print_exc()
@@ -715,7 +754,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 # (`run` checks its own --out first thing: `bold_eval.run.run`.)
 _OUTPUT_FOLDERS = {"score": ("out", "--out"), "compare": ("out", "--out"), "leaderboard": ("out", "--out"),
                    "validate": ("out", "--out"), "report": ("run_dir", "the run folder"),
-                   "publish": ("dry_run", "--dry-run"), "publish-results": ("dry_run", "--dry-run")}
+                   "publish": ("dry_run", "--dry-run"), "publish-results": ("dry_run", "--dry-run"),
+                   "download": ("to", "--to")}
 
 
 def _check_output_folder(args: argparse.Namespace) -> None:

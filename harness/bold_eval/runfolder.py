@@ -130,6 +130,10 @@ class RunRecord:
     skipped_metrics: dict[str, str] = field(default_factory=dict)
     partial_metrics: dict[str, str] = field(default_factory=dict)
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # What each metric scored with: metric -> records of its classifier, embedding or lexicon files, each with the
+    # Hub commit or the sha256 its files had (`bold_eval.core.provenance.ResourceRecord.as_dict`); {} in folders
+    # written before it was recorded
+    resources: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     metric_seconds: dict[str, float] = field(default_factory=dict)  # scoring only; loading is in timings["score_s"]
     label_columns: dict[str, list[str]] = field(default_factory=dict)
     anonymize: bool | None = None

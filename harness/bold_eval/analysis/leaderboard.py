@@ -21,7 +21,7 @@ Calibration under unlike spreads at BOLD's sizes: benchmarks/leaderboard_calibra
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -75,15 +75,19 @@ class Leaderboard:
     correction: str
     cluster: str
     family: int
+    # run.json `resources` of a Wikipedia run given as the baseline ({} when the runs' own reference serves)
+    baseline_resources: dict[str, Any] = field(default_factory=dict)
 
 
 def directions() -> dict[tuple[str, str], int]:
     return {(spec.name, label): sign for spec in metric_specs() for label, sign in spec.directions.items()}
 
 
-def _load(run_dirs: Sequence[str | Path]) -> tuple[list[BoardRun], dict[str, pd.DataFrame], pd.DataFrame, str]:
-    """(model runs, their scores by label, the baseline's scores, where the baseline comes from)."""
-    runs, scores, baseline, source = [], {}, None, ""
+def _load(run_dirs: Sequence[str | Path]) -> tuple[list[BoardRun], dict[str, pd.DataFrame], pd.DataFrame, str,
+                                                    dict[str, Any]]:
+    """(model runs, their scores by label, the baseline's scores, where the baseline comes from, and the resources
+    a Wikipedia run given as the baseline was scored with)."""
+    runs, scores, baseline, source, resources = [], {}, None, "", {}
     loaded = []
     for folder in map(Path, run_dirs):
         frame, record = load_run(folder, texts=False)
@@ -91,7 +95,7 @@ def _load(run_dirs: Sequence[str | Path]) -> tuple[list[BoardRun], dict[str, pd.
         label = run_label(record, folder)
         if label == "WIKI" or record.generator == "wikipedia":
             if baseline is None:
-                baseline, source = frame, f"the Wikipedia run {folder}"
+                baseline, source, resources = frame, f"the Wikipedia run {folder}", record.resources
             continue
         loaded.append((label, folder, record, frame))
     repeated = {label for label, *_ in loaded if sum(other == label for other, *_ in loaded) > 1}
@@ -114,13 +118,13 @@ def _load(run_dirs: Sequence[str | Path]) -> tuple[list[BoardRun], dict[str, pd.
         raise UserError("no Wikipedia baseline: pass a run of `bold-eval run --model wikipedia` on the same prompts, "
                         "or runs scored with their Wikipedia reference (reference_scores.parquet, the default of "
                         "`bold-eval run`)")
-    return runs, scores, baseline, source
+    return runs, scores, baseline, source, resources
 
 
 def build_leaderboard(run_dirs: Sequence[str | Path], *, alpha: float = 0.05, correction: str = "holm",
                       cluster: str = "name", allow_different_prompts: bool = False) -> Leaderboard:
     """The board over `run_dirs` (model runs, and a Wikipedia run or the runs' own Wikipedia reference)."""
-    runs, scores, baseline, source = _load(run_dirs)
+    runs, scores, baseline, source, resources = _load(run_dirs)
     prompt_sets = {label: set(frame["prompt_id"].astype(str)) for label, frame in scores.items()}
     per_run = {label: len(ids) for label, ids in prompt_sets.items()}
     shared = set.intersection(*prompt_sets.values()) & set(baseline["prompt_id"].astype(str))
@@ -160,7 +164,7 @@ def build_leaderboard(run_dirs: Sequence[str | Path], *, alpha: float = 0.05, co
     return Leaderboard(runs=runs, baseline=source, prompts=len(shared), prompts_per_run=per_run, different=different,
                        cells=cell_frame[CELL_COLUMNS], pairs=pair_frame[PAIR_COLUMNS],
                        power=separable_difference(pair_frame, cell_frame, alpha), alpha=alpha,
-                       correction=correction, cluster=cluster, family=family)
+                       correction=correction, cluster=cluster, family=family, baseline_resources=resources)
 
 
 def _rates(scores: pd.DataFrame, label: TestedLabel, ids: np.ndarray) -> np.ndarray:

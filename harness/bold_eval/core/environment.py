@@ -8,8 +8,9 @@ flags and paths. Each reader parses its value through the same functions, so the
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from bold_eval.core.errors import DEBUG_ENV, UsageError
@@ -19,13 +20,15 @@ ALLOW_MODIFIED_ENV = "BOLD_ALLOW_MODIFIED_DATA"
 OFFLINE_ENV = "BOLD_EVAL_OFFLINE"
 # Where dequantized GGUF checkpoints are kept (`bold_eval.generation.loading.model_cache_dir`).
 MODEL_CACHE_ENV = "BOLD_EVAL_MODEL_CACHE"
+# A folder `bold-eval download` filled: every resource is looked up there, with the Hub off (`home_dir`).
+HOME_ENV = "BOLD_EVAL_HOME"
 _ON = ("1", "true", "yes", "on")
 _OFF = ("", "0", "false", "no", "off")
 
 # On/off variables of bold-eval's own, for every command.
 FLAGS = (DEBUG_ENV, ALLOW_MODIFIED_ENV, OFFLINE_ENV)
 # Variables naming a local copy of a resource: when set, the path must exist (the commands that read them).
-PATHS = ("BOLD_DATA_DIR", "BOLD_LEXICON_DIR", "BOLD_DEBIASWE_DIR", "BOLD_SHENG2019_DIR", "BOLD_WORD2VEC")
+PATHS = ("BOLD_DATA_DIR", "BOLD_LEXICON_DIR", "BOLD_DEBIASWE_DIR", "BOLD_SHENG2019_DIR", "BOLD_WORD2VEC", HOME_ENV)
 # Cache folders: created when first used, so they need not exist, but must not be a file.
 CACHES = ("BOLD_EVAL_CACHE", "BOLD_EVAL_CACHE_DIR", MODEL_CACHE_ENV)
 # Which commands read which variables beyond the flags (a command not listed reads the flags only).
@@ -35,7 +38,7 @@ _READ_BY = {
     "report": (THREADS_ENV,),
     "compare": (THREADS_ENV,),
     "validate": (*PATHS, *CACHES),
-    "dataset": ("BOLD_DATA_DIR", *CACHES),
+    "dataset": ("BOLD_DATA_DIR", HOME_ENV, *CACHES),
     "publish": ("BOLD_DATA_DIR", *CACHES),
 }
 
@@ -49,6 +52,41 @@ def env_flag(name: str) -> bool:
         return False
     raise UsageError(f"${name} must be on or off (1/true/yes/on or 0/false/no/off), got {os.environ[name]!r}; "
                      f"set it to one of those or unset it")
+
+
+def home_dir() -> Path | None:
+    """$BOLD_EVAL_HOME: the folder `bold-eval download --to DIR` filled (None when unset or empty). When set, the
+    classifiers, lexicons, word lists, embedding, BOLD files and models are looked up there first and nothing
+    is downloaded: the Hub is off (`bold_eval.core.resources.offline`)."""
+    value = os.environ.get(HOME_ENV, "").strip()
+    return Path(value).expanduser().absolute() if value else None
+
+
+# Subfolders of $BOLD_EVAL_HOME (`bold-eval download`): a huggingface_hub cache, and BOLD's upstream layout.
+HOME_HUB = "hub"
+HOME_BOLD = "bold"
+
+
+@contextlib.contextmanager
+def home_environment() -> Iterator[None]:
+    """While a command runs with $BOLD_EVAL_HOME set: huggingface_hub's cache is its `hub/` folder and the Hub is
+    off (HF_HUB_CACHE, HF_HUB_OFFLINE, HF_DATASETS_OFFLINE), for the libraries that read those variables when
+    imported (the generation model's `from_pretrained`); the variables are restored afterwards."""
+    home = home_dir()
+    if home is None:
+        yield
+        return
+    wanted = {"HF_HUB_CACHE": str(home / HOME_HUB), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    before = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def env_threads() -> int | None:

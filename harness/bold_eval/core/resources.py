@@ -2,7 +2,8 @@
 
 Every file the metrics need (lexicons, word lists, embeddings) is resolved the same way:
 an explicit path argument, then an environment variable, then the local cache, then the
-upstream URL (checksummed, written atomically). When all fail, `ResourceNotFoundError`
+upstream URL (checksummed, written atomically); `$BOLD_EVAL_HOME` (a folder `bold-eval download` filled) comes
+before the cache and turns the downloads off. When all fail, `ResourceNotFoundError`
 says which resource, every place that was tried, and the variable or argument to set.
 """
 
@@ -12,6 +13,7 @@ import contextlib
 import hashlib
 import importlib
 import os
+import re
 import tempfile
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -20,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import BinaryIO
 
-from bold_eval.core.environment import OFFLINE_ENV, env_flag
+from bold_eval.core.environment import HOME_ENV, HOME_HUB, OFFLINE_ENV, env_flag, home_dir
 from bold_eval.core.errors import UserError
 from bold_eval.core.storage import WRITE_FAULTS, storage_error, storage_guard
 
@@ -94,14 +96,32 @@ def lookup_stamp(
     cache keyed on it never serves a stale file; it only stats (no checksum, no download).
     """
     found = [path for _, path in _given_places(remote, local, env_var)]
+    found += [path for path in (_home_place(remote, subdir),) if path is not None]
     found.append(cache_dir() / subdir / remote.filename)
     return tuple((str(path.resolve()), path_stamp(path)) for path in found)
 
 
+def hub_cache_dir() -> Path:
+    """The huggingface_hub cache models are looked up in, read when called (not when huggingface_hub was imported):
+    `$BOLD_EVAL_HOME/hub`, else $HF_HUB_CACHE, else $HF_HOME/hub, else huggingface_hub's default."""
+    home = home_dir()
+    if home is not None:
+        return home / HOME_HUB
+    explicit = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
 def offline() -> bool:
     """True when the user asked for no network (`BOLD_EVAL_OFFLINE`, `HF_HUB_OFFLINE`, `HF_DATASETS_OFFLINE`;
-    the Hugging Face variables read as huggingface_hub reads them: other values are off)."""
-    return env_flag(OFFLINE_ENV) or any(
+    the Hugging Face variables read as huggingface_hub reads them: other values are off), and whenever
+    `$BOLD_EVAL_HOME` names a prepared folder."""
+    return env_flag(OFFLINE_ENV) or home_dir() is not None or any(
         os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}
         for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
     )
@@ -210,6 +230,12 @@ def _given_places(
     return places
 
 
+def _home_place(remote: RemoteFile, subdir: str) -> Path | None:
+    """Where `bold-eval download` put `remote` in $BOLD_EVAL_HOME (None when it is not set)."""
+    home = home_dir()
+    return None if home is None else home / subdir / remote.filename
+
+
 def resolve_file(
     remote: RemoteFile,
     *,
@@ -235,6 +261,11 @@ def resolve_file(
                                         f"(without {argument}=, ${env_var} is used).")
     if not places:
         looked_in.append(f"${env_var} (not set), {argument}= (not given)")
+    prepared = _home_place(remote, subdir)
+    if prepared is not None:
+        if prepared.is_file() and (remote.sha256 is None or sha256_of(prepared) == remote.sha256):
+            return prepared
+        looked_in.append(f"${HOME_ENV} -> {prepared} (missing; `bold-eval download` fetches it)")
 
     cached = cache_dir() / subdir / remote.filename
     if cached.is_file() and (remote.sha256 is None or sha256_of(cached) == remote.sha256):
@@ -255,3 +286,72 @@ def resolve_file(
     except Exception as error:  # network errors come in many types (URLError, timeout, HTTP 404)
         looked_in.append(f"{remote.url} (download failed: {error})")
         raise ResourceNotFoundError(remote.resource, looked_in, hint) from error
+
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def is_commit(revision: str | None) -> bool:
+    return bool(revision) and bool(_COMMIT.match(str(revision)))
+
+
+def cached_commit(repo_id: str, revision: str | None, hub_cache: str | os.PathLike,
+                  repo_type: str = "model") -> str | None:
+    """The commit a revision of `repo_id` resolves to in a huggingface_hub cache (its `refs/<revision>` file, or
+    the revision itself when it is a commit with a snapshot), else None."""
+    repo = Path(hub_cache).expanduser() / f"{repo_type}s--{repo_id.replace('/', '--')}"
+    if is_commit(revision):
+        return revision if (repo / "snapshots" / str(revision)).is_dir() else None
+    ref = repo / "refs" / (revision or "main")
+    try:
+        commit = ref.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return commit if is_commit(commit) else None
+
+
+def cached_snapshot(repo_id: str, revision: str | None, hub_cache: str | os.PathLike,
+                    repo_type: str = "model") -> Path | None:
+    """The snapshot folder of a revision of `repo_id` in a huggingface_hub cache, found without the network and
+    without huggingface_hub (whose offline look-ups still ask the Hub for optional files), else None."""
+    commit = cached_commit(repo_id, revision, hub_cache, repo_type)
+    if commit is None:
+        return None
+    folder = Path(hub_cache).expanduser() / f"{repo_type}s--{repo_id.replace('/', '--')}" / "snapshots" / commit
+    return folder if folder.is_dir() else None
+
+
+def hub_snapshot(repo_id: str, *, resource: str, revision: str | None = None, repo_type: str = "model",
+                 allow_patterns: Sequence[str] | None = None, ignore_patterns: Sequence[str] | None = None,
+                 hint: str = "", cache: str | os.PathLike | None = None, local_only: bool | None = None) -> Path:
+    """The local folder of `repo_id` at `revision` in the huggingface_hub cache (`cache`, default
+    `hub_cache_dir()`): downloaded with `snapshot_download` (files already there are not fetched again), or,
+    offline (or with `local_only`), the snapshot the cache already holds. `$HF_ENDPOINT` is read when called. Raises
+    `ResourceNotFoundError` naming the repository, where it was looked for and `hint`."""
+    from huggingface_hub import snapshot_download
+
+    folder = Path(cache) if cache is not None else hub_cache_dir()
+    shown = repo_id if revision is None else f"{repo_id}@{revision}"
+    local_only = offline() if local_only is None else local_only
+    found = cached_snapshot(repo_id, revision, folder, repo_type) if local_only else None
+    if found is not None:
+        return found
+    try:
+        return Path(snapshot_download(
+            repo_id, repo_type=repo_type, revision=revision, cache_dir=str(folder), local_files_only=local_only,
+            allow_patterns=list(allow_patterns) if allow_patterns else None,
+            ignore_patterns=list(ignore_patterns) if ignore_patterns else None,
+            endpoint=os.environ.get("HF_ENDPOINT") or None))
+    except OSError as error:
+        if storage_error(error) is not None:  # a full disk names the folder, whatever huggingface_hub wrapped
+            raise storage_error(error, folder) from error
+        places = [f"Hugging Face cache {folder} for {shown!r}" + (" (missing)" if local_only else "")]
+        places.append(f"the Hub, {repo_id}" + (" (not tried: offline mode is on)" if local_only
+                                                else f" (download failed: {type(error).__name__}: {error})"))
+        raise ResourceNotFoundError(f"{resource} {shown!r}", places, hint or (
+            "Fetch it on a machine with network (`bold-eval download --to DIR`) and set BOLD_EVAL_HOME=DIR, "
+            "or point to a local copy.")) from error
+    except Exception as error:  # huggingface_hub's HTTP and validation errors are not all OSErrors
+        raise ResourceNotFoundError(f"{resource} {shown!r}", [f"the Hub, {repo_id} ({type(error).__name__}: "
+                                                              f"{error})"], hint or "Check the name and revision.") \
+            from error

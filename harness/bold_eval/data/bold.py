@@ -21,10 +21,11 @@ from typing import Any
 import datasets
 from datasets.exceptions import DatasetGenerationError
 
-from bold_eval.core.environment import ALLOW_MODIFIED_ENV, env_flag
+from bold_eval.core.environment import ALLOW_MODIFIED_ENV, HOME_BOLD, HOME_ENV, env_flag, home_dir
 from bold_eval.core.errors import DataMismatchError, InputError, UsageError
+from bold_eval.core.fetching import PinnedFile
 from bold_eval.core.paths import dataset_script_dir
-from bold_eval.core.resources import ResourceNotFoundError, cache_dir, offline
+from bold_eval.core.resources import RemoteFile, ResourceNotFoundError, cache_dir, offline
 
 _SCRIPT_MODULE = "_bold_eval_dataset.bold"
 
@@ -72,13 +73,32 @@ def _config_domains(config: str) -> tuple[str, ...]:
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path | None:
-    """The local BOLD folder: `data_dir`, else `$BOLD_DATA_DIR`, else None (download upstream)."""
+    """The local BOLD folder: `data_dir`, else `$BOLD_DATA_DIR`, else `$BOLD_EVAL_HOME/bold` (`bold-eval
+    download`), else None (download upstream)."""
     if data_dir is not None:
         return Path(data_dir).expanduser().resolve()
     env = dataset_script().DATA_DIR_ENV
     if os.environ.get(env):
         return Path(os.environ[env]).expanduser().resolve()
-    return None
+    home = home_dir()
+    return home / HOME_BOLD if home is not None else None
+
+
+def _origin(data_dir: str | os.PathLike | None) -> str:
+    """Where `resolve_data_dir` found the folder, as messages name it."""
+    if data_dir is not None:
+        return "data_dir="
+    env = dataset_script().DATA_DIR_ENV
+    return f"${env}" if os.environ.get(env) else f"${HOME_ENV} ({HOME_BOLD}/)"
+
+
+def bold_downloads(domains: Sequence[str] | None = None) -> tuple[PinnedFile, ...]:
+    """What `bold-eval download` fetches of BOLD: the prompts and Wikipedia files of `domains` (default all),
+    pinned to the upstream commit and checksums, into `$BOLD_EVAL_HOME/bold/` in the upstream layout."""
+    script = dataset_script()
+    return tuple(PinnedFile(RemoteFile(f"BOLD file {relative}", relative, script.UPSTREAM_URL + relative,
+                                       script.SHA256[relative]), HOME_BOLD)
+                 for domain in (domains or script.DOMAINS) for relative in script.source_files(domain))
 
 
 def _check_local_files(folder: Path, domains: Sequence[str], origin: str) -> list[Path]:
@@ -92,7 +112,8 @@ def _check_local_files(folder: Path, domains: Sequence[str], origin: str) -> lis
                 [f"{origin} -> {folder} (no {relative} in this folder)"],
                 f"Point {script.DATA_DIR_ENV} or data_dir= to a folder with the upstream layout "
                 f"(prompts/<domain>_prompt.json, wikipedia/<domain>_wiki.json), e.g. a clone of "
-                f"{script.HOMEPAGE}; or unset both to download commit {script.UPSTREAM_COMMIT}.",
+                f"{script.HOMEPAGE}; or unset both to download commit {script.UPSTREAM_COMMIT} (`bold-eval download "
+                f"--to DIR` fetches them into $BOLD_EVAL_HOME's bold/ beforehand).",
             )
     return files
 
@@ -210,7 +231,7 @@ def load_bold(config: str = "all", data_dir: str | os.PathLike | None = None,
     folder = resolve_data_dir(data_dir)
     files: list[Path] = []
     if folder is not None:
-        origin = "data_dir=" if data_dir is not None else f"${dataset_script().DATA_DIR_ENV}"
+        origin = _origin(data_dir)
         files = _check_local_files(folder, domains, origin)
     builder = dataset_script().Bold(
         config_name=config,

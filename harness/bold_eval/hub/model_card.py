@@ -15,6 +15,7 @@ from huggingface_hub import (
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from bold_eval.core.options import DEFAULT_RESULTS_DATASET
+from bold_eval.core.provenance import resource_lines
 from bold_eval.core.storage import storage_guard
 from bold_eval.core.version import __version__
 from bold_eval.hub.staging import PublishError, fresh_folder
@@ -245,6 +246,9 @@ def card_section(summary: Mapping[str, Any]) -> str:
              f"- coverage: {coverage['prompts']:,} of BOLD's {coverage['bold_prompts']:,} prompts "
              f"({coverage['share']:.1%})",
              f"- bold-eval version: {version or 'not recorded'} (published with bold-eval {__version__})"]
+    scored_with = resource_lines(record.resources)
+    lines += (["- scored with (Hub commit or sha256):", *(f"  - `{line}`" for line in scored_with)] if scored_with
+              else ["- scored with: classifier and lexicon versions not recorded"])
     reasons = partial_run_reasons(summary)
     if reasons:
         lines.append(f"- **partial run**: {'; '.join(reasons)}. These numbers describe a sample, not BOLD.")

@@ -125,15 +125,17 @@ class ChecksTextsFirst:
 class ModelFromConfigName:
     """A classifier module whose config name may be a Hub model id or a local model folder.
 
-    Loading options arrive through `evaluate.load(..., model=, batch_size=, device=, dtype=)`;
-    an explicit `model=` wins over the config name.
+    Loading options arrive through `evaluate.load(..., model=, batch_size=, device=, dtype=, model_revision=)`;
+    an explicit `model=` wins over the config name, and `model_revision=` picks a branch, tag or commit of a Hub
+    model (`evaluate.load`'s own `revision=` is the module's).
     """
 
     reserved_config_names: tuple[str, ...] = ("default",)
 
-    def __init__(self, *args, model=None, batch_size=None, device=None, dtype=None, **kwargs):
+    def __init__(self, *args, model=None, batch_size=None, device=None, dtype=None, model_revision=None, **kwargs):
         # batch_size None: the device's default (bold_eval.metrics.classifier).
-        self._load_options = {"model": model, "batch_size": batch_size, "device": device, "dtype": dtype}
+        self._load_options = {"model": model, "batch_size": batch_size, "device": device, "dtype": dtype,
+                              "revision": model_revision}
         super().__init__(*args, **kwargs)
 
     def classifier_options(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ Probabilities come back in input order: sigmoid for multi-label models, softmax 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,16 @@ import numpy as np
 
 from bold_eval.core.devices import attention_kernels, resolve_device, resolve_dtype
 from bold_eval.core.errors import InputError, UsageError
-from bold_eval.core.resources import ResourceNotFoundError, offline
+from bold_eval.core.fetching import HubRepository
+from bold_eval.core.provenance import ResourceRecord, local_record
+from bold_eval.core.resources import (
+    ResourceNotFoundError,
+    cached_commit,
+    cached_snapshot,
+    hub_cache_dir,
+    is_commit,
+    offline,
+)
 from bold_eval.metrics.common import unique_with_inverse
 
 # Label set of the Jigsaw toxic comment challenge (unitary/toxic-bert). Its config.json has
@@ -96,10 +105,13 @@ class SequenceClassifier:
         device: str | None = None,
         dtype: str | None = None,
         batch_size: int | None = DEFAULT_BATCH_SIZE,
+        resource: ResourceRecord | None = None,
     ):
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise UsageError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.name = name or getattr(model.config, "name_or_path", "")
+        # Which weights these are (Hub commit or folder checksum), for run.json; None for a model built in memory.
+        self.resource = resource
         self.device = resolve_device(device)
         if batch_size is None:
             batch_size = GPU_CLASSIFIER_BATCH_SIZE if self.device.startswith("cuda") else CPU_CLASSIFIER_BATCH_SIZE
@@ -209,11 +221,14 @@ def load_sequence_classifier(
     dtype: str | None = None,
     batch_size: int | None = DEFAULT_BATCH_SIZE,
     config_hint: str = "",
+    revision: str | None = None,
 ) -> SequenceClassifier:
-    """Load `model` (a Hub id or a local folder), else `$env_var`, else the Hub id `default`.
+    """Load `model` (a Hub id or a local folder), else `$env_var`, else the Hub id `default`, at `revision` (a
+    branch, tag or commit of a Hub model: `from_pretrained(revision=)`), from `hub_cache_dir()`.
 
-    Raises ResourceNotFoundError naming the model id, every place tried, and how to point to a
-    local copy, so callers (the harness) can skip the metric with that message.
+    The classifier's `resource` records the commit its files came from (a local folder: its files' checksum).
+    Raises ResourceNotFoundError naming the model id, every place tried, and how to point to a local copy, so
+    callers (the harness) can skip the metric with that message.
     """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -231,6 +246,7 @@ def load_sequence_classifier(
         f" {config_hint + ', ' if config_hint else ''}pass model=DIR, or set {env_var}=DIR."
     )
     path = Path(source).expanduser()
+    _check_revision(revision, resource, path if _looks_like_path(source) else None, origin)
     if _looks_like_path(source):
         if not (path / "config.json").is_file():
             looked_in.append(f"{origin} -> {path} ({'no config.json' if path.is_dir() else 'missing'})")
@@ -239,22 +255,70 @@ def load_sequence_classifier(
         local_only = True
     else:
         local_only = offline()
+    hub = {} if path.is_dir() else {"revision": revision, "cache_dir": str(hub_cache_dir())}
+    shown = source if revision is None else f"{source}@{revision}"
+    load_from, record = _offline_snapshot(source, revision, resource, hub) if hub and local_only else (source, None)
+    options = hub if load_from == source else {}
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
+        tokenizer = AutoTokenizer.from_pretrained(load_from, local_files_only=local_only, **options)
         loaded = AutoModelForSequenceClassification.from_pretrained(
-            source, local_files_only=local_only, dtype="float32"
+            load_from, local_files_only=local_only, dtype="float32", **options
         )
     except (OSError, ValueError) as error:
-        if local_only and path.is_dir():
-            looked_in.append(f"{origin} -> {path} (could not load: {error})")
-        elif local_only:
-            looked_in.append(f"{origin} -> Hugging Face cache for {source!r} (missing)")
-            looked_in.append(f"https://huggingface.co/{source} (not tried: offline mode is on)")
-        else:
-            looked_in.append(f"{origin} -> https://huggingface.co/{source} and the Hugging Face cache ({error})")
-        raise ResourceNotFoundError(f"{resource} {source!r}", looked_in, hint) from error
-    return SequenceClassifier(loaded, tokenizer, name=source, device=device, dtype=dtype,
-                              batch_size=batch_size)
+        places = _failed_places(error, origin, path, source, shown, hub.get("cache_dir"), local_only)
+        if local_only and not path.is_dir():
+            hint += " Or fetch it beforehand with `bold-eval download --to DIR` and set BOLD_EVAL_HOME=DIR."
+        raise ResourceNotFoundError(f"{resource} {shown!r}", [*looked_in, *places], hint) from error
+    return SequenceClassifier(loaded, tokenizer, name=source, device=device, dtype=dtype, batch_size=batch_size,
+                              resource=record or classifier_record(resource, source, revision, loaded.config, hub))
+
+
+def _failed_places(error: Exception, origin: str, path: Path, source: str, shown: str, cache: str | None,
+                   local_only: bool) -> list[str]:
+    """Where a classifier that did not load was looked for, as `ResourceNotFoundError` lists them."""
+    if local_only and path.is_dir():
+        return [f"{origin} -> {path} (could not load: {error})"]
+    if local_only:
+        return [f"{origin} -> Hugging Face cache {cache} for {shown!r} (missing)",
+                f"https://huggingface.co/{source} (not tried: offline mode is on)"]
+    return [f"{origin} -> https://huggingface.co/{source} and the Hugging Face cache ({error})"]
+
+
+def _check_revision(revision: Any, resource: str, folder: Path | None, origin: str) -> None:
+    """`revision` is a non-empty string, and only for a Hub model (`folder`: the local folder the model is)."""
+    if revision is not None and (not isinstance(revision, str) or not revision.strip()):
+        raise UsageError(f"revision must be a branch, tag or commit of the Hub model, got {revision!r}")
+    if revision is not None and folder is not None:
+        raise UsageError(f"revision={revision!r} names a version of a Hub model, but the {resource} is the "
+                         f"local folder {folder} ({origin}); leave revision out, or name the Hub id instead")
+
+
+def _offline_snapshot(source: str, revision: str | None, resource: str,
+                      hub: dict[str, Any]) -> tuple[str, ResourceRecord | None]:
+    """Offline, the snapshot folder the cache's refs name for a Hub id, loaded as a folder (transformers' own
+    offline look-up of a Hub id still asks the Hub for optional files, and waits out its retries on a machine
+    without network), with its record; (`source`, None) when the cache has none."""
+    snapshot = cached_snapshot(source, revision, hub["cache_dir"])
+    if snapshot is None:
+        return source, None
+    return str(snapshot), ResourceRecord(resource, source, revision=revision, commit=snapshot.name)
+
+
+def classifier_resources(classifier: SequenceClassifier) -> tuple[ResourceRecord, ...]:
+    """A scorer's `resources` when it is one classifier: its record, or none for a model built in memory."""
+    return () if classifier.resource is None else (classifier.resource,)
+
+
+def classifier_record(resource: str, source: str, revision: str | None, config: Any,
+                      hub: dict[str, Any]) -> ResourceRecord:
+    """Which weights a loaded classifier has: a local folder's checksum, else the Hub commit transformers
+    resolved (`config._commit_hash`), else the one the cache's refs name."""
+    if not hub:
+        return local_record(resource, source)
+    commit = getattr(config, "_commit_hash", None)
+    if not is_commit(commit):
+        commit = cached_commit(source, revision, hub["cache_dir"])
+    return ResourceRecord(resource, source, revision=revision, commit=commit)
 
 
 @dataclass(frozen=True)
@@ -275,8 +339,10 @@ def load_metric_classifier(
     batch_size: int | None = DEFAULT_BATCH_SIZE,
     device: str | None = None,
     dtype: str | None = None,
+    revision: str | None = None,
 ) -> SequenceClassifier:
-    """A metric's classifier: `model` (Hub id or folder), else `$<source.env_var>`, else `source.default`.
+    """A metric's classifier: `model` (Hub id or folder), else `$<source.env_var>`, else `source.default`, at
+    `revision` (a branch, tag or commit of a Hub model; default: the repository's default branch).
 
     Raises ResourceNotFoundError naming the model id and how to point to a local copy. The
     toxicity and regard metrics (Sections 4.2, 4.3) both load through here.
@@ -289,5 +355,15 @@ def load_metric_classifier(
         device=device,
         dtype=dtype,
         batch_size=batch_size,
+        revision=revision,
         config_hint=f'use the folder as the module config name (evaluate.load("metrics/{source.metric}", "DIR"))',
     )
+
+
+def classifier_downloads(source: ClassifierSource, options: Mapping[str, Any]) -> tuple[HubRepository, ...]:
+    """What `bold-eval download` fetches for a classifier metric: the Hub model its options name (`model`, else
+    `$<source.env_var>`, else the default) at `revision`; nothing for a local folder."""
+    model = options.get("model") or os.environ.get(source.env_var) or source.default
+    if _looks_like_path(str(model)):
+        return ()
+    return (HubRepository(source.resource, str(model), revision=options.get("revision")),)

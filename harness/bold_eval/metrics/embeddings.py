@@ -4,9 +4,11 @@ The paper scores words in "the hard debiased Word2Vec embedding" of Bolukbasi et
 footnote 7 (github.com/tolga-b/debiaswe). `hard_debias` implements that method for any gensim
 `KeyedVectors`; `load_embedding` finds an embedding in this order:
 
-1. the `embedding=` argument: a `KeyedVectors`, a word2vec `.bin`/`.txt` file, or a cache folder;
+1. the `embedding=` argument: a `KeyedVectors`, a word2vec `.bin`/`.txt` file, a cache folder, or a Hub
+   repository `owner/name` holding one of those (`revision=` picks its version);
 2. `$BOLD_WORD2VEC` (a file or a cache folder);
-3. the cached debiased GoogleNews vectors under `resources.cache_dir()/embeddings/`;
+3. the debiased GoogleNews vectors under `$BOLD_EVAL_HOME/embeddings/` (`bold-eval download`), then under
+   `resources.cache_dir()/embeddings/`;
 4. gensim-data's `word2vec-google-news-300`, downloaded once, hard-debiased, cached as arrays.
 
 A cache folder holds `vectors.npy` (float32, one row per word), `vocab.txt` (one word per line,
@@ -16,6 +18,7 @@ no downloaded file is ever unpickled and the 3.6 GB GoogleNews matrix is paged i
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -27,11 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from bold_eval.core.errors import InputError
+from bold_eval.core.environment import home_dir
+from bold_eval.core.errors import InputError, UsageError
+from bold_eval.core.provenance import ResourceRecord, local_record, snapshot_commit
 from bold_eval.core.resources import (
     RemoteFile,
     ResourceNotFoundError,
     cache_dir,
+    hub_snapshot,
     offline,
     require_extra,
     resolve_file,
@@ -44,6 +50,9 @@ WORD2VEC_ENV = "BOLD_WORD2VEC"
 DEBIASWE_ENV = "BOLD_DEBIASWE_DIR"
 DEFAULT_GENSIM_MODEL = "word2vec-google-news-300"
 DEFAULT_CACHE_NAME = f"{DEFAULT_GENSIM_MODEL}-hard-debiased"
+# Folders under the cache and $BOLD_EVAL_HOME: embeddings, and the debiaswe word lists.
+EMBEDDING_SUBDIR = "embeddings"
+DEBIASWE_SUBDIR = "debiaswe"
 CACHE_VECTORS = "vectors.npy"
 CACHE_VOCAB = "vocab.txt"
 CACHE_META = "meta.json"
@@ -83,7 +92,8 @@ def load_debiaswe_lists(debiaswe_dir: str | os.PathLike | None = None) -> dict[s
     """
     lists: dict[str, Any] = {}
     for key, remote in DEBIASWE_FILES.items():
-        path = resolve_file(remote, local=debiaswe_dir, env_var=DEBIASWE_ENV, argument="debiaswe_dir", subdir="debiaswe")
+        path = resolve_file(remote, local=debiaswe_dir, env_var=DEBIASWE_ENV, argument="debiaswe_dir",
+                            subdir=DEBIASWE_SUBDIR)
         with open(path, encoding="utf-8") as handle:
             lists[key] = json.load(handle)
     return lists
@@ -239,7 +249,7 @@ def _debiased_cache_for(path: Path, lists: dict[str, Any]) -> Path:
     stat = path.stat()
     key = json.dumps([str(path.resolve()), stat.st_size, stat.st_mtime_ns, lists], sort_keys=True)
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
-    return cache_dir() / "embeddings" / f"{path.name}-hard-debiased-{digest}"
+    return cache_dir() / EMBEDDING_SUBDIR / f"{path.name}-hard-debiased-{digest}"
 
 
 def _hard_debias_with(keyed_vectors: KeyedVectors, lists: dict[str, Any]) -> KeyedVectors:
@@ -288,19 +298,67 @@ def load_embedding(
     *,
     debias: bool | None = None,
     debiaswe_dir: str | os.PathLike | None = None,
+    revision: str | None = None,
 ) -> KeyedVectors:
-    """The embedding the embedding-based gender polarity metrics score words in.
+    """The embedding the embedding-based gender polarity metrics score words in (`resolve_embedding`, whose
+    record of the files is dropped here)."""
+    return resolve_embedding(embedding, debias=debias, debiaswe_dir=debiaswe_dir, revision=revision)[0]
 
-    `embedding`: a KeyedVectors, a word2vec `.bin`/`.txt` path or a cache folder; default
-    `$BOLD_WORD2VEC`, then the hard-debiased GoogleNews vectors (Section 4.5, footnote 7),
-    downloaded and debiased once. `debias`: hard-debias the given embedding (cached per file);
-    None means yes for the default GoogleNews vectors and no for an embedding you pass, which
-    is used as it is (e.g. debiaswe's published GoogleNews-vectors-negative300-hard-debiased.bin).
+
+def looks_like_hub_id(value: str) -> bool:
+    """`owner/name`: one slash, no path-like start; tried on the Hub when no such local path exists."""
+    return value.count("/") == 1 and not value.startswith((".", "~", os.sep)) and "\\" not in value \
+        and all(part.strip() for part in value.split("/"))
+
+
+# Files of a Hub repository holding an embedding: a cache folder's three files, or word2vec files.
+HUB_PATTERNS = (CACHE_VECTORS, CACHE_VOCAB, CACHE_META, "*.bin", "*.bin.gz", "*.txt", "*.txt.gz", "*.md")
+
+
+def _hub_embedding(repo_id: str, revision: str | None) -> tuple[Path, ResourceRecord]:
+    """A Hub repository's embedding: its snapshot holds a cache folder (vectors.npy + vocab.txt) or one word2vec
+    file; the record names the commit."""
+    folder = hub_snapshot(repo_id, resource="word2vec embedding", revision=revision, allow_patterns=HUB_PATTERNS,
+                          hint=f"Set {WORD2VEC_ENV} or embedding= to a local word2vec file or cache folder, or fetch "
+                               "the repository beforehand (`bold-eval download`) and set BOLD_EVAL_HOME.")
+    record = ResourceRecord("word2vec embedding", repo_id, revision=revision, commit=snapshot_commit(folder))
+    if is_cache_dir(folder):
+        return folder, record
+    files = sorted(path for path in folder.iterdir() if path.name.lower().endswith((".bin", ".bin.gz", ".txt.gz"))
+                   or (path.suffix == ".txt" and path.name != CACHE_VOCAB))
+    if len(files) != 1:
+        raise ResourceNotFoundError(
+            f"word2vec embedding {repo_id!r}", [f"{folder} ({len(files)} word2vec files: "
+                                                f"{[path.name for path in files]})"],
+            f"The repository must hold a cache folder's {CACHE_VECTORS} + {CACHE_VOCAB}, or exactly one word2vec "
+            ".bin/.txt file.")
+    return files[0], record
+
+
+def resolve_embedding(
+    embedding: KeyedVectors | str | os.PathLike | None = None,
+    *,
+    debias: bool | None = None,
+    debiaswe_dir: str | os.PathLike | None = None,
+    revision: str | None = None,
+) -> tuple[KeyedVectors, ResourceRecord | None]:
+    """The embedding the embedding-based gender polarity metrics score words in, and the record of its files
+    (run.json's `resources`: the checksum of a file or cache folder, the commit of a Hub repository; None for
+    a `KeyedVectors` given in memory).
+
+    `embedding`: a KeyedVectors, a word2vec `.bin`/`.txt` path, a cache folder, or the id `owner/name` of a Hub
+    repository holding either (at `revision`); default `$BOLD_WORD2VEC`, then `$BOLD_EVAL_HOME` and the cache,
+    then the hard-debiased GoogleNews vectors (Section 4.5, footnote 7), downloaded and debiased once.
+    `debias`: hard-debias the given embedding (cached per file); None means yes for the default GoogleNews
+    vectors and no for an embedding you pass, which is used as it is (e.g. debiaswe's published
+    GoogleNews-vectors-negative300-hard-debiased.bin).
     """
     if isinstance(embedding, KeyedVectors):
+        if revision is not None:
+            raise UsageError("revision= names a version of an embedding on the Hub; the embedding was given in memory")
         if debias:
-            return _hard_debias_with(embedding, load_debiaswe_lists(debiaswe_dir))
-        return embedding
+            return _hard_debias_with(embedding, load_debiaswe_lists(debiaswe_dir)), None
+        return embedding, None
 
     looked_in: list[str] = []
     if embedding is not None:
@@ -308,27 +366,65 @@ def load_embedding(
     else:
         origin, value = f"${WORD2VEC_ENV}", os.environ.get(WORD2VEC_ENV) or None
     if value is not None:
-        path = Path(value).expanduser()
-        if path.is_file() or is_cache_dir(path):
-            return _load_path(path, bool(debias), debiaswe_dir)
-        state = f"folder without {CACHE_VECTORS} + {CACHE_VOCAB}" if path.is_dir() else "missing"
-        # An explicit source that does not exist is a mistake; never fall back to a silent download.
-        raise ResourceNotFoundError(
-            "word2vec embedding",
-            [f"{origin} -> {path} ({state})"],
-            f"Point {WORD2VEC_ENV} or embedding= to a word2vec .bin/.txt file or a cache folder "
-            f"({CACHE_VECTORS} + {CACHE_VOCAB}).",
-        )
+        return _given_embedding(value, origin, debias, debiaswe_dir, revision)
+    if revision is not None:
+        raise UsageError(f"revision={revision!r} names a version of an embedding on the Hub; pass embedding=owner/name "
+                         "(a Hub repository) with it, or leave revision out")
     looked_in.append(f"${WORD2VEC_ENV} (not set), embedding= (not given)")
 
-    cached = cache_dir() / "embeddings" / DEFAULT_CACHE_NAME
-    if is_cache_dir(cached) and debias is not False:
-        return load_cache(cached)
-    looked_in.append(f"cache {cached} (missing)")
+    default_note = f"gensim-data {DEFAULT_GENSIM_MODEL}, hard-debiased"
+    if debias is not False:
+        for cached in default_embedding_places():
+            if is_cache_dir(cached):
+                return load_cache(cached), local_record("word2vec embedding", cached, note=default_note)
+            looked_in.append(f"{cached} (missing)")
+    cached = cache_dir() / EMBEDDING_SUBDIR / DEFAULT_CACHE_NAME
     source = _download_default(looked_in)
     keyed_vectors = load_word2vec(source)
     if debias is False:
-        return keyed_vectors
-    debiased = _hard_debias_with(keyed_vectors, load_debiaswe_lists(debiaswe_dir))
+        return keyed_vectors, local_record("word2vec embedding", source, note=f"gensim-data {DEFAULT_GENSIM_MODEL}")
+    return prepare_default_embedding(keyed_vectors, cached, debiaswe_dir), local_record(
+        "word2vec embedding", cached, note=default_note)
+
+
+def _given_embedding(value: str | os.PathLike, origin: str, debias: bool | None,
+                     debiaswe_dir: str | os.PathLike | None,
+                     revision: str | None) -> tuple[KeyedVectors, ResourceRecord]:
+    """The embedding `origin` (embedding= or $BOLD_WORD2VEC) names: a file, a cache folder or a Hub repository."""
+    note = "hard-debiased here" if debias else None
+    path = Path(value).expanduser()
+    if path.is_file() or is_cache_dir(path):
+        if revision is not None:
+            raise UsageError(f"revision={revision!r} names a version of an embedding on the Hub, but {origin} "
+                             f"is the local {path}; leave revision out")
+        return _load_path(path, bool(debias), debiaswe_dir), local_record("word2vec embedding", path, note=note)
+    if not path.exists() and looks_like_hub_id(str(value)):
+        found, record = _hub_embedding(str(value), revision)
+        return _load_path(found, bool(debias), debiaswe_dir), dataclasses.replace(record, note=note)
+    state = f"folder without {CACHE_VECTORS} + {CACHE_VOCAB}" if path.is_dir() else "missing"
+    # An explicit source that does not exist is a mistake; never fall back to a silent download.
+    raise ResourceNotFoundError(
+        "word2vec embedding",
+        [f"{origin} -> {path} ({state})"],
+        f"Point {WORD2VEC_ENV} or embedding= to a word2vec .bin/.txt file, a cache folder "
+        f"({CACHE_VECTORS} + {CACHE_VOCAB}) or a Hub repository owner/name holding one.",
+    )
+
+
+def default_embedding_places() -> list[Path]:
+    """Where the hard-debiased GoogleNews vectors are looked for: `$BOLD_EVAL_HOME`, then the cache."""
+    home = home_dir()
+    places = [home / EMBEDDING_SUBDIR / DEFAULT_CACHE_NAME] if home is not None else []
+    return [*places, cache_dir() / EMBEDDING_SUBDIR / DEFAULT_CACHE_NAME]
+
+
+def prepare_default_embedding(keyed_vectors: KeyedVectors | None, folder: Path,
+                              debiaswe_dir: str | os.PathLike | None = None) -> KeyedVectors:
+    """Hard-debias the GoogleNews vectors (downloaded from gensim-data when `keyed_vectors` is None) and save
+    them as the cache folder `folder` (`bold-eval download` writes it into its folder)."""
+    if keyed_vectors is None:
+        keyed_vectors = load_word2vec(_download_default([]))
+    lists = load_debiaswe_lists(debiaswe_dir)
+    debiased = _hard_debias_with(keyed_vectors, lists)
     del keyed_vectors  # the raw 3.6 GB matrix is not needed while the debiased one is saved
-    return _cache_debiased(debiased, cached, f"gensim-data {DEFAULT_GENSIM_MODEL}")
+    return _cache_debiased(debiased, folder, f"gensim-data {DEFAULT_GENSIM_MODEL}")

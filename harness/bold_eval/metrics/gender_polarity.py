@@ -29,11 +29,13 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Mapping, Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from bold_eval.core.errors import InputError, UsageError
+from bold_eval.core.provenance import ResourceRecord
 from bold_eval.core.resources import path_stamp
 from bold_eval.metrics._words import TokenizedTexts, tokenize_texts
 from bold_eval.metrics.common import (
@@ -48,6 +50,8 @@ from bold_eval.metrics.spec import CardShares, GenderRatio, MetricSpec, PaperTab
 
 if TYPE_CHECKING:  # gensim takes about a second to import; unigram matching never needs it
     from gensim.models import KeyedVectors
+
+    from bold_eval.core.fetching import DownloadItem
 
 LABELS = ("male", "female", "neutral")
 METHODS = ("unigram", "max", "wavg")
@@ -68,6 +72,8 @@ DEFAULTS: dict[str, Any] = {
     "embedding": None,
     "debias": None,
     "debiaswe_dir": None,
+    # A branch, tag or commit of an embedding given as a Hub repository (embedding=owner/name).
+    "revision": None,
     # Issue 9: anonymization placeholders are not words of the text (see the module docstring).
     "ignore_placeholders": True,
 }
@@ -220,6 +226,8 @@ class GenderPolarityScorer:
         self.keyed_vectors = keyed_vectors if self.uses_embedding else None
         self.g = gender_direction_vector(keyed_vectors) if self.uses_embedding else None
         self.label_columns: dict[str, tuple[str, ...]] = {f"{method}_label": LABELS for method in self.methods}
+        # The embedding's files (checksum or Hub commit) as run.json records them; `load_scorer` sets them.
+        self.resources: tuple[ResourceRecord, ...] = ()
 
     def __call__(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         texts = check_texts(texts)
@@ -248,21 +256,25 @@ class GenderPolarityScorer:
 
 
 def _embedding_cache_key(embedding: str | os.PathLike | None) -> tuple[str, int]:
-    """What identifies a path-given embedding: the path (argument or $BOLD_WORD2VEC) and its mtime."""
-    from bold_eval.core.resources import cache_dir
-    from bold_eval.metrics.embeddings import WORD2VEC_ENV
+    """What identifies a path-given embedding: the path (argument or $BOLD_WORD2VEC) and its mtime; for the
+    default one, the folders it is looked up in ($BOLD_EVAL_HOME, the cache)."""
+    from bold_eval.metrics.embeddings import WORD2VEC_ENV, default_embedding_places
 
-    value = str(embedding) if embedding is not None else os.environ.get(WORD2VEC_ENV) or f"default:{cache_dir()}"
+    if embedding is None and not os.environ.get(WORD2VEC_ENV):
+        places = default_embedding_places()
+        return "default:" + "|".join(map(str, places)), max(path_stamp(place) for place in places)
+    value = str(embedding) if embedding is not None else os.environ[WORD2VEC_ENV]
     return value, path_stamp(value)
 
 
 @lru_cache(maxsize=1)
 def _load_embedding_cached(
-    embedding: str, stamp: int, debias: bool | None, debiaswe_dir: str | None
-) -> KeyedVectors:
-    from bold_eval.metrics.embeddings import load_embedding
+    embedding: str, stamp: int, debias: bool | None, debiaswe_dir: str | None, revision: str | None
+) -> tuple[KeyedVectors, ResourceRecord | None]:
+    from bold_eval.metrics.embeddings import resolve_embedding
 
-    return load_embedding(None if embedding.startswith("default:") else embedding, debias=debias, debiaswe_dir=debiaswe_dir)
+    return resolve_embedding(None if embedding.startswith("default:") else embedding, debias=debias,
+                             debiaswe_dir=debiaswe_dir, revision=revision)
 
 
 def load_scorer(
@@ -273,16 +285,19 @@ def load_scorer(
     debias: bool | None = DEFAULTS["debias"],
     debiaswe_dir: str | os.PathLike | None = DEFAULTS["debiaswe_dir"],
     ignore_placeholders: bool = DEFAULTS["ignore_placeholders"],
+    revision: str | None = DEFAULTS["revision"],
 ) -> GenderPolarityScorer:
     """Load the embedding once (only when `max` or `wavg` is asked for) and return the scorer.
 
     Raises `ResourceNotFoundError` here, not at scoring time, when the embedding is unavailable.
     A path-given embedding is kept in memory for the next call with the same path (the evaluate
     module calls this on every `compute`). `ignore_placeholders`: drop the anonymization
-    placeholders' words before scoring (issue 9); False scores them like any word.
+    placeholders' words before scoring (issue 9); False scores them like any word. `revision`: the branch,
+    tag or commit of an embedding given as a Hub repository (`embedding=owner/name`). The scorer's
+    `resources` record the embedding's files (checksum or Hub commit) for run.json.
     """
     methods = _check_methods(methods)
-    keyed_vectors = None
+    keyed_vectors, record = None, None
     if any(method in EMBEDDING_METHODS for method in methods):
         from bold_eval.core.resources import require_extra
 
@@ -290,13 +305,44 @@ def load_scorer(
         if isinstance(embedding, KeyedVectors):
             from bold_eval.metrics.embeddings import load_embedding
 
-            keyed_vectors = load_embedding(embedding, debias=debias, debiaswe_dir=debiaswe_dir)
+            keyed_vectors = load_embedding(embedding, debias=debias, debiaswe_dir=debiaswe_dir, revision=revision)
         else:
             value, stamp = _embedding_cache_key(embedding)
-            keyed_vectors = _load_embedding_cached(
-                value, stamp, debias, None if debiaswe_dir is None else str(debiaswe_dir)
+            keyed_vectors, record = _load_embedding_cached(
+                value, stamp, debias, None if debiaswe_dir is None else str(debiaswe_dir), revision
             )
-    return GenderPolarityScorer(methods, male_threshold, female_threshold, keyed_vectors, ignore_placeholders)
+    elif revision is not None:
+        raise UsageError(f"revision={revision!r} picks the version of the embedding on the Hub, which methods "
+                         f"{list(methods)} do not use; leave it out")
+    scorer = GenderPolarityScorer(methods, male_threshold, female_threshold, keyed_vectors, ignore_placeholders)
+    scorer.resources = (record,) if record is not None else ()
+    return scorer
+
+
+def _downloads(options: Mapping[str, Any]) -> tuple[DownloadItem, ...]:
+    """What `bold-eval download` fetches for Gender-Max and Gender-Wavg (unigram matching needs nothing): the
+    debiaswe word lists and the hard-debiased GoogleNews vectors, or the Hub repository `embedding=` names."""
+    from bold_eval.core.fetching import HubRepository, PinnedFile, PreparedResource
+
+    if not any(method in EMBEDDING_METHODS for method in _check_methods(options.get("methods", METHODS))):
+        return ()
+    from bold_eval.metrics import embeddings
+
+    items: list[DownloadItem] = []
+    if options.get("debiaswe_dir") is None:
+        items += [PinnedFile(remote, embeddings.DEBIASWE_SUBDIR) for remote in embeddings.DEBIASWE_FILES.values()]
+    embedding = options.get("embedding") or os.environ.get(embeddings.WORD2VEC_ENV)
+    if embedding is None:
+        items.append(PreparedResource(
+            f"word2vec embedding (gensim-data {embeddings.DEFAULT_GENSIM_MODEL}, hard-debiased)",
+            f"{embeddings.EMBEDDING_SUBDIR}/{embeddings.DEFAULT_CACHE_NAME}",
+            build=lambda folder, home: embeddings.prepare_default_embedding(
+                None, folder, options.get("debiaswe_dir") or home / embeddings.DEBIASWE_SUBDIR),
+            ready=embeddings.is_cache_dir))
+    elif not Path(str(embedding)).expanduser().exists() and embeddings.looks_like_hub_id(str(embedding)):
+        items.append(HubRepository("word2vec embedding", str(embedding), revision=options.get("revision"),
+                                   allow_patterns=embeddings.HUB_PATTERNS))
+    return tuple(items)
 
 
 def compute(predictions: Sequence[str], groups: Sequence[str] | None = None, **options: Any) -> dict[str, Any]:
@@ -377,7 +423,8 @@ SPEC = MetricSpec(
     tested_labels=_tested,
     # Table 3 and the findings compare the profession groups (Section 6.1.1); every text is scored.
     tested_domains=("profession",),
-    resource_options=("embedding", "debiaswe_dir"),
+    resource_options=("embedding", "debiaswe_dir", "revision"),
+    downloads=_downloads,
     scores={method: ScoreView(
         "gender_polarity", method, row_name, description,
         {"male": -1, "neutral": 0, "female": 1}, (-1.0, 1.0),

@@ -13,6 +13,7 @@ Section 4.4 scales VAD to [-1, 1] and BE5 to [0, 1] so that 0 is neutral for eve
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from bold_eval.core.errors import InputError, UsageError
+from bold_eval.core.provenance import ResourceRecord, local_record
 from bold_eval.core.resources import RemoteFile, ResourceNotFoundError, resolve_file
 
 VAD = ("valence", "arousal", "dominance")
@@ -57,6 +59,10 @@ WARRINER_BE5 = RemoteFile(
     ),
     sha256="fe7d2d99755fb8e8bdc6426ca6f1e0f570eca3a4bf43afc8f0eb94d594d4ed26",
 )
+
+WARRINER_FILES = (WARRINER_VAD, WARRINER_BE5)
+# Their folder under the cache and $BOLD_EVAL_HOME.
+LEXICON_SUBDIR = "lexicons"
 
 # Accepted column names (matched case-insensitively) for each canonical column. The first
 # names are ours; then Warriner's (V.Mean.Sum, ...), EmoMap's (Joy, ...), MEmoLon's
@@ -123,18 +129,23 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
     return pd.read_csv(path, sep=sep, keep_default_na=False, na_values=[""])
 
 
+def warriner_files(lexicon_dir: str | os.PathLike | None = None) -> tuple[Path, Path]:
+    """The local paths of the Warriner VAD and BE5 files: from `lexicon_dir`, else `$BOLD_LEXICON_DIR`, else
+    `$BOLD_EVAL_HOME`, else the cache, else downloaded from the pinned upstream commits."""
+    return tuple(resolve_file(remote, local=lexicon_dir, env_var=LEXICON_ENV, argument=LEXICON_ARGUMENT,
+                              subdir=LEXICON_SUBDIR) for remote in WARRINER_FILES)  # type: ignore[return-value]
+
+
 def load_warriner(lexicon_dir: str | os.PathLike | None = None) -> pd.DataFrame:
     """Warriner et al. (2013) VAD joined with EmoMap's BE5 ratings of the same words, on raw scales.
 
-    Files come from `lexicon_dir`, else `$BOLD_LEXICON_DIR`, else the cache, else the pinned
-    upstream commits. Only words rated in both files are kept (an inner join on the word).
+    Files come from `warriner_files(lexicon_dir)`. Only words rated in both files are kept (an inner join on the
+    word).
     """
-    vad_path = resolve_file(
-        WARRINER_VAD, local=lexicon_dir, env_var=LEXICON_ENV, argument=LEXICON_ARGUMENT, subdir="lexicons"
-    )
-    be5_path = resolve_file(
-        WARRINER_BE5, local=lexicon_dir, env_var=LEXICON_ENV, argument=LEXICON_ARGUMENT, subdir="lexicons"
-    )
+    return _join_warriner(*warriner_files(lexicon_dir))
+
+
+def _join_warriner(vad_path: Path, be5_path: Path) -> pd.DataFrame:
     # keep_default_na=False: "null", "nan" and "na" are rated words, not missing values.
     vad = pd.read_csv(vad_path, usecols=["Word", "V.Mean.Sum", "A.Mean.Sum", "D.Mean.Sum"], keep_default_na=False)
     be5 = pd.read_csv(be5_path, sep="\t", keep_default_na=False)
@@ -150,6 +161,8 @@ class Lexicon:
     values: np.ndarray  # float64 [n_words, 8], columns in VARIABLES order, Section 4.4 scales
     source: str = "custom"
     index: dict[str, int] = field(default=None, repr=False)  # type: ignore[assignment]
+    # The files it was read from, with their checksums (run.json's `resources`); () for a table given in memory.
+    resources: tuple[ResourceRecord, ...] = ()
 
     def __post_init__(self) -> None:
         if self.index is None:
@@ -221,7 +234,10 @@ def load_lexicon(lexicon: LexiconSource = None, lexicon_dir: str | os.PathLike |
       and the columns named in COLUMN_ALIASES (e.g. MEmoLon's English file).
     """
     if lexicon is None:
-        return Lexicon.from_frame(load_warriner(lexicon_dir), source="warriner2013+emomap")
+        paths = warriner_files(lexicon_dir)
+        loaded = Lexicon.from_frame(_join_warriner(*paths), source="warriner2013+emomap")
+        return dataclasses.replace(loaded, resources=tuple(
+            local_record(remote.resource, path) for remote, path in zip(WARRINER_FILES, paths, strict=True)))
     if isinstance(lexicon, Lexicon):
         return lexicon
     if isinstance(lexicon, pd.DataFrame):
@@ -232,7 +248,8 @@ def load_lexicon(lexicon: LexiconSource = None, lexicon_dir: str | os.PathLike |
             raise ResourceNotFoundError(
                 "psycholinguistic lexicon table", [f"lexicon= -> {path} (missing)"], "Pass an existing csv/tsv file."
             )
-        return Lexicon.from_frame(read_table(path), source=str(path))
+        loaded = Lexicon.from_frame(read_table(path), source=str(path))
+        return dataclasses.replace(loaded, resources=(local_record("psycholinguistic lexicon table", path),))
     if isinstance(lexicon, Mapping):
         raise UsageError("pass the lexicon as a pandas DataFrame or a csv/tsv path, not a dict")
     raise UsageError(f"unsupported lexicon type {type(lexicon).__name__}; pass a DataFrame, a csv/tsv path or None")

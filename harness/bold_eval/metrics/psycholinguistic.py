@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from bold_eval.core.errors import UsageError
+from bold_eval.core.fetching import PinnedFile
 from bold_eval.core.resources import lookup_stamp, path_stamp
 from bold_eval.metrics._words import tokenize_texts
 from bold_eval.metrics.common import (
@@ -47,9 +48,11 @@ from bold_eval.metrics.common import (
 from bold_eval.metrics.lexicon import (
     BE5,
     LEXICON_ENV,
+    LEXICON_SUBDIR,
     VAD,
     VARIABLES,
     WARRINER_BE5,
+    WARRINER_FILES,
     WARRINER_VAD,
     Lexicon,
     LexiconSource,
@@ -272,6 +275,8 @@ class PsycholinguisticScorer:
         self.closed_class_words = frozenset(closed_class_words)
         # word -> lexicon row, _NOT_FOUND or _CLOSED_CLASS; grows with every new distinct word seen.
         self._rows: dict[str, int] = {}
+        # The lexicon's files and their checksums, as run.json records them.
+        self.resources = lexicon.resources
 
     def word_row(self, word: str) -> int:
         """The lexicon row used for one lowercase token (_NOT_FOUND / _CLOSED_CLASS otherwise)."""
@@ -328,7 +333,7 @@ def _lexicon_cache_key(lexicon: str | os.PathLike | None, lexicon_dir: str | os.
         path = Path(lexicon).expanduser()
         return (str(path.resolve()), path_stamp(path))
     return tuple(
-        lookup_stamp(remote, local=lexicon_dir, env_var=LEXICON_ENV, subdir="lexicons")
+        lookup_stamp(remote, local=lexicon_dir, env_var=LEXICON_ENV, subdir=LEXICON_SUBDIR)
         for remote in (WARRINER_VAD, WARRINER_BE5)
     )
 
@@ -368,6 +373,13 @@ def load_scorer(
     else:
         loaded = load_lexicon(lexicon, lexicon_dir)
     return PsycholinguisticScorer(loaded, thresholds, lemma_fallback, closed_class_words, ignore_placeholders)
+
+
+def _downloads(options: Mapping[str, Any]) -> tuple[PinnedFile, ...]:
+    """What `bold-eval download` fetches: the Warriner VAD and BE5 files, unless a lexicon or folder is chosen."""
+    if options.get("lexicon") is not None or options.get("lexicon_dir") is not None:
+        return ()
+    return tuple(PinnedFile(remote, LEXICON_SUBDIR) for remote in WARRINER_FILES)
 
 
 def categories(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -471,6 +483,7 @@ SPEC = MetricSpec(
     required_columns=("psycholinguistic_valence_label",),
     tested_labels={HEADERS[name]: column for name, column in CATEGORY_COLUMNS.items()},
     resource_options=("lexicon", "lexicon_dir"),
+    downloads=_downloads,
     headers=HEADERS,
     scores={variable: ScoreView(
         "psycholinguistic", variable, variable,

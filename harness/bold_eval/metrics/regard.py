@@ -21,10 +21,13 @@ from typing import Any
 import numpy as np
 
 from bold_eval.core.errors import InputError, UsageError
+from bold_eval.core.provenance import ResourceRecord
 from bold_eval.metrics.classifier import (
     DEFAULT_BATCH_SIZE,
     ClassifierSource,
     SequenceClassifier,
+    classifier_downloads,
+    classifier_resources,
     load_metric_classifier,
 )
 from bold_eval.metrics.common import POLARITY_COLORS, check_groups, check_texts, group_masks, summarize_labels
@@ -36,6 +39,8 @@ DEFAULTS: dict[str, Any] = {
     "batch_size": DEFAULT_BATCH_SIZE,
     "device": None,
     "dtype": None,
+    # A branch, tag or commit of the Hub model; None: its default branch (run.json records the commit either way).
+    "revision": None,
 }
 ENV_VAR = "BOLD_REGARD_MODEL"
 CLASSIFIER = ClassifierSource(metric="regard", default=DEFAULTS["model"], env_var=ENV_VAR, resource="regard classifier")
@@ -55,6 +60,11 @@ class RegardScorer:
         self._index = [classifier.labels.index(label) for label in self.labels]
         self.label_columns: dict[str, tuple[str, ...]] = {"label": self.labels}
 
+    @property
+    def resources(self) -> tuple[ResourceRecord, ...]:
+        """The classifier's weights (Hub commit or folder checksum), as run.json records them."""
+        return classifier_resources(self.classifier)
+
     def __call__(self, texts: Sequence[str], *, progress: bool | None = None) -> dict[str, np.ndarray]:
         texts = check_texts(texts)
         probabilities = self.classifier(texts, progress=progress)[:, self._index]
@@ -64,7 +74,7 @@ class RegardScorer:
         return columns
 
 
-# load_classifier(model=None, *, batch_size, device, dtype): `model` (Hub id or folder), else
+# load_classifier(model=None, *, batch_size, device, dtype, revision): `model` (Hub id or folder), else
 # $BOLD_REGARD_MODEL, else DEFAULTS["model"]; raises ResourceNotFoundError naming where it looked.
 load_classifier = functools.partial(load_metric_classifier, CLASSIFIER)
 
@@ -76,13 +86,14 @@ def load_scorer(
     device: str | None = DEFAULTS["device"],
     dtype: str | None = DEFAULTS["dtype"],
     classifier: SequenceClassifier | None = None,
+    revision: str | None = DEFAULTS["revision"],
 ) -> RegardScorer:
     """Load the classifier (`model`, else $BOLD_REGARD_MODEL, else sasha/regardv3) once.
 
     Raises ResourceNotFoundError when the model is neither local nor downloadable.
     """
     if classifier is None:
-        classifier = load_classifier(model, batch_size=batch_size, device=device, dtype=dtype)
+        classifier = load_classifier(model, batch_size=batch_size, device=device, dtype=dtype, revision=revision)
     return RegardScorer(classifier)
 
 
@@ -193,7 +204,8 @@ SPEC = MetricSpec(
     # scored and the report picks the groups it shows.
     domains=("gender", "race"),
     domains_source="Section 4.3",
-    resource_options=("model",),
+    resource_options=("model", "revision"),
+    downloads=functools.partial(classifier_downloads, CLASSIFIER),
     colors={"negative": "#d7301f", "neutral": "#bdbdbd", "other": "#9ecae1", "positive": "#1a9850"},
     scores={"regard": ScoreView(
         "regard", "regard", "regard",

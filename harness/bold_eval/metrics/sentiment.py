@@ -18,15 +18,18 @@ shift the negation and booster windows, and make "VERY GOOD" an all-caps emphasi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from operator import itemgetter
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from bold_eval.core.errors import UsageError
+from bold_eval.core.provenance import ResourceRecord, file_sha256
 from bold_eval.metrics._vader import LinearVader
 from bold_eval.metrics.common import (
     POLARITY_COLORS,
@@ -78,6 +81,27 @@ def sentiment_labels(
     return labels
 
 
+# The lexicon files vaderSentiment ships and reads (the emoji file maps emoji to words).
+VADER_FILES = ("vader_lexicon.txt", "emoji_utf8_lexicon.txt")
+
+
+@functools.cache
+def vader_resources() -> tuple[ResourceRecord, ...]:
+    """VADER's lexicon files, inside the installed vaderSentiment package, with their checksums (run.json)."""
+    import importlib.metadata
+
+    import vaderSentiment
+
+    folder = Path(vaderSentiment.__file__).parent
+    try:
+        note = f"vaderSentiment {importlib.metadata.version('vaderSentiment')}"
+    except importlib.metadata.PackageNotFoundError:
+        note = None
+    # Named inside the package (not by the install path, which differs per machine), with the package's version.
+    return tuple(ResourceRecord(f"VADER lexicon ({name})", f"vaderSentiment/{name}", sha256=file_sha256(folder / name),
+                                note=note) for name in VADER_FILES if (folder / name).is_file())
+
+
 class SentimentScorer:
     """Callable texts -> per-text VADER columns (`compound`, `label`, `pos`, `neu`, `neg`).
 
@@ -107,6 +131,7 @@ class SentimentScorer:
         self.ignore_placeholders = bool(ignore_placeholders)
         self._drop = placeholder_words() if self.ignore_placeholders else frozenset()
         self.analyzer = _analyzer()
+        self.resources = vader_resources()
 
     def __call__(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         texts = check_texts(texts)

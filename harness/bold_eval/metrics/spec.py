@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from bold_eval.core.fetching import DownloadItem
 
 
 @dataclass(frozen=True)
@@ -271,6 +274,9 @@ class MetricSpec:
     caveats: tuple[str, ...] = ()
     # Where its side-by-side tables stand in compare.md and its caveats in the report (ties: the registry's order).
     paper_rank: int = 100
+    # What `bold-eval download` fetches for it, given its options (`--metric-option`): (options) -> items
+    # (`core.fetching`: Hub repositories, pinned files, prepared resources); None: nothing to fetch.
+    downloads: Callable[[Mapping[str, Any]], tuple[DownloadItem, ...]] | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():

@@ -17,10 +17,13 @@ from typing import Any
 import numpy as np
 
 from bold_eval.core.errors import InputError, UsageError
+from bold_eval.core.provenance import ResourceRecord
 from bold_eval.metrics.classifier import (
     DEFAULT_BATCH_SIZE,
     ClassifierSource,
     SequenceClassifier,
+    classifier_downloads,
+    classifier_resources,
     load_metric_classifier,
 )
 from bold_eval.metrics.common import (
@@ -42,6 +45,8 @@ DEFAULTS: dict[str, Any] = {
     "batch_size": DEFAULT_BATCH_SIZE,
     "device": None,
     "dtype": None,
+    # A branch, tag or commit of the Hub model; None: its default branch (run.json records the commit either way).
+    "revision": None,
 }
 ENV_VAR = "BOLD_TOXICITY_MODEL"
 CLASSIFIER = ClassifierSource(metric="toxicity", default=DEFAULTS["model"], env_var=ENV_VAR, resource="toxicity classifier")
@@ -68,6 +73,11 @@ class ToxicityScorer:
         self._toxic_index = [self.labels.index(label) for label in self.toxic_labels]
         # `is_toxic` is boolean: its mean per group is the toxic ratio (no categorical columns).
         self.label_columns: dict[str, tuple[str, ...]] = {}
+
+    @property
+    def resources(self) -> tuple[ResourceRecord, ...]:
+        """The classifier's weights (Hub commit or folder checksum), as run.json records them."""
+        return classifier_resources(self.classifier)
 
     def __call__(self, texts: Sequence[str], *, progress: bool | None = None) -> dict[str, np.ndarray]:
         texts = check_texts(texts)
@@ -109,7 +119,7 @@ def resolve_toxic_labels(classifier: SequenceClassifier, toxic_label: str | Sequ
     return tuple(dict.fromkeys(wanted))
 
 
-# load_classifier(model=None, *, batch_size, device, dtype): `model` (Hub id or folder), else
+# load_classifier(model=None, *, batch_size, device, dtype, revision): `model` (Hub id or folder), else
 # $BOLD_TOXICITY_MODEL, else DEFAULTS["model"]; raises ResourceNotFoundError naming where it looked.
 load_classifier = functools.partial(load_metric_classifier, CLASSIFIER)
 
@@ -123,6 +133,7 @@ def load_scorer(
     device: str | None = DEFAULTS["device"],
     dtype: str | None = DEFAULTS["dtype"],
     classifier: SequenceClassifier | None = None,
+    revision: str | None = DEFAULTS["revision"],
 ) -> ToxicityScorer:
     """Load the classifier (`model`, else $BOLD_TOXICITY_MODEL, else unitary/toxic-bert) once.
 
@@ -130,7 +141,7 @@ def load_scorer(
     """
     check_threshold(threshold)
     if classifier is None:
-        classifier = load_classifier(model, batch_size=batch_size, device=device, dtype=dtype)
+        classifier = load_classifier(model, batch_size=batch_size, device=device, dtype=dtype, revision=revision)
     return ToxicityScorer(classifier, toxic_label=toxic_label, threshold=threshold)
 
 
@@ -248,7 +259,8 @@ SPEC = MetricSpec(
     boolean_columns=("toxicity_is_toxic",),
     directions={"toxic": 1},
     tested_labels={"toxic": ("toxicity_is_toxic", True)},
-    resource_options=("model",),
+    resource_options=("model", "revision"),
+    downloads=functools.partial(classifier_downloads, CLASSIFIER),
     scores={"toxicity": ScoreView(
         "toxicity", "toxicity", "toxicity",
         "highest probability over the classifier's toxic labels, in [0, 1] (Section 4.2)",

@@ -50,6 +50,7 @@ from bold_eval.analysis.findings import TOO_SMALL_DIFFERENCE
 from bold_eval.analysis.results import CorrectedFamily, MetricView
 from bold_eval.analysis.views import paper_pairs
 from bold_eval.core.options import AnalysisOptions
+from bold_eval.core.provenance import differences_warning, resource_differences, resource_lines
 from bold_eval.metrics import metric_specs
 from bold_eval.metrics.spec import MetricSpec
 from bold_eval.report.first_screen import (
@@ -383,12 +384,48 @@ def _how_to_read(compared: ComparedRuns, power: pd.DataFrame, alpha: float, corr
     return [*lines, ""]
 
 
+def resource_versions(records: Mapping[str, RunRecord]) -> list[str]:
+    """How the runs' classifiers, embeddings and lexicon files differ (`provenance.resource_differences`)."""
+    return resource_differences({label: record.resources for label, record in records.items()})
+
+
+def resources_banner(records: Mapping[str, RunRecord]) -> list[str]:
+    """compare.md's warning, before any number, when the runs were scored by different weights or files."""
+    warning = differences_warning(resource_versions(records))
+    return [f"> **{warning}**", ""] if warning else []
+
+
+def _scored_with(records: Mapping[str, RunRecord]) -> list[str]:
+    """What scored each run: its classifiers' Hub commits, its files' checksums; runs that record none say so."""
+    if not any(record.resources for record in records.values()):
+        return []
+    lines = ["Scored with (Hub commit or sha256):", ""]
+    for label, record in records.items():
+        found = resource_lines(record.resources)
+        lines.append(f"- **{label}**: " + ("; ".join(f"`{line}`" for line in found) if found
+                                           else "not recorded in its run.json"))
+    return [*lines, ""]
+
+
+def _warn_instruments(compared: ComparedRuns, log: Callable[[str], None]) -> tuple[list[str], list[str]]:
+    """How the runs differ in how their texts were asked for (chat protocols) and scored (weights and files), each
+    said through `log` when they do."""
+    protocols = protocol_differences(_records(compared))
+    if protocols:
+        log("WARNING: the runs used different chat protocols or system prompts (" + "; ".join(protocols) + "); "
+            "see the banner in compare.md")
+    versions = resource_versions(_records(compared))
+    if versions:
+        log(f"WARNING: {differences_warning(versions)} See the banner in compare.md.")
+    return protocols, versions
+
+
 def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, SideBySide], interactions: CorrectedFamily,
                       overall: CorrectedFamily, power: pd.DataFrame, *, alpha: float, correction: str,
                       cluster: str) -> str:
     level = confidence_label(alpha)
     lines = ["# BOLD comparison", "", *protocol_banner(protocol_differences(_records(compared))),
-             *_banner_lines(compared, power, interactions.family)]
+             *resources_banner(_records(compared)), *_banner_lines(compared, power, interactions.family)]
     if not compared.different:
         lines += [f"The runs share all their **{len(compared.shared):,}** prompts; every table compares the same "
                   "prompts.", ""]
@@ -402,6 +439,7 @@ def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, SideBySide], 
                      f"{record.generator or 'generator unknown'} {json.dumps(to_jsonable(record.generator_settings))}"
                      + (f"; not scored: {', '.join(skipped)}" if skipped else ""))
     lines.append("")
+    lines += _scored_with(_records(compared))
     worst = worst_case_comparability(compared)
     if worst:
         lines += [f"Worst cases: {worst}.", ""]
@@ -438,10 +476,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
         sizes = ", ".join(f"{label}: {size}" for label, size in compared.prompts_per_run.items())
         log(f"WARNING: the runs have different prompt sets ({sizes} prompts); comparing them on the "
             f"{len(compared.shared)} prompts they all share (--allow-different-prompts)")
-    protocols = protocol_differences(_records(compared))
-    if protocols:
-        log("WARNING: the runs used different chat protocols or system prompts (" + "; ".join(protocols) + "); "
-            "see the banner in compare.md")
+    protocols, versions = _warn_instruments(compared, log)
     interactions, overall = joint_family(
         [interaction_findings(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed),
          overall_differences(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed)],
@@ -471,6 +506,8 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
             "different_prompts": compared.different, "worst_case": worst_case_comparability(compared),
             "chat_protocols": {label: chat_protocol(record) for label, record in _records(compared).items()},
             "different_protocols": protocols,
+            "resources": {label: record.resources for label, record in _records(compared).items()},
+            "different_resources": versions,
             "too_few_prompts": bool(len(compared.runs) > 1 and len(power) and power["too_small"].all()),
             "alpha": alpha, "correction": correction, "cluster": cluster,
             "interactions": {"family": interactions.family, "tests": to_jsonable(interactions.tests)},

@@ -26,6 +26,7 @@ from bold_eval.analysis.results import Summary
 from bold_eval.analysis.scores import TestedLabel
 from bold_eval.analysis.summary import finding_labels
 from bold_eval.analysis.worst_case import worst_cases
+from bold_eval.core.provenance import resource_lines
 from bold_eval.metrics import metric_specs
 from bold_eval.report.first_screen import how_to_read, scope_lines
 from bold_eval.report.protocol import protocol_lines
@@ -148,6 +149,8 @@ def provenance(record: RunRecord, summary: Summary) -> list[list[Any]]:
                               [record.limit, (record.generation_settings or {}).get("limit_sample_seed")]],
                              ["domains", record.domains], ["metrics requested", record.metrics],
                              ["metric options (classifiers, thresholds)", record.metric_options or None],
+                             ["scored with (Hub commit or sha256 of each classifier, embedding, lexicon)",
+                              resource_lines(record.resources) or None],
                              ["versions", record.versions or None], ["timings (s)", record.timings or None],
                              ["coverage of BOLD", summary.counts.get("coverage")],
                              ["partial metrics", record.partial_metrics or None],

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bold_eval.analysis.leaderboard import Leaderboard, build_leaderboard
+from bold_eval.core.provenance import differences_warning, resource_differences, resource_lines
 from bold_eval.core.resources import atomic_writer
 from bold_eval.core.storage import storage_guard
 from bold_eval.core.version import __version__
@@ -62,7 +63,15 @@ def write_leaderboard(run_dirs: list[str | Path], out: str | Path, *, alpha: flo
     with atomic_writer(out / "README.md") as handle:
         handle.write(space_card(board).encode())
     return {"index": out / "index.html", "results": results, "bytes": sizes, "models": len(board.runs),
+            "warning": differences_warning(resource_versions(board)),
             "test_seconds": tested - started, "seconds": time.perf_counter() - started}
+
+
+def resource_versions(board: Leaderboard) -> list[str]:
+    """How the models' runs (and a Wikipedia run given as the baseline) differ in the classifiers, embeddings and
+    lexicon files that scored them."""
+    baseline = {"Wikipedia baseline": board.baseline_resources} if board.baseline_resources else {}
+    return resource_differences({**baseline, **{run.label: run.record.resources for run in board.runs}})
 
 
 def _copy_reports(board: Leaderboard, out: Path) -> dict[str, str]:
@@ -96,8 +105,9 @@ def board_payload(board: Leaderboard, reports: dict[str, str]) -> dict[str, Any]
         models.append({"label": run.label, "report": reports.get(run.label), "folder": str(run.folder),
                        "generator": run.record.generator, "chat_template": settings.get("chat_template"),
                        "samples": run.record.num_samples, "seed": settings.get("seed"),
-                       "decoding": settings.get("decoding")})
+                       "decoding": settings.get("decoding"), "scored_with": resource_lines(run.record.resources)})
     return {"models": models, "baseline": board.baseline, "prompts": board.prompts,
+            "resources_warning": differences_warning(resource_versions(board)),
             "prompts_per_run": board.prompts_per_run, "different": board.different, "alpha": board.alpha,
             "correction": board.correction, "cluster": board.cluster, "family": board.family,
             "metrics": _display(), "version": __version__,
@@ -115,6 +125,7 @@ def write_results(board: Leaderboard, folder: Path) -> list[Path]:
     per task (domain x metric x label) the model's rate, Wikipedia's, the difference and its interval, rank and
     tie group; `config` names the model and its revision."""
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H-%M-%S")
+    warning = differences_warning(resource_versions(board))
     written = []
     for run in board.runs:
         part = board.cells[board.cells["model"] == run.label]
@@ -136,8 +147,12 @@ def write_results(board: Leaderboard, folder: Path) -> list[Path]:
                               "generator": run.record.generator, "bold_eval": __version__,
                               "chat_template": (run.record.generator_settings or {}).get("chat_template"),
                               "samples_per_prompt": run.record.num_samples, "shared_prompts": board.prompts,
-                              "alpha": board.alpha, "correction": board.correction, "unit": board.cluster},
+                              "alpha": board.alpha, "correction": board.correction, "unit": board.cluster,
+                              # the classifiers, embedding and lexicon files that scored it, with commit or sha256
+                              "scoring_resources": run.record.resources},
                    "results": results}
+        if warning:
+            payload["warning"] = warning
         path = folder / org / model / f"results_{stamp}.json"
         with atomic_writer(path) as handle:
             handle.write(json.dumps(clean(payload), indent=1).encode())
@@ -150,7 +165,7 @@ def space_card(board: Leaderboard) -> str:
     ranked = board.cells[board.cells["rank"].notna()]
     lines = ["---", "title: BOLD leaderboard", "emoji: ⚖️", "colorFrom: blue", "colorTo: yellow", "sdk: static",
              "app_file: index.html", "pinned: false", "tags:", "  - bold", "  - bias", "  - evaluation", "---", "",
-             "# BOLD leaderboard", "", *small_lines(board),
+             "# BOLD leaderboard", "", *small_lines(board), *resources_lines(board),
              f"{len(board.runs)} models on {board.prompts:,} shared BOLD prompts (Dhamala et al., FAccT 2021), each "
              f"against {board.baseline}. Written by bold-eval {__version__} (`bold-eval leaderboard`).", "",
              "Each cell: the model's rate minus Wikipedia's on the same prompts, with its "
@@ -178,6 +193,12 @@ def small_lines(board: Leaderboard) -> list[str]:
     return [f"> **Too few shared prompts to rank models in {len(small)} of {len(board.power)} domains:** {cells}, the "
             "smallest difference two models could show and be told apart (80% power at the corrected level). Shared "
             "ranks there say little; run the models on more prompts.", ""]
+
+
+def resources_lines(board: Leaderboard) -> list[str]:
+    """The warning that comes before any number when the models were scored by different weights or files."""
+    warning = differences_warning(resource_versions(board))
+    return [f"> **{warning}**", ""] if warning else []
 
 
 def _points(value: float) -> str:

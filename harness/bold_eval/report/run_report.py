@@ -19,6 +19,7 @@ from bold_eval.analysis.results import Summary
 from bold_eval.analysis.statistics import MIN_EXPECTED
 from bold_eval.analysis.summary import summarize
 from bold_eval.core.options import AnalysisOptions
+from bold_eval.core.provenance import resource_lines
 from bold_eval.metrics import metric_specs
 from bold_eval.report.first_screen import (
     findings_section,
@@ -121,6 +122,9 @@ def _settings_lines(record: RunRecord) -> list[str]:
             continue
         shown = json.dumps(to_jsonable(value), sort_keys=False) if isinstance(value, (Mapping, list, tuple)) else value
         lines.append(f"- **{name}**: {shown}")
+    scored_with = resource_lines(record.resources)
+    if scored_with:  # the exact weights and files: a Hub id alone does not say which version scored
+        lines += ["- **scored with** (Hub commit or sha256):", *(f"  - `{line}`" for line in scored_with)]
     return lines
 
 

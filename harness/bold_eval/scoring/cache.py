@@ -52,9 +52,11 @@ def scorer_fingerprint(name: str, options: Mapping[str, Any], scorer: Any) -> di
     if classifier is not None:
         folder = Path(str(classifier.name)).expanduser()
         local = folder.is_dir()
+        resource = getattr(classifier, "resource", None)
         fingerprint["classifier"] = {
             "name": str(folder.resolve()) if local else str(classifier.name),
-            "commit": getattr(classifier.model.config, "_commit_hash", None),
+            "commit": (resource.commit if resource is not None else None)
+            or getattr(classifier.model.config, "_commit_hash", None),
             "files": _file_stamps(folder) if local else None,
             "labels": list(classifier.labels), "max_length": classifier.max_length,
             "dtype": str(classifier.dtype), "device": str(classifier.device).split(":")[0],

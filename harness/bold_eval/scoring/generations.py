@@ -54,6 +54,7 @@ from bold_eval.scoring.scorers import (
     parse_metrics,
     score_distinct,
     score_with,
+    scorer_resources,
     scores_frame,
 )
 from bold_eval.scoring.texts import build_texts, check_generation_chunk, duplicate_message
@@ -177,11 +178,12 @@ def _first_text(name: str, survey: _Survey) -> str | None:
 
 def _record_scoring(record: RunRecord, result: ScoringResult, metrics: list[str],
                     metric_options: Mapping[str, Mapping[str, Any]] | None, anonymize: bool, score_on: str,
-                    num_texts: int) -> None:
+                    num_texts: int, scorers: Mapping[str, Any]) -> None:
     record.metrics = metrics
     record.skipped_metrics = dict(result.skipped)
     record.partial_metrics = dict(result.partial)
     record.metric_options = {name: dict(options) for name, options in (metric_options or {}).items()}
+    record.resources = scorer_resources(scorers)
     record.metric_seconds = dict(result.seconds)
     record.label_columns = {column: list(labels) for column, labels in result.label_columns.items()}
     record.anonymize, record.score_on, record.num_texts = anonymize, score_on, num_texts
@@ -260,7 +262,7 @@ def score_generations(
         write_scores(out, reference_scores, REFERENCE_FILE)
     else:  # never leave the reference of an earlier scoring beside these scores
         (out / REFERENCE_FILE).unlink(missing_ok=True)
-    _record_scoring(record, result, requested, metric_options, anonymize, score_on, writer.rows)
+    _record_scoring(record, result, requested, metric_options, anonymize, score_on, writer.rows, scorers)
     write_run_record(out, record)
     for metric, message in {**result.skipped, **result.partial}.items():
         print(f"skipped metric {metric}: {message.splitlines()[0]}", file=sys.stderr)

@@ -139,6 +139,15 @@ def load_scorers(metrics: Sequence[str], metric_options: Mapping[str, Mapping[st
     return scorers
 
 
+def scorer_resources(scorers: Mapping[str, Any]) -> dict[str, list[dict[str, str]]]:
+    """run.json's `resources`: per loaded metric, the records of the files it scores with (a scorer's
+    `resources`: classifier weights with their Hub commit or checksum, embedding, lexicon files); metrics
+    whose scorer records none (a model built in memory) are left out."""
+    found = {name: [record.as_dict() for record in getattr(scorer, "resources", ())]
+             for name, scorer in scorers.items()}
+    return {name: records for name, records in found.items() if records}
+
+
 def metric_rows(name: str, domains: Sequence[str]) -> np.ndarray:
     """Positions of the texts metric `name` scores: those of its domains (`MetricSpec.domains`)."""
     spec_domains = metric_spec(name).domains
@@ -220,7 +229,7 @@ def parse_metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
     """`["<metric>.methods=unigram", "<metric>.batch_size=64"]` (`--metric-option`) -> {metric: {key: value}}.
 
     A value is read as JSON when it parses (numbers, booleans, lists), else kept as a string;
-    `methods` also accepts a comma list.
+    `methods` also accepts a comma list, and `revision` (a Hub branch, tag or commit) is always the string given.
     """
     options: dict[str, dict[str, Any]] = {}
     for pair in pairs:
@@ -230,7 +239,7 @@ def parse_metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
             raise UsageError(f"--metric-option {pair!r}: expected METRIC.KEY=VALUE with METRIC in "
                              f"{', '.join(metric_names())}")
         try:
-            parsed: Any = json.loads(value)
+            parsed: Any = value if key == "revision" else json.loads(value)
         except json.JSONDecodeError:
             parsed = value
         if key == "methods" and isinstance(parsed, str):

@@ -735,3 +735,118 @@ class BatchingServer(_LoopbackServer):
             job.answer = {"id": "batching", "object": "text_completion", "model": self.model_name, "choices": choices,
                           "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": tokens,
                                     "total_tokens": prompt_tokens + tokens}}
+
+
+class FakeHub(_LoopbackServer):
+    """The few Hugging Face Hub routes that `snapshot_download` and `list_repo_files` use, served from local folders
+    on 127.0.0.1 (point `HF_ENDPOINT` at `url`): repository info (`/api/models/<id>/revision/<rev>`), the file
+    list (`/api/models/<id>/tree/<rev>`) and the files (`HEAD`/`GET /<id>/resolve/<rev>/<path>`, with the
+    `X-Repo-Commit` and `ETag` headers huggingface_hub reads). `repos` maps a repository id to {revision: folder};
+    each folder is one commit, whose hash is the sha1 of its files (so a changed file is a new commit), and its
+    first revision is also `main` unless one is named so. `requests` counts (method, kind) of what was asked:
+    a test reads how many files were fetched."""
+
+    def __init__(self, repos: Mapping[str, Mapping[str, str | os.PathLike]]) -> None:
+        super().__init__()
+        self.repos: dict[str, dict[str, Path]] = {}
+        self.commits: dict[str, dict[str, str]] = {}
+        for repo_id, revisions in repos.items():
+            folders = {name: Path(folder) for name, folder in revisions.items()}
+            folders.setdefault("main", next(iter(folders.values())))
+            self.repos[repo_id] = folders
+            self.commits[repo_id] = {name: self.commit_of(folder) for name, folder in folders.items()}
+        self.requests: Counter = Counter()
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    @staticmethod
+    def files(folder: Path) -> list[str]:
+        return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file())
+
+    @classmethod
+    def commit_of(cls, folder: Path) -> str:
+        digest = hashlib.sha1()
+        for name in cls.files(folder):
+            digest.update(name.encode() + b"\0" + (folder / name).read_bytes())
+        return digest.hexdigest()
+
+    def folder(self, repo_id: str, revision: str) -> tuple[Path, str] | None:
+        """(folder, commit) of a revision: a name, or a commit hash."""
+        commits = self.commits.get(repo_id, {})
+        for name, commit in commits.items():
+            if revision in (name, commit):
+                return self.repos[repo_id][name], commit
+        return None
+
+    handler: type[BaseHTTPRequestHandler]
+
+
+class _FakeHubHandler(_Handler):
+    def do_HEAD(self) -> None:
+        self._answer(head=True)
+
+    def do_GET(self) -> None:
+        self._answer(head=False)
+
+    def _not_found(self, what: str) -> None:
+        self._send(404, json.dumps({"error": f"{what} not found"}).encode(),
+                   {"X-Error-Code": "RepoNotFound" if what.startswith("repository") else "RevisionNotFound"})
+
+    def _answer(self, head: bool) -> None:
+        hub: FakeHub = self.server_owner
+        path = self.path.split("?", 1)[0]
+        parts = [part for part in path.split("/") if part]
+        if parts[:2] == ["api", "models"] and len(parts) >= 6 and parts[4] in ("revision", "tree"):
+            repo_id, kind, revision = f"{parts[2]}/{parts[3]}", parts[4], parts[5]
+            found = hub.folder(repo_id, urllib_unquote(revision))
+            hub.requests[("GET", kind)] += 1
+            if found is None:
+                self._not_found("repository" if repo_id not in hub.repos else "revision")
+                return
+            folder, commit = found
+            files = FakeHub.files(folder)
+            if kind == "revision":
+                body = {"id": repo_id, "modelId": repo_id, "sha": commit, "private": False,
+                        "siblings": [{"rfilename": name} for name in files]}
+            else:
+                body = [{"type": "file", "path": name, "size": (folder / name).stat().st_size,
+                         "oid": hashlib.sha1((folder / name).read_bytes()).hexdigest()} for name in files]
+            self._send(200, json.dumps(body).encode())
+            return
+        if len(parts) >= 5 and parts[2] == "resolve":
+            repo_id, revision, name = f"{parts[0]}/{parts[1]}", urllib_unquote(parts[3]), "/".join(parts[4:])
+            found = hub.folder(repo_id, revision)
+            if found is None or not (found[0] / name).is_file():
+                hub.requests[("HEAD" if head else "GET", "missing")] += 1
+                self.send_response(404)
+                self.send_header("X-Error-Code", "EntryNotFound")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            folder, commit = found
+            data = (folder / name).read_bytes()
+            hub.requests[("HEAD" if head else "GET", "file")] += 1
+            headers = {"X-Repo-Commit": commit, "ETag": f'"{hashlib.sha1(data).hexdigest()}"'}
+            if head:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+            else:
+                self._send(200, data, headers, content_type="application/octet-stream")
+            return
+        hub.requests[("GET", "unknown")] += 1
+        self._send(404, b'{"error": "no such route"}')
+
+
+def urllib_unquote(text: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(text)
+
+
+FakeHub.handler = _FakeHubHandler

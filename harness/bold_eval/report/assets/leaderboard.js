@@ -39,6 +39,9 @@
       Object.keys(D.prompts_per_run).map(function (k) { return k + ": " + D.prompts_per_run[k]; }).join(", ") +
       "); every number below comes from the " + D.prompts + " prompts all runs share."}));
   }
+  if (D.resources_warning) {
+    main.appendChild(el("p", {class: "banner", role: "note", text: D.resources_warning}));
+  }
   var small = D.power.filter(function (row) { return row.too_small; });
   if (small.length) {
     main.appendChild(el("p", {class: "banner", role: "note", text: "Too few shared prompts to rank models in " + small.length +
