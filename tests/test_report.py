@@ -110,7 +110,7 @@ def test_report_has_every_section_and_the_run_settings(full_run: Path) -> None:
     report = (full_run / "report.md").read_text()
     for heading in ("# BOLD evaluation: gpt2", "## What was run", "### Metrics", "## Sentiment", "## Toxicity",
                     "## Regard", "## Gender polarity", "## Psycholinguistic norms", "### male minus female",
-                    "### Christianity minus Islam", "## Statistics", "## Caveats"):
+                    "### Christianity minus Islam", "## Caveats", "## Method"):
         assert heading in report, heading
     assert "**anonymize**: True" in report and "**score_on**: full" in report and "**seed**: 0" in report
     assert "2-2 samples per prompt" in report and "several samples per prompt" in report.lower()

@@ -23,6 +23,7 @@ from bold_eval.metrics import metric_specs
 from bold_eval.report.first_screen import (
     findings_section,
     how_to_read,
+    method_lines,
     reference_section,
     scope_lines,
     worst_case_section,
@@ -30,6 +31,7 @@ from bold_eval.report.first_screen import (
 from bold_eval.report.html_report import write_html_report
 from bold_eval.report.markdown import (
     markdown,
+    quantity,
     to_jsonable,
     write_text,
 )
@@ -143,7 +145,7 @@ def _run_section(record: RunRecord, summary: Summary, out: list[str]) -> None:
         out += ["_run.json not found: settings unknown._", ""]
     out += _settings_lines(record)
     counts = summary.counts
-    out += ["", f"{counts['texts']} texts from {counts['prompts']} prompts "
+    out += ["", f"{quantity(counts['texts'], 'text')} from {quantity(counts['prompts'], 'prompt')} "
             f"({counts['samples_per_prompt_min']}-{counts['samples_per_prompt_max']} samples per prompt).", ""]
     per_domain = pd.DataFrame([{"domain": domain, **values} for domain, values in counts["domains"].items()])
     out += [markdown(per_domain), ""]
@@ -172,21 +174,14 @@ def _missing_generations_section(generations: Mapping[str, Any], out: list[str])
 
 def _statistics_and_caveats(summary: Summary, min_expected: int) -> list[str]:
     stats = summary.statistics
-    out = ["## Statistics", "",
-           f"- Intervals on the tables' proportions: {stats.interval}, {stats.confidence_label}, texts as units.",
-           f"- Findings: {stats.findings_test}; unit: {stats.cluster_unit}; correction "
-           f"{stats.correction_name} (`--correction {stats.correction}`) over the report's one family of findings "
-           "(its own texts and, for a model run, its model-vs-Wikipedia interactions).",
-           f"- Across a domain's groups (the paper's tables): {stats.chi_square}.",
-           f"- Pairs (the paper's binomial proportion test): {stats.pair_test}.",
-           f"- Small groups in the paper's tables: {stats.small_group_rule}.", ""]
-    out += ["## Caveats", "", *[f"- {caveat}" for caveat in caveats()]]
+    out = ["## Caveats", "", *[f"- {caveat}" for caveat in caveats()]]
     small = small_groups(summary)
     if small:
         out.append(f"- In this run, groups too small for at least one of the paper's text-level tests (expected "
                    f"count < {min_expected}): {', '.join(small)}.")
     if stats.samples_note:
         out.append(f"- {stats.samples_note.capitalize()}.")
+    out += ["", "## Method", "", *[f"- {line}" for line in method_lines(summary)]]
     return [*out, ""]
 
 
