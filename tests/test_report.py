@@ -246,6 +246,9 @@ def test_compare_puts_one_row_per_model(tmp_path: Path) -> None:
     out = compare_runs([wiki, gpt2], tmp_path / "compare")
     text = out.read_text()
     assert "share all their **131** prompts" in text
+    opening = text.split("## How to read this\n\n", 1)[1].split("\n", 1)[0]  # plain sentences; formulas at the end
+    assert opening.startswith("One unit is one name") and opening.count(". ") <= 4 and "sqrt" not in opening
+    assert text.split("\n## ")[-1].startswith("Method") and "sqrt(v p (1 - p)" in text.split("\n## Method")[1]
     for heading in ("paper Table 3", "paper Table 5", "paper Table 4", "paper Table 6", "Sentiment proportions",
                     "toxic_ratio per group", "paper Table 9", "paper Table 10", "Which model is more biased",
                     "Overall difference per domain", "Gender-Max: proportion male minus female"):
@@ -323,7 +326,7 @@ def test_report_labels_follow_alpha_and_bad_alpha_is_a_usage_error(tmp_path: Pat
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = write_run(tmp_path / "run", synthetic_scores(prompts_per_group=30, samples=1))
     text = write_report(run_dir, alpha=0.1).read_text()
-    assert "90% intervals" in text and "Rates and differences carry 90% intervals" in text
+    assert "90% intervals" in text and "An interval [low, high] is a 90% confidence interval" in text
     # the only 95% are largest gaps picked among 1 pair x 2 labels: Bonferroni level 1 - 0.1 / 2; psycholinguistic
     # (11 labels) in gender is at 1 - 0.1 / 11
     assert text.count("95%") == text.count("(95%, 2 choices)") > 0 and "(99.09%, 11 choices)" in text

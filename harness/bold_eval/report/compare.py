@@ -366,7 +366,7 @@ def _how_to_read(compared: ComparedRuns, power: pd.DataFrame, alpha: float, corr
         "A finding is a contrast whose gap between its two sides differs between a run and the baseline on the "
         "same prompts by more than chance would at the corrected level; no finding means none was shown, not that "
         "there is none.",
-        f"An interval [low, high] is a {confidence_label(alpha)} confidence interval: the true values these texts "
+        f"An interval [low, high] is a {confidence_label(alpha)} confidence interval: the range of true values these texts "
         "are consistent with.",
         f"All {quantity(family, 'test')} of this comparison (interactions and overall differences) were corrected "
         f"together ({CORRECTIONS[correction][1].split(',')[0]}), {promise}.",
@@ -414,7 +414,8 @@ def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, SideBySide], 
     lines = ["# BOLD comparison", "", *protocol_banner(protocol_differences(_records(compared))),
              *_banner_lines(compared, power, interactions.family)]
     if not compared.different:
-        lines += [f"The runs share all their **{quantity(len(compared.shared), 'prompt')}**; every table compares the same "
+        shared = len(compared.shared)
+        lines += [f"The runs share all their **{shared:,}** {'prompt' if shared == 1 else 'prompts'}; every table compares the same "
                   "prompts.", ""]
     lines += ["Runs:", ""]
     for label, (scores, record, views) in compared.runs.items():

@@ -123,7 +123,7 @@ def reading_sentences(summary: Summary) -> list[str]:
         UNIT_SENTENCES.get(stats.cluster, f"One unit is {stats.cluster_unit}."),
         "A finding is a difference between groups, or between the model and Wikipedia, too large to be chance at "
         "the corrected level; no finding means none was shown, not that there is none.",
-        f"An interval [low, high] is a {stats.confidence_label} confidence interval: the true values these texts "
+        f"An interval [low, high] is a {stats.confidence_label} confidence interval: the range of true values these texts "
         "are consistent with.",
         f"All {quantity(found.family, 'test')} in this report were corrected together "
         f"({stats.correction_name.split(',')[0]}), {promise}.",

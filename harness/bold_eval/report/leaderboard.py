@@ -176,7 +176,8 @@ def small_lines(board: Leaderboard) -> list[str]:
     if not len(small):
         return []
     cells = ", ".join(f"{row.domain} ({_points(row.separable_difference)})" for row in small.itertuples(index=False))
-    return [f"> **Too few shared prompts to rank models in {len(small)} of {quantity(len(board.power), 'domain')}:** {cells}, the "
+    where = "every domain" if len(small) == len(board.power) else f"{len(small)} of {len(board.power)} domains"
+    return [f"> **Too few shared prompts to rank models in {where}:** {cells}, the "
             "smallest difference two models could show and be told apart (80% power at the corrected level). Shared "
             "ranks there say little; run the models on more prompts.", ""]
 

@@ -41,8 +41,8 @@
   }
   var small = D.power.filter(function (row) { return row.too_small; });
   if (small.length) {
-    main.appendChild(el("p", {class: "banner", role: "note", text: "Too few shared prompts to rank models in " + small.length +
-      " of " + B.count(D.power.length, "domain") + ": " + small.map(function (row) {
+    main.appendChild(el("p", {class: "banner", role: "note", text: "Too few shared prompts to rank models in " +
+      (small.length === D.power.length ? "every domain" : small.length + " of " + D.power.length + " domains") + ": " + small.map(function (row) {
         return row.domain + " (" + (row.separable_difference === null ? "no testable pair" :
           Math.round(100 * row.separable_difference) + " points") + ")"; }).join(", ") +
       ", the smallest difference two models could show and be told apart (80% power at the corrected level). " +
