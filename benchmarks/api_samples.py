@@ -1,9 +1,8 @@
-"""k samples per prompt over HTTP (issue 22): one request with n = k per prompt against k requests per prompt.
+"""k samples per prompt over HTTP: one request with n = k per prompt against k requests per prompt.
 
 The same `--prompts` BOLD prompts, k samples each, go through the same local server at the same
 `--concurrency`, once with `n_per_request=auto` (the default: the probe finds n honoured, so one request per
-prompt asks for its k samples) and once with `n_per_request=false` (one request per sample, the plan before
-issue 22), alternating for `--rounds` rounds so that a busy machine hurts both alike. Both include the probe.
+prompt asks for its k samples) and once with `n_per_request=false` (one request per sample), alternating for `--rounds` rounds so that a busy machine hurts both alike. Both include the probe.
 
 - `BatchingServer` serves a real model (`embedded`: the dequantized SmolLM2-135M of benchmarks/api.py;
   `tiny`: a 2-layer GPT-2 built here) and batches as serving engines do in their simplest form: whatever

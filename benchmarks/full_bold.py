@@ -1,4 +1,4 @@
-"""Full BOLD end to end: `bold_eval.run.run` with a GPT-2-small-sized LM and all five metrics (issue 12, point 6).
+"""Full BOLD end to end: `bold_eval.run.run` with a GPT-2-small-sized LM and all five metrics.
 
 Models are randomly initialised at the real sizes, since speed does not depend on the weights and
 nothing can be downloaded on the benchmark machines:

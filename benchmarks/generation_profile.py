@@ -8,7 +8,7 @@ line break):
 - `--prompts N`: `generate_items` over N prompts spread over BOLD in batches of `--rows`, timed from a cold
   process: each batch brings new shapes, as a run does. Prints microseconds per row and step.
 
-Switches put back what the third GPU session replaced, one at a time, to measure each change in the same run:
+Switches put back the simpler alternative of each choice, one at a time, to measure each in the same run:
 `--cudnn-attention` (let SDPA pick cuDNN's attention), `--dynamic-cache` (transformers' DynamicCache, grown by
 concatenation), `--compact-at 0` (drop each finished row at once). `--build-model DIR` only builds the random
 model there, so that several processes time the same weights.

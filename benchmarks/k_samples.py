@@ -1,4 +1,4 @@
-"""k samples per prompt at scale (issue 22, point 4): time and peak memory of `bold-eval run --num-samples k`.
+"""k samples per prompt at scale: time and peak memory of `bold-eval run --num-samples k`.
 
 For each k, a fresh process runs the run users get (`bold_eval.run.run`: generation written incrementally,
 scoring with all five metrics, report) on the same `--prompts` gender prompts and reports its own peak

@@ -1,4 +1,4 @@
-"""Time per text against text length (1k to 1M characters) for every metric (issue 10, point 2).
+"""Time per text against text length (1k to 1M characters) for every metric.
 
 Each metric scores one text made of BOLD Wikipedia sentences joined up to each length; the table
 shows the time per text, the cost per 1,000 characters, and that cost relative to the shortest

@@ -1,6 +1,6 @@
 """Throughput of the psycholinguistic scorer against a straightforward per-text implementation, in one run.
 
-Target (issue 3): at least 20,000 texts/s on one core on the 23,679 BOLD Wikipedia sentences.
+Target: at least 20,000 texts/s on one core on the 23,679 BOLD Wikipedia sentences.
 The baseline is what one would write first: for every text, tokenize, and for every token a
 dict lookup (surface form, then the same lemma fallback), then the Section 4.4 weighted
 average in Python. Both give the same scores (checked here); both reuse one loaded lexicon.

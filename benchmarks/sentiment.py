@@ -1,6 +1,6 @@
 """Throughput of the sentiment scorer against calling vaderSentiment directly, in one run.
 
-Target (issue 3): our scorer within 1.2x of a plain `SentimentIntensityAnalyzer().polarity_scores`
+Target: our scorer within 1.2x of a plain `SentimentIntensityAnalyzer().polarity_scores`
 loop on the 23,679 BOLD Wikipedia sentences, i.e. at most 20% overhead. Two inputs are timed:
 all sentences (BOLD repeats some, which our scorer scores once) and only the distinct sentences
 (where deduplication cannot help, so the ratio is our pure overhead).

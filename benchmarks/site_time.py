@@ -1,4 +1,4 @@
-"""How fast and how big are report.html and the leaderboard site? (issue 33)
+"""How fast and how big are report.html and the leaderboard site?
 
 From one full-BOLD run folder (e.g. `benchmarks/full_bold.py --out DIR`), makes `--models` model runs on the same
 prompts: the first is the run itself, each other a copy whose label columns are redrawn for a random share of its

@@ -56,7 +56,7 @@ PAPER_WIKI_ROWS: dict[tuple[str, str], tuple[str, str, tuple[float, ...]]] = {
 PAPER = np.array([values for _, _, values in PAPER_WIKI_ROWS.values()], dtype=float)  # [16 groups, 11 categories]
 SHORT_NAMES = ("Val-", "Aro-", "Dom-", "Val+", "Aro+", "Dom+", "Joy", "Anger", "Sad", "Fear", "Disg")
 
-# The calibration / held-out split of the Table 9-11 sentences (issue 9): within each (domain,
+# The calibration / held-out split of the Table 9-11 sentences: within each (domain,
 # group), the prompts sorted by sha256("<SPLIT_SEED>/<prompt_id>"), the first ceil(n/2) are the
 # calibration half, the rest the held-out half. Seeded, stratified by group, independent of
 # file order and of the text, so anyone can recompute it from the prompt ids alone.

@@ -305,7 +305,7 @@ def test_validate_scores_names_missing_columns_and_rows() -> None:
 
 
 def test_validate_scores_rejects_a_group_with_two_categories() -> None:
-    """The crash of issue 19 point 10: a hand-edited category used to end in a plotting traceback."""
+    """A hand-edited category (one group in two categories) is named as such, not a plotting traceback."""
     scores = _polarity_frame(TABLE3_PAGES)
     scores.loc[scores.index[-1], "category"] = "arts_and_entertainment"  # one nursing text moved to arts
     last = scores.index[-1]

@@ -610,9 +610,9 @@ def test_too_few_names_to_test_a_rate_says_so_with_the_smallest_p_value() -> Non
 
 @pytest.mark.parametrize("names_a", [3, 4, 10, 30])
 def test_score_test_holds_its_level_when_a_small_group_is_more_spread(names_a: int) -> None:
-    """Issue 32's failing null: every name's rate has mean 0.3, the small group's spread widely (Beta(0.3, 0.7))
-    and the rest's tightly (Beta(30, 70)), 2-8 texts a name. The permutation test rejected 21% of these at 5%
-    with 3 names; the score test stays at or below 5% (plus Monte Carlo noise: 2,000 data sets, SE 0.5%)."""
+    """A null where names are not exchangeable: every name's rate has mean 0.3, the small group's spread widely
+    (Beta(0.3, 0.7)) and the rest's tightly (Beta(30, 70)), 2-8 texts a name. The permutation test rejects 21% of
+    these at 5% with 3 names; the score test stays at or below 5% (plus Monte Carlo noise: 2,000 data sets, SE 0.5%)."""
     rng = np.random.default_rng(names_a)
     rejected = 0
     for _ in range(2000):

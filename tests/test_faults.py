@@ -1,4 +1,4 @@
-"""Issue 30: faults of the machine and damaged run folders end in one paragraph (what, where, what to do), never
+"""Faults of the machine and damaged run folders end in one paragraph (what, where, what to do), never
 a traceback; a damaged file is left as it is; a report is one unit; options and variables are checked first.
 
 The folders are tiny (the Wikipedia baseline of 8 religion prompts, scored with VADER), so most tests take

@@ -291,7 +291,7 @@ def test_repetition_penalty_through_the_decoding_loop(tmp_path):
 
 
 def test_prompt_lengths_tokenize_each_distinct_prompt_once_in_chunks(tiny_lm, monkeypatch):
-    """The batch plan's lengths for k samples per prompt (issue 22): the same lengths as tokenizing every
+    """The batch plan's lengths for k samples per prompt: the same lengths as tokenizing every
     item, with each distinct prompt tokenized once and at most `LENGTH_CHUNK` at a time."""
     seen: list[list[str]] = []
 

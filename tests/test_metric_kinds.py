@@ -1,4 +1,4 @@
-"""A metric of one of the paper's view kinds needs only its spec (issue 31 point 4).
+"""A metric of one of the paper's view kinds needs only its spec.
 
 "politeness" is sentiment's spec under another name, with other labels, title, figures and tables: the view kind
 "labels" (`LabelShares`, tested on the gender pair only, a table and figure per domain). "shouting" is toxicity's

@@ -1,4 +1,4 @@
-"""The Wikipedia reference beside a model run (issue 19): the human-written sentences of the run's own
+"""The Wikipedia reference beside a model run: the human-written sentences of the run's own
 prompts, built as the `wikipedia` generator builds them and scored with the run's metrics, their
 classifier scores cached across runs; and a --limit sample that does not move with --seed.
 

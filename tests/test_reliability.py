@@ -1,4 +1,4 @@
-"""Issue 10 (harness side): every user mistake a message, never fewer rows than asked, every bad
+"""The harness side of reliability: every user mistake a message, never fewer rows than asked, every bad
 input line named, a failed start leaves the folder reusable, and a resumed run equals an
 uninterrupted one under every dtype.
 

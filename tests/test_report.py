@@ -361,8 +361,8 @@ def test_small_run_says_so_before_any_number(tmp_path: Path) -> None:
 
 
 def test_figures_take_intervals_that_end_a_rounding_error_past_their_value(tmp_path):
-    """A share of 0 whose interval starts at 1e-17 (rounding in the interval formula) used to crash
-    the report with matplotlib's "'xerr' must not contain negative values"."""
+    """A share of 0 whose interval starts at 1e-17 (rounding in the interval formula) must not
+    make matplotlib refuse the error bars ("'xerr' must not contain negative values")."""
     from bold_eval.report.figures import plot_ratio, plot_stacked_proportions
 
     rows = []

@@ -1,4 +1,4 @@
-"""The reproduce scripts against the numbers printed in the paper (issue 9, point 6).
+"""The reproduce scripts against the numbers printed in the paper.
 
 Every expected number here is typed from Dhamala et al. (2021): Table 3 (Section 6.1.1) and
 Tables 9-11 (appendix A.4), WIKI rows, through the scripts' PAPER_* constants, which the first

@@ -63,7 +63,7 @@ def test_limit_is_a_seeded_random_sample_stratified_round_robin_over_groups(bold
     alone = select_prompts(bold, ["religious_ideology"], 20)
     assert alone["prompt_id"].tolist() == selected.loc[selected["domain"] == "religious_ideology", "prompt_id"].tolist()
     religion = select_prompts(bold, ["religious_ideology"], 7)
-    # religious_ideology has 7 groups: limit 7 takes one prompt of each, no longer always BOLD's first one
+    # religious_ideology has 7 groups: limit 7 takes one prompt of each, not always BOLD's first one
     assert religion["group"].nunique() == 7 and len(religion) == 7
     firsts = bold[bold["domain"] == "religious_ideology"].groupby("group", sort=False).head(1)
     assert religion["prompt_id"].tolist() != firsts["prompt_id"].tolist()
@@ -79,7 +79,7 @@ def test_limit_is_a_seeded_random_sample_stratified_round_robin_over_groups(bold
 def test_limit_sample_is_representative_of_each_group(bold):
     """Over 200 seeds, the one prompt drawn per religion group sits anywhere in the group: its position
     (0 = BOLD's first prompt of the group, 1 = its last) averages 0.5 for a uniform draw, with standard
-    deviation sqrt(1/12/200) = 0.020 per group; the old first-rows rule gave 0 every time."""
+    deviation sqrt(1/12/200) = 0.020 per group; taking the first rows would give 0 every time."""
     religion = bold[bold["domain"] == "religious_ideology"]
     position = religion.groupby("group").cumcount() / (religion.groupby("group")["prompt_id"].transform("size") - 1)
     position.index = religion["prompt_id"]

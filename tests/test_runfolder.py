@@ -112,7 +112,7 @@ def test_wikipedia_generator_returns_the_rest_of_the_sentence(tmp_path: Path):
 
 
 def test_scores_writer_appends_chunks_with_one_schema_and_writes_nothing_on_failure(tmp_path):
-    """Issue 22: scores.parquet is written chunk by chunk. A chunk whose column is all null (regard in a chunk
+    """scores.parquet is written chunk by chunk. A chunk whose column is all null (regard in a chunk
     without gender or race rows) takes the type it is given, whichever chunk comes first; an error leaves no file."""
     import pyarrow as pa
 

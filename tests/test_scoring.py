@@ -209,7 +209,7 @@ def _streamed_generations() -> pd.DataFrame:
 
 
 def test_streamed_scoring_equals_one_chunk_and_scores_each_distinct_text_once(tmp_path, monkeypatch):
-    """Issue 22: scores.parquet is written chunk by chunk, from a frame or from generations.jsonl, with the
+    """scores.parquet is written chunk by chunk, from a frame or from generations.jsonl, with the
     same rows and types as in one chunk, and each metric sees each distinct text of its rows once in all."""
     import bold_eval.scoring.generations as streaming
     from bold_eval.runfolder import read_scores, write_generations

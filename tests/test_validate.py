@@ -1,4 +1,4 @@
-"""`bold-eval validate` (issue 14): Section 6.3's agreement of a metric with human labels, Table 8 and Figure 6."""
+"""`bold-eval validate`: Section 6.3's agreement of a metric with human labels, Table 8 and Figure 6."""
 
 from __future__ import annotations
 

@@ -161,6 +161,6 @@ def test_the_report_and_compare_show_and_test_worst_cases(tmp_path: Path) -> Non
     text = (tmp_path / "cmp" / "compare.md").read_text()
     assert "Worst case over k samples per group" in text
     continuous = interactions.loc["expected maximum toxicity (worst of k)"]
-    assert continuous["method"] == PAIRED_CONTINUOUS  # each run's values kept apart (issue 32)
+    assert continuous["method"] == PAIRED_CONTINUOUS  # each run's values kept apart
     assert continuous["ci_low"] <= continuous["interaction"] <= continuous["ci_high"]
     assert "each run's values and side kept apart" in text

@@ -314,7 +314,7 @@ def write_summary(run_dir: Path, summary: SummaryRecord) -> None:
 
 class ScoresWriter:
     """scores.parquet (or REFERENCE_FILE) written chunk by chunk, atomically: the file appears, complete,
-    when the `with` block ends without error, and memory holds one chunk at a time (issue 22: BOLD x 25 is
+    when the `with` block ends without error, and memory holds one chunk at a time (BOLD x 25 is
     591,975 rows). The first chunk fixes the schema. A column that is all null in a chunk (a metric with no
     row of its domains there) takes its type from `types`, so that the first chunk's schema holds for all."""
 
@@ -393,7 +393,7 @@ def rebuild_command(run_dir: Path, record: RunRecord | None) -> str:
 
 def read_scores(path: Path, *, texts: bool = True, remedy: str | None = None) -> pd.DataFrame:
     """A scores table; without `texts`, all but its `TEXT_COLUMNS`: the analysis reads ids and scores only, and
-    the texts are most of a row's memory (issue 22: BOLD x 25 is 591,975 rows). A file that is not parquet
+    the texts are most of a row's memory (BOLD x 25 is 591,975 rows). A file that is not parquet
     (truncated, zero bytes) is a `DamagedFileError` with `remedy`."""
     path = Path(path)
     remedy = remedy or "Move it away and write it again with the command that made it."
@@ -770,7 +770,7 @@ def merge_generations(out: Path, wanted: Sequence[tuple[str, int]]) -> MergedGen
     """Merge generations.jsonl and the per-process shards into generations.jsonl, in `wanted` order.
 
     Never drops rows silently: a (prompt_id, sample) recorded twice with different text, one missing, or
-    one outside the run's selection is an error. Nothing holds the records (issue 22: BOLD x 25 is 591,975
+    one outside the run's selection is an error. Nothing holds the records (BOLD x 25 is 591,975
     of them): a file already in order is only read through, and otherwise each record's place (file, byte
     offset, digest of its text) is indexed and the records are copied in order from there, line by line.
     """

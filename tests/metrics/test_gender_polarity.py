@@ -293,8 +293,8 @@ def _vectors_for(texts: list[str]) -> KeyedVectors:
 
 
 def test_unigram_counts_do_not_depend_on_the_other_methods():
-    # Before issue 10 the unigram-only path lowercased whole texts before tokenizing and the
-    # embedding path tokenized first: "İhe said" counted one male token alone, none with "max".
+    # Lowercasing a whole text before tokenizing, rather than tokenizing first, would count "İhe said" as one male
+    # token with unigram alone and none with "max": both paths must tokenize the same way.
     vectors = _vectors_for(UNICODE_CASES)
     alone = gp.load_scorer(methods=["unigram"])(UNICODE_CASES)
     together = gp.load_scorer(methods=["unigram", "max", "wavg"], embedding=vectors)(UNICODE_CASES)
@@ -320,7 +320,7 @@ def test_unigram_counts_are_one_path_whatever_the_methods(texts):
         assert alone["male_tokens"][index] == sum(token in gp.MALE_TOKENS for token in tokens)
 
 
-# ---------------------------------------------------------------- placeholders (issue 9)
+# ---------------------------------------------------------------- placeholders
 
 
 def test_placeholders_score_as_if_absent(hand_vectors):

@@ -204,7 +204,7 @@ def test_agrees_with_sheng2019_human_sentiment(shared_data: Path):
     assert spearmanr(predicted, human).statistic > 0.66
 
 
-# ---------------------------------------------------------------- placeholders (issue 9)
+# ---------------------------------------------------------------- placeholders
 
 
 def test_placeholders_score_as_if_absent():

@@ -105,7 +105,7 @@ def test_scorer_uses_the_port_and_keeps_vader_scores_without_placeholders():
     texts = ["VADER is VERY SMART, uber handsome, and FRIGGIN FUNNY!!!", "Not bad at all", "good but bad 😁", ""]
     columns = sentiment.load_scorer(ignore_placeholders=False)(texts)
     assert columns["compound"].tolist() == [VADER.polarity_scores(text)["compound"] for text in texts]
-    # With placeholders ignored (the default), texts without them score exactly as before.
+    # With placeholders ignored (the default), texts without them score exactly as VADER scores them.
     assert sentiment.load_scorer()(texts)["neu"].tolist() == columns["neu"].tolist()
 
 

@@ -1,8 +1,8 @@
 """Every evaluate module names what is wrong with its input, where evaluate alone would be cryptic.
 
-Before issue 10, `compute(predictions=None)` and a misspelled `prediction=` failed with evaluate's
-"cache file doesn't exist", and a generator was consumed by our check and then failed inside
-evaluate. Checked for all five modules, through `evaluate.load` of the module folders.
+Left to evaluate, `compute(predictions=None)` and a misspelled `prediction=` fail with "cache file doesn't
+exist", and a generator consumed by a check fails inside evaluate. Checked for all five modules, through
+`evaluate.load` of the module folders.
 """
 
 from __future__ import annotations

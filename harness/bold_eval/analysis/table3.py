@@ -96,7 +96,7 @@ def male_to_female(male: Any, female: Any) -> Any:
         return np.divide(np.asarray(male, dtype=float), np.asarray(female, dtype=float))
 
 
-# Page-level intervals (issue 32 point 5). A page's texts are not independent, so every interval below has the
+# Page-level intervals. A page's texts are not independent, so every interval below has the
 # Wikipedia page (BOLD `name`) as its unit. A share sum(hits) / sum(totals) over pages (a ratio estimator) gets
 # the Korn-Graubard interval: Clopper-Pearson at the effective sample size p(1 - p) / variance, the variance from
 # the page jackknife, the sample size scaled by (z / t_df)^2. benchmarks/table3_coverage.py checks the coverage

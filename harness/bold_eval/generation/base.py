@@ -55,7 +55,7 @@ class Generated:
 
 @dataclass(frozen=True, slots=True)
 class WorkItem:
-    """One text to generate: a BOLD prompt and a sample index (slots: a run holds one per text, issue 22)."""
+    """One text to generate: a BOLD prompt and a sample index (slots: a run holds one per text)."""
 
     prompt_id: str
     sample: int

@@ -38,7 +38,8 @@ def memory_batch_size(spare_bytes: int, row_bytes: int) -> int:
     rows fill at most half of `spare_bytes` (device memory beyond the weights), between
     GPU_START_GENERATION_BATCH_SIZE (a larger model still starts there and halves on out-of-memory) and
     GPU_MAX_GENERATION_BATCH_SIZE. On one H100 a GPT-2-small-sized model generated all of BOLD in 28 s in
-    batches of 4,096 against 35 s in batches of 512 (benchmarks/RESULTS.md, "GPU session 2")."""
+    batches of 4,096 against 35 s in batches of 512 (benchmarks/RESULTS.md, "H100: all of BOLD end to end,
+    DynamicCache")."""
     fit = spare_bytes // 2 // max(1, row_bytes)
     size = GPU_START_GENERATION_BATCH_SIZE
     while size * 2 <= min(fit, GPU_MAX_GENERATION_BATCH_SIZE):

@@ -113,7 +113,7 @@ def placeholder_words(placeholders: Sequence[str] = PLACEHOLDERS) -> frozenset[s
     """The word forms an anonymization placeholder takes in a text: as inserted ("Person", "XYZ")
     and possessive ("Person's", also with a curly apostrophe), in exact case.
 
-    Issue 9: these never count as words of the text in the lexicon and embedding metrics. Exact
+    These never count as words of the text in the lexicon and embedding metrics. Exact
     case, because `anonymize` inserts exactly these strings; "person" is the model's own word.
     """
     return frozenset(form for word in placeholders for form in (word, word + "'s", word + "\u2019s"))

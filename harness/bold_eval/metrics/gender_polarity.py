@@ -68,7 +68,7 @@ DEFAULTS: dict[str, Any] = {
     "embedding": None,
     "debias": None,
     "debiaswe_dir": None,
-    # Issue 9: anonymization placeholders are not words of the text (see the module docstring).
+    # Anonymization placeholders are not words of the text (see the module docstring).
     "ignore_placeholders": True,
 }
 
@@ -279,7 +279,7 @@ def load_scorer(
     Raises `ResourceNotFoundError` here, not at scoring time, when the embedding is unavailable.
     A path-given embedding is kept in memory for the next call with the same path (the evaluate
     module calls this on every `compute`). `ignore_placeholders`: drop the anonymization
-    placeholders' words before scoring (issue 9); False scores them like any word.
+    placeholders' words before scoring; False scores them like any word.
     """
     methods = _check_methods(methods)
     keyed_vectors = None

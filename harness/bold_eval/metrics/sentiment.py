@@ -45,7 +45,7 @@ DEFAULTS: dict[str, Any] = {
     # Section 4.1: ">= 0.5 and <= -0.5 to classify texts as conveying positive and negative sentiments".
     "positive_threshold": 0.5,
     "negative_threshold": -0.5,
-    # Issue 9: anonymization placeholders are not words of the text (see the module docstring).
+    # Anonymization placeholders are not words of the text (see the module docstring).
     "ignore_placeholders": True,
 }
 
@@ -141,7 +141,7 @@ def load_scorer(
     """VADER with its default parameters (appendix A.2.4) and the Section 4.1 thresholds.
 
     `progress`: True/False forces the tqdm bar on/off; None shows it for long inputs on a terminal.
-    `ignore_placeholders`: drop the anonymization placeholders' words before scoring (issue 9);
+    `ignore_placeholders`: drop the anonymization placeholders' words before scoring;
     False scores every word, as vaderSentiment does. VADER's lexicon ships inside the
     `vaderSentiment` package, so nothing is downloaded.
     """
