@@ -143,7 +143,8 @@ def profiled_batch(loaded, args: argparse.Namespace) -> None:
     if cuda:
         print(averages.table(sort_by="self_cuda_time_total", row_limit=args.top))
         stats = torch.cuda.memory_stats()
-        print("allocator:", {key: stats.get(key) for key in ("num_alloc_retries", "num_device_alloc", "num_device_free")},
+        print("allocator:", {key: stats.get(key) for key in ("num_alloc_retries", "num_device_alloc",
+                                                             "num_device_free")},
               "conf:", os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))
     breakdown(loaded, texts, decoding, cuda)
 

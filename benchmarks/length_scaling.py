@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                 start = time.perf_counter()
                 (seconds,) = best_times([score], [texts[size]], repeats)
                 rows.append((name, size, seconds))
-                print(f"  {name} {size:,} characters: {seconds:.4f} s ({time.perf_counter() - start:.2f} s with repeats)",
+                print(f"  {name} {size:,} characters: {seconds:.4f} s ({time.perf_counter() - start:.2f} s with "
+                      "repeats)",
                       file=sys.stderr)
 
     print("one text per call; seconds = best of the passes; per 1k = seconds per 1,000 characters;")

@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
 
     base_time, ours_time = best_times([baseline, ours_cold], texts, args.repeats)
     ours_rate = len(texts) / ours_time
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()}")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, Python "
+          f"{platform.python_version()}")
     print(f"{len(texts)} BOLD Wikipedia sentences, best of {args.repeats} passes, one process")
     print(f"max |ours - baseline| over the 8 scores and coverage: {max_diff:.2e}")
     print(f"{'method':<34} {'seconds':>8} {'texts/s':>10}")

@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         f"Python {platform.python_version()}, vaderSentiment {version('vaderSentiment')}"
     )
     print(
-        f"texts per CPU-second, best of {args.repeats} passes; ratio = our time / baseline time (target <= {TARGET_RATIO})"
+        f"texts per CPU-second, best of {args.repeats} passes; ratio = our time / baseline time (target <= "
+        f"{TARGET_RATIO})"
     )
     print(f"{'input':<32} {'texts':>7} {'baseline t/s':>13} {'ours t/s':>10} {'ratio':>6}")
     ratios = {}

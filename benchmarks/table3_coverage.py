@@ -208,12 +208,15 @@ def simulate_categories(rng: np.random.Generator, units: Units, rows: list[dict]
         _record(rows, kind, category, "report", ratios[category], new[1], new[2])
     average = float(np.mean(list(ratios.values())))
     new = average_ratio(strata, alpha=alpha)
-    _record(rows, "average", f"{len(strata)} super-groups", "bootstrap", average, *bootstrap_ratio(rng, list(strata.values()), "average", alpha))
+    _record(rows, "average", f"{len(strata)} super-groups", "bootstrap", average,
+            *bootstrap_ratio(rng, list(strata.values()), "average", alpha))
     _record(rows, "average", f"{len(strata)} super-groups", "report", average, new[1], new[2])
     rows[-1]["estimate"] = new[0]
     pooled = expected[0] / expected[1]
     new = ratio_interval(list(strata.values()), alpha=alpha)
-    _record(rows, "pooled", f"{len(strata)} super-groups", "bootstrap", pooled, *bootstrap_ratio(rng, list(strata.values()), "pooled", alpha))
+    _record(rows, "pooled", f"{len(strata)} super-groups", "bootstrap", pooled, *bootstrap_ratio(rng,
+                                                                                                 list(strata.values()),
+                                                                                                 "pooled", alpha))
     _record(rows, "pooled", f"{len(strata)} super-groups", "report", pooled, new[1], new[2])
 
 
@@ -227,7 +230,8 @@ def simulate_groups(rng: np.random.Generator, units: Units, rows: list[dict], al
     floors = typical_design_effects(list(drawn.values()))
     for group, (male, female, texts) in drawn.items():
         true_m, true_f = units.truth(units.groups[group][1])
-        _record(rows, "difference", group, "bootstrap", true_m - true_f, *text_level_difference(male, female, texts, alpha))
+        _record(rows, "difference", group, "bootstrap", true_m - true_f, *text_level_difference(male, female, texts,
+                                                                                                alpha))
         new = difference_interval(male, female, texts, alpha=alpha, floors=floors)
         _record(rows, "difference", group, "report", true_m - true_f, new[1], new[2])
 

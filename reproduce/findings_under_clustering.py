@@ -24,7 +24,8 @@ DOMAINS = ("gender", "race", "profession", "religious_ideology", "political_ideo
 METRICS = ("sentiment", "psycholinguistic", "gender_polarity")
 
 
-def survival(scores: pd.DataFrame, *, correction: str = "holm", alpha: float = 0.05) -> tuple[pd.DataFrame, pd.DataFrame]:
+def survival(scores: pd.DataFrame, *, correction: str = "holm", alpha: float = 0.05) -> tuple[pd.DataFrame,
+                                                                                              pd.DataFrame]:
     """(design effects per domain, the findings significant with texts as units and their fate by name)."""
     independent = run_findings(scores, alpha=alpha, correction=correction, cluster="none")
     clustered = run_findings(scores, alpha=alpha, correction=correction, cluster="name")

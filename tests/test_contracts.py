@@ -151,7 +151,8 @@ def test_the_analysis_hands_the_report_typed_results():
     assert summary.findings.gaps is not None and 0 < summary.findings.family <= len(summary.findings.tests)
     record = summary.as_dict()
     assert list(record) == ["counts", "metrics", "statistics", *summary.metrics, "worst_case", "findings"]
-    assert list(record["findings"])[:3] == ["tests", "design_effects", "power"] and list(record["findings"])[-1] == "gaps"
+    assert list(record["findings"])[:3] == ["tests", "design_effects",
+                                            "power"] and list(record["findings"])[-1] == "gaps"
     assert record["statistics"]["alpha"] == summary.statistics.alpha == 0.05
     with pytest.raises(AttributeError):
         summary.finding  # noqa: B018 (a misspelt field fails where it is read)

@@ -231,7 +231,8 @@ def test_names_as_units_test_every_row_and_rare_labels_too() -> None:
     assert z_p == pytest.approx(0.0455003, rel=1e-5)  # the paper's z test, which the name level does not give
     for row in testable.itertuples():  # the score test on the per-name sums, whatever the seed
         assert row.p_value == pytest.approx(_per_name_test(row, per_name=1).p_value), (row.contrast, row.label)
-    assert group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE], seed=5).tests["p_value"].equals(single["p_value"])
+    assert group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE],
+                          seed=5).tests["p_value"].equals(single["p_value"])
 
 
 def _per_name_test(row, *, per_name: int):
@@ -500,7 +501,8 @@ def test_wikipedia_religion_text_level_and_by_page(wikipedia_religion) -> None:
     the z test (or Fisher's) on the row's counts. Pages as units: names per side are pages, atheism vs rest has
     one page on its side, so its p-value is the exact one-unit permutation p (a multiple of 1/80), and the
     design effect of the male label is above 1."""
-    labels = [("gender_polarity", gender, "gender_polarity_unigram_label", gender, None) for gender in ("male", "female")]
+    labels = [("gender_polarity", gender, "gender_polarity_unigram_label", gender, None) for gender in ("male",
+                                                                                                        "female")]
     text_level = group_findings(wikipedia_religion, labels, cluster="none")
     tests = text_level.tests
     assert len(tests) == 2 * (7 + 1) and text_level.family == 16  # 7 groups vs rest + christianity vs islam

@@ -90,7 +90,8 @@ def _close(a: Any, b: Any, where: str = "") -> list[str]:
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return [f"{where}: {len(a)} items against {len(b)}"]
-        return [diff for index, (x, y) in enumerate(zip(a, b, strict=True)) for diff in _close(x, y, f"{where}[{index}]")]
+        return [diff for index, (x, y) in enumerate(zip(a, b, strict=True)) for diff in _close(x, y,
+                                                                                               f"{where}[{index}]")]
     if isinstance(a, float) and isinstance(b, float | int) and not isinstance(b, bool):
         return [] if math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) else [f"{where}: {a!r} != {b!r}"]
     return [] if a == b else [f"{where}: {a!r} != {b!r}"]

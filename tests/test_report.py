@@ -53,7 +53,8 @@ def synthetic_scores(prompts_per_group: int = 12, samples: int = 2, seed: int = 
     scores["toxicity_score"] = toxic
     scores["toxicity_toxic"] = toxic
     scores["toxicity_is_toxic"] = toxic >= 0.5
-    regard = pd.Series(rng.choice(["positive", "negative", "neutral", "other"], n, p=[0.3, 0.2, 0.4, 0.1]), dtype=object)
+    regard = pd.Series(rng.choice(["positive", "negative", "neutral", "other"], n, p=[0.3, 0.2, 0.4, 0.1]),
+                       dtype=object)
     scores["regard_label"] = regard.where(scores["domain"].isin(["gender", "race"]), None)
     for dimension in ("valence", "arousal", "dominance"):
         value = rng.uniform(-1, 1, n)
@@ -67,7 +68,8 @@ def synthetic_scores(prompts_per_group: int = 12, samples: int = 2, seed: int = 
     male, female = rng.poisson(0.4, n), rng.poisson(0.3, n)
     scores["gender_polarity_male_tokens"] = male
     scores["gender_polarity_female_tokens"] = female
-    scores["gender_polarity_unigram_label"] = np.where(male > female, "male", np.where(female > male, "female", "neutral"))
+    scores["gender_polarity_unigram_label"] = np.where(male > female, "male", np.where(female > male, "female",
+                                                                                       "neutral"))
     for aggregation in ("max", "wavg"):
         value = rng.uniform(-0.6, 0.6, n)
         scores[f"gender_polarity_{aggregation}"] = value
@@ -256,7 +258,8 @@ def test_compare_puts_one_row_per_model(tmp_path: Path) -> None:
     tables = tmp_path / "compare" / "tables"
     table5 = pd.read_csv(tables / "table5_regard.csv")
     assert list(table5["model"]) == ["WIKI", "gpt2"]
-    assert {"positive male", "negative female", "positive african american", "negative european american"} <= set(table5)
+    assert {"positive male", "negative female", "positive african american",
+            "negative european american"} <= set(table5)
     table3 = pd.read_csv(tables / "table3_gender_polarity.csv")
     assert len(table3) == 4 * 2 and list(table3["model"][:2]) == ["WIKI", "gpt2"]
     assert table3["category"].iloc[0] == "arts_and_entertainment"  # the paper's row order

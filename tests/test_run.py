@@ -161,7 +161,8 @@ def test_interrupted_run_resumes_without_regenerating(tmp_path, tiny_model):
     assert not set(regenerated) & set(first_batch)
     assert len(regenerated) == 5
     assert _lines(out / "generations.jsonl") == expected
-    pd.testing.assert_frame_equal(pd.read_parquet(out / "scores.parquet"), pd.read_parquet(reference / "scores.parquet"))
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "scores.parquet"),
+                                  pd.read_parquet(reference / "scores.parquet"))
 
     # a third run has nothing to generate and loads no model
     again = []
@@ -232,7 +233,8 @@ def test_several_samples_per_prompt(tmp_path, tiny_model):
     records = _lines(out / "generations.jsonl")
     assert [(r["prompt_id"], r["sample"]) for r in records][:2] == [(records[0]["prompt_id"], 0),
                                                                       (records[0]["prompt_id"], 1)]
-    assert len(records) == 6 and any(a["continuation"] != b["continuation"] for a, b in zip(records[::2], records[1::2], strict=True))
+    assert len(records) == 6 and any(a["continuation"] != b["continuation"] for a, b in zip(records[::2], records[1::2],
+                                                                                            strict=True))
     scores = pd.read_parquet(out / "scores.parquet")
     assert scores["sample"].tolist() == [0, 1] * 3
     settings = json.loads((out / "run.json").read_text())["generation_settings"]["generator_settings"]

@@ -144,7 +144,8 @@ def test_score_generations_writes_scores_and_run_json(tmp_path, monkeypatch):
     assert info["metrics"] == ["sentiment", "toxicity"] and "score_s" in info["timings"]
     # the Wikipedia sentences of the same prompts, scored alike; toxicity skipped for both
     reference = pd.read_parquet(tmp_path / "reference_scores.parquet")
-    assert list(reference.columns) == list(scores.columns) and reference["prompt_id"].tolist() == scores["prompt_id"].tolist()
+    assert list(reference.columns) == list(scores.columns)
+    assert reference["prompt_id"].tolist() == scores["prompt_id"].tolist()
     assert reference["text"].tolist()[1].startswith("XYZ is an ethnic religion comprising")
     assert reference["text"].tolist() != scores["text"].tolist()
     assert info["reference"]["texts"] == 2 and info["reference"]["cached_metrics"] == []

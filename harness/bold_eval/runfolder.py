@@ -435,7 +435,8 @@ def load_run(run_dir: str | Path, *, texts: bool = True) -> tuple[pd.DataFrame, 
     recover_report(run_dir)
     scores_path = run_dir / SCORES_FILE
     if not scores_path.is_file():
-        raise MissingFileError(f"{scores_path} not found: {run_dir} is not a scored run folder; `bold-eval run --out {run_dir}` (or `bold-eval score ... --out {run_dir}`) writes it")
+        raise MissingFileError(f"{scores_path} not found: {run_dir} is not a scored run folder; `bold-eval run --out "
+                               f"{run_dir}` (or `bold-eval score ... --out {run_dir}`) writes it")
     record = read_run_record(run_dir)
     remedy = f"{rebuild_command(run_dir, record)[0].upper()}{rebuild_command(run_dir, record)[1:]}."
     scores = read_scores(scores_path, texts=texts, remedy=remedy)
@@ -683,7 +684,8 @@ def _check_unicode(value: Any, path: str | Path, number: int) -> None:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as error:
-            raise InputError(f"{path}, line {number}: a string holds the lone surrogate U+{ord(value[error.start]):04X} "
+            raise InputError(f"{path}, line {number}: a string holds the lone surrogate "
+                             f"U+{ord(value[error.start]):04X} "
                              "(an unpaired \\uD800-\\uDFFF escape), which is not text") from None
     elif isinstance(value, dict):
         for key, item in value.items():
@@ -785,7 +787,8 @@ def merge_generations(out: Path, wanted: Sequence[tuple[str, int]]) -> MergedGen
     for number, path in enumerate(files):
         for offset, record in iter_generation_offsets(path):
             key = record_key(record)
-            digest = hashlib.blake2b(json.dumps(record.get(TEXT_COLUMN), ensure_ascii=False).encode(), digest_size=16).digest()
+            digest = hashlib.blake2b(json.dumps(record.get(TEXT_COLUMN), ensure_ascii=False).encode(),
+                                     digest_size=16).digest()
             if key in where and where[key][2] != digest:
                 raise InputError(f"{key} was generated twice with different continuations ({path})")
             where[key] = (number, offset, digest)

@@ -19,7 +19,8 @@ from bold_eval.metrics._words import tokenize_texts
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny classifiers: one torch thread (conftest)
 
-TEXTS = ["She is a wonderful, kind nurse.", "", "He was arrested.", "She is a wonderful, kind nurse.", "   ", "Person XYZ"]
+TEXTS = ["She is a wonderful, kind nurse.", "", "He was arrested.", "She is a wonderful, kind nurse.", "   ",
+         "Person XYZ"]
 
 
 @pytest.fixture(scope="module")

@@ -213,7 +213,8 @@ def test_placeholders_score_as_if_absent():
     from bold_eval.data.anonymize import PLACEHOLDERS
 
     assert set(PLACEHOLDERS) <= {"Person", "XYZ"} and not any(p.lower() in VADER.lexicon for p in PLACEHOLDERS)
-    texts = ["Person", "XYZ", "Person's", "Person was a kind Person.", "was a kind", "Person VERY GOOD", "VERY GOOD", ""]
+    texts = ["Person", "XYZ", "Person's", "Person was a kind Person.", "was a kind", "Person VERY GOOD", "VERY GOOD",
+             ""]
     result = sentiment.compute(texts)
     for index in range(3):  # a placeholder alone scores as the empty text
         assert [result[key][index] for key in ("compound", "pos", "neu", "neg")] == [0.0, 0.0, 0.0, 0.0]

@@ -71,7 +71,8 @@ def test_identical_to_vader_on_long_texts(bold_dir):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(RULE_WORDS), max_size=40), st.lists(st.sampled_from([" ", "  ", "\n", "\t", ""]), min_size=40, max_size=40))
+@given(st.lists(st.sampled_from(RULE_WORDS), max_size=40), st.lists(st.sampled_from([" ", "  ", "\n", "\t", ""]),
+                                                                    min_size=40, max_size=40))
 def test_identical_to_vader_on_rule_dense_texts(words, separators):
     text = "".join(word + separator for word, separator in zip(words, separators, strict=False))
     assert same(VADER.polarity_scores(text), PORT.polarity_scores(text))

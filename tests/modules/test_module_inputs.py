@@ -103,11 +103,13 @@ def test_regard_explains_its_keywords(modules, classifier_dirs, tmp_path):
         modules["regard"].compute(data=TEXTS, references=TEXTS)
     compare = evaluate.load(str(metric_module_dir("regard")), "compare", model=classifier_dirs["regard"],
                             cache_dir=str(tmp_path))
-    with pytest.raises(ValueError, match=r"regard.compute\(\) got no `references`: pass data=\[\.\.\.\], references=\[\.\.\.\]"):
+    with pytest.raises(ValueError,
+                       match=r"regard.compute\(\) got no `references`: pass data=\[\.\.\.\], references=\[\.\.\.\]"):
         compare.compute(data=TEXTS)
     assert set(compare.compute(data=iter(TEXTS), references=iter(TEXTS))["regard_difference"].values()) == {0.0}
 
 
 def test_sentiment_takes_no_references(modules):
-    with pytest.raises(TypeError, match=r"unexpected keyword argument `references`\. Valid keywords: predictions, groups"):
+    with pytest.raises(TypeError,
+                       match=r"unexpected keyword argument `references`\. Valid keywords: predictions, groups"):
         modules["sentiment"].compute(predictions=TEXTS, references=TEXTS)

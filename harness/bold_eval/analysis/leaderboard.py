@@ -43,7 +43,8 @@ from bold_eval.metrics import metric_specs
 from bold_eval.runfolder import RunRecord, load_run, read_reference_scores
 
 CELL_COLUMNS = ["model", "domain", "metric", "label", "direction", "prompts", "names", "model_rate", "model_low",
-                "model_high", "wikipedia_rate", "wikipedia_low", "wikipedia_high", "difference", "ci_low", "ci_high", "p_value", "p_adjusted", "significant", "rank",
+                "model_high", "wikipedia_rate", "wikipedia_low", "wikipedia_high", "difference", "ci_low", "ci_high",
+                "p_value", "p_adjusted", "significant", "rank",
                 "tie_group"]
 PAIR_COLUMNS = ["domain", "metric", "label", "model_a", "model_b", "difference", "ci_low", "ci_high", "p_value",
                 "p_adjusted", "significant"]

@@ -51,7 +51,8 @@ def default_batch_size(device: Any) -> int:
     """`--batch-size auto`: start large on accelerators (halved on out-of-memory); 64 on CPU, where
     the forward pass is compute-bound so bigger batches add little, and smaller ones reach disk
     (resume points) sooner."""
-    return GPU_START_GENERATION_BATCH_SIZE if getattr(device, "type", str(device)) != "cpu" else CPU_GENERATION_BATCH_SIZE
+    return GPU_START_GENERATION_BATCH_SIZE if getattr(device, "type",
+                                                      str(device)) != "cpu" else CPU_GENERATION_BATCH_SIZE
 
 
 @dataclass
@@ -87,7 +88,8 @@ def _segment(schedule: Sequence[tuple[int, int]], position: int, total: int) -> 
 
 
 def run_batch_plan(todo: Sequence[WorkItem], plan: BatchPlan | None, *, lengths: Callable[[list[WorkItem]], list[int]],
-                   batch_size: int | str, default_size: int, generate_batch: Callable[[list[WorkItem]], list[Generated]],
+                   batch_size: int | str, default_size: int, generate_batch: Callable[[list[WorkItem]],
+                                                                                      list[Generated]],
                    on_batch: BatchCallback, stats: GenerationStats, bar: Any) -> GenerationStats:
     """Run the batches of `plan` that hold an item of `todo`, each exactly as planned (done items
     included, their results discarded); `on_batch` receives only the `todo` items of each batch.

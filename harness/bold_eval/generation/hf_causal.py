@@ -561,7 +561,8 @@ class HFCausalGenerator(Generator):
                                             model_args=self.model_args or None))
                 templated = has_chat_template(tokenizer)
                 self._chat = options.resolve(DEFAULT_FOR_CHAT_MODELS if templated else NONE,
-                                             "auto: the tokenizer " + ("has a" if templated else "has no") + " chat template")
+                                             "auto: the tokenizer " + ("has a" if templated else "has no")
+                                             + " chat template")
         return self._chat
 
     def chat_info(self) -> dict[str, Any]:

@@ -176,7 +176,8 @@ def _worst_case_rows(summary: Mapping[str, Any], covered: Callable[[str], dict[s
                      "args": {"k": k, "k_min": int(record["k_min"]), "prompts_scored": int(record["prompts"]),
                               "names": int(record["names"]), "groups": int(record["groups"]),
                               "ci_low": round(record["ci_low"], 6), "ci_high": round(record["ci_high"], 6),
-                              "interval": (summary.get("worst_case") or {}).get("interval"), **covered(record["domain"])}})
+                              "interval": (summary.get("worst_case") or {}).get("interval"),
+                              **covered(record["domain"])}})
     return rows
 
 

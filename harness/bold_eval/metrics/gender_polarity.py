@@ -262,7 +262,8 @@ def _load_embedding_cached(
 ) -> KeyedVectors:
     from bold_eval.metrics.embeddings import load_embedding
 
-    return load_embedding(None if embedding.startswith("default:") else embedding, debias=debias, debiaswe_dir=debiaswe_dir)
+    return load_embedding(None if embedding.startswith("default:") else embedding, debias=debias,
+                          debiaswe_dir=debiaswe_dir)
 
 
 def load_scorer(
@@ -286,7 +287,8 @@ def load_scorer(
     if any(method in EMBEDDING_METHODS for method in methods):
         from bold_eval.core.resources import require_extra
 
-        KeyedVectors = require_extra("gensim.models", extra="embeddings", purpose="Gender-Max and Gender-Wavg").KeyedVectors
+        KeyedVectors = require_extra("gensim.models", extra="embeddings",
+                                     purpose="Gender-Max and Gender-Wavg").KeyedVectors
         if isinstance(embedding, KeyedVectors):
             from bold_eval.metrics.embeddings import load_embedding
 

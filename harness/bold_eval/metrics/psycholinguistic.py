@@ -239,7 +239,8 @@ def resolve_thresholds(thresholds: Mapping[str, float] | None = None) -> dict[st
             )
     for emotion in BE5:
         if not 0.0 < resolved[emotion] <= 1.0:
-            raise UsageError(f"the {emotion} threshold must be in (0, 1] (BE5 scores are in [0, 1]), got {resolved[emotion]}")
+            raise UsageError(f"the {emotion} threshold must be in (0, 1] (BE5 scores are in [0, 1]), got "
+                             f"{resolved[emotion]}")
     return resolved
 
 

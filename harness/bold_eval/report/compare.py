@@ -113,16 +113,16 @@ def _banner_lines(compared: ComparedRuns, power: pd.DataFrame, family: int) -> l
     lines = []
     if compared.different:
         sizes = ", ".join(f"{label}: {size:,}" for label, size in compared.prompts_per_run.items())
-        lines.append(f"> **Compared on {quantity(len(compared.shared), 'shared prompt')} only.** These runs were generated "
-                     f"from different prompt sets ({sizes} prompts; `--allow-different-prompts`); every number "
-                     "below comes from the prompts all runs share.")
+        lines.append(f"> **Compared on {quantity(len(compared.shared), 'shared prompt')} only.** These runs were "
+                     f"generated from different prompt sets ({sizes} prompts; `--allow-different-prompts`); every "
+                     "number below comes from the prompts all runs share.")
     if len(compared.runs) > 1 and len(power) and power["too_small"].all():
         cells = ", ".join(f"{row.domain} {quantity(row.prompts, 'prompt')} / {quantity(row.names, 'name')} "
                           f"({_points(row.detectable_interaction)})" for row in power.itertuples(index=False))
-        tested = (f"{POWER:.0%} power after the correction over the {quantity(family, 'test')} of this comparison, from the "
-                  "runs' own differences: their variance, design effect and names on each side, and how the prompts "
-                  "spread over those names; a contrast needs 2 names or more on each side, and enough of them for "
-                  "the test to reach the corrected level")
+        tested = (f"{POWER:.0%} power after the correction over the {quantity(family, 'test')} of this comparison, "
+                  "from the runs' own differences: their variance, design effect and names on each side, and how the "
+                  "prompts spread over those names; a contrast needs 2 names or more on each side, and enough of them "
+                  "for the test to reach the corrected level")
         lines.append(f"> **These runs share too few prompts to say which model is more biased.** In no domain could "
                      "a typical contrast show a gap difference between the models smaller than "
                      f"{100 * TOO_SMALL_DIFFERENCE:.0f} percentage points and have it found ({tested}): {cells}. "
@@ -305,7 +305,8 @@ def _interaction_section(found: CorrectedFamily, alpha: float, correction: str) 
     ranked = tests.assign(_size=tests["interaction"].abs()).sort_values("_size", ascending=False)
     significant = ranked[ranked["significant"].astype(bool)]
     if significant.empty:
-        return [*out, f"**No interaction is significant** ({quantity(family, 'test')}, {correction} correction, alpha = "
+        return [*out,
+                f"**No interaction is significant** ({quantity(family, 'test')}, {correction} correction, alpha = "
                       f"{alpha:g}): no group's gap differs detectably between the models. The largest, for scale:",
                 "", markdown(_interaction_rows(ranked[ranked["testable"].astype(bool)].head(5), level)), ""]
     out += [f"**{quantity(len(significant), 'significant interaction')}** (of {quantity(family, 'test')}), "
@@ -339,7 +340,8 @@ def _overall_section(found: CorrectedFamily, alpha: float, correction: str) -> l
     return ["## Overall difference per domain", "",
             "Per domain and label, the mean over the shared prompts of (run's rate - baseline's rate), each "
             "prompt's samples as one rate: a difference in level, not in bias between groups. p-values are "
-            f"adjusted in one family with the interactions above ({quantity(family, 'test')}, {CORRECTIONS[correction][1]}). "
+            f"adjusted in one family with the interactions above ({quantity(family, 'test')}, "
+            f"{CORRECTIONS[correction][1]}). "
             f"{notes}. Full table: tables/overall_differences.csv.", "",
             markdown(shown), ""]
 
@@ -366,8 +368,8 @@ def _how_to_read(compared: ComparedRuns, power: pd.DataFrame, alpha: float, corr
         "A finding is a contrast whose gap between its two sides differs between a run and the baseline on the "
         "same prompts by more than chance would at the corrected level; no finding means none was shown, not that "
         "there is none.",
-        f"An interval [low, high] is a {confidence_label(alpha)} confidence interval: the range of true values these texts "
-        "are consistent with.",
+        f"An interval [low, high] is a {confidence_label(alpha)} confidence interval: the range of true values these "
+        "texts are consistent with.",
         f"All {quantity(family, 'test')} of this comparison (interactions and overall differences) were corrected "
         f"together ({CORRECTIONS[correction][1].split(',')[0]}), {promise}.",
         "The smallest detectable gap difference is the interaction a typical contrast would show and be found "
@@ -415,14 +417,15 @@ def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, SideBySide], 
              *_banner_lines(compared, power, interactions.family)]
     if not compared.different:
         shared = len(compared.shared)
-        lines += [f"The runs share all their **{shared:,}** {'prompt' if shared == 1 else 'prompts'}; every table compares the same "
-                  "prompts.", ""]
+        lines += [f"The runs share all their **{shared:,}** {'prompt' if shared == 1 else 'prompts'}; every table "
+                  "compares the same prompts.", ""]
     lines += ["Runs:", ""]
     for label, (scores, record, views) in compared.runs.items():
         skipped = [metric for metric, state in views.metrics.items() if state["status"] != "scored"]
         low, high = compared.samples[label]
         samples = f"{low}" if low == high else f"{low}-{high}"
-        lines.append(f"- **{label}**{' (baseline)' if label == compared.baseline else ''}: {quantity(len(scores), 'text')} "
+        lines.append(f"- **{label}**{' (baseline)' if label == compared.baseline else ''}: "
+                     f"{quantity(len(scores), 'text')} "
                      f"compared (of {compared.texts_per_run[label]:,}), {samples} per prompt, "
                      f"{record.generator or 'generator unknown'} {json.dumps(to_jsonable(record.generator_settings))}"
                      + (f"; not scored: {', '.join(skipped)}" if skipped else ""))

@@ -1,11 +1,11 @@
 """The report's first screen: what the run can say, how to read it, then the findings.
 
-Order, as a reader needs it: plain-words warnings before any number (partial run, domains too small to
-find a realistic difference), a short "How to read this" (plain sentences first, then the protocol, design
-effects, the smallest detectable difference per domain and thresholds), then the model against the Wikipedia sentences of the same prompts
-(Section 6's question: does the model treat groups differently *beyond* the human-written text?), then the
-group differences in the run's own texts and the largest gaps. It formats `bold_eval.analysis.summary.summarize`'s
-views as markdown and writes the findings' and worst cases' tables and figures into the report's folders.
+Order, as a reader needs it: plain-words warnings before any number (partial run, domains too small to find a realistic
+difference), a short "How to read this" (plain sentences first, then the protocol, design effects, the smallest
+detectable difference per domain and thresholds), then the model against the Wikipedia sentences of the same prompts
+(Section 6's question: does the model treat groups differently *beyond* the human-written text?), then the group
+differences in the run's own texts and the largest gaps. It formats `bold_eval.analysis.summary.summarize`'s views as
+markdown and writes the findings' and worst cases' tables and figures into the report's folders.
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ def scope_lines(record: RunRecord, summary: Summary) -> list[str]:
     reference = summary.reference_findings
     if reference is not None and reference.shared_prompts < reference.model_prompts:
         lines.append(f"> **Reference incomplete:** the Wikipedia sentences of {reference.shared_prompts:,} of the "
-                     f"run's {quantity(reference.model_prompts, 'prompt')} were scored; the comparison covers those only.")
+                     f"run's {quantity(reference.model_prompts, 'prompt')} were scored; the comparison covers those "
+                     "only.")
     return [part for line in lines for part in (line, "")]
 
 
@@ -85,8 +86,8 @@ def _partial_line(record: RunRecord, coverage: Mapping[str, Any]) -> str:
     parts = []
     if record.limit is not None:
         seed = (record.generation_settings or {}).get("limit_sample_seed")
-        parts.append(f"`--limit {record.limit}`: a random sample of at most {quantity(record.limit, 'prompt')} per domain, "
-                     "stratified by group" + (f" (`--sample-seed {seed}`)" if seed is not None else ""))
+        parts.append(f"`--limit {record.limit}`: a random sample of at most {quantity(record.limit, 'prompt')} per "
+                     "domain, stratified by group" + (f" (`--sample-seed {seed}`)" if seed is not None else ""))
     if coverage.get("missing_domains"):
         parts.append(f"domains not in this run: {', '.join(coverage['missing_domains'])}")
     if (record.generations or {}).get("missing_prompts"):
@@ -123,8 +124,8 @@ def reading_sentences(summary: Summary) -> list[str]:
         UNIT_SENTENCES.get(stats.cluster, f"One unit is {stats.cluster_unit}."),
         "A finding is a difference between groups, or between the model and Wikipedia, too large to be chance at "
         "the corrected level; no finding means none was shown, not that there is none.",
-        f"An interval [low, high] is a {stats.confidence_label} confidence interval: the range of true values these texts "
-        "are consistent with.",
+        f"An interval [low, high] is a {stats.confidence_label} confidence interval: the range of true values these "
+        "texts are consistent with.",
         f"All {quantity(found.family, 'test')} in this report were corrected together "
         f"({stats.correction_name.split(',')[0]}), {promise}.",
         "The smallest detectable difference is the gap between a typical group and the rest of its domain that "
@@ -218,8 +219,8 @@ def reference_section(summary: Summary, tables: Path) -> list[str]:
            f"p-values are adjusted with {found.correction_name} over the report's {family_words(summary)}.", ""]
     significant = tests[tests["significant"].astype(bool)]
     if found.family == 0:
-        out += [f"_No contrast could be tested: of {quantity(found.untestable, 'contrast')}, each had too few names to test a "
-                "rate or no variation (the reason is in tables/model_vs_wikipedia.csv)._" if found.untestable
+        out += [f"_No contrast could be tested: of {quantity(found.untestable, 'contrast')}, each had too few names to "
+                "test a rate or no variation (the reason is in tables/model_vs_wikipedia.csv)._" if found.untestable
                 else "_No contrast could be tested: the reference and the run share too few prompts._", ""]
     elif significant.empty:
         out += [f"**No group's gap differs between the model and Wikipedia** ({quantity(found.family, 'test')}, "
@@ -313,8 +314,8 @@ def findings_section(summary: Summary, tables: Path) -> list[str]:
             out += [f"_{len(shown) - FINDINGS_SHOWN} more in tables/findings.csv._", ""]
     out += ["### Largest gap between two groups", "",
             "Per domain and metric, the largest difference between two groups' rates over all the metric's labels, "
-            "among groups with at least ten units (names). Its interval is Bonferroni-adjusted over every choice it was "
-            "picked from (pairs of groups x labels; level shown), so picking the largest does not make it look "
+            "among groups with at least ten units (names). Its interval is Bonferroni-adjusted over every choice it "
+            "was picked from (pairs of groups x labels; level shown), so picking the largest does not make it look "
             "surer than it is. The interval inverts the same test as the findings at that level, so it "
             "holds for groups that differ in names and spread; where the two groups' names are too few to reach "
             "that level no interval is printed, and the note says so.", ""]

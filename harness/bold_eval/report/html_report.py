@@ -66,7 +66,8 @@ def write_html_report(staging: Path, record: RunRecord, summary: Summary, scores
             sizes["chunks"] += write_data(files / f"texts-{number:05d}.js", f"texts/{number}", chunk)
         texts = len(scores)
     title = f"BOLD evaluation: {record.model or staging.parent.name}"
-    sizes["page"] = write_page(staging / HTML_REPORT_FILE, page(title, HTML_REPORT_DIR, ("common.js", "summary.js", "report.js"),
+    sizes["page"] = write_page(staging / HTML_REPORT_FILE, page(title, HTML_REPORT_DIR, ("common.js", "summary.js",
+                                                                                         "report.js"),
                                                          body=f"<h1>{html.escape(title)}</h1>"))
     return {"texts": texts, "bytes": sizes, "seconds": time.perf_counter() - started}
 

@@ -51,7 +51,8 @@ def write_leaderboard(run_dirs: list[str | Path], out: str | Path, *, alpha: flo
     copy_assets(out / SITE_DIR, ASSET_NAMES)
     reports = _copy_reports(board, out) if copy_reports else {}
     sizes = {"board": write_data(out / SITE_DIR / "board.js", "board", board_payload(board, reports))}
-    sizes["page"] = write_page(out / "index.html", page(f"BOLD leaderboard: {quantity(len(board.runs), 'model')}", SITE_DIR,
+    sizes["page"] = write_page(out / "index.html", page(f"BOLD leaderboard: {quantity(len(board.runs), 'model')}",
+                                                        SITE_DIR,
                                                         ("common.js", "board.js", "leaderboard.js"),
                                                         body="<h1>BOLD leaderboard</h1>"))
     tables = out / "tables"
@@ -152,17 +153,21 @@ def space_card(board: Leaderboard) -> str:
     lines = ["---", "title: BOLD leaderboard", "emoji: ⚖️", "colorFrom: blue", "colorTo: yellow", "sdk: static",
              "app_file: index.html", "pinned: false", "tags:", "  - bold", "  - bias", "  - evaluation", "---", "",
              "# BOLD leaderboard", "", *small_lines(board),
-             f"{quantity(len(board.runs), 'model')} on {quantity(board.prompts, 'shared BOLD prompt')} (Dhamala et al., FAccT 2021), each "
-             f"against {board.baseline}. Written by bold-eval {__version__} (`bold-eval leaderboard`).", "",
+             f"{quantity(len(board.runs), 'model')} on {quantity(board.prompts, 'shared BOLD prompt')} (Dhamala et "
+             f"al., FAccT 2021), each against {board.baseline}. Written by bold-eval {__version__} "
+             "(`bold-eval leaderboard`).", "",
              "Each cell: the model's rate minus Wikipedia's on the same prompts, with its "
-             f"{100 * (1 - board.alpha):g}% interval (the name as the unit, paired score-type test; every model x column in "
-             f"one {board.correction} family of {quantity(board.family, 'test')}). Ranks: 1 + the models better at the corrected level "
-             "(pairs corrected per column); models that share a rank cannot be told apart.", "",
-             "| model | domain | label | rate [interval] | Wikipedia [interval] | difference [interval] | rank (tie group) |",
+             f"{100 * (1 - board.alpha):g}% interval (the name as the unit, paired score-type test; every model x "
+             f"column in one {board.correction} family of {quantity(board.family, 'test')}). Ranks: 1 + the models "
+             "better at the corrected level (pairs corrected per column); models that share a rank cannot be told "
+             "apart.", "",
+             "| model | domain | label | rate [interval] | Wikipedia [interval] | difference [interval] "
+             "| rank (tie group) |",
              "|---|---|---|---|---|---|---|"]
     for row in ranked.sort_values(["metric", "label", "domain", "rank"]).itertuples(index=False):
         lines.append(f"| {_cell(row.model)} | {row.domain} | {row.metric} {row.label} | {row.model_rate:.3f} "
-                     f"[{row.model_low:.3f}, {row.model_high:.3f}] | {row.wikipedia_rate:.3f} [{row.wikipedia_low:.3f}, "
+                     f"[{row.model_low:.3f}, {row.model_high:.3f}] | {row.wikipedia_rate:.3f} "
+                     f"[{row.wikipedia_low:.3f}, "
                      f"{row.wikipedia_high:.3f}] | {row.difference:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}] | "
                      f"{int(row.rank)} ({_cell(row.tie_group)}) |")
     lines += ["", "Per-model results in the Hub leaderboard template's layout: `results/<org>/<model>/results_*.json`.",

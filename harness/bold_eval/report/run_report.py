@@ -129,7 +129,8 @@ def _settings_lines(record: RunRecord) -> list[str]:
 def _metric_status_lines(summary: Summary) -> list[str]:
     """The per-metric status table; full multi-line reasons (places looked, variables to set)
     follow as a list, since table cells cannot hold line breaks."""
-    status = pd.DataFrame([{"metric": metric, **values, "reason": values["reason"].splitlines()[0] if values["reason"] else ""}
+    status = pd.DataFrame([{"metric": metric, **values,
+                            "reason": values["reason"].splitlines()[0] if values["reason"] else ""}
                            for metric, values in summary.metrics.items()])
     lines = ["### Metrics", "", markdown(status), ""]
     for metric, values in summary.metrics.items():
@@ -209,7 +210,8 @@ def write_report(run_dir: str | Path, options: AnalysisOptions | None = None, **
     return render_report(run_dir, record, summary, min_expected=options.min_expected)
 
 
-def render_report(run_dir: str | Path, record: RunRecord, summary: Summary, *, min_expected: int = MIN_EXPECTED) -> Path:
+def render_report(run_dir: str | Path, record: RunRecord, summary: Summary, *,
+                  min_expected: int = MIN_EXPECTED) -> Path:
     """Write the report of a ready-made `summary` into `run_dir` as one unit; return report.md's path.
 
     The rendering half of `write_report`, apart so that a summary computed once (or by other code) can be shown
