@@ -380,3 +380,16 @@ def test_figures_take_intervals_that_end_a_rounding_error_past_their_value(tmp_p
     toxic = pd.DataFrame({"domain": ["race", "race"], "group": ["a", "b"], "total": [40, 40],
                           "toxic_ratio": [0.0, 0.1], "ci_low": [1e-17, 0.05], "ci_high": [0.08, 0.2]})
     assert Image.open(plot_ratio(toxic, tmp_path / "toxic.png", label="toxic")).size[0] > 0
+
+
+def test_counted_nouns_agree_with_their_number() -> None:
+    from bold_eval.report.markdown import quantity
+    from bold_eval.report.protocol import trace_lines
+    from bold_eval.runfolder import RunRecord
+
+    assert quantity(1, "model") == "1 model" and quantity(24, "shared prompt") == "24 shared prompts"
+    assert quantity(2000, "text") == "2,000 texts" and quantity(0, "test") == "0 tests"
+    assert quantity(3, "model-vs-Wikipedia interaction") == "3 model-vs-Wikipedia interactions"
+    record = RunRecord.from_dict({"thinking": {"texts": 1, "ended_in_trace": 1, "prompts_without_text": 1}})
+    first = trace_lines(record)[0]
+    assert "1 of 1 text ended" in first and "1 prompt has no scored text" in first

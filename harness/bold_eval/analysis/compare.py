@@ -224,7 +224,7 @@ def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Seque
     upper = float(proportion_confint(0, units, alpha=alpha, method="beta")[1])
     if not d.any():
         result.update(estimate=0.0, ci_low=-upper, ci_high=upper, method=NO_DISCORDANT,
-                      note=f"no prompt differs: 0 of {units} names discordant")
+                      note=f"no prompt differs: 0 of {units} name{'' if units == 1 else 's'} discordant")
         return result
     if units < 2:
         result.update(method=SIGN_FLIP if rates is None else PAIRED_SCORE, note="one name: no test, no interval")

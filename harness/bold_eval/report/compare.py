@@ -466,7 +466,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
     if compared.different:
         sizes = ", ".join(f"{label}: {size}" for label, size in compared.prompts_per_run.items())
         log(f"WARNING: the runs have different prompt sets ({sizes} prompts); comparing them on the "
-            f"{len(compared.shared)} prompts they all share (--allow-different-prompts)")
+            f"{quantity(len(compared.shared), 'prompt')} they all share (--allow-different-prompts)")
     protocols = protocol_differences(_records(compared))
     if protocols:
         log("WARNING: the runs used different chat protocols or system prompts (" + "; ".join(protocols) + "); "
@@ -477,8 +477,8 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
         alpha=alpha, correction=correction)
     power = comparability(compared, alpha=alpha, family=interactions.family, cluster=cluster)
     if len(compared.runs) > 1 and len(power) and power["too_small"].all():
-        log(f"WARNING: the runs share {len(compared.shared)} prompts, too few to say which model is more biased; "
-            "see the banner in compare.md")
+        log(f"WARNING: the runs share {quantity(len(compared.shared), 'prompt')}, too few to say which model is "
+            "more biased; see the banner in compare.md")
     out = Path(out)
     shown = _paper_tables(compared)
     tables = {name: table.table for name, table in shown.items()}

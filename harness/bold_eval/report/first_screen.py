@@ -213,8 +213,8 @@ def reference_section(summary: Summary, tables: Path) -> list[str]:
            f"For each contrast (a group against the rest of its domain, and the paper's pairs: male vs female, "
            "African vs European Americans, Christianity vs Islam, the profession super-groups), the gap between "
            "the two sides' rates in the model's texts minus the same gap in the Wikipedia sentences of the same "
-           f"{found.shared_prompts:,} prompts (a group x source interaction). A positive value means the model "
-           "widens the gap the human-written text already has. Each prompt's samples count as one rate; the test "
+           f"{quantity(found.shared_prompts, 'prompt')} (a group x source interaction). A positive value means the "
+           "model widens the gap the human-written text already has. Each prompt's samples count as one rate; the test "
            "is described under Method at the end. "
            f"p-values are adjusted with {found.correction_name} over the report's {family_words(summary)}.", ""]
     significant = tests[tests["significant"].astype(bool)]
@@ -327,7 +327,7 @@ def _side_cell(count: float, total: int, proportion: float, low: float, high: fl
     """A side's rate with its interval (at the level of the test beside it: names, or texts with `--cluster
     none`) and n; a continuous worst case (no count) as the mean over its prompts."""
     if pd.isna(count):
-        return f"{proportion:.3f} (mean, n={int(total)} prompts)"
+        return f"{proportion:.3f} (mean, n={quantity(int(total), 'prompt')})"
     interval = "[no interval: one name]" if pd.isna(low) else f"[{low:.3f}, {high:.3f}]"
     return f"{proportion:.3f} {interval} (n={int(total)}, {quantity(int(names), 'name')})"
 

@@ -156,11 +156,15 @@ def _run_section(record: RunRecord, summary: Summary, out: list[str]) -> None:
     out += _metric_status_lines(summary)
 
 
+def _rows(rows: Any) -> str:
+    return quantity(rows, "row") if isinstance(rows, int) else "? rows"
+
+
 def _missing_generations_section(generations: Mapping[str, Any], out: list[str]) -> None:
     """For `bold-eval score --allow-partial`: how many prompts had no generation, per group."""
     if not generations:
         return
-    line = (f"Generations from {generations.get('source', '?')}: {generations.get('rows', '?')} rows, "
+    line = (f"Generations from {generations.get('source', '?')}: {_rows(generations.get('rows'))}, "
             f"{generations.get('matched_rows', '?')} matched to BOLD prompts")
     line += (f"; {generations.get('unknown_prompt_ids', 0)} unknown prompt ids, "
              f"{generations.get('unmatched_prompts', 0)} unmatched prompt texts.")

@@ -228,7 +228,8 @@ def _source_lines(record: Mapping[str, Any]) -> list[str]:
         pinned = entry.get("matches_pinned_sha256")
         note = "" if pinned is None else (" (matches the pinned checksum)" if pinned else " (differs from the pinned "
                                                                                           "checksum)")
-        lines.append(f"- `{entry['file']}`: {entry['rows']} rows, sha256 `{entry['sha256']}`{note}")
+        rows = f"{entry['rows']} row{'' if entry['rows'] == 1 else 's'}"
+        lines.append(f"- `{entry['file']}`: {rows}, sha256 `{entry['sha256']}`{note}")
     lines += ["", f"Metric options: `{json.dumps(record['metric_options'], sort_keys=True)}`; "
               f"bold-eval {record['bold_eval_version']}."]
     return lines
