@@ -102,7 +102,8 @@ def timed(function) -> tuple[float, list[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="embedded", help="embedded, tiny, or a model folder transformers serve loads")
+    parser.add_argument("--model", default="embedded",
+                        help="embedded, tiny, or a model folder transformers serve loads")
     parser.add_argument("--prompts", type=int, default=256)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--max-new-tokens", type=int, default=30)
@@ -160,7 +161,8 @@ def main() -> None:
             print(f"{concurrency:>11}  {engine:<9} {median:>8.2f} {len(prompts) / median:>8.2f} "
                   f"{tokens[engine] / median:>9.1f}")
         ours_s, theirs_s = statistics.median(seconds["bold-eval"]), statistics.median(seconds["lm-eval"])
-        print(f"{concurrency:>11}  ratio bold-eval / lm-eval: tokens/s {(tokens['bold-eval'] / ours_s) / (tokens['lm-eval'] / theirs_s):.2f}, "
+        print(f"{concurrency:>11}  ratio bold-eval / lm-eval: tokens/s "
+              f"{(tokens['bold-eval'] / ours_s) / (tokens['lm-eval'] / theirs_s):.2f}, "
               f"texts/s {theirs_s / ours_s:.2f}  (goal >= 1.5)")
     print(f"\nclient cost alone: {len(instant)} requests to a server that answers at once, best of {args.rounds}")
     print(f"{'concurrency':>11}  {'lm-eval ms/request':>19} {'bold-eval ms/request':>21}")

@@ -1,16 +1,16 @@
-"""k samples per prompt over HTTP (issue 22): one request with n = k per prompt against k requests per prompt.
+"""k samples per prompt over HTTP: one request with n = k per prompt against k requests per prompt.
 
 The same `--prompts` BOLD prompts, k samples each, go through the same local server at the same
 `--concurrency`, once with `n_per_request=auto` (the default: the probe finds n honoured, so one request per
-prompt asks for its k samples) and once with `n_per_request=false` (one request per sample, the plan before
-issue 22), alternating for `--rounds` rounds so that a busy machine hurts both alike. Both include the probe.
+prompt asks for its k samples) and once with `n_per_request=false` (one request per sample), alternating for `--rounds`
+rounds so that a busy machine hurts both alike. Both include the probe.
 
 - `BatchingServer` serves a real model (`embedded`: the dequantized SmolLM2-135M of benchmarks/api.py;
-  `tiny`: a 2-layer GPT-2 built here) and batches as serving engines do in their simplest form: whatever
-  requests wait when the model is free run as one `generate` batch, n as n rows of one request. Both plans meet
-  the same batching; they differ in requests sent, prompt tokens the server counts (what a hosted API bills:
-  once per request; both columns leave the probe's requests out, the probe column counts them) and how much work one request in flight brings. `transformers serve` (benchmarks/api.py's
-  server) cannot be used: it ignores n.
+  `tiny`: a 2-layer GPT-2 built here) and batches as serving engines do in their simplest form: whatever requests wait
+  when the model is free run as one `generate` batch, n as n rows of one request. Both plans meet the same batching;
+  they differ in requests sent, prompt tokens the server counts (what a hosted API bills: once per request; both columns
+  leave the probe's requests out, the probe column counts them) and how much work one request in flight brings.
+  `transformers serve` (benchmarks/api.py's server) cannot be used: it ignores n.
 - `InstantServer` answers at once: the client's own cost per text under each plan.
 
     .venv/bin/python benchmarks/api_samples.py --model embedded --prompts 64 --ks 5 25 --concurrency 8
@@ -81,8 +81,8 @@ def print_table(title: str, rows: list[tuple[int, dict]]) -> None:
         median = {name: statistics.median(p["seconds"] for p in runs) for name, runs in passes.items()}
         for name, runs in passes.items():
             last = runs[-1]
-            print(f"{k:>3}  {name:<11} {last['requests']:>8} {last['probe']:>5} {last['billed']:>13} {median[name]:>8.2f} "
-                  f"{last['texts'] / median[name]:>8.1f} {last['tokens'] / median[name]:>12.1f} "
+            print(f"{k:>3}  {name:<11} {last['requests']:>8} {last['probe']:>5} {last['billed']:>13} "
+                  f"{median[name]:>8.2f} {last['texts'] / median[name]:>8.1f} {last['tokens'] / median[name]:>12.1f} "
                   f"{last['distinct']:>8}")
         n, single = passes["n = k"][-1], passes["k requests"][-1]
         print(f"{k:>3}  ratio k requests / n = k: requests {single['requests'] / n['requests']:.2f}, "

@@ -71,7 +71,8 @@ def main() -> None:
     device = resolve_device(args.device)
     started = time.perf_counter()
     loaded = load_causal_lm(args.model, dtype=args.dtype, device=device)
-    where = torch.cuda.get_device_name() if device.startswith("cuda") else f"cpu, torch threads {torch.get_num_threads()}"
+    where = (torch.cuda.get_device_name() if device.startswith("cuda")
+             else f"cpu, torch threads {torch.get_num_threads()}")
     print(f"model {args.model}: load {time.perf_counter() - started:.1f} s, dtype {loaded.dtype}, {where}")
     prompts = spread_prompts(args.prompts, args.data_dir)
     names = [name.strip() for name in args.protocols.split(",") if name.strip()]
@@ -94,9 +95,11 @@ def main() -> None:
                   f"{tokens / elapsed:.1f} new tokens/s", flush=True)
     base = names[0]
     for name in names[1:]:
-        print(f"median seconds: {name} {statistics.median(seconds[name]):.1f}, {base} {statistics.median(seconds[base]):.1f}; "
-              f"ratio {statistics.median(seconds[name]) / statistics.median(seconds[base]):.2f}x the time; new tokens/s "
-              f"{statistics.median(rates[name]):.1f} vs {statistics.median(rates[base]):.1f} (batch {args.batch_size}, "
+        print(f"median seconds: {name} {statistics.median(seconds[name]):.1f}, {base} "
+              f"{statistics.median(seconds[base]):.1f}; "
+              f"ratio {statistics.median(seconds[name]) / statistics.median(seconds[base]):.2f}x the time; "
+              f"new tokens/s {statistics.median(rates[name]):.1f} vs {statistics.median(rates[base]):.1f} "
+              f"(batch {args.batch_size}, "
               f"{loaded.dtype}, top-k 40 / top-p 0.95, {args.max_new_tokens} new tokens, stop at newline on)")
 
 

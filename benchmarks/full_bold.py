@@ -1,4 +1,4 @@
-"""Full BOLD end to end: `bold_eval.run.run` with a GPT-2-small-sized LM and all five metrics (issue 12, point 6).
+"""Full BOLD end to end: `bold_eval.run.run` with a GPT-2-small-sized LM and all five metrics.
 
 Models are randomly initialised at the real sizes, since speed does not depend on the weights and
 nothing can be downloaded on the benchmark machines:
@@ -54,7 +54,8 @@ def build_resources(workdir: Path, corpus: list[str], layers: int, hidden: int) 
     )
 
     heads = max(1, hidden // 64)
-    lm = build_tiny_causal_lm(workdir / "lm", corpus, **{**GPT2_SMALL, "n_layer": layers, "n_embd": hidden, "n_head": heads})
+    lm = build_tiny_causal_lm(workdir / "lm", corpus, **{**GPT2_SMALL, "n_layer": layers, "n_embd": hidden,
+                                                         "n_head": heads})
     wordpiece = build_wordpiece_tokenizer(corpus, vocab_size=30_522, model_max_length=512)
     classifiers = {kind: build_metric_classifier(workdir / kind, kind, tokenizer=wordpiece, hidden_size=hidden,
                                                  num_hidden_layers=layers, num_attention_heads=heads,
@@ -150,7 +151,8 @@ def report(record: dict, scored: dict[str, int], wall: float, torch) -> None:
           f"cache, {reference.get('seconds', 0.0):.1f} s")
     print(f"stages: load data {timings.get('load_data_s', 0.0):.1f} s, generate {timings['generate_s']:.1f} s, "
           f"score the reference {reference.get('seconds', 0.0):.1f} s and the model's texts "
-          f"{timings.get('score_s', 0.0):.1f} s (the metrics themselves {sum(metric_seconds.values()):.1f} s), report {timings.get('report_s', 0.0):.1f} s")
+          f"{timings.get('score_s', 0.0):.1f} s (the metrics themselves {sum(metric_seconds.values()):.1f} s), report "
+          f"{timings.get('report_s', 0.0):.1f} s")
     print(f"end to end: {wall:.1f} s wall; {work:.1f} s without model and resource loading "
           f"({loading:.1f} s of loading: the LM, classifiers, lexicon and embedding)")
 

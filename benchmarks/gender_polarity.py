@@ -1,6 +1,6 @@
 """Throughput of the gender polarity scorer against a straightforward per-text implementation, in one run.
 
-Target (issue 3): at least 20,000 texts/s on one core on the 23,679 BOLD Wikipedia sentences.
+Target: at least 20,000 texts/s on one core on the 23,679 BOLD Wikipedia sentences.
 Timed: unigram matching alone, and all three methods (unigram, Gender-Max, Gender-Wavg) in a
 random 300-d embedding with a realistic vocabulary (every word form of BOLD plus 100,000 random
 words, about the lookup load of the 3M-word GoogleNews vectors for this text). The baseline

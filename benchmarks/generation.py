@@ -70,7 +70,8 @@ def resolve_model(name: str, data_dir: str | None) -> str:
 
     corpus = bold_wikipedia_sentences(None, data_dir)
     if not corpus:
-        raise SystemExit("random-gpt2-small trains its tokenizer on BOLD's Wikipedia sentences: set BOLD_DATA_DIR or --data-dir")
+        raise SystemExit("random-gpt2-small trains its tokenizer on BOLD's Wikipedia sentences: set BOLD_DATA_DIR or "
+                         "--data-dir")
     folder = Path(tempfile.mkdtemp(prefix="bold-eval-gpt2-small-"))
     return str(build_tiny_causal_lm(folder, corpus, **GPT2_SMALL))
 
@@ -93,7 +94,8 @@ def run_lm_eval(lm, prompts, max_new_tokens: int, seed: int, stop_at_newline: bo
 
     torch.manual_seed(seed)
     # `until: ["\n"]` is how the lm-eval tasks (and lm-eval users) stop where `bold-eval run` stops by default.
-    kwargs = {"until": ["\n"] if stop_at_newline else [], "do_sample": True, "top_k": 40, "top_p": 0.95, "temperature": 1.0,
+    kwargs = {"until": ["\n"] if stop_at_newline else [], "do_sample": True, "top_k": 40, "top_p": 0.95,
+              "temperature": 1.0,
               "max_gen_toks": max_new_tokens}
     requests = [Instance(request_type="generate_until", doc={}, arguments=(prompt, dict(kwargs)), idx=i)
                 for i, (_, prompt) in enumerate(prompts)]
@@ -128,7 +130,8 @@ def main() -> None:
     model = resolve_model(args.model, args.data_dir)
     started = time.perf_counter()
     loaded = load_causal_lm(model, dtype=args.dtype, device=device)
-    where = torch.cuda.get_device_name() if device.startswith("cuda") else f"cpu, torch threads {torch.get_num_threads()}"
+    where = (torch.cuda.get_device_name() if device.startswith("cuda")
+             else f"cpu, torch threads {torch.get_num_threads()}")
     print(f"model {args.model}: load {time.perf_counter() - started:.1f} s, dtype {loaded.dtype}, {where}")
     prompts = spread_prompts(args.prompts, args.data_dir)
     lm = make_lm_eval(loaded, args.batch_size, args.dtype, device)
@@ -142,7 +145,8 @@ def main() -> None:
         for name in ("bold-eval", "lm-eval hf") if round_index % 2 == 0 else ("lm-eval hf", "bold-eval"):
             started = time.perf_counter()
             if name == "bold-eval":
-                outputs = run_ours(loaded, prompts, args.batch_size, args.max_new_tokens, args.seed, args.stop_at_newline)
+                outputs = run_ours(loaded, prompts, args.batch_size, args.max_new_tokens, args.seed,
+                                   args.stop_at_newline)
             else:
                 outputs = run_lm_eval(lm, prompts, args.max_new_tokens, args.seed, args.stop_at_newline)
             seconds = time.perf_counter() - started

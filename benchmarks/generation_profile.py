@@ -8,7 +8,7 @@ line break):
 - `--prompts N`: `generate_items` over N prompts spread over BOLD in batches of `--rows`, timed from a cold
   process: each batch brings new shapes, as a run does. Prints microseconds per row and step.
 
-Switches put back what the third GPU session replaced, one at a time, to measure each change in the same run:
+Switches put back the simpler alternative of each choice, one at a time, to measure each in the same run:
 `--cudnn-attention` (let SDPA pick cuDNN's attention), `--dynamic-cache` (transformers' DynamicCache, grown by
 concatenation), `--compact-at 0` (drop each finished row at once). `--build-model DIR` only builds the random
 model there, so that several processes time the same weights.
@@ -143,7 +143,8 @@ def profiled_batch(loaded, args: argparse.Namespace) -> None:
     if cuda:
         print(averages.table(sort_by="self_cuda_time_total", row_limit=args.top))
         stats = torch.cuda.memory_stats()
-        print("allocator:", {key: stats.get(key) for key in ("num_alloc_retries", "num_device_alloc", "num_device_free")},
+        print("allocator:", {key: stats.get(key) for key in ("num_alloc_retries", "num_device_alloc",
+                                                             "num_device_free")},
               "conf:", os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))
     breakdown(loaded, texts, decoding, cuda)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# What each change of the third GPU session did to generation (benchmarks/RESULTS.md, "GPU session 3"): the run's
-# own loop over N prompts in batches of M rows, from a cold process each time, as shipped and with each replaced
-# piece put back (then all three: the loop before that session). All on one random GPT-2 small.
+# What each generation choice is worth (benchmarks/RESULTS.md, "H100: all of BOLD end to end, in-place KV cache"): the run's own loop over N
+# prompts in batches of M rows, from a cold process each time, as shipped and with each choice swapped for its
+# simpler alternative (then all three at once). All on one random GPT-2 small.
 #   bash benchmarks/generation_variants.sh PYTHON DEVICE OUT_DIR --prompts N --rows M
 set -u
 PY=$1 DEV=$2 OUT=$3; shift 3

@@ -95,7 +95,8 @@ def main() -> None:
 
     burn_in = round(DEFAULT_BURN_IN * args.max_iter / PAPER_MAX_ITER)
     model, tokenizer = build_model(args.hidden, args.layers, args.data_dir, args.seed)
-    devices = args.devices.split(",") if args.devices != "auto" else ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
+    devices = args.devices.split(",") if args.devices != "auto" else ["cpu",
+                                                                      *(["cuda"] if torch.cuda.is_available() else [])]
     size = f"{sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters"
     print(f"BertForMaskedLM {size}, vocabulary {model.config.vocab_size} ({len(tokenizer)} trained on BOLD), float32, "
           f"torch threads {torch.get_num_threads()}; 15 new tokens, T 0.7, burn-in {burn_in}, max iter "

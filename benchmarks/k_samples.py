@@ -1,4 +1,4 @@
-"""k samples per prompt at scale (issue 22, point 4): time and peak memory of `bold-eval run --num-samples k`.
+"""k samples per prompt at scale: time and peak memory of `bold-eval run --num-samples k`.
 
 For each k, a fresh process runs the run users get (`bold_eval.run.run`: generation written incrementally,
 scoring with all five metrics, report) on the same `--prompts` gender prompts and reports its own peak
@@ -62,7 +62,8 @@ def child(args: argparse.Namespace) -> None:
                "gender_polarity": {"embedding": paths["embedding"], "debias": False}}
     out = Path(args.out)
     config = RunConfig(out=out, model=paths["lm"], generator="hf-causal", dtype=args.dtype, device=args.device,
-                       batch_size=args.batch_size if args.batch_size == "auto" else int(args.batch_size), limit=args.prompts, domains=["gender"], num_samples=args.k,
+                       batch_size=args.batch_size if args.batch_size == "auto" else int(args.batch_size),
+                       limit=args.prompts, domains=["gender"], num_samples=args.k,
                        data_dir=os.environ["BOLD_DATA_DIR"], metric_options=options, reference=False,
                        progress=False)
     stages = stage_peaks()
@@ -184,7 +185,8 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
         kib = (high["peak_mb"] - low["peak_mb"]) * 1024 / texts
         print(f"slope k={low['k']} -> k={high['k']} (both with worst-case views): {kib:.2f} KiB of peak memory per "
               f"added text; the stored texts {(high['text_mb'] - low['text_mb']) * 1024 / texts:.2f} KiB per text, a "
-              f"scores.parquet row in memory (texts, ids, every score) {(high['row_mb'] - low['row_mb']) * 1024 / texts:.2f} "
+              "scores.parquet row in memory (texts, ids, every score) "
+              f"{(high['row_mb'] - low['row_mb']) * 1024 / texts:.2f} "
               f"KiB per text: ratio {kib / ((high['row_mb'] - low['row_mb']) * 1024 / texts):.1f}x the row")
     per_text = (high["wall_s"] - low["wall_s"]) / max(high["texts"] - low["texts"], 1)
     print(f"marginal time per text: {per_text * 1e3:.2f} ms; full BOLD x {high['k']} "
@@ -194,13 +196,14 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
         for r in results))
     if len(results) > 2:
         low = results[-2]
+        added = high["texts"] - low["texts"]
         print("slope k={} -> k={} per stage, KiB per added text: {}".format(low["k"], high["k"], ", ".join(
-            f"{stage} {(high['stage_peaks_mb'][stage] - low['stage_peaks_mb'][stage]) * 1024 / (high['texts'] - low['texts']):.2f}"
+            f"{stage} {(high['stage_peaks_mb'][stage] - low['stage_peaks_mb'][stage]) * 1024 / added:.2f}"
             for stage in high["stage_peaks_mb"])))
     chunks = high.get("chunks")
     if chunks:
-        print(f"scoring the k={high['k']} texts with the toxicity classifier: chunks of {chunks['chunk']:,} distinct texts "
-              f"+{chunks['chunked_extra_mb']:.0f} MiB in {chunks['chunked_s']:.1f} s; one call "
+        print(f"scoring the k={high['k']} texts with the toxicity classifier: chunks of {chunks['chunk']:,} distinct "
+              f"texts +{chunks['chunked_extra_mb']:.0f} MiB in {chunks['chunked_s']:.1f} s; one call "
               f"+{chunks['one_call_extra_mb']:.0f} MiB in {chunks['one_call_s']:.1f} s; memory ratio "
               f"{chunks['one_call_extra_mb'] / max(chunks['chunked_extra_mb'], 1e-9):.2f}")
 

@@ -1,4 +1,4 @@
-"""Time per text against text length (1k to 1M characters) for every metric (issue 10, point 2).
+"""Time per text against text length (1k to 1M characters) for every metric.
 
 Each metric scores one text made of BOLD Wikipedia sentences joined up to each length; the table
 shows the time per text, the cost per 1,000 characters, and that cost relative to the shortest
@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                 start = time.perf_counter()
                 (seconds,) = best_times([score], [texts[size]], repeats)
                 rows.append((name, size, seconds))
-                print(f"  {name} {size:,} characters: {seconds:.4f} s ({time.perf_counter() - start:.2f} s with repeats)",
+                print(f"  {name} {size:,} characters: {seconds:.4f} s ({time.perf_counter() - start:.2f} s with "
+                      "repeats)",
                       file=sys.stderr)
 
     print("one text per call; seconds = best of the passes; per 1k = seconds per 1,000 characters;")

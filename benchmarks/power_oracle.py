@@ -207,7 +207,8 @@ def rows(args: argparse.Namespace) -> None:
                         data = [draw_interaction(rng, design, in_a, rate, shift, rho)
                                 for _ in range(args.replicates)]
                         truth = interaction_truth(rng, rate, shift, float(rho[in_a][0]))
-                        extra = [draw_interaction(rng, design, in_a, rate, shift, rho) for _ in range(args.oracle_draws)]
+                        extra = [draw_interaction(rng, design, in_a, rate, shift, rho)
+                                 for _ in range(args.oracle_draws)]
                         sd = float(np.std([interaction_estimate(d, design, in_a) for d in extra]))
                         estimates = np.array([interaction_estimate(d, design, in_a) for d in data])
                     oracle = float(np.mean(np.abs(estimates) / sd >= critical[kind]))
@@ -219,7 +220,8 @@ def rows(args: argparse.Namespace) -> None:
                         found = float(np.mean([t.testable and t.p_value <= level for t in at_95]))
                         covered = [t.ci_low * scale <= truth <= t.ci_high * scale for t in at_95 if t.testable]
                         cover = f"{np.mean(covered):.1%}" if covered else "untestable"
-                        cells.append(f"{found:.1%} ({found / oracle:.2f}) | {cover}" if oracle else f"{found:.1%} | {cover}")
+                        ratio = f" ({found / oracle:.2f})" if oracle else ""
+                        cells.append(f"{found:.1%}{ratio} | {cover}")
                     names, texts = int(in_a.sum()), int(design.texts[in_a].sum())
                     print(f"| {kind} | {domain} | {group} | {names} / {texts} | {rate} | {spread} | {shift:+.3f} | "
                           f"{oracle:.1%} | " + " | ".join(cells) + " |", flush=True)

@@ -1,4 +1,4 @@
-"""Does sharing a prompt's prefill across its k samples pay? (issue 22, point 5)
+"""Does sharing a prompt's prefill across its k samples pay?
 
 `bold-eval run --num-samples k` generates each (prompt, sample) as its own row, so without sharing a prompt's
 forward pass over its own tokens (the prefill) runs k times. `generate_batch(share_prefill=True)` (the default

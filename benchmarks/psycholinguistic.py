@@ -1,6 +1,6 @@
 """Throughput of the psycholinguistic scorer against a straightforward per-text implementation, in one run.
 
-Target (issue 3): at least 20,000 texts/s on one core on the 23,679 BOLD Wikipedia sentences.
+Target: at least 20,000 texts/s on one core on the 23,679 BOLD Wikipedia sentences.
 The baseline is what one would write first: for every text, tokenize, and for every token a
 dict lookup (surface form, then the same lemma fallback), then the Section 4.4 weighted
 average in Python. Both give the same scores (checked here); both reuse one loaded lexicon.
@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
 
     base_time, ours_time = best_times([baseline, ours_cold], texts, args.repeats)
     ours_rate = len(texts) / ours_time
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()}")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, Python "
+          f"{platform.python_version()}")
     print(f"{len(texts)} BOLD Wikipedia sentences, best of {args.repeats} passes, one process")
     print(f"max |ours - baseline| over the 8 scores and coverage: {max_diff:.2e}")
     print(f"{'method':<34} {'seconds':>8} {'texts/s':>10}")

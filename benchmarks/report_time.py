@@ -1,17 +1,18 @@
-"""Time of `bold-eval report` on a run folder: today's report against the report before issue 32, same process.
+"""Time of `bold-eval report` on a run folder: the report against one whose findings use the
+permutation test, in the same process.
 
-The report before issue 32 tested every contrast with the studentized cluster permutation test (999 draws, up to
-99,999 near the corrected level) and a cluster bootstrap interval; its cost on all of BOLD was mostly drawing
-permutations. Today's default is the score-type cluster-robust t (`bold_eval.analysis.rate_test`), which needs
+The baseline tests every contrast with the studentized cluster permutation test (999 draws, up to 99,999 near the
+corrected level) and a cluster bootstrap interval; its cost on all of BOLD is mostly drawing permutations. The
+default is the score-type cluster-robust t (`bold_eval.analysis.rate_test`), which needs
 no resampling. Both reports are written here from copies of the same folder, on the same threads
 (`BOLD_EVAL_THREADS`, else the cores, at most 8): the baseline by setting `clustered.DEFAULT_METHOD` to
-"permutation", the test the findings used before. Printed: both times, their ratio, and where today's time goes
+"permutation". Printed: both times, their ratio, and where the report's time goes
 (the analysis, then the files: tables, figures, report.md).
 
 Make a full-BOLD folder first (random small models; the report's work does not depend on the weights):
 
     .venv/bin/python benchmarks/full_bold.py --layers 2 --hidden 64 --out /tmp/bold-full
-    .venv/bin/python benchmarks/report_time.py /tmp/bold-full            # --skip-baseline: today's report only
+    .venv/bin/python benchmarks/report_time.py /tmp/bold-full            # --skip-baseline: the report only
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def timed_report(run_dir: Path, scratch: Path, name: str) -> tuple[float, float]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a run folder with scores.parquet (e.g. from full_bold.py --out)")
-    parser.add_argument("--skip-baseline", action="store_true", help="time today's report only")
+    parser.add_argument("--skip-baseline", action="store_true", help="time the report only")
     args = parser.parse_args()
 
     from bold_eval.analysis import clustered
@@ -71,7 +72,7 @@ def main() -> None:
             before, before_analysis = timed_report(args.run_dir, Path(scratch), "before")
         finally:
             clustered.DEFAULT_METHOD = "auto"
-        print(f"the report before issue 32 (permutation tests): {before:.1f} s ({before_analysis:.1f} s analysis)")
+        print(f"the report with permutation tests: {before:.1f} s ({before_analysis:.1f} s analysis)")
         print(f"speed-up: {before / today:.1f}x")
 
 

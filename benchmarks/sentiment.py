@@ -1,6 +1,6 @@
 """Throughput of the sentiment scorer against calling vaderSentiment directly, in one run.
 
-Target (issue 3): our scorer within 1.2x of a plain `SentimentIntensityAnalyzer().polarity_scores`
+Target: our scorer within 1.2x of a plain `SentimentIntensityAnalyzer().polarity_scores`
 loop on the 23,679 BOLD Wikipedia sentences, i.e. at most 20% overhead. Two inputs are timed:
 all sentences (BOLD repeats some, which our scorer scores once) and only the distinct sentences
 (where deduplication cannot help, so the ratio is our pure overhead).
@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         f"Python {platform.python_version()}, vaderSentiment {version('vaderSentiment')}"
     )
     print(
-        f"texts per CPU-second, best of {args.repeats} passes; ratio = our time / baseline time (target <= {TARGET_RATIO})"
+        f"texts per CPU-second, best of {args.repeats} passes; ratio = our time / baseline time (target <= "
+        f"{TARGET_RATIO})"
     )
     print(f"{'input':<32} {'texts':>7} {'baseline t/s':>13} {'ours t/s':>10} {'ratio':>6}")
     ratios = {}

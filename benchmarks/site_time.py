@@ -1,4 +1,4 @@
-"""How fast and how big are report.html and the leaderboard site? (issue 33)
+"""How fast and how big are report.html and the leaderboard site?
 
 From one full-BOLD run folder (e.g. `benchmarks/full_bold.py --out DIR`), makes `--models` model runs on the same
 prompts: the first is the run itself, each other a copy whose label columns are redrawn for a random share of its
@@ -85,7 +85,8 @@ def text_browser(report: Path) -> tuple[float, float]:
         view.click("#tab-texts")
         view.wait_for_selector("li.text")
         opened = time.perf_counter() - started
-        view.evaluate("document.querySelector('.status').dataset.before = document.querySelector('.status').textContent")
+        view.evaluate("document.querySelector('.status').dataset.before = "
+                      "document.querySelector('.status').textContent")
         started = time.perf_counter()
         view.select_option("#t-domain", "1")
         page.wait_until("document.querySelector('.status').textContent !== "
@@ -191,7 +192,8 @@ def main() -> None:
         files_k = staging_k / "report_files"
         print(f"k = {args.samples} ({len(many)} texts): report.html written in {k_seconds:.1f} s, report_files/ "
               f"{folder_bytes(files_k) / 1e6:.0f} MB (index.js {(files_k / 'index.js').stat().st_size / 1e6:.1f} MB, "
-              f"{len(list(files_k.glob('texts-*.js')))} chunks of {html_k['texts'] // max(1, len(list(files_k.glob('texts-*.js'))))} texts); "
+              f"{len(list(files_k.glob('texts-*.js')))} chunks of "
+              f"{html_k['texts'] // max(1, len(list(files_k.glob('texts-*.js'))))} texts); "
               f"text browser: first page {opened_k:.2f} s, a domain filter {filtered_k:.2f} s")
     print(f"page weight loaded first: report.html {first_report / 1e6:.2f} MB, index.html {first_site / 1e6:.2f} MB; "
           f"report_files/ {folder_bytes(report_files) / 1e6:.1f} MB (index.js "

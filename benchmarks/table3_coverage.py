@@ -1,4 +1,5 @@
-"""Do Table 3's intervals cover? Coverage of the old and the new intervals by simulation (issue 32 point 5).
+"""Do Table 3's intervals cover? Coverage of the report's intervals and of a page
+bootstrap by simulation.
 
 Table 3 (`bold_eval.analysis.table3`) prints, per profession super-group, male # : female # with an interval,
 Section 6.2's average of those ratios and the pooled ratio with intervals, and per fine-grained group (Figure 2)
@@ -19,9 +20,9 @@ interval holds the true value:
   Wikipedia's), `stress` (female phi 12, twice the measured clumping), `small` (K pages drawn from each
   super-group's or group's pages per simulation, K = 2, 3, 5, 10, 30, rates x 3: a `--limit` run).
 
-Old: the code before issue 32 (page-bootstrap percentile intervals, re-implemented here vectorized with 999
-resamples, a Wilson bound over pages for an infinite ratio, a text-level normal interval for male - female).
-New: `ratio_interval`, `average_ratio` and `difference_interval` as the report calls them. Coverage is counted
+`bootstrap`: page-bootstrap percentile intervals (vectorized, 999 resamples), a Wilson bound over pages for an
+infinite ratio, a text-level normal interval for male - female: the simple choices, for comparison.
+`report`: `ratio_interval`, `average_ratio` and `difference_interval` as the report calls them. Coverage is counted
 over the simulations where an interval is printed (`printed` says how often); "infinite" is the lower bound of
 an infinite ratio (no female text) among the simulations that had none, against the true, finite ratio.
 MC SE: the Monte Carlo standard error of a coverage, sqrt(c (1 - c) / n).
@@ -114,9 +115,9 @@ def _odds(share: float) -> float:
     return float("inf") if share >= 1 else float(share / (1 - share))
 
 
-def old_ratio(rng: np.random.Generator, strata: list[tuple[np.ndarray, np.ndarray]], combine: str,
+def bootstrap_ratio(rng: np.random.Generator, strata: list[tuple[np.ndarray, np.ndarray]], combine: str,
               alpha: float) -> tuple[float, float]:
-    """The old interval: percentile page bootstrap (stratified), Wilson over pages without female texts."""
+    """The comparison interval: percentile page bootstrap (stratified), Wilson over pages without female texts."""
     male = sum(m.sum() for m, _ in strata)
     female = sum(f.sum() for _, f in strata)
     pages = sum(len(m) for m, _ in strata)
@@ -130,7 +131,7 @@ def old_ratio(rng: np.random.Generator, strata: list[tuple[np.ndarray, np.ndarra
         if male == 0:
             return 0.0, 1 / bound
     elif any(f.sum() == 0 for _, f in strata):
-        return float("nan"), float("nan")  # the old average was undefined
+        return float("nan"), float("nan")  # the bootstrap's average is undefined
     totals = []
     for m, f in strata:
         if len(m) < 2:
@@ -150,8 +151,8 @@ def old_ratio(rng: np.random.Generator, strata: list[tuple[np.ndarray, np.ndarra
     return _odds(low), _odds(high)
 
 
-def old_difference(male: np.ndarray, female: np.ndarray, texts: np.ndarray, alpha: float) -> tuple[float, float]:
-    """The old text-level normal interval of male share - female share."""
+def text_level_difference(male: np.ndarray, female: np.ndarray, texts: np.ndarray, alpha: float) -> tuple[float, float]:
+    """The comparison's text-level normal interval of male share - female share."""
     total = texts.sum()
     p_m, p_f = male.sum() / total, female.sum() / total
     spread = stats.norm.ppf(1 - alpha / 2) * np.sqrt((p_m + p_f - (p_m - p_f) ** 2) / total)
@@ -201,19 +202,22 @@ def simulate_categories(rng: np.random.Generator, units: Units, rows: list[dict]
         gendered = (male + female) > 0
         strata[category] = (male[gendered], female[gendered])
         new = ratio_interval([strata[category]], alpha=alpha)
-        old = old_ratio(rng, [strata[category]], "pooled", alpha)
+        boot = bootstrap_ratio(rng, [strata[category]], "pooled", alpha)
         kind = "infinite" if female.sum() == 0 and male.sum() > 0 else "ratio"
-        _record(rows, kind, category, "old", ratios[category], *old)
-        _record(rows, kind, category, "new", ratios[category], new[1], new[2])
+        _record(rows, kind, category, "bootstrap", ratios[category], *boot)
+        _record(rows, kind, category, "report", ratios[category], new[1], new[2])
     average = float(np.mean(list(ratios.values())))
     new = average_ratio(strata, alpha=alpha)
-    _record(rows, "average", f"{len(strata)} super-groups", "old", average, *old_ratio(rng, list(strata.values()), "average", alpha))
-    _record(rows, "average", f"{len(strata)} super-groups", "new", average, new[1], new[2])
+    _record(rows, "average", f"{len(strata)} super-groups", "bootstrap", average,
+            *bootstrap_ratio(rng, list(strata.values()), "average", alpha))
+    _record(rows, "average", f"{len(strata)} super-groups", "report", average, new[1], new[2])
     rows[-1]["estimate"] = new[0]
     pooled = expected[0] / expected[1]
     new = ratio_interval(list(strata.values()), alpha=alpha)
-    _record(rows, "pooled", f"{len(strata)} super-groups", "old", pooled, *old_ratio(rng, list(strata.values()), "pooled", alpha))
-    _record(rows, "pooled", f"{len(strata)} super-groups", "new", pooled, new[1], new[2])
+    _record(rows, "pooled", f"{len(strata)} super-groups", "bootstrap", pooled, *bootstrap_ratio(rng,
+                                                                                                 list(strata.values()),
+                                                                                                 "pooled", alpha))
+    _record(rows, "pooled", f"{len(strata)} super-groups", "report", pooled, new[1], new[2])
 
 
 def simulate_groups(rng: np.random.Generator, units: Units, rows: list[dict], alpha: float) -> None:
@@ -226,9 +230,10 @@ def simulate_groups(rng: np.random.Generator, units: Units, rows: list[dict], al
     floors = typical_design_effects(list(drawn.values()))
     for group, (male, female, texts) in drawn.items():
         true_m, true_f = units.truth(units.groups[group][1])
-        _record(rows, "difference", group, "old", true_m - true_f, *old_difference(male, female, texts, alpha))
+        _record(rows, "difference", group, "bootstrap", true_m - true_f, *text_level_difference(male, female, texts,
+                                                                                                alpha))
         new = difference_interval(male, female, texts, alpha=alpha, floors=floors)
-        _record(rows, "difference", group, "new", true_m - true_f, new[1], new[2])
+        _record(rows, "difference", group, "report", true_m - true_f, new[1], new[2])
 
 
 def run(pages: pd.DataFrame, scenario: Scenario, sims: int, alpha: float, seed: int) -> pd.DataFrame:
@@ -266,7 +271,7 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
 def bias_lines(results: pd.DataFrame, pages: pd.DataFrame) -> list[str]:
     """The average of ratios against its true value, per scenario (the paper's estimate is biased upward)."""
     out = []
-    for scenario, part in results[(results["kind"] == "average") & (results["method"] == "new")].groupby(
+    for scenario, part in results[(results["kind"] == "average") & (results["method"] == "report")].groupby(
             "scenario", sort=False):
         spec = next(s for s in scenarios(["wikipedia", "model", "stress", "small"]) if s.name == scenario)
         units = Units(pages, spec)

@@ -72,7 +72,8 @@ def agreement(scores: pd.DataFrame, thresholds: dict[str, float], half: np.ndarr
 def main(argv: Sequence[str] | None = None) -> int:
     parser = wikipedia_argument_parser(__doc__.splitlines()[0])
     parser.add_argument("--lexicon", default=None,
-                        help="lexicon table for the scorer (e.g. an extended lexicon); default Warriner ($BOLD_LEXICON_DIR)")
+                        help="lexicon table for the scorer (e.g. an extended lexicon); default Warriner "
+                             "($BOLD_LEXICON_DIR)")
     args = parser.parse_args(argv)
     options = {"psycholinguistic": {"lexicon": args.lexicon}} if args.lexicon else None
     scores = table_rows(wikipedia_scores(DOMAINS, ["psycholinguistic"], run_dir=args.run_dir, data_dir=args.data_dir,

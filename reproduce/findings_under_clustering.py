@@ -1,8 +1,8 @@
-"""Which Wikipedia-baseline findings survive when the name, not the text, is the unit (issue 19).
+"""Which Wikipedia-baseline findings survive when the name, not the text, is the unit.
 
 Runs the Wikipedia baseline as `bold-eval run --model wikipedia` does (lexicon metrics; classifiers too when
 available), then the report's findings twice: `--cluster none` (every text independent: the paper's
-analysis and this tool's before issue 19) and `--cluster name` (the default). Prints the design effect per
+analysis) and `--cluster name` (the default). Prints the design effect per
 domain, then every finding significant under `none` with its adjusted p under both, and whether it survives.
 
     python reproduce/findings_under_clustering.py [--data-dir DIR] [--run-dir RUN] [--correction holm]
@@ -24,7 +24,8 @@ DOMAINS = ("gender", "race", "profession", "religious_ideology", "political_ideo
 METRICS = ("sentiment", "psycholinguistic", "gender_polarity")
 
 
-def survival(scores: pd.DataFrame, *, correction: str = "holm", alpha: float = 0.05) -> tuple[pd.DataFrame, pd.DataFrame]:
+def survival(scores: pd.DataFrame, *, correction: str = "holm", alpha: float = 0.05) -> tuple[pd.DataFrame,
+                                                                                              pd.DataFrame]:
     """(design effects per domain, the findings significant with texts as units and their fate by name)."""
     independent = run_findings(scores, alpha=alpha, correction=correction, cluster="none")
     clustered = run_findings(scores, alpha=alpha, correction=correction, cluster="name")

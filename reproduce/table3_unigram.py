@@ -116,7 +116,8 @@ def section_6_2(scores: pd.DataFrame) -> pd.DataFrame:
                           paper_printed=summary["method"].isin(list(PAPER_WIKI_AVERAGE)))
 
 
-def table3_unigram(data_dir: str | os.PathLike | None = None, *, run_dir: str | os.PathLike | None = None) -> pd.DataFrame:
+def table3_unigram(data_dir: str | os.PathLike | None = None, *,
+                   run_dir: str | os.PathLike | None = None) -> pd.DataFrame:
     """The unigram-matching rows of `table3` for the Wikipedia baseline (no embedding needed)."""
     scores = wikipedia_scores(["profession"], ["gender_polarity"], run_dir=run_dir, data_dir=data_dir,
                               metric_options={"gender_polarity": {"methods": ["unigram"]}})

@@ -36,27 +36,38 @@ DOMAINS = ("race", "political_ideology")
 # (= psycholinguistic.CATEGORIES): Val(-ve), Aro(-ve), Dom(-ve), Val(+ve), Aro(+ve), Dom(+ve),
 # Joy, Anger, Sad, Fear, Disgust. Keys: (domain, BOLD group name) -> (table, row name, values).
 PAPER_WIKI_ROWS: dict[tuple[str, str], tuple[str, str, tuple[float, ...]]] = {
-    ("race", "Hispanic_and_Latino_Americans"): ("9", "Hispanic/Latino", (0.97, 82.52, 0, 34.95, 0, 6.8, 96.12, 3.88, 3.88, 4.85, 2.91)),
-    ("race", "European_Americans"): ("9", "European", (2.07, 89.83, 0.79, 30.3, 0.02, 5.1, 95.25, 4.71, 5.6, 7.09, 2.25)),
+    ("race", "Hispanic_and_Latino_Americans"): ("9", "Hispanic/Latino", (0.97, 82.52, 0, 34.95, 0, 6.8, 96.12, 3.88,
+                                                                         3.88, 4.85, 2.91)),
+    ("race", "European_Americans"): ("9", "European", (2.07, 89.83, 0.79, 30.3, 0.02, 5.1, 95.25, 4.71, 5.6, 7.09,
+                                                       2.25)),
     ("race", "Asian_Americans"): ("9", "Asian", (0.7, 86.06, 0.35, 30.78, 0, 3.6, 94.19, 2.67, 2.44, 4.3, 0.7)),
     ("race", "African_Americans"): ("9", "African", (3.02, 87.7, 0.7, 33.44, 0, 5.34, 95.69, 5.12, 5.12, 6.69, 2.8)),
-    ("political_ideology", "socialism"): ("10", "socialism", (1.59, 99.21, 0, 7.14, 0, 1.98, 77.78, 2.78, 2.38, 2.78, 0.4)),
+    ("political_ideology", "socialism"): ("10", "socialism", (1.59, 99.21, 0, 7.14, 0, 1.98, 77.78, 2.78, 2.38, 2.78,
+                                                              0.4)),
     ("political_ideology", "populism"): ("10", "populism", (1.69, 96.61, 0, 1.69, 0, 1.69, 77.97, 3.39, 3.39, 5.08, 0)),
-    ("political_ideology", "nationalism"): ("10", "nationalism", (2.46, 95.76, 0.22, 9.15, 0, 1.12, 87.95, 3.57, 4.46, 7.14, 1.56)),
-    ("political_ideology", "liberalism"): ("10", "liberalism", (3.33, 97.78, 0, 12.22, 0, 1.11, 88.89, 0, 1.11, 5.56, 0)),
-    ("political_ideology", "fascism"): ("10", "fascism", (8.85, 92.04, 0, 2.65, 0, 0.88, 82.3, 12.39, 13.27, 22.12, 3.54)),
-    ("political_ideology", "democracy"): ("10", "democracy", (1.19, 98.81, 0.3, 7.42, 0, 2.37, 83.98, 2.08, 2.08, 2.67, 0.89)),
+    ("political_ideology", "nationalism"): ("10", "nationalism", (2.46, 95.76, 0.22, 9.15, 0, 1.12, 87.95, 3.57, 4.46,
+                                                                  7.14, 1.56)),
+    ("political_ideology", "liberalism"): ("10", "liberalism", (3.33, 97.78, 0, 12.22, 0, 1.11, 88.89, 0, 1.11, 5.56,
+                                                                0)),
+    ("political_ideology", "fascism"): ("10", "fascism", (8.85, 92.04, 0, 2.65, 0, 0.88, 82.3, 12.39, 13.27, 22.12,
+                                                          3.54)),
+    ("political_ideology", "democracy"): ("10", "democracy", (1.19, 98.81, 0.3, 7.42, 0, 2.37, 83.98, 2.08, 2.08, 2.67,
+                                                              0.89)),
     ("political_ideology", "conservatism"): ("10", "conservatism", (0, 94.44, 0, 10, 0, 4.44, 90, 1.11, 1.11, 2.22, 0)),
-    ("political_ideology", "communism"): ("10", "communism", (3.97, 96.03, 0, 5.56, 0, 2.38, 82.54, 4.76, 5.56, 12.7, 0.79)),
+    ("political_ideology", "communism"): ("10", "communism", (3.97, 96.03, 0, 5.56, 0, 2.38, 82.54, 4.76, 5.56, 12.7,
+                                                              0.79)),
     ("political_ideology", "capitalism"): ("10", "capitalism", (0, 98.85, 0, 6.9, 0, 2.3, 89.66, 1.15, 2.3, 5.75, 0)),
-    ("political_ideology", "anarchism"): ("10", "anarchism", (2.56, 92.95, 0, 7.05, 0, 3.85, 85.9, 7.05, 6.41, 8.97, 3.21)),
-    ("political_ideology", "left-wing"): ("11", "left-wing", (5.31, 92.92, 0.88, 7.08, 0, 3.54, 82.3, 4.42, 6.19, 7.96, 1.77)),
-    ("political_ideology", "right-wing"): ("11", "right-wing", (3.66, 97.56, 0, 4.88, 0, 0, 85.37, 9.76, 9.76, 9.76, 1.22)),
+    ("political_ideology", "anarchism"): ("10", "anarchism", (2.56, 92.95, 0, 7.05, 0, 3.85, 85.9, 7.05, 6.41, 8.97,
+                                                              3.21)),
+    ("political_ideology", "left-wing"): ("11", "left-wing", (5.31, 92.92, 0.88, 7.08, 0, 3.54, 82.3, 4.42, 6.19, 7.96,
+                                                              1.77)),
+    ("political_ideology", "right-wing"): ("11", "right-wing", (3.66, 97.56, 0, 4.88, 0, 0, 85.37, 9.76, 9.76, 9.76,
+                                                                1.22)),
 }
 PAPER = np.array([values for _, _, values in PAPER_WIKI_ROWS.values()], dtype=float)  # [16 groups, 11 categories]
 SHORT_NAMES = ("Val-", "Aro-", "Dom-", "Val+", "Aro+", "Dom+", "Joy", "Anger", "Sad", "Fear", "Disg")
 
-# The calibration / held-out split of the Table 9-11 sentences (issue 9): within each (domain,
+# The calibration / held-out split of the Table 9-11 sentences: within each (domain,
 # group), the prompts sorted by sha256("<SPLIT_SEED>/<prompt_id>"), the first ceil(n/2) are the
 # calibration half, the rest the held-out half. Seeded, stratified by group, independent of
 # file order and of the text, so anyone can recompute it from the prompt ids alone.
@@ -137,8 +148,10 @@ def format_table(ours: np.ndarray, sizes: Sequence[int], title: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = wikipedia_argument_parser(__doc__.splitlines()[0])
     parser.add_argument("--lexicon", default=None,
-                        help="lexicon table for the scorer (e.g. an extended lexicon); default Warriner ($BOLD_LEXICON_DIR)")
-    parser.add_argument("--split", action="store_true", help="also print the gap on the calibration and held-out halves")
+                        help="lexicon table for the scorer (e.g. an extended lexicon); default Warriner "
+                             "($BOLD_LEXICON_DIR)")
+    parser.add_argument("--split", action="store_true",
+                        help="also print the gap on the calibration and held-out halves")
     args = parser.parse_args(argv)
     options = {"psycholinguistic": {"lexicon": args.lexicon}} if args.lexicon else None
     scores = table_rows(wikipedia_scores(DOMAINS, ["psycholinguistic"], run_dir=args.run_dir, data_dir=args.data_dir,

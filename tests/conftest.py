@@ -51,7 +51,8 @@ os.environ["BOLD_EVAL_MODEL_CACHE"] = os.environ.get("BOLD_EVAL_TEST_MODEL_CACHE
     Path(tempfile.gettempdir()) / f"bold-eval-test-models-{os.getuid()}")
 # Older cache variables win over HF_HOME when set; the user's must not leak into the tests
 # (TRANSFORMERS_CACHE is also deprecated: setting it here would warn at every import).
-for variable in ("TRANSFORMERS_CACHE", "HUGGINGFACE_HUB_CACHE", "PYTORCH_TRANSFORMERS_CACHE", "PYTORCH_PRETRAINED_BERT_CACHE"):
+for variable in ("TRANSFORMERS_CACHE", "HUGGINGFACE_HUB_CACHE", "PYTORCH_TRANSFORMERS_CACHE",
+                 "PYTORCH_PRETRAINED_BERT_CACHE"):
     os.environ.pop(variable, None)
 
 # Tests never wait on the network: every resource comes from ../shared or is built in the test.
@@ -119,7 +120,8 @@ def classifier_dirs(tmp_path_factory, bold_sentences: list[str]) -> dict[str, st
 
     root = tmp_path_factory.mktemp("classifiers")
     corpus = bold_sentences[:300]
-    return {kind: str(build_metric_classifier(root / kind, kind, corpus=corpus)) for kind in ("toxicity", "regard", "hate")}
+    return {kind: str(build_metric_classifier(root / kind, kind, corpus=corpus)) for kind in ("toxicity", "regard",
+                                                                                              "hate")}
 
 
 @pytest.fixture(scope="session")
@@ -130,7 +132,8 @@ def console_script():
         path = Path(sys.executable).with_name(name)
         found = path if path.exists() else (Path(which) if (which := shutil.which(name)) else None)
         if found is None:
-            missing_prerequisite(f"{name} is not installed (pip install -e '.[{extra}]'; `make test` installs every extra)")
+            missing_prerequisite(f"{name} is not installed (pip install -e '.[{extra}]'; `make test` installs every "
+                                 "extra)")
         return found
 
     return find

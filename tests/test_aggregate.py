@@ -134,7 +134,8 @@ def test_bootstrap_interval_resamples_prompts_and_matches_the_exact_bootstrap() 
         low, high = cluster_bootstrap_interval(hit, prompt, alpha=0.05, n_resamples=20_000, seed=seed)
         assert (low, high) == pytest.approx((1 / 4, 8 / 9), abs=1e-12)
     # all hits: every resample is 1; one prompt: no interval
-    assert cluster_bootstrap_interval(pd.Series([1.0] * 4), pd.Series(["a", "a", "b", "c"]), n_resamples=200) == (1.0, 1.0)
+    assert cluster_bootstrap_interval(pd.Series([1.0] * 4), pd.Series(["a", "a", "b", "c"]), n_resamples=200) == (1.0,
+                                                                                                                  1.0)
     low, high = cluster_bootstrap_interval(pd.Series([1.0, 0.0]), pd.Series(["a", "a"]))
     assert math.isnan(low) and math.isnan(high)
 
@@ -279,7 +280,8 @@ def test_gender_polarity_counts_ratio_and_male_minus_female() -> None:
 
 
 def test_missing_metric_columns_are_reported_as_skipped() -> None:
-    run_info = {"metrics": ["sentiment", "toxicity", "regard"], "skipped_metrics": {"toxicity": "no classifier offline"}}
+    run_info = {"metrics": ["sentiment", "toxicity", "regard"],
+                "skipped_metrics": {"toxicity": "no classifier offline"}}
     status = metric_status(TEN_TEXTS, run_info)
     assert status["sentiment"]["status"] == "scored"
     assert status["toxicity"] == {"status": "skipped", "reason": "no classifier offline"}
@@ -305,7 +307,7 @@ def test_validate_scores_names_missing_columns_and_rows() -> None:
 
 
 def test_validate_scores_rejects_a_group_with_two_categories() -> None:
-    """The crash of issue 19 point 10: a hand-edited category used to end in a plotting traceback."""
+    """A hand-edited category (one group in two categories) is named as such, not a plotting traceback."""
     scores = _polarity_frame(TABLE3_PAGES)
     scores.loc[scores.index[-1], "category"] = "arts_and_entertainment"  # one nursing text moved to arts
     last = scores.index[-1]
@@ -410,7 +412,8 @@ def test_findings_group_vs_rest_with_holm_and_bh_by_hand() -> None:
     assert b["statistic"] == pytest.approx(-3.061862, abs=1e-6) and b["p_value"] == pytest.approx(0.0021996, rel=1e-4)
     assert (a["difference"], b["difference"]) == pytest.approx((0.3, -0.15))
     assert a["p_adjusted"] == pytest.approx(2.7424e-9, rel=1e-4)
-    assert b["p_adjusted"] == pytest.approx(0.0043993, rel=1e-4) and c["p_adjusted"] == pytest.approx(0.0043993, rel=1e-4)
+    assert b["p_adjusted"] == pytest.approx(0.0043993, rel=1e-4) and c["p_adjusted"] == pytest.approx(0.0043993,
+                                                                                                      rel=1e-4)
     assert a["significant"] and b["significant"] and c["significant"]
     bh = run_findings(_race_scores(), correction="bh", cluster="none").tests.set_index(["label", "group"])
     assert bh.loc[("negative", "A"), "p_adjusted"] == pytest.approx(2.7424e-9, rel=1e-4)
@@ -441,7 +444,8 @@ def test_findings_by_name_with_single_text_names_use_the_score_test_and_so_does_
     tests = result.tests.set_index(["label", "group"])
     a, b, c = (tests.loc[("negative", group)] for group in "ABC")
     assert {a["method"], b["method"], c["method"]} == {SCORE}
-    assert (a["names"], a["rest_names"]) == (100, 200) and (a["difference"], b["difference"]) == pytest.approx((0.3, -0.15))
+    assert (a["names"], a["rest_names"]) == (100, 200) and (a["difference"], b["difference"]) == pytest.approx((0.3,
+                                                                                                                -0.15))
     ones = np.ones(300)
     # B against the rest, one text per name: under the hypothesis both rates are the pooled 60/300 = 0.2, so the
     # variance is 0.2 * 0.8 (1/100 + 1/200) and t = -0.15 / 0.048990 = -3.0619 ... on Welch-Satterthwaite df

@@ -144,7 +144,7 @@ def _server(folder: Path, tmp: Path) -> TransformersServer:
 
 @pytest.fixture(scope="session")
 def served(tmp_path_factory, bold_sentences):
-    """`transformers serve` with a tiny sampling GPT-2 for the whole session (stopped at the end)."""
+    """`transformers serve` with a tiny sampling GPT-2 for the whole test run (stopped at the end)."""
     tmp = tmp_path_factory.mktemp("served")
     folder = build_served_model(tmp / "model", bold_sentences[:300], do_sample=True)
     with _server(folder, tmp) as server:

@@ -27,7 +27,8 @@ K = 3
 
 
 def _items(prompts: int = 4, k: int = K) -> list[WorkItem]:
-    return [WorkItem(f"p{index}", sample, f"Prompt {index} is about") for index in range(prompts) for sample in range(k)]
+    return [WorkItem(f"p{index}", sample,
+                     f"Prompt {index} is about") for index in range(prompts) for sample in range(k)]
 
 
 def _generate(base_url: str, items: list[WorkItem], **kwargs) -> tuple[ApiGenerator, dict]:
@@ -112,10 +113,12 @@ def test_an_honouring_server_gets_one_request_per_prompt():
     with InstantServer(reversed_choices=True) as server:
         generator, results = _generate(server.base_url, items)
         work = [body for body in server.bodies if body.get("max_tokens") == DECODING.max_new_tokens]
-    assert sorted((body["n"], body["seed"]) for body in work) == sorted((K, request_seed(0, f"p{i}", 0)) for i in range(4))
+    assert sorted((body["n"], body["seed"]) for body in work) == sorted((K, request_seed(0, f"p{i}",
+                                                                                         0)) for i in range(4))
     info = generator.info()
     assert info["server"]["n"] == "honoured" and info["samples_per_request"]["mode"] == "n per request"
-    assert info["samples_per_request"]["requests_with_n"] == 4 and info["samples_per_request"]["texts_from_n_requests"] == 12
+    plan = info["samples_per_request"]
+    assert plan["requests_with_n"] == 4 and plan["texts_from_n_requests"] == 12
     assert info["requests_sent"] == 4 + 7 and "n" in info["sent_params"]  # 7 probe requests
     single = _one_per_sample(items)
     for index in range(4):
@@ -252,7 +255,8 @@ def test_resume_completes_a_prompt_whose_samples_are_partly_on_disk(tmp_path):
     assert sorted((body.get("n", 1), body["seed"]) for body in work) == sorted(
         [(2, request_seed(0, prompts[0], 1)), (1, request_seed(0, prompts[2], 2))])
     records = _lines(out)
-    assert sorted((r["prompt_id"], r["sample"]) for r in records) == sorted((r["prompt_id"], r["sample"]) for r in complete)
+    assert sorted((r["prompt_id"], r["sample"]) for r in records) == sorted((r["prompt_id"],
+                                                                             r["sample"]) for r in complete)
     assert [r for r in records if (r["prompt_id"], r["sample"]) not in lost] == kept
     info = json.loads((out / "run.json").read_text())["model_info"]
     assert info["samples_per_request"]["requests_with_n"] == 1 and info["server"]["n"] == "honoured"

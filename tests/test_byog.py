@@ -79,7 +79,8 @@ def test_missing_prompts_fail_unless_allow_partial_then_counted_per_group(bold, 
     assert info["missing_prompts"] == len(religion) - len(keep)
     assert info["unknown_prompt_ids"] == 1
     first_group = religion["group"].iloc[0]
-    assert info["missing_per_group"]["religious_ideology/hinduism"] == {"expected": len(hinduism), "missing": len(hinduism)}
+    assert info["missing_per_group"]["religious_ideology/hinduism"] == {"expected": len(hinduism),
+                                                                        "missing": len(hinduism)}
     assert info["missing_per_group"][f"religious_ideology/{first_group}"]["missing"] == 5
     assert set(info["missing_per_group"]) == {"religious_ideology/hinduism", f"religious_ideology/{first_group}"}
     json.dumps(info)  # goes into run.json
@@ -106,14 +107,16 @@ def test_keyed_by_prompt_text_including_prompts_shared_by_several_ids(bold):
 
 def test_unmatched_prompt_text_reported(bold, religion):
     generations = pd.DataFrame({"prompt": [*religion["prompt"], "This prompt is not in BOLD"], "continuation": "x"})
-    with pytest.raises(GenerationsError, match="1 row\\(s\\) whose prompt text matches no BOLD prompt, e.g. 'This prompt"):
+    with pytest.raises(GenerationsError,
+                       match="1 row\\(s\\) whose prompt text matches no BOLD prompt, e.g. 'This prompt"):
         match_generations(generations, bold)
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda g: g.assign(continuation=[None] + g["continuation"].tolist()[1:]), "row 0: `continuation` is (None|nan), not a string"),
+        (lambda g: g.assign(continuation=[None] + g["continuation"].tolist()[1:]),
+         "row 0: `continuation` is (None|nan), not a string"),
         (lambda g: g.drop(columns="continuation"), "no `continuation` column"),
         (lambda g: g.drop(columns="prompt_id"), "neither a `prompt_id` nor a `prompt` column"),
         (lambda g: pd.concat([g, g.head(1)]), "share a \\(prompt_id, sample\\)"),
@@ -166,8 +169,10 @@ def test_score_reproduces_run(tmp_path, bold_dir, bold_eval_here, monkeypatch):
         assert result.returncode == 0, result.stdout + result.stderr
 
     run_dir, score_dir = tmp_path / "run", tmp_path / "score"
-    metrics = ["sentiment", "gender_polarity", "toxicity", "psycholinguistic"]  # gender_polarity and toxicity are skipped offline in both
-    _bold_eval("run", "--model", "wikipedia", "--limit", "3", "--metrics", *metrics, "--out", str(run_dir), cwd=tmp_path)
+    # gender_polarity and toxicity are skipped offline in both
+    metrics = ["sentiment", "gender_polarity", "toxicity", "psycholinguistic"]
+    _bold_eval("run", "--model", "wikipedia", "--limit", "3", "--metrics", *metrics, "--out", str(run_dir),
+               cwd=tmp_path)
     generations = run_dir / "generations.jsonl"
     assert generations.is_file()
     # shuffle and drop everything but the keys and texts: order and extra columns must not matter

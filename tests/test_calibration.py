@@ -1,4 +1,4 @@
-"""The findings' tests reject at the rate they claim (issue 19, point 2): benchmarks/calibration.py, small.
+"""The findings' tests reject at the rate they claim: benchmarks/calibration.py, small.
 
 Under the null (groups shuffled among the names of real Wikipedia scores, or synthetic names with a known
 within-name correlation) the number of simulations with any significant finding must not exceed the 99th
@@ -172,7 +172,8 @@ def test_shuffled_wikipedia_null_is_calibrated(calibration, religion) -> None:
     assert summary.loc["name", "family"] == 30  # atheism (1 page) and sikhism (4) cannot reach alpha: untested
     assert summary.loc["name", "with_finding"] <= at_most_alpha(40) == 6
     # The score test is conservative here (measured: 0.6% of the tests at p < alpha): validity under unlike
-    # spreads costs level on exchangeable names; benchmarks/CALIBRATION.md gives its power beside the old test's.
+    # spreads costs level on exchangeable names; benchmarks/CALIBRATION.md gives its power beside the
+    # permutation test's.
     assert summary.loc["name", "raw_rate"] <= ALPHA + 0.02
 
 
@@ -371,7 +372,7 @@ def test_script_writes_the_paired_tables(calibration, religion, tmp_path) -> Non
         calibration.main(["--samples", "0"])
 
 
-# --------------------------------------------------------------------------- worst cases over k samples (issue 22)
+# --------------------------------------------------------------------------- worst cases over k samples
 
 
 def test_worst_base_and_the_synthetic_samples_by_hand(calibration, profession_sizes) -> None:

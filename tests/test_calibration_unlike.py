@@ -1,4 +1,4 @@
-"""CI's fast version of benchmarks/calibration_unlike.py (issue 32): nulls where groups share a rate but not a
+"""CI's fast version of benchmarks/calibration_unlike.py: nulls where groups share a rate but not a
 spread, on BOLD's own designs and for the tests without the binomial floor. The whole tables, and what they
 say, are in benchmarks/CALIBRATION.md."""
 

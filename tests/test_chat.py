@@ -56,7 +56,8 @@ def _collected(generate, items, **kwargs) -> dict:
 def _locally(lm, items, decoding, chat, batch_size=4) -> dict:
     """{prompt_id: continuation} from the local loop (`generate_items`)."""
     def generate(work, **kwargs):
-        return generate_items(lm.model, lm.tokenizer, work, decoding, seed=0, batch_size=batch_size, chat=chat, **kwargs)
+        return generate_items(lm.model, lm.tokenizer, work, decoding, seed=0, batch_size=batch_size, chat=chat,
+                              **kwargs)
 
     return {key: result.continuation for key, result in _collected(generate, items).items()}
 
@@ -89,12 +90,14 @@ def test_protocol_choice_and_refusals():
         protocol("instruct", chat_instruction="Continue this.")
     with pytest.raises(UsageError, match="must be one of"):
         protocol("chat")
-    assert protocol("prefill", chat_instruction="").messages("Jacob is") == [{"role": "assistant", "content": "Jacob is"}]
+    assert protocol("prefill", chat_instruction="").messages("Jacob is") == [{"role": "assistant",
+                                                                              "content": "Jacob is"}]
     assert protocol("instruct", think_end_token="none").thinking is None
 
 
 def test_messages_and_request_fields_of_each_protocol():
-    prefill = protocol("prefill", system_instruction="You write encyclopedias.", chat_template_kwargs="enable_thinking=false")
+    prefill = protocol("prefill", system_instruction="You write encyclopedias.",
+                       chat_template_kwargs="enable_thinking=false")
     assert prefill.messages("Jacob Zachar is") == [
         {"role": "system", "content": "You write encyclopedias."},
         {"role": "user", "content": PREFILL_INSTRUCTION.replace("{prompt}", "Jacob Zachar is")},
@@ -106,7 +109,8 @@ def test_messages_and_request_fields_of_each_protocol():
                                   "think_end_token": "</think>", "system_instruction": "You write encyclopedias.",
                                   "chat_template_kwargs": {"enable_thinking": False}}
     instruct = protocol("instruct")
-    assert instruct.messages("Jacob is") == [{"role": "user", "content": INSTRUCT_INSTRUCTION.replace("{prompt}", "Jacob is")}]
+    assert instruct.messages("Jacob is") == [{"role": "user", "content": INSTRUCT_INSTRUCTION.replace("{prompt}",
+                                                                                                      "Jacob is")}]
     assert instruct.request_fields() == {}
 
 
@@ -145,7 +149,8 @@ def test_finish_cuts_the_trace_joins_the_reply_and_applies_the_stopping_rule():
     # the API's separate reasoning field: a trace without content cut by the length limit ended inside it
     assert instruct.finish_api(None, "thinking...", "length", prompt, decoding).ended_in_trace is True
     assert instruct.finish_api("", "thought it through", "stop", prompt, decoding).ended_in_trace is False
-    assert instruct.finish_api("\n\nroles include Rusty.", "a plan", "stop", prompt, decoding).text == " roles include Rusty."
+    assert instruct.finish_api("\n\nroles include Rusty.", "a plan", "stop", prompt,
+                               decoding).text == " roles include Rusty."
 
 
 @pytest.mark.parametrize(("reply", "expected"), [
@@ -218,7 +223,8 @@ def test_instruct_on_a_thinking_model_never_scores_the_trace(thinking_folder):
     items = [WorkItem(f"p{index}", 0, "Jacob Zachar is an American actor whose") for index in range(16)]
     decoding = make_decoding(top_k=0, top_p=1.0, max_new_tokens=10)
     results = _collected(lambda work, **kwargs: generate_items(lm.model, lm.tokenizer, work, decoding, seed=0,
-                                                               batch_size=5, chat=protocol("instruct"), **kwargs), items)
+                                                               batch_size=5, chat=protocol("instruct"), **kwargs),
+                                                               items)
     ended = 0
     for item in items:
         expected, drawn = _expected_by_hand(thinking_folder, item.prompt_id, 10)
@@ -319,7 +325,8 @@ def test_compare_of_a_none_and_a_prefill_run_says_the_protocols_differ(thinking_
     (("--chat-template", "prefill", "--model", "wikipedia"), "apply to a causal LM"),
     (("--chat-template-kwargs", "enable_thinking"), "expected KEY=VALUE"),
     (("--chat-template", "none", "--base-url", "http://127.0.0.1:1/v1", "--api", "chat"), "chat endpoint cannot"),
-    (("--chat-template", "instruct", "--base-url", "http://127.0.0.1:1/v1", "--api", "completions"), "needs --api chat"),
+    (("--chat-template", "instruct", "--base-url", "http://127.0.0.1:1/v1", "--api", "completions"),
+     "needs --api chat"),
 ])
 def test_chat_flags_that_cannot_apply_are_refused(tmp_path, capsys, flags, message):
     """Refused with exit status 2 before anything runs (the CLI in this process: tests/test_cli_errors.py runs

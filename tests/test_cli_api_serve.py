@@ -1,6 +1,6 @@
 """`bold-eval run --model NAME --base-url URL` end to end, as a user runs it: the installed CLI in a
 subprocess against a real `transformers serve` (a tiny GPT-2 built here), through a loopback
-`FaultProxy` that counts what reaches the server. Issue 12's "done when": a `--limit` run completes,
+`FaultProxy` that counts what reaches the server: a `--limit` run completes,
 a SIGKILLed run resumes without re-requesting finished prompts, injected faults are retried through
 with nothing lost or duplicated, and a bad key or URL ends with a one-paragraph error.
 """
@@ -149,7 +149,7 @@ def test_a_killed_run_resumes_without_re_requesting_finished_prompts(served, tmp
         assert process.returncode == -signal.SIGKILL
         finished = _keys(_generations(out))
         assert 1 <= len(finished) < LIMIT, finished
-        time.sleep(1.0)  # a request the killed run had sent still reaches the proxy: count it as before
+        time.sleep(1.0)  # a request the killed run had sent still reaches the proxy: let it arrive before counting
         arrived_before = dict(proxy.seen)
         proxy.delay_s = 0.0
         result = _run(command)

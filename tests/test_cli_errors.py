@@ -1,4 +1,4 @@
-"""Issue 10 point 1, per subcommand: each realistic mistake ends in one paragraph naming the input,
+"""Per subcommand: each realistic mistake ends in one paragraph naming the input,
 no traceback, and a non-zero status (2 for a flag value, 1 for a file or the environment).
 
 Inputs are tiny (one generation, three labelled texts, cheap metrics); tests/test_reliability.py

@@ -91,6 +91,7 @@ def test_model_args_reach_from_pretrained_and_the_fingerprint(tmp_path, bold_sen
     monkeypatch.setenv("WORLD_SIZE", "2")  # as under accelerate launch / torchrun with two processes
     _refused(capsys, [*argv[:-len(RUN) - 1], "device_map=auto", "--out", str(tmp_path / "sharded"), *RUN],
              "device_map=auto shards one model .* 2 processes")
-    _refused(capsys, ["run", "--model", "wikipedia", "--out", str(tmp_path / "wiki"), "--model-args", "device_map=auto"],
+    _refused(capsys, ["run", "--model", "wikipedia", "--out", str(tmp_path / "wiki"), "--model-args",
+                      "device_map=auto"],
              "--model-args applies to causal LMs loaded here")
 

@@ -319,9 +319,9 @@ def test_a_name_on_both_sides_moves_as_two_units() -> None:
 
 
 def test_bootstrap_interval_resamples_names_and_matches_the_cluster_standard_error() -> None:
-    """200 names a side, 5-10 texts each sharing the name's rate (Beta(0.6, 1.4): ICC 1/3, design effect ~3): the 95% percentile bootstrap over names is
-    close to estimate +- 1.96 cluster-robust SEs (the formula at the top of this file), far wider than the
-    text-level interval, and the same seed gives the same interval."""
+    """200 names a side, 5-10 texts each sharing the name's rate (Beta(0.6, 1.4): ICC 1/3, design effect ~3): the 95%
+    percentile bootstrap over names is close to estimate +- 1.96 cluster-robust SEs (the formula at the top of this
+    file), far wider than the text-level interval, and the same seed gives the same interval."""
     rng = np.random.default_rng(7)
     sizes = rng.integers(5, 11, 400)
     clusters = np.repeat(np.arange(400), sizes)
@@ -625,9 +625,9 @@ def test_too_few_names_to_test_a_rate_says_so_with_the_smallest_p_value() -> Non
 
 @pytest.mark.parametrize("names_a", [3, 4, 10, 30])
 def test_score_test_holds_its_level_when_a_small_group_is_more_spread(names_a: int) -> None:
-    """Issue 32's failing null: every name's rate has mean 0.3, the small group's spread widely (Beta(0.3, 0.7))
-    and the rest's tightly (Beta(30, 70)), 2-8 texts a name. The permutation test rejected 21% of these at 5%
-    with 3 names; the score test stays at or below 5% (plus Monte Carlo noise: 2,000 data sets, SE 0.5%)."""
+    """A null where names are not exchangeable: every name's rate has mean 0.3, the small group's spread widely
+    (Beta(0.3, 0.7)) and the rest's tightly (Beta(30, 70)), 2-8 texts a name. The permutation test rejects 21% of
+    these at 5% with 3 names; the score test stays at or below 5% (plus Monte Carlo noise: 2,000 data sets, SE 0.5%)."""
     rng = np.random.default_rng(names_a)
     rejected = 0
     for _ in range(2000):
@@ -679,7 +679,8 @@ def test_name_level_rate_interval_of_one_name_says_why_there_is_none() -> None:
 
     low, high, note = rate_interval(np.array([2.0]), np.array([5.0]), alpha=0.05)
     assert math.isnan(low) and math.isnan(high) and note == "one name: no name-level interval"
-    low, high, note = rate_interval(np.array([1.0, 0, 2, 0, 1, 3, 0, 0, 1, 1]), np.array([3.0, 2, 4, 1, 2, 5, 1, 2, 3, 2]),
+    low, high, note = rate_interval(np.array([1.0, 0, 2, 0, 1, 3, 0, 0, 1, 1]), np.array([3.0, 2, 4, 1, 2, 5, 1, 2, 3,
+                                                                                          2]),
                                     alpha=0.05)
     assert note == "" and 0 < low < 9 / 25 < high < 1
     wilson = stats.binomtest(9, 25).proportion_ci(method="wilson")

@@ -87,7 +87,7 @@ def test_interaction_and_overall_difference_by_hand(tmp_path: Path) -> None:
     assert row["ci_low"] < -0.25 < 0 < row["ci_high"]
     assert (row["names"], row["discordant_names"], row["method"]) == (4, 4, PAIRED_SCORE)
     text = (tmp_path / "cmp" / "compare.md").read_text()
-    # one family over both tables (issue 32): no interaction is testable here, so the family is the overall rows
+    # one family over both tables: no interaction is testable here, so the family is the overall rows
     payload = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     testable_overall = sum(bool(test["testable"]) for test in payload["overall"]["tests"])
     assert payload["interactions"]["family"] == payload["overall"]["family"] == testable_overall
@@ -192,8 +192,8 @@ def test_detectable_interaction_by_hand() -> None:
     """50 names against 250, 10 prompts each, 12 tests (level 0.05 / 12): v = 1.6, design effect 2, base rate
     0.3 give SE = sqrt(1.6 x 0.21 x 2 x (1/500 + 1/2500)) = 0.04016; Welch's df over the names, (1/50 + 1/250)^2
     / (1/50^2/49 + 1/250^2/249) = 70.0, needs a noncentrality of 3.819 for 80% power: 15.3 points. The worst
-    case (each name one coin flip per run at 50%, v = 2) gives 41.8 points, near the old formula's 40.6 (z
-    instead of t). 4 names against 30 and 2 against 2 cannot reach the level at all: the score test's smallest
+    case (each name one coin flip per run at 50%, v = 2) gives 41.8 points, near the 40.6 of a z test in
+    place of t. 4 names against 30 and 2 against 2 cannot reach the level at all: the score test's smallest
     attainable p-value on those designs (`rate_test.min_attainable_p`) is above 0.05 / 12. A side whose prompts
     sit with a few names has fewer degrees of freedom and needs a larger interaction than equal names."""
     level = 0.05 / 12
@@ -264,7 +264,7 @@ def race_runs(folder: Path, names: tuple[int, ...], prompts: int, seed: int = 0)
 def test_the_banner_reads_the_runs_own_design(tmp_path: Path) -> None:
     """50 African American names against 250 (the rest in three groups of 83-84), 10 prompts a name, 10 tests
     (5 contrasts x 2 labels): from the runs' own differences (v 1.7, design effect 1.4) a typical contrast (83
-    names against 217) finds 10 points, so no banner; the old formula (each name one coin flip per run) called
+    names against 217) finds 10 points, so no banner; treating each name as one coin flip per run would call
     50 against 250 too few, 40 points. 3 names a group with 2 prompts each: a contrast of 3 names against 9 has
     too few names for the score test to reach the corrected level at all (`rate_test.min_attainable_p`), so no
     contrast is testable, and the banner fires."""

@@ -1,4 +1,4 @@
-"""Issue 31: the contracts between the stages are checked where they are built.
+"""The contracts between the stages are checked where they are built.
 
 The option objects refuse bad values when built (so a stage never sees one), `--device` names only devices this
 machine has, generators must subclass the declared base, and the run's own checks stop a library caller before
@@ -132,7 +132,7 @@ def test_the_output_folder_check(tmp_path):
 
 
 def test_the_analysis_hands_the_report_typed_results():
-    """Issue 31: the summary is a `Summary` with typed findings and views, not a nested dict; its `as_dict()` is the
+    """The summary is a `Summary` with typed findings and views, not a nested dict; its `as_dict()` is the
     mapping summary.json is written from, in summary.json's order (tests/test_golden.py pins the bytes)."""
     import pandas as pd
 
@@ -151,7 +151,8 @@ def test_the_analysis_hands_the_report_typed_results():
     assert summary.findings.gaps is not None and 0 < summary.findings.family <= len(summary.findings.tests)
     record = summary.as_dict()
     assert list(record) == ["counts", "metrics", "statistics", *summary.metrics, "worst_case", "findings"]
-    assert list(record["findings"])[:3] == ["tests", "design_effects", "power"] and list(record["findings"])[-1] == "gaps"
+    assert list(record["findings"])[:3] == ["tests", "design_effects",
+                                            "power"] and list(record["findings"])[-1] == "gaps"
     assert record["statistics"]["alpha"] == summary.statistics.alpha == 0.05
     with pytest.raises(AttributeError):
         summary.finding  # noqa: B018 (a misspelt field fails where it is read)

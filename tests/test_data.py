@@ -78,7 +78,8 @@ def test_rows_are_the_upstream_lists_in_order(bold: pd.DataFrame, bold_dir: Path
         for group, names in prompts.items():
             for name, texts in names.items():
                 for index, text in enumerate(texts):
-                    expected.append((f"{domain}/{group}/{name}/{index}", text.strip(), wiki[group][name][index].strip()))
+                    expected.append((f"{domain}/{group}/{name}/{index}", text.strip(),
+                                     wiki[group][name][index].strip()))
     assert len(expected) == 23679
     assert list(zip(bold["prompt_id"], bold["prompt"], bold["wikipedia"], strict=True)) == expected
     assert not bold["prompt"].str.endswith(" ").any()

@@ -146,7 +146,8 @@ def _record(prompt_id: str, continuation: str, sample: int = 0) -> dict:
 
 def test_merge_orders_shards_and_removes_them(tmp_path):
     _write_jsonl(tmp_path / "generations.rank0.jsonl", [_record("a", " one"), _record("c", " three")])
-    _write_jsonl(tmp_path / "generations.rank1.jsonl", [_record("b", " two"), _record("a", " one")])  # a: same text twice
+    # a: same text twice
+    _write_jsonl(tmp_path / "generations.rank1.jsonl", [_record("b", " two"), _record("a", " one")])
     merged = merge_generations(tmp_path, [("a", 0), ("b", 0), ("c", 0)])
     assert (merged.path, merged.texts, merged.new_tokens) == (tmp_path / "generations.jsonl", 3, 9)
     records = read_generations(merged.path)
@@ -170,7 +171,8 @@ def test_merge_refuses_two_shards_with_different_continuations(tmp_path):
 
 def test_merge_refuses_missing_and_unselected_rows(tmp_path):
     _write_jsonl(tmp_path / "generations.rank0.jsonl", [_record("a", " one"), _record("z", " stray")])
-    with pytest.raises(ValueError, match=r"1 missing \(e\.g\. \[\('b', 0\)\]\), 1 not selected \(e\.g\. \[\('z', 0\)\]\)"):
+    with pytest.raises(ValueError,
+                       match=r"1 missing \(e\.g\. \[\('b', 0\)\]\), 1 not selected \(e\.g\. \[\('z', 0\)\]\)"):
         merge_generations(tmp_path, [("a", 0), ("b", 0)])
 
 

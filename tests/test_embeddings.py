@@ -22,7 +22,9 @@ NEUTRAL = ["nurse", "engineer", "doctor", "table", "Mary", "John", "MOM"]
 def toy_vectors() -> KeyedVectors:
     """Random vectors with a planted gender axis e0: female words +, male words -."""
     rng = np.random.default_rng(1)
-    words = sorted({w for pair in DEFINITIONAL + EQUALIZE for w in pair} | set(GENDER_SPECIFIC) | set(NEUTRAL) | {"dad", "DAD", "MOM"})
+    words = sorted({w for pair in DEFINITIONAL + EQUALIZE for w in pair} | set(GENDER_SPECIFIC) | set(NEUTRAL) | {"dad",
+                                                                                                                  "DAD",
+                                                                                                                  "MOM"})
     female = {"woman", "girl", "she", "mother", "Mary", "mom", "Mom", "MOM"}
     male = {"man", "boy", "he", "father", "John", "dad", "Dad", "DAD", "king"}
     vectors = rng.normal(scale=0.3, size=(len(words), DIM))
@@ -59,7 +61,8 @@ def test_gender_direction_is_the_first_principal_component(toy_vectors):
 
 def test_hard_debias_neutralizes_all_but_gender_specific_words(toy_vectors, debiased):
     direction = embeddings.gender_direction(toy_vectors, DEFINITIONAL)
-    equalized = {w for pair in EQUALIZE for a, b in [pair] for f in (str.lower, str.title, str.upper) for w in (f(a), f(b))}
+    equalized = {w for pair in EQUALIZE for a, b in [pair] for f in (str.lower, str.title, str.upper) for w in (f(a),
+                                                                                                                f(b))}
     for word in toy_vectors.index_to_key:
         after = debiased[word].astype(np.float64)
         assert np.linalg.norm(after) == pytest.approx(1.0, abs=1e-6)
@@ -136,7 +139,8 @@ def test_debiasing_a_file_is_cached(tmp_path, monkeypatch, toy_vectors, debiased
     toy_vectors.save_word2vec_format(str(path), binary=False)
     lists_dir = tmp_path / "lists"
     lists_dir.mkdir()
-    for name, value in [("definitional_pairs.json", DEFINITIONAL), ("equalize_pairs.json", EQUALIZE), ("gender_specific_full.json", GENDER_SPECIFIC)]:
+    for name, value in [("definitional_pairs.json", DEFINITIONAL), ("equalize_pairs.json", EQUALIZE),
+                        ("gender_specific_full.json", GENDER_SPECIFIC)]:
         (lists_dir / name).write_text(json.dumps(value))
     first = embeddings.load_embedding(path, debias=True, debiaswe_dir=lists_dir)
     cached = list((tmp_path / "cache" / "embeddings").iterdir())

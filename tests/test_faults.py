@@ -1,4 +1,4 @@
-"""Issue 30: faults of the machine and damaged run folders end in one paragraph (what, where, what to do), never
+"""Faults of the machine and damaged run folders end in one paragraph (what, where, what to do), never
 a traceback; a damaged file is left as it is; a report is one unit; options and variables are checked first.
 
 The folders are tiny (the Wikipedia baseline of 8 religion prompts, scored with VADER), so most tests take
@@ -521,7 +521,8 @@ def test_a_bad_option_stops_the_command_before_any_work(flags, expected, tmp_pat
 
 def test_report_and_validate_refuse_a_negative_seed(folders, capsys):
     assert expected_usage(capsys, _status(["report", str(folders["run"]), "--seed", "-1"]))
-    assert expected_usage(capsys, _status(["validate", "sentiment", "--against", "x.csv", "--out", "o", "--seed", "-2"]))
+    assert expected_usage(capsys, _status(["validate", "sentiment", "--against", "x.csv", "--out", "o", "--seed",
+                                           "-2"]))
 
 
 def expected_usage(capsys, status: int) -> bool:

@@ -228,10 +228,11 @@ def test_names_as_units_test_every_row_and_rare_labels_too() -> None:
         alpha=0.05).statistic)
     assert gender.loc["positive", "p_value"] == 1.0
     z_p = text_level[text_level["domain"] == "gender"].set_index("label").loc["negative", "p_value"]
-    assert z_p == pytest.approx(0.0455003, rel=1e-5)  # the paper's z test, which the name level no longer gives
+    assert z_p == pytest.approx(0.0455003, rel=1e-5)  # the paper's z test, which the name level does not give
     for row in testable.itertuples():  # the score test on the per-name sums, whatever the seed
         assert row.p_value == pytest.approx(_per_name_test(row, per_name=1).p_value), (row.contrast, row.label)
-    assert group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE], seed=5).tests["p_value"].equals(single["p_value"])
+    assert group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE],
+                          seed=5).tests["p_value"].equals(single["p_value"])
 
 
 def _per_name_test(row, *, per_name: int):
@@ -406,7 +407,7 @@ def test_paired_findings_interaction_by_hand() -> None:
     """Shared prompts p1-p4. Model: actors (1 + 1) / 2 = 1, actresses (0 + 0.5) / 2 = 0.25, gap 0.75.
     Reference: actors (0 + 1) / 2 = 0.5, actresses 0, gap 0.5. Interaction 0.75 - 0.5 = 0.25 = the mean per-prompt
     difference d = (1, 0) on side a minus d = (0, 0.5) on side b. One name per prompt: two names a side, whose
-    design cannot give a p-value below alpha, so the interaction is stated and not tested (issue 32)."""
+    design cannot give a p-value below alpha, so the interaction is stated and not tested."""
     model, reference = paired_runs()
     found = paired_findings(model, reference, [NEGATIVE])
     assert (found.shared_prompts, found.model_prompts, found.reference_prompts) == (4, 5, 4)
@@ -500,7 +501,8 @@ def test_wikipedia_religion_text_level_and_by_page(wikipedia_religion) -> None:
     the z test (or Fisher's) on the row's counts. Pages as units: names per side are pages, atheism vs rest has
     one page on its side, so its p-value is the exact one-unit permutation p (a multiple of 1/80), and the
     design effect of the male label is above 1."""
-    labels = [("gender_polarity", gender, "gender_polarity_unigram_label", gender, None) for gender in ("male", "female")]
+    labels = [("gender_polarity", gender, "gender_polarity_unigram_label", gender, None) for gender in ("male",
+                                                                                                        "female")]
     text_level = group_findings(wikipedia_religion, labels, cluster="none")
     tests = text_level.tests
     assert len(tests) == 2 * (7 + 1) and text_level.family == 16  # 7 groups vs rest + christianity vs islam
@@ -561,7 +563,7 @@ def test_a_bad_thread_count_is_a_usage_error(monkeypatch, value) -> None:
 
 
 def test_own_texts_and_interactions_are_one_holm_family() -> None:
-    """A report's own-text contrasts and its model-vs-Wikipedia interactions are adjusted together (issue 32): the
+    """A report's own-text contrasts and its model-vs-Wikipedia interactions are adjusted together: the
     adjusted p-values are Holm's over the union of both tables' testable rows, and both report its size."""
     from statsmodels.stats.multitest import multipletests
 

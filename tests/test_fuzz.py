@@ -59,7 +59,8 @@ any_texts = st.one_of(texts, texts, texts, large_texts)
 text_lists = st.lists(any_texts, max_size=8)
 # Items that are not texts: each must be named by its index.
 not_texts = st.one_of(
-    st.none(), st.integers(), st.floats(allow_nan=True), st.binary(max_size=4), st.lists(st.text(max_size=3), max_size=2),
+    st.none(), st.integers(), st.floats(allow_nan=True), st.binary(max_size=4), st.lists(st.text(max_size=3),
+                                                                                         max_size=2),
     st.text(min_size=1, max_size=3).map(lambda text: text + "\ud800"),  # a lone surrogate
 )
 mixed_lists = st.lists(st.one_of(any_texts, not_texts), max_size=8)
@@ -90,7 +91,8 @@ def scorers(options) -> dict[str, Any]:
 def modules(classifier_dirs, tmp_path_factory) -> dict[str, evaluate.EvaluationModule]:
     cache = str(tmp_path_factory.mktemp("evaluate"))
     config = {"toxicity": classifier_dirs["toxicity"], "regard": classifier_dirs["regard"]}
-    return {name: evaluate.load(str(metric_module_dir(name)), config.get(name), cache_dir=cache) for name in PAPER_METRICS}
+    return {name: evaluate.load(str(metric_module_dir(name)), config.get(name),
+                                cache_dir=cache) for name in PAPER_METRICS}
 
 
 def per_text(name: str, result: dict[str, Any]) -> dict[str, list]:

@@ -43,7 +43,9 @@ def _generate(lm, decoding, batch_size, seed=0, items=None):
     items = items or _items()
     out = {}
     generate_items(lm.model, lm.tokenizer, items, decoding, seed=seed, batch_size=batch_size,
-                   on_batch=lambda batch, results: out.update({i.prompt_id: r.continuation for i, r in zip(batch, results, strict=True)}),
+                   on_batch=lambda batch, results: out.update({i.prompt_id: r.continuation for i, r in zip(batch,
+                                                                                                           results,
+                                                                                                           strict=True)}),
                    progress=False)
     return [out[item.prompt_id] for item in items]
 
@@ -144,13 +146,15 @@ def test_a_prompts_samples_share_one_prefill_and_give_the_same_texts(tiny_lm):
     finally:
         hook.remove()
     assert [shape[0] for shape in prefill_rows] == [4, 4 * k]
-    assert [(g.continuation, g.num_new_tokens) for g in shared] == [(g.continuation, g.num_new_tokens) for g in unshared]
+    assert [(g.continuation, g.num_new_tokens) for g in shared] == [(g.continuation,
+                                                                     g.num_new_tokens) for g in unshared]
     assert len({g.continuation for g in shared}) > 4  # the samples of a prompt still differ
 
 
 def _greedy(model, tokenizer, max_new_tokens=8):
     decoding = make_decoding(greedy=True, max_new_tokens=max_new_tokens)
-    return [g.continuation for g in generate.generate_batch(model, tokenizer, PROMPTS, np.zeros((len(PROMPTS), max_new_tokens)),
+    return [g.continuation for g in generate.generate_batch(model, tokenizer, PROMPTS, np.zeros((len(PROMPTS),
+                                                                                                 max_new_tokens)),
                                                              decoding)]
 
 
@@ -181,7 +185,8 @@ def test_the_kv_cache_reaches_every_kind_of_model(tiny_lm):
     assert _greedy(remote, tokenizer) == expected
 
     peft = pytest.importorskip("peft")
-    wrapped = peft.get_peft_model(copy.deepcopy(model), peft.LoraConfig(r=2, target_modules=["c_attn"], fan_in_fan_out=True,
+    wrapped = peft.get_peft_model(copy.deepcopy(model), peft.LoraConfig(r=2, target_modules=["c_attn"],
+                                                                        fan_in_fan_out=True,
                                                                           task_type="CAUSAL_LM"))
     assert type(wrapped).__name__ == "PeftModelForCausalLM"  # B = 0: the same function, left unmerged
     assert generate.cache_keyword(wrapped) == native
@@ -291,7 +296,7 @@ def test_repetition_penalty_through_the_decoding_loop(tmp_path):
 
 
 def test_prompt_lengths_tokenize_each_distinct_prompt_once_in_chunks(tiny_lm, monkeypatch):
-    """The batch plan's lengths for k samples per prompt (issue 22): the same lengths as tokenizing every
+    """The batch plan's lengths for k samples per prompt: the same lengths as tokenizing every
     item, with each distinct prompt tokenized once and at most `LENGTH_CHUNK` at a time."""
     seen: list[list[str]] = []
 
@@ -341,7 +346,8 @@ def test_the_line_break_test_by_token_stops_the_rows_decoding_would(tmp_path, mo
     by_token = generate.generate_batch(model, tokenizer, prompts, draws, decoding)
     monkeypatch.setattr(generate, "_line_break_tokens", lambda *args: None)  # decode every row after each step
     by_decoding = generate.generate_batch(model, tokenizer, prompts, draws, decoding)
-    assert [(g.continuation, g.num_new_tokens) for g in by_token] == [(g.continuation, g.num_new_tokens) for g in by_decoding]
+    assert [(g.continuation, g.num_new_tokens) for g in by_token] == [(g.continuation,
+                                                                       g.num_new_tokens) for g in by_decoding]
     assert 0 < sum(g.num_new_tokens < decoding.max_new_tokens for g in by_token) < len(prompts)
 
 

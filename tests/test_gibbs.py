@@ -95,13 +95,15 @@ def _known_ids(tokenizer) -> list[int]:
 @pytest.fixture(scope="module")
 def items(bold_sentences):
     """BOLD-like prompts of 2 to 9 words, each once."""
-    return [WorkItem(f"p/{i}", 0, " ".join(sentence.split()[: 2 + i % 8])) for i, sentence in enumerate(bold_sentences[:11])]
+    return [WorkItem(f"p/{i}", 0, " ".join(sentence.split()[: 2 + i % 8])) for i,
+            sentence in enumerate(bold_sentences[:11])]
 
 
 def _run(generator, items, **kwargs):
     out = {}
     stats = generator.generate(items, on_batch=lambda batch, results: out.update(
-        {(item.prompt_id, item.sample): result for item, result in zip(batch, results, strict=True)}), progress=False, **kwargs)
+        {(item.prompt_id, item.sample): result for item, result in zip(batch, results, strict=True)}), progress=False,
+        **kwargs)
     return [out[(item.prompt_id, item.sample)] for item in items], stats
 
 
@@ -214,7 +216,8 @@ def test_output_length_and_iteration_counts(tiny_mlm, tokenizer, items):
     calls = []
     handle = tiny_mlm.register_forward_hook(lambda module, args, output: calls.append(output.logits.shape))
     try:
-        generator = GibbsGenerator(tiny_mlm, tokenizer, batch_size=4, max_new_tokens=5, burn_in=20, max_iter=60, top_k=20)
+        generator = GibbsGenerator(tiny_mlm, tokenizer, batch_size=4, max_new_tokens=5, burn_in=20, max_iter=60,
+                                   top_k=20)
         results, stats = _run(generator, items)
     finally:
         handle.remove()

@@ -1,4 +1,4 @@
-"""Issue 31 point 8: the outputs of a fixed small run do not change when the code is reorganized.
+"""The outputs of a fixed small run do not change when the code is reorganized.
 
 A Wikipedia-baseline run over three domains (20 prompts each, sentiment, psycholinguistic and unigram gender
 polarity) is compared with the copy kept in tests/golden/: report.md byte for byte, summary.json and every table
@@ -91,7 +91,8 @@ def _close(a: Any, b: Any, where: str = "") -> list[str]:
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return [f"{where}: {len(a)} items against {len(b)}"]
-        return [diff for index, (x, y) in enumerate(zip(a, b, strict=True)) for diff in _close(x, y, f"{where}[{index}]")]
+        return [diff for index, (x, y) in enumerate(zip(a, b, strict=True)) for diff in _close(x, y,
+                                                                                               f"{where}[{index}]")]
     if isinstance(a, float) and isinstance(b, float | int) and not isinstance(b, bool):
         return [] if math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) else [f"{where}: {a!r} != {b!r}"]
     return [] if a == b else [f"{where}: {a!r} != {b!r}"]
@@ -115,3 +116,15 @@ def test_every_table_and_figure_is_unchanged(golden_run):
         pd.testing.assert_frame_equal(got, expected, check_exact=False, rtol=1e-9, atol=1e-12, obj=name)
     figures = sorted(path.name for path in (golden_run / "figures").iterdir())
     assert figures == (GOLDEN / "figures.txt").read_text(encoding="utf-8").split()
+
+
+def test_the_report_speaks_plainly_first():
+    """"How to read this" opens with at most five plain sentences (no formula); the method comes last."""
+    report = (GOLDEN / "report.md").read_text(encoding="utf-8")
+    opening = report.split("## How to read this\n\n", 1)[1].split("\n", 1)[0]
+    sentences = [part for part in opening.replace("e.g.", "eg").split(". ") if part.strip()]
+    assert 1 <= len(sentences) <= 5, opening
+    assert "Welch" not in opening and "variance" not in opening and "One unit is one name" in opening
+    headings = [line for line in report.splitlines() if line.startswith("## ")]
+    assert headings[-1] == "## Method" and "Welch-Satterthwaite" in report.split("## Method", 1)[1]
+    assert "score-type" not in report.split("## Method", 1)[0]

@@ -105,6 +105,8 @@ def test_report_html_in_a_browser(planted: Path, chromium) -> None:
     assert HOSTILE_TEXTS[0] in shown_text and HOSTILE_TEXTS[2] in shown_text
     for tab in ("forest", "run", "method"):
         view.click(f"#tab-{tab}")
+    reading = view.inner_text("#panel-method")  # plain sentences first, the method's formulas last
+    assert reading.index("One unit is one name") < reading.index("Method") < reading.index("Welch-Satterthwaite")
     assert HOSTILE_MODEL in view.inner_text("h1")
     assert page.pwned() is None and not page.dialogs and not page.errors, (page.pwned(), page.dialogs, page.errors)
     page.close()

@@ -24,8 +24,8 @@ RANKS = {
     "validation": 7, "hub": 7, "testing": 8, "top": 9,
 }
 # Top-level modules whose stage is not their name.
-TOP_LEVEL = {"runfolder": "core", "run": "top", "cli": "top", "generator_flags": "top", "download": "top", "__init__": "top",
-             "__main__": "top", "lm_eval_tasks": "top", "bundled": "top"}
+TOP_LEVEL = {"runfolder": "core", "run": "top", "cli": "top", "generator_flags": "top", "download": "top",
+             "__init__": "top", "__main__": "top", "lm_eval_tasks": "top", "bundled": "top"}
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -81,7 +81,9 @@ def graph(root: Path = PACKAGE) -> tuple[dict[str, list[tuple[str, int, str]]], 
 
 
 def where(module: str, files: dict[str, Path], line: int, statement: str) -> str:
-    return f"{files[module].name if not files[module].is_relative_to(PACKAGE) else files[module].relative_to(PACKAGE.parent)}:{line}: {statement}"
+    path = files[module]
+    shown = path.relative_to(PACKAGE.parent) if path.is_relative_to(PACKAGE) else path.name
+    return f"{shown}:{line}: {statement}"
 
 
 def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -194,7 +196,8 @@ def private_imports(root: Path = PACKAGE) -> list[str]:
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bold_eval"):
                 for alias in node.names:
                     if alias.name.startswith("_") and not alias.name.startswith("__"):
-                        private.append(f"{path.relative_to(root.parent)}:{node.lineno}: {alias.name} from {node.module}")
+                        private.append(f"{path.relative_to(root.parent)}:{node.lineno}: {alias.name} from "
+                                       f"{node.module}")
     return private
 
 
@@ -208,7 +211,8 @@ def generator_probes(root: Path = PACKAGE) -> list[str]:
     for path in sorted(root.rglob("*.py")):
         source = path.read_text()
         for node in ast.walk(ast.parse(source)):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr",
+                                                                                                    "hasattr")
                     and node.args and "generator" in ast.get_source_segment(source, node.args[0]).lower()):
                 probes.append(f"{path.relative_to(root.parent)}:{node.lineno}: {ast.get_source_segment(source, node)}")
     return probes

@@ -41,7 +41,8 @@ def model_dirs(tmp_path_factory, corpus) -> dict[str, str]:
     tokenizer = build_wordpiece_tokenizer(corpus)
     root = tmp_path_factory.mktemp("classifiers")
     return {
-        kind: str(build_metric_classifier(root / kind, kind, tokenizer=tokenizer, max_position_embeddings=MAX_POSITIONS))
+        kind: str(build_metric_classifier(root / kind, kind, tokenizer=tokenizer,
+                                          max_position_embeddings=MAX_POSITIONS))
         for kind in ("toxicity", "regard", "hate")
     }
 
@@ -99,7 +100,8 @@ def test_widths_rounded_up_as_on_a_gpu_give_the_same_scores(model_dirs, corpus, 
     widths = []
     classifier._pad_multiple = multiple
     batch = classifier._batch
-    classifier._batch = lambda encodings, rows: widths.append((out := batch(encodings, rows))["input_ids"].shape[1]) or out
+    classifier._batch = lambda encodings, rows: widths.append((out := batch(encodings,
+                                                                            rows))["input_ids"].shape[1]) or out
     np.testing.assert_allclose(classifier(texts), exact, atol=1e-5)
     assert all(width % multiple == 0 or width == MAX_POSITIONS for width in widths) and max(widths) == MAX_POSITIONS
 

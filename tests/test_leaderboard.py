@@ -76,6 +76,32 @@ def test_bad_boards_say_what_to_do(three: dict[str, Path], tmp_path: Path) -> No
         build_leaderboard([alone])
 
 
+def test_a_run_given_twice_is_refused(three: dict[str, Path]) -> None:
+    again = three["model-a"].parent / "." / three["model-a"].name  # the same folder, spelled another way
+    with pytest.raises(UserError, match="given twice.*pass each run folder once"):
+        build_leaderboard([three["wikipedia"], three["model-a"], three["model-b"], again])
+
+
+def test_the_published_page_shows_run_names_not_paths(three: dict[str, Path], tmp_path: Path) -> None:
+    scores, _ = load_run(three["model-a"])
+    local = write_run_folder(tmp_path / "one" / "tuned", scores, model=str(tmp_path / "models" / "tuned-7b"))
+    twin = write_run_folder(tmp_path / "two" / "tuned", scores, model=str(tmp_path / "models" / "tuned-7b"))
+    site = tmp_path / "site"
+    write_leaderboard([three["wikipedia"], three["model-a"], local, twin], site, copy_reports=False)
+    published = "".join(path.read_text() for path in (site / "index.html", site / "README.md",
+                                                       site / "leaderboard_files" / "board.js"))
+    assert str(tmp_path) not in published and "/tmp" not in published
+    board = build_leaderboard([three["wikipedia"], three["model-a"], local, twin])
+    assert [run.label for run in board.runs] == ["model-a", "tuned-7b (tuned)", "tuned-7b (tuned) 2"]
+    assert board.baseline == "the Wikipedia run wikipedia"
+    assert "1 model on" in build_leaderboard_card([three["model-a"]], tmp_path / "single")
+
+
+def build_leaderboard_card(run_dirs: list[Path], out: Path) -> str:
+    write_leaderboard(run_dirs, out, copy_reports=False)
+    return (out / "README.md").read_text()
+
+
 def test_site_results_and_card(three: dict[str, Path], tmp_path: Path, bold_eval_here) -> None:
     result = bold_eval_here("leaderboard", *three.values(), "--out", tmp_path / "site", "--no-copy-reports")
     assert result.returncode == 0, result.stderr
@@ -157,7 +183,7 @@ def test_the_embedded_model_under_three_protocols(tmp_path: Path, bold_eval_here
     view.wait_for_selector("ul.ties")
     assert "4. planted" in view.inner_text("ul.ties")
     main = view.inner_text("main")  # 12 prompts: the warning comes before any number
-    assert main.index("Too few shared prompts to rank models in 1 of 1 domains") < main.index("rank 1")
+    assert main.index("Too few shared prompts to rank models in every domain") < main.index("rank 1")
     assert "Too few shared prompts" in (site / "README.md").read_text()
     assert not page.errors and page.pwned() is None
     page.close()

@@ -84,7 +84,8 @@ def test_memolon_style_table_and_file_paths(tmp_path):
     np.testing.assert_allclose(load_lexicon(tsv).values, lexicon.values)
     # Warriner/EmoMap-style names are accepted too.
     renamed = MEMOLON_STYLE.rename(
-        columns={"word": "Word", "valence": "V.Mean.Sum", "arousal": "A.Mean.Sum", "dominance": "D.Mean.Sum", "joy": "Joy"}
+        columns={"word": "Word", "valence": "V.Mean.Sum", "arousal": "A.Mean.Sum", "dominance": "D.Mean.Sum",
+                 "joy": "Joy"}
     )
     csv = tmp_path / "warriner_style.csv"
     renamed.to_csv(csv, index=False)
@@ -160,8 +161,10 @@ def test_extend_lexicon_recovers_a_linear_map(one_thread):
 
 def test_extend_lexicon_vocabulary_and_seed(one_thread):
     table, embedding, _, _ = synthetic_lexicon_and_embedding(n_known=200, n_new=20)
-    first, report_a = extend_lexicon(table, embedding, vocabulary=[letters(200), letters(201), "unknown"], epochs=5, seed=3)
-    second, report_b = extend_lexicon(table, embedding, vocabulary=[letters(200), letters(201), "unknown"], epochs=5, seed=3)
+    first, report_a = extend_lexicon(table, embedding, vocabulary=[letters(200), letters(201), "unknown"], epochs=5,
+                                     seed=3)
+    second, report_b = extend_lexicon(table, embedding, vocabulary=[letters(200), letters(201), "unknown"], epochs=5,
+                                      seed=3)
     assert report_a.n_predicted == 2
     assert report_a.pearson_r == report_b.pearson_r
     pd.testing.assert_frame_equal(first, second)

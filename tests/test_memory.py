@@ -1,4 +1,4 @@
-"""Arrow's allocator under `bold-eval` (issue 22: peak memory grows with the rows a stage holds)."""
+"""Arrow's allocator under `bold-eval` (peak memory grows with the rows a stage holds)."""
 
 from __future__ import annotations
 

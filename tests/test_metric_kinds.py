@@ -1,4 +1,4 @@
-"""A metric of one of the paper's view kinds needs only its spec (issue 31 point 4).
+"""A metric of one of the paper's view kinds needs only its spec.
 
 "politeness" is sentiment's spec under another name, with other labels, title, figures and tables: the view kind
 "labels" (`LabelShares`, tested on the gender pair only, a table and figure per domain). "shouting" is toxicity's
@@ -101,7 +101,8 @@ def test_report_compare_and_card_come_from_the_spec(toy_metrics, tmp_path: Path)
     section = report.split("## Politeness (a toy metric of sentiment's kind)\n")[1].split("\n## ")[0]
     for line in ("### gender", "### race", "![politeness gender](figures/politeness_gender.png)"):
         assert line in section
-    assert (first / "figures" / "politeness_race.png").is_file() and (first / "tables" / "politeness_wide.csv").is_file()
+    assert (first / "figures" / "politeness_race.png").is_file()
+    assert (first / "tables" / "politeness_wide.csv").is_file()
     assert "![loud ratio](figures/loud_ratio.png)" in report.split("## Shouting (a toy metric of toxicity's kind)")[1]
     assert "a toy politeness rule" in report and "- Politeness here is a toy." in report
 

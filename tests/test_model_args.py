@@ -113,7 +113,8 @@ def test_load_model_with_device_map_and_attention(tiny_lm, one_thread):
     assert loaded.info["model_args"] == {"attn_implementation": "eager", "device_map": "auto"}
     assert set(loaded.info["device_map"].values()) == {"cpu"}  # accelerate's plan on a machine without GPUs
     out = []
-    generate_items(loaded.model, loaded.tokenizer, [WorkItem("p", 0, "Jacob Zachar is")], make_decoding(max_new_tokens=4),
+    generate_items(loaded.model, loaded.tokenizer, [WorkItem("p", 0, "Jacob Zachar is")],
+                   make_decoding(max_new_tokens=4),
                    seed=0, on_batch=lambda items, results: out.extend(results), progress=False)
     assert len(out) == 1 and out[0].num_new_tokens == 4
     with pytest.raises(ValueError, match="not GGUF"):
@@ -129,7 +130,8 @@ def test_peft_adapter_is_applied_and_merged(tiny_lm, tmp_path, one_thread):
     from transformers import AutoModelForCausalLM
 
     base = AutoModelForCausalLM.from_pretrained(tiny_lm)
-    adapted = peft.get_peft_model(base, peft.LoraConfig(r=2, lora_alpha=4, target_modules=["c_attn"], fan_in_fan_out=True,
+    adapted = peft.get_peft_model(base, peft.LoraConfig(r=2, lora_alpha=4, target_modules=["c_attn"],
+                                                        fan_in_fan_out=True,
                                                         init_lora_weights=False))  # random B: a visible change
     adapted.save_pretrained(tmp_path / "adapter")
     ids = torch.tensor([[1, 5, 9, 17]])

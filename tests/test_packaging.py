@@ -162,7 +162,8 @@ def test_core_imports_without_the_extras():
     assert result.returncode == 0, result.stderr[-3000:]
     found = json.loads(result.stdout.strip().splitlines()[-1])
     assert found["failed"] == {} and found["imported"] == []
-    assert {"bold_eval.cli", "bold_eval.run", "bold_eval.metrics.gender_polarity", "bold_eval.generation.loading"} <= set(found["loaded"])
+    assert {"bold_eval.cli", "bold_eval.run", "bold_eval.metrics.gender_polarity",
+            "bold_eval.generation.loading"} <= set(found["loaded"])
 
 
 def _without(monkeypatch, *modules: str) -> None:
@@ -207,4 +208,5 @@ def test_metric_module_requirements_use_the_package_bounds():
             if name == "bold-eval":
                 continue
             assert name in bounds, f"{path.parent.name}: {name} is not declared in setup.cfg"
-            assert str(requirement.specifier) == str(bounds[name]), f"{path.parent.name}: {requirement} vs setup.cfg {bounds[name]}"
+            assert str(requirement.specifier) == str(bounds[name]), \
+                f"{path.parent.name}: {requirement} vs setup.cfg {bounds[name]}"

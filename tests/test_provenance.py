@@ -217,7 +217,8 @@ def test_the_model_card_names_the_weights() -> None:
     from bold_eval.hub.model_card import card_section
 
     coverage = {"prompts": 10, "bold_prompts": 23679, "share": 10 / 23679, "domains": {}}
-    recorded = card_section({"run": RunRecord(resources=_toxicity(COMMIT_A)).to_dict(), "counts": {"coverage": coverage}})
+    recorded = card_section({"run": RunRecord(resources=_toxicity(COMMIT_A)).to_dict(),
+                             "counts": {"coverage": coverage}})
     assert f"  - `toxicity: toxicity classifier unitary/toxic-bert@{COMMIT_A[:12]}`" in recorded
     older = card_section({"run": RunRecord().to_dict(), "counts": {"coverage": coverage}})
     assert "- scored with: classifier and lexicon versions not recorded" in older

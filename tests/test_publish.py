@@ -73,7 +73,8 @@ def test_plan_names_every_repo(staged):
         assert staged[name].repo_id == f"{NAMESPACE}/{name}"
         assert staged[name].repo_type == "space" and staged[name].space_sdk == "gradio"
     plan = json.loads((staged["bold"].folder.parents[1] / "plan.json").read_text())
-    assert [repo["repo_id"] for repo in plan["repos"]] == [f"{NAMESPACE}/bold", *(f"{NAMESPACE}/{m}" for m in PAPER_METRICS)]
+    assert [repo["repo_id"] for repo in plan["repos"]] == [f"{NAMESPACE}/bold",
+                                                           *(f"{NAMESPACE}/{m}" for m in PAPER_METRICS)]
 
 
 def test_staged_dataset_card_and_configs_load(staged):
@@ -121,7 +122,8 @@ def test_vendored_bold_eval_is_self_sufficient(staged, name):
     options = "methods=['unigram']" if name == "gender_polarity" else ""
     code = (
         "import bold_eval; from pathlib import Path\n"
-        f"assert Path(bold_eval.__file__).resolve().is_relative_to(Path({str(folder)!r}).resolve()), bold_eval.__file__\n"
+        f"assert Path(bold_eval.__file__).resolve().is_relative_to(Path({str(folder)!r}).resolve()), "
+        "bold_eval.__file__\n"
         f"from bold_eval.metrics import {name}\n"
         f"print({name}.compute(['She is a wonderful, kind nurse.'], {options}))\n"
     )
@@ -136,7 +138,8 @@ def test_staged_modules_load_and_compute(staged):
     assert result["label"] == ["positive", "negative"]
 
     polarity = evaluate.load(str(staged["gender_polarity"].folder))
-    result = polarity.compute(predictions=["He said his brother", "She and her sister", "The river"], methods=["unigram"])
+    result = polarity.compute(predictions=["He said his brother", "She and her sister", "The river"],
+                              methods=["unigram"])
     assert result["unigram_label"] == ["male", "female", "neutral"]
 
     psycholinguistic = evaluate.load(str(staged["psycholinguistic"].folder))
@@ -315,7 +318,8 @@ def test_publish_results_dry_run_updates_existing_card(run_dir, tmp_path):
     existing = tmp_path / "README.md"
     existing.write_text(
         "---\nlicense: mit\nmodel-index:\n- name: my-model\n  results:\n  - task:\n      type: text-generation\n"
-        "    dataset:\n      type: other/bench\n      name: Other\n    metrics:\n    - type: accuracy\n      value: 0.9\n"
+        "    dataset:\n      type: other/bench\n      name: Other\n    metrics:\n    - type: accuracy\n"
+        "      value: 0.9\n"
         "---\n\n# My model\n\nHand-written text.\n",
         encoding="utf-8",
     )

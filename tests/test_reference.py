@@ -1,4 +1,4 @@
-"""The Wikipedia reference beside a model run (issue 19): the human-written sentences of the run's own
+"""The Wikipedia reference beside a model run: the human-written sentences of the run's own
 prompts, built as the `wikipedia` generator builds them and scored with the run's metrics, their
 classifier scores cached across runs; and a --limit sample that does not move with --seed.
 
@@ -171,7 +171,8 @@ def test_score_writes_the_reference_unless_told_not_to(tmp_path, cache):
     reference = pd.read_parquet(tmp_path / "with" / "reference_scores.parquet")
     assert reference["continuation"].tolist() == [
         load_bold("religious_ideology").to_pandas().set_index("prompt_id").loc[
-            "religious_ideology/judaism/Judaism/0", "wikipedia"].removeprefix("Judaism is an ethnic religion comprising")]
+            "religious_ideology/judaism/Judaism/0",
+            "wikipedia"].removeprefix("Judaism is an ethnic religion comprising")]
     assert cli_main([*command, "--out", str(tmp_path / "without"), "--no-reference"]) == 0
     assert not (tmp_path / "without" / "reference_scores.parquet").exists()
     assert _record(tmp_path / "without")["reference"] == {"skipped": "not requested (--no-reference)"}

@@ -1,4 +1,4 @@
-"""Issue 10 (harness side): every user mistake a message, never fewer rows than asked, every bad
+"""The harness side of reliability: every user mistake a message, never fewer rows than asked, every bad
 input line named, a failed start leaves the folder reusable, and a resumed run equals an
 uninterrupted one under every dtype.
 
@@ -97,13 +97,15 @@ def _user_error_cases(tmp_path: Path) -> dict[str, tuple[list[str], int, str]]:
                        encoding="utf-8")
     return {
         "offline model": (["run", "--model", "gpt2", "--domains", "religious_ideology", "--limit", "2",
-                           "--out", str(tmp_path / "o"), "--no-progress", *CHEAP_SCORING], 1, "causal LM 'gpt2' not found"),
+                           "--out", str(tmp_path / "o"), "--no-progress", *CHEAP_SCORING], 1,
+                           "causal LM 'gpt2' not found"),
         "unknown domain": (["run", "--model", "wikipedia", "--domains", "races", "--out", str(tmp_path / "o")], 2,
                            "unknown domain(s) races"),
         "score input not covering BOLD": (["score", str(partial), "--domains", "religious_ideology",
                                            "--out", str(tmp_path / "s"), *CHEAP_SCORING], 1, "no generation"),
         "report without scores": (["report", str(empty)], 1, "scores.parquet not found"),
-        "compare without scores": (["compare", str(empty), "--out", str(tmp_path / "c")], 1, "scores.parquet not found"),
+        "compare without scores": (["compare", str(empty), "--out", str(tmp_path / "c")], 1,
+                                   "scores.parquet not found"),
         "publish-results without summary": (["publish-results", str(empty), "--repo", "someone/model", "--dry-run",
                                              str(tmp_path / "d")], 1, "summary.json not found"),
         "bad metric option": (["score", str(partial), "--out", str(tmp_path / "s"), "--metric-option", "bad"], 2,
@@ -251,7 +253,8 @@ def test_readers_return_one_result_per_input_row(count, tmp_path, bold_dir):
 
 BAD_LINES = {
     "non-UTF-8": (b'{"prompt_id": "a", "sample": 0, "continuation": "caf\xe9"}', "not valid UTF-8"),
-    "lone surrogate": (b'{"prompt_id": "a", "sample": 0, "continuation": "\\ud800 x"}', "a string holds the lone surrogate U+D800"),
+    "lone surrogate": (b'{"prompt_id": "a", "sample": 0, "continuation": "\\ud800 x"}',
+                       "a string holds the lone surrogate U+D800"),
     "not an object": (b"[1, 2]", "expected a JSON object"),
 }
 

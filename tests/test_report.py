@@ -53,7 +53,8 @@ def synthetic_scores(prompts_per_group: int = 12, samples: int = 2, seed: int = 
     scores["toxicity_score"] = toxic
     scores["toxicity_toxic"] = toxic
     scores["toxicity_is_toxic"] = toxic >= 0.5
-    regard = pd.Series(rng.choice(["positive", "negative", "neutral", "other"], n, p=[0.3, 0.2, 0.4, 0.1]), dtype=object)
+    regard = pd.Series(rng.choice(["positive", "negative", "neutral", "other"], n, p=[0.3, 0.2, 0.4, 0.1]),
+                       dtype=object)
     scores["regard_label"] = regard.where(scores["domain"].isin(["gender", "race"]), None)
     for dimension in ("valence", "arousal", "dominance"):
         value = rng.uniform(-1, 1, n)
@@ -67,7 +68,8 @@ def synthetic_scores(prompts_per_group: int = 12, samples: int = 2, seed: int = 
     male, female = rng.poisson(0.4, n), rng.poisson(0.3, n)
     scores["gender_polarity_male_tokens"] = male
     scores["gender_polarity_female_tokens"] = female
-    scores["gender_polarity_unigram_label"] = np.where(male > female, "male", np.where(female > male, "female", "neutral"))
+    scores["gender_polarity_unigram_label"] = np.where(male > female, "male", np.where(female > male, "female",
+                                                                                       "neutral"))
     for aggregation in ("max", "wavg"):
         value = rng.uniform(-0.6, 0.6, n)
         scores[f"gender_polarity_{aggregation}"] = value
@@ -110,7 +112,7 @@ def test_report_has_every_section_and_the_run_settings(full_run: Path) -> None:
     report = (full_run / "report.md").read_text()
     for heading in ("# BOLD evaluation: gpt2", "## What was run", "### Metrics", "## Sentiment", "## Toxicity",
                     "## Regard", "## Gender polarity", "## Psycholinguistic norms", "### male minus female",
-                    "### Christianity minus Islam", "## Statistics", "## Caveats"):
+                    "### Christianity minus Islam", "## Caveats", "## Method"):
         assert heading in report, heading
     assert "**anonymize**: True" in report and "**score_on**: full" in report and "**seed**: 0" in report
     assert "2-2 samples per prompt" in report and "several samples per prompt" in report.lower()
@@ -246,6 +248,9 @@ def test_compare_puts_one_row_per_model(tmp_path: Path) -> None:
     out = compare_runs([wiki, gpt2], tmp_path / "compare")
     text = out.read_text()
     assert "share all their **131** prompts" in text
+    opening = text.split("## How to read this\n\n", 1)[1].split("\n", 1)[0]  # plain sentences; formulas at the end
+    assert opening.startswith("One unit is one name") and opening.count(". ") <= 4 and "sqrt" not in opening
+    assert text.split("\n## ")[-1].startswith("Method") and "sqrt(v p (1 - p)" in text.split("\n## Method")[1]
     for heading in ("paper Table 3", "paper Table 5", "paper Table 4", "paper Table 6", "Sentiment proportions",
                     "toxic_ratio per group", "paper Table 9", "paper Table 10", "Which model is more biased",
                     "Overall difference per domain", "Gender-Max: proportion male minus female"):
@@ -253,7 +258,8 @@ def test_compare_puts_one_row_per_model(tmp_path: Path) -> None:
     tables = tmp_path / "compare" / "tables"
     table5 = pd.read_csv(tables / "table5_regard.csv")
     assert list(table5["model"]) == ["WIKI", "gpt2"]
-    assert {"positive male", "negative female", "positive african american", "negative european american"} <= set(table5)
+    assert {"positive male", "negative female", "positive african american",
+            "negative european american"} <= set(table5)
     table3 = pd.read_csv(tables / "table3_gender_polarity.csv")
     assert len(table3) == 4 * 2 and list(table3["model"][:2]) == ["WIKI", "gpt2"]
     assert table3["category"].iloc[0] == "arts_and_entertainment"  # the paper's row order
@@ -323,7 +329,7 @@ def test_report_labels_follow_alpha_and_bad_alpha_is_a_usage_error(tmp_path: Pat
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = write_run(tmp_path / "run", synthetic_scores(prompts_per_group=30, samples=1))
     text = write_report(run_dir, alpha=0.1).read_text()
-    assert "90% intervals" in text and "Rates and differences carry 90% intervals" in text
+    assert "90% intervals" in text and "An interval [low, high] is a 90% confidence interval" in text
     # the only 95% are largest gaps picked among 1 pair x 2 labels: Bonferroni level 1 - 0.1 / 2; psycholinguistic
     # (11 labels) in gender is at 1 - 0.1 / 11
     assert text.count("95%") == text.count("(95%, 2 choices)") > 0 and "(99.09%, 11 choices)" in text
@@ -358,8 +364,8 @@ def test_small_run_says_so_before_any_number(tmp_path: Path) -> None:
 
 
 def test_figures_take_intervals_that_end_a_rounding_error_past_their_value(tmp_path):
-    """A share of 0 whose interval starts at 1e-17 (rounding in the interval formula) used to crash
-    the report with matplotlib's "'xerr' must not contain negative values"."""
+    """A share of 0 whose interval starts at 1e-17 (rounding in the interval formula) must not
+    make matplotlib refuse the error bars ("'xerr' must not contain negative values")."""
     from bold_eval.report.figures import plot_ratio, plot_stacked_proportions
 
     rows = []
@@ -374,3 +380,16 @@ def test_figures_take_intervals_that_end_a_rounding_error_past_their_value(tmp_p
     toxic = pd.DataFrame({"domain": ["race", "race"], "group": ["a", "b"], "total": [40, 40],
                           "toxic_ratio": [0.0, 0.1], "ci_low": [1e-17, 0.05], "ci_high": [0.08, 0.2]})
     assert Image.open(plot_ratio(toxic, tmp_path / "toxic.png", label="toxic")).size[0] > 0
+
+
+def test_counted_nouns_agree_with_their_number() -> None:
+    from bold_eval.report.markdown import quantity
+    from bold_eval.report.protocol import trace_lines
+    from bold_eval.runfolder import RunRecord
+
+    assert quantity(1, "model") == "1 model" and quantity(24, "shared prompt") == "24 shared prompts"
+    assert quantity(2000, "text") == "2,000 texts" and quantity(0, "test") == "0 tests"
+    assert quantity(3, "model-vs-Wikipedia interaction") == "3 model-vs-Wikipedia interactions"
+    record = RunRecord.from_dict({"thinking": {"texts": 1, "ended_in_trace": 1, "prompts_without_text": 1}})
+    first = trace_lines(record)[0]
+    assert "1 of 1 text ended" in first and "1 prompt has no scored text" in first

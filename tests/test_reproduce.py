@@ -1,4 +1,4 @@
-"""The reproduce scripts against the numbers printed in the paper (issue 9, point 6).
+"""The reproduce scripts against the numbers printed in the paper.
 
 Every expected number here is typed from Dhamala et al. (2021): Table 3 (Section 6.1.1) and
 Tables 9-11 (appendix A.4), WIKI rows, through the scripts' PAPER_* constants, which the first
@@ -58,7 +58,8 @@ def test_paper_constants_are_the_printed_tables(table3, tables9_11):
     # Table 9, WIKI row "African"; Table 10, WIKI row "fascism"; Table 11, WIKI row "right-wing".
     rows = tables9_11.PAPER_WIKI_ROWS
     assert rows[("race", "African_Americans")][2] == (3.02, 87.7, 0.7, 33.44, 0, 5.34, 95.69, 5.12, 5.12, 6.69, 2.8)
-    assert rows[("political_ideology", "fascism")][2] == (8.85, 92.04, 0, 2.65, 0, 0.88, 82.3, 12.39, 13.27, 22.12, 3.54)
+    assert rows[("political_ideology", "fascism")][2] == (8.85, 92.04, 0, 2.65, 0, 0.88, 82.3, 12.39, 13.27, 22.12,
+                                                          3.54)
     assert rows[("political_ideology", "right-wing")][2] == (3.66, 97.56, 0, 4.88, 0, 0, 85.37, 9.76, 9.76, 9.76, 1.22)
     assert len(rows) == 16 and tables9_11.PAPER.shape == (16, len(psycholinguistic.CATEGORIES))
 

@@ -81,7 +81,8 @@ def test_download_verifies_and_caches_then_serves_from_the_cache(server, tmp_pat
 def test_checksum_mismatch_is_refused_and_nothing_is_cached(server, tmp_path):
     pinned = "0" * 64
     with pytest.raises(ResourceNotFoundError) as caught:
-        resolve_file(_remote(server, sha256=pinned), env_var="BOLD_TEST_LEXICON", argument="lexicon_dir", subdir="lexicons")
+        resolve_file(_remote(server, sha256=pinned), env_var="BOLD_TEST_LEXICON", argument="lexicon_dir",
+                     subdir="lexicons")
     message = str(caught.value)
     assert f"checksum {SHA256} != pinned {pinned}" in message and "test lexicon not found" in message
     assert "point to a local copy" in message
@@ -120,7 +121,8 @@ def test_local_copy_wins_and_offline_never_downloads(tmp_path, monkeypatch):
     local.mkdir()
     (local / "lexicon.csv").write_bytes(b"my own version")
     remote = RemoteFile("test lexicon", "lexicon.csv", "http://127.0.0.1:9/lexicon.csv", SHA256)
-    assert resolve_file(remote, local=local, env_var="BOLD_TEST_LEXICON", argument="lexicon_dir") == local / "lexicon.csv"
+    assert resolve_file(remote, local=local, env_var="BOLD_TEST_LEXICON",
+                        argument="lexicon_dir") == local / "lexicon.csv"
     with pytest.raises(ResourceNotFoundError, match="not tried: offline mode is on"):
         resolve_file(remote, env_var="BOLD_TEST_LEXICON", argument="lexicon_dir")
 

@@ -63,7 +63,7 @@ def test_limit_is_a_seeded_random_sample_stratified_round_robin_over_groups(bold
     alone = select_prompts(bold, ["religious_ideology"], 20)
     assert alone["prompt_id"].tolist() == selected.loc[selected["domain"] == "religious_ideology", "prompt_id"].tolist()
     religion = select_prompts(bold, ["religious_ideology"], 7)
-    # religious_ideology has 7 groups: limit 7 takes one prompt of each, no longer always BOLD's first one
+    # religious_ideology has 7 groups: limit 7 takes one prompt of each, not always BOLD's first one
     assert religion["group"].nunique() == 7 and len(religion) == 7
     firsts = bold[bold["domain"] == "religious_ideology"].groupby("group", sort=False).head(1)
     assert religion["prompt_id"].tolist() != firsts["prompt_id"].tolist()
@@ -79,7 +79,7 @@ def test_limit_is_a_seeded_random_sample_stratified_round_robin_over_groups(bold
 def test_limit_sample_is_representative_of_each_group(bold):
     """Over 200 seeds, the one prompt drawn per religion group sits anywhere in the group: its position
     (0 = BOLD's first prompt of the group, 1 = its last) averages 0.5 for a uniform draw, with standard
-    deviation sqrt(1/12/200) = 0.020 per group; the old first-rows rule gave 0 every time."""
+    deviation sqrt(1/12/200) = 0.020 per group; taking the first rows would give 0 every time."""
     religion = bold[bold["domain"] == "religious_ideology"]
     position = religion.groupby("group").cumcount() / (religion.groupby("group")["prompt_id"].transform("size") - 1)
     position.index = religion["prompt_id"]
@@ -161,7 +161,8 @@ def test_interrupted_run_resumes_without_regenerating(tmp_path, tiny_model):
     assert not set(regenerated) & set(first_batch)
     assert len(regenerated) == 5
     assert _lines(out / "generations.jsonl") == expected
-    pd.testing.assert_frame_equal(pd.read_parquet(out / "scores.parquet"), pd.read_parquet(reference / "scores.parquet"))
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "scores.parquet"),
+                                  pd.read_parquet(reference / "scores.parquet"))
 
     # a third run has nothing to generate and loads no model
     again = []
@@ -232,7 +233,8 @@ def test_several_samples_per_prompt(tmp_path, tiny_model):
     records = _lines(out / "generations.jsonl")
     assert [(r["prompt_id"], r["sample"]) for r in records][:2] == [(records[0]["prompt_id"], 0),
                                                                       (records[0]["prompt_id"], 1)]
-    assert len(records) == 6 and any(a["continuation"] != b["continuation"] for a, b in zip(records[::2], records[1::2], strict=True))
+    assert len(records) == 6 and any(a["continuation"] != b["continuation"] for a, b in zip(records[::2], records[1::2],
+                                                                                            strict=True))
     scores = pd.read_parquet(out / "scores.parquet")
     assert scores["sample"].tolist() == [0, 1] * 3
     settings = json.loads((out / "run.json").read_text())["generation_settings"]["generator_settings"]

@@ -37,9 +37,10 @@ def _python(code: str) -> str:
 def test_scoring_side_never_imports_generation():
     """`bold-eval score` and `report` need no LM stack: no generate, models, torch or pyplot."""
     loaded = _python(
-        "import sys, bold_eval.scoring.external, bold_eval.scoring.generations, bold_eval.report.run_report, bold_eval.cli\n"
-        "print(sorted(m for m in ('bold_eval.generation.hf_causal', 'bold_eval.generation.loading', 'bold_eval.run', 'torch',"
-        " 'matplotlib.pyplot') if m in sys.modules))"
+        "import sys, bold_eval.scoring.external, bold_eval.scoring.generations, bold_eval.report.run_report, "
+        "bold_eval.cli\n"
+        "print(sorted(m for m in ('bold_eval.generation.hf_causal', 'bold_eval.generation.loading', 'bold_eval.run', "
+        "'torch', 'matplotlib.pyplot') if m in sys.modules))"
     )
     assert loaded == "[]"
 
@@ -112,7 +113,7 @@ def test_wikipedia_generator_returns_the_rest_of_the_sentence(tmp_path: Path):
 
 
 def test_scores_writer_appends_chunks_with_one_schema_and_writes_nothing_on_failure(tmp_path):
-    """Issue 22: scores.parquet is written chunk by chunk. A chunk whose column is all null (regard in a chunk
+    """scores.parquet is written chunk by chunk. A chunk whose column is all null (regard in a chunk
     without gender or race rows) takes the type it is given, whichever chunk comes first; an error leaves no file."""
     import pyarrow as pa
 
@@ -128,7 +129,8 @@ def test_scores_writer_appends_chunks_with_one_schema_and_writes_nothing_on_fail
     assert writer.rows == 3
     scores = read_scores(tmp_path / "scores.parquet")
     assert scores["prompt_id"].tolist() == ["a", "b", "c"]
-    assert scores["regard_label"].isna().tolist() == [True, True, False] and scores["regard_label"].iloc[2] == "negative"
+    assert scores["regard_label"].isna().tolist() == [True, True,
+                                                      False] and scores["regard_label"].iloc[2] == "negative"
     np.testing.assert_allclose(scores["regard_positive"], [np.nan, np.nan, 0.25])
 
     with pytest.raises(ValueError, match="columns"), ScoresWriter(tmp_path, "other.parquet") as writer:

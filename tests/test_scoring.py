@@ -144,7 +144,8 @@ def test_score_generations_writes_scores_and_run_json(tmp_path, monkeypatch):
     assert info["metrics"] == ["sentiment", "toxicity"] and "score_s" in info["timings"]
     # the Wikipedia sentences of the same prompts, scored alike; toxicity skipped for both
     reference = pd.read_parquet(tmp_path / "reference_scores.parquet")
-    assert list(reference.columns) == list(scores.columns) and reference["prompt_id"].tolist() == scores["prompt_id"].tolist()
+    assert list(reference.columns) == list(scores.columns)
+    assert reference["prompt_id"].tolist() == scores["prompt_id"].tolist()
     assert reference["text"].tolist()[1].startswith("XYZ is an ethnic religion comprising")
     assert reference["text"].tolist() != scores["text"].tolist()
     assert info["reference"]["texts"] == 2 and info["reference"]["cached_metrics"] == []
@@ -209,7 +210,7 @@ def _streamed_generations() -> pd.DataFrame:
 
 
 def test_streamed_scoring_equals_one_chunk_and_scores_each_distinct_text_once(tmp_path, monkeypatch):
-    """Issue 22: scores.parquet is written chunk by chunk, from a frame or from generations.jsonl, with the
+    """scores.parquet is written chunk by chunk, from a frame or from generations.jsonl, with the
     same rows and types as in one chunk, and each metric sees each distinct text of its rows once in all."""
     import bold_eval.scoring.generations as streaming
     from bold_eval.runfolder import read_scores, write_generations

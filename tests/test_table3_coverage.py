@@ -1,4 +1,4 @@
-"""Table 3's intervals (issue 32 point 5): by hand on tiny tables, and their coverage on a small simulation.
+"""Table 3's intervals: by hand on tiny tables, and their coverage on a small simulation.
 
 `bold_eval.analysis.table3` gives every Table 3 / Section 6.2 / Figure 2 interval the Wikipedia page as its unit:
 a share over pages gets Korn and Graubard's interval (Clopper-Pearson at the effective number of texts, the
@@ -77,7 +77,7 @@ def test_ratio_interval_maps_the_male_share_of_gendered_texts() -> None:
 def test_infinite_ratio_is_bounded_by_the_female_share_of_texts_over_effective_pages() -> None:
     """7 male texts on pages of 2, 1, 1 and 3, no female one: Kish's 49 / 15 effective pages bound the female share
     of the gendered texts by 1 - 0.025^(15/49) (Clopper-Pearson at 0), so the ratio is at least s / (1 - s) for
-    s = 0.025^(15/49). The old bound, 4 pages / z^2 = 1.04, counted pages with a female text, not texts."""
+    s = 0.025^(15/49). (A bound from pages alone, 4 pages / z^2 = 1.04, would count pages, not texts.)"""
     no_female = (np.array([2.0, 1.0, 1.0, 3.0]), np.zeros(4))
     ratio, low, high, note = ratio_interval([no_female])
     male_share = 0.025 ** (15 / 49)
@@ -159,16 +159,16 @@ def _synthetic_pages() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@pytest.mark.slow  # about 4 s: 150 simulations, the old page bootstrap included
-def test_new_intervals_cover_at_the_nominal_level_and_the_old_ones_do_not(coverage_script) -> None:
-    """150 seeded simulations with page effects (female variance 6, as measured on BOLD): every kind of the new
+@pytest.mark.slow  # about 4 s: 150 simulations, the page bootstrap included
+def test_the_reports_intervals_cover_at_the_nominal_level_and_simpler_ones_do_not(coverage_script) -> None:
+    """150 seeded simulations with page effects (female variance 6, as measured on BOLD): every kind of the report's
     intervals covers at least 95% - 3 Monte Carlo SE (measured: ratio 98.8%, average 99.3%, pooled 97.3%,
     male - female 98.3%); the text-level male - female interval covers 71%."""
     scenario = coverage_script.Scenario("test", scale=2.0)
     results = coverage_script.run(_synthetic_pages(), scenario, 150, ALPHA, seed=1)
     table = coverage_script.summarize(results).set_index(["kind", "method"])
     for kind in ("ratio", "average", "pooled", "difference"):
-        row = table.loc[(kind, "new")]
+        row = table.loc[(kind, "report")]
         floor = 1 - ALPHA - 3 * math.sqrt(ALPHA * (1 - ALPHA) / row["intervals"])
         assert row["intervals"] >= 100 and row["coverage"] >= floor, (kind, row.to_dict())
-    assert table.loc[("difference", "old"), "coverage"] < 0.85
+    assert table.loc[("difference", "bootstrap"), "coverage"] < 0.85

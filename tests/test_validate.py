@@ -1,4 +1,4 @@
-"""`bold-eval validate` (issue 14): Section 6.3's agreement of a metric with human labels, Table 8 and Figure 6."""
+"""`bold-eval validate`: Section 6.3's agreement of a metric with human labels, Table 8 and Figure 6."""
 
 from __future__ import annotations
 
@@ -250,7 +250,8 @@ def test_table8_rho_against_sheng2019_regard_is_the_label_level_rho(shared_data,
     assert record["spearman_rho_score"] == pytest.approx(score.statistic)
     assert record["spearman_rho"] < record["spearman_rho_score"]  # thresholds cost rank agreement here
     row = next(line for line in printed.splitlines() if line.startswith("| sentiment |"))
-    assert row.startswith(f"| sentiment | {format_rho(record['spearman_rho'])} | {format_percent(record['accuracy'])} |")
+    rho, accuracy = format_rho(record["spearman_rho"]), format_percent(record["accuracy"])
+    assert row.startswith(f"| sentiment | {rho} | {accuracy} |")
     assert row.endswith(f" | {format_rho(record['spearman_rho_score'])} |")
 
 
@@ -377,7 +378,8 @@ def test_bad_inputs_give_clear_errors(tmp_path, capsys):
         bold_eval.validate("sentiment", ["good", "bad"], [1, 5], label_set=[1, 0, -1])
     with pytest.raises(ValueError, match=r"human_labels\[1\] is missing"):
         bold_eval.validate("sentiment", ["good", "bad"], [1, None])
-    with pytest.raises(ValueError, match=r"gender_polarity label\(s\) male, neutral, female have no counterpart.*--label-map"):
+    with pytest.raises(ValueError,
+                       match=r"gender_polarity label\(s\) male, neutral, female have no counterpart.*--label-map"):
         bold_eval.validate("gender_polarity", ["He is here."], [1], label_set={1: "positive", -1: "negative"})
     with pytest.raises(ValueError, match="human label 2 \\(2\\) has no counterpart.*--exclude-label"):
         bold_eval.validate("sentiment", ["good", "bad"], [1, 2])
@@ -397,7 +399,8 @@ def test_bad_inputs_give_clear_errors(tmp_path, capsys):
     assert cli.main(["validate", "sentiment", "--against", str(csv), "--out", str(tmp_path / "o"),
                   "--metric-option", "toxicity.threshold=0.4"]) == 2  # a usage message, no traceback
     assert re.search("--metric-option for toxicity does not apply to sentiment", capsys.readouterr().err)
-    assert cli.main(["validate", "sentiment", "--against", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "o")]) == 1  # a missing file (MissingFileError), no traceback
+    assert cli.main(["validate", "sentiment", "--against", str(tmp_path / "missing.csv"), "--out",
+                     str(tmp_path / "o")]) == 1  # a missing file (MissingFileError), no traceback
     assert re.search("labelled file .*missing.csv not found", capsys.readouterr().err)
     jsonl = tmp_path / "labels.jsonl"
     jsonl.write_text('{"text": "fine", "label": 1}\n{"text": null, "label": 0}\n', encoding="utf-8")

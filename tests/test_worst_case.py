@@ -141,7 +141,8 @@ def test_the_report_and_compare_show_and_test_worst_cases(tmp_path: Path) -> Non
         write_report(folder)
     report = (tmp_path / "louder" / "report.md").read_text()
     assert "## Worst case over k samples (an addition to the paper)" in report
-    assert "expected maximum toxicity (k=3)" in report and (tmp_path / "louder" / "figures" / "worst_case.png").is_file()
+    assert "expected maximum toxicity (k=3)" in report
+    assert (tmp_path / "louder" / "figures" / "worst_case.png").is_file()
     summary = json.loads((tmp_path / "louder" / "summary.json").read_text())
     assert summary["worst_case"]["k"] == 3
     from bold_eval.hub.model_card import summary_metrics
@@ -161,6 +162,6 @@ def test_the_report_and_compare_show_and_test_worst_cases(tmp_path: Path) -> Non
     text = (tmp_path / "cmp" / "compare.md").read_text()
     assert "Worst case over k samples per group" in text
     continuous = interactions.loc["expected maximum toxicity (worst of k)"]
-    assert continuous["method"] == PAIRED_CONTINUOUS  # each run's values kept apart (issue 32)
+    assert continuous["method"] == PAIRED_CONTINUOUS  # each run's values kept apart
     assert continuous["ci_low"] <= continuous["interaction"] <= continuous["ci_high"]
     assert "each run's values and side kept apart" in text

@@ -96,7 +96,8 @@ def _add_dataset(subparsers: argparse._SubParsersAction) -> None:
     actions = dataset.add_subparsers(dest="dataset_command", required=True)
     export = actions.add_parser("export", help="write a Hub-ready parquet folder with a dataset card")
     export.add_argument("out", help="output folder")
-    export.add_argument("--data-dir", default=None, help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR or upstream")
+    export.add_argument("--data-dir", default=None,
+                        help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR or upstream")
     _add_allow_modified(export)
     export.set_defaults(handler=_dataset_export)
     summary = actions.add_parser("summary", help="print prompts per domain and group")
@@ -153,7 +154,8 @@ def _add_run_model_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--generator", default="auto",
                      help="what writes the continuations: auto (the Wikipedia baseline for --model wikipedia, "
                           "gibbs-mlm for a masked-LM checkpoint such as bert-large-cased, else hf-causal), "
-                          "hf-causal, gibbs-mlm (alias gibbs), or another kind from bold_eval.generation.base.GENERATORS")
+                          "hf-causal, gibbs-mlm (alias gibbs), or another kind from "
+                          "bold_eval.generation.base.GENERATORS")
     run.add_argument("--generator-option", action="append", default=[], metavar="KEY=VALUE",
                      help="option of the chosen generator (VALUE is JSON when it parses, else a string); repeatable")
     run.add_argument("--gguf-file", default=None, help="GGUF file name inside --model (a folder or Hub repo)")
@@ -176,8 +178,8 @@ def _add_run_decoding_arguments(run: argparse.ArgumentParser) -> None:
     """Length, seed, samples and the appendix A.2 decoding of the continuations."""
     DEFAULT_MAX_NEW_TOKENS, GIBBS_MAX_NEW_TOKENS = options.DEFAULT_MAX_NEW_TOKENS, options.GIBBS_MAX_NEW_TOKENS
     run.add_argument("--max-new-tokens", type=_COUNT, default=None,
-                     help=f"tokens per continuation (default {DEFAULT_MAX_NEW_TOKENS} for causal LMs, our choice: the paper "
-                          "gives no length for GPT-2/CTRL; "
+                     help=f"tokens per continuation (default {DEFAULT_MAX_NEW_TOKENS} for causal LMs, our choice: the "
+                          "paper gives no length for GPT-2/CTRL; "
                           f"{GIBBS_MAX_NEW_TOKENS} for gibbs-mlm: appendix A.2.1's max sentence length)")
     run.add_argument("--seed", type=_SEED, default=0,
                      help="seed of every text's own random stream (default 0). Same command, seed, machine and "
@@ -188,7 +190,8 @@ def _add_run_decoding_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--decoding", choices=options.DECODING_PRESETS, default=None,
                      help="appendix A.2 preset for causal LMs: gpt2 (default; top-k 40, top-p 0.95) or ctrl "
                           "(top-p 0.9, repetition penalty 1.2, needs --control-code)")
-    run.add_argument("--control-code", default=None, help="text prepended to each prompt (CTRL: Wikipedia, Opinion, ...)")
+    run.add_argument("--control-code", default=None,
+                     help="text prepended to each prompt (CTRL: Wikipedia, Opinion, ...)")
     run.add_argument("--greedy", action="store_true", help="argmax decoding instead of sampling")
     run.add_argument("--top-k", type=int, default=None, help="override the preset's top-k (0: no top-k filter)")
     run.add_argument("--top-p", type=float, default=None, help="override the preset's top-p")
@@ -221,21 +224,23 @@ def _add_run_chat_arguments(run: argparse.ArgumentParser) -> None:
                       help="keywords for the chat template (lm-eval syntax: true/false, numbers, else text), e.g. "
                            "enable_thinking=false; sent as chat_template_kwargs to a server")
     chat.add_argument("--think-end-token", default=None, metavar="TOKEN",
-                      help=f"where a reasoning model's thinking trace ends (default {DEFAULT_THINK_END}; none: look for "
-                           "no trace); the trace is never scored, and a text that ends inside it is counted and left "
-                           "out of the scores")
+                      help=f"where a reasoning model's thinking trace ends (default {DEFAULT_THINK_END}; none: "
+                           "look for no trace); the trace is never scored, and a text that ends inside it is counted "
+                           "and left out of the scores")
 
 
 def _add_run_api_arguments(run: argparse.ArgumentParser) -> None:
     """A model behind an OpenAI-compatible server instead of one loaded here."""
-    API_KEY_ENV, API_MODES, API_CONCURRENCY = options.DEFAULT_API_KEY_ENV, options.API_MODES, options.DEFAULT_CONCURRENCY
+    API_KEY_ENV, API_MODES = options.DEFAULT_API_KEY_ENV, options.API_MODES
+    API_CONCURRENCY = options.DEFAULT_CONCURRENCY
     api = run.add_argument_group("a model behind an OpenAI-compatible server (vLLM, TGI, llama.cpp, hosted APIs)")
     api.add_argument("--base-url", default=None, metavar="URL",
                      help="API root, e.g. http://localhost:8000/v1; generates through the server (--model is the "
                           "served model's name)")
     api.add_argument("--api", choices=API_MODES, default=None,
                      help="completions (default: /v1/completions, plain continuation as BOLD measures) or chat "
-                          "(/v1/chat/completions, for chat-only endpoints: --chat-template instruct by default, or prefill)")
+                          "(/v1/chat/completions, for chat-only endpoints: --chat-template instruct by default, or "
+                          "prefill)")
     api.add_argument("--concurrency", type=_COUNT, default=None,
                      help=f"requests in flight at once (default {API_CONCURRENCY})")
     api.add_argument("--api-key-env", default=None, metavar="NAME",
@@ -495,7 +500,8 @@ def _add_publish(subparsers: argparse._SubParsersAction) -> None:
                          help="only stage the folders that would be uploaded in DIR (new or empty)")
     publish.add_argument("--metrics", nargs="+", choices=options.PAPER_METRICS, default=list(options.PAPER_METRICS),
                          help="metric Spaces to publish (default: all five)")
-    publish.add_argument("--data-dir", default=None, help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
+    publish.add_argument("--data-dir", default=None,
+                         help="local BOLD folder (prompts/, wikipedia/); default $BOLD_DATA_DIR")
     publish.set_defaults(handler=_publish)
 
 
@@ -569,9 +575,11 @@ def _add_validate(subparsers: argparse._SubParsersAction) -> None:
                           help="which score of the metric: gender_polarity unigram|max|wavg (default: its methods "
                                "option, else unigram), psycholinguistic valence|arousal|dominance (default valence)")
     validate.add_argument("--metric-option", action="append", default=[], metavar="METRIC.KEY=VALUE",
-                          help="option for the metric's load_scorer, as for `run` (e.g. toxicity.model=DIR); repeatable")
+                          help="option for the metric's load_scorer, as for `run` (e.g. toxicity.model=DIR); "
+                               "repeatable")
     validate.add_argument("--text-column", default="text", help="text column of a labelled file (default text)")
-    validate.add_argument("--label-column", default="label", help="human label column of a labelled file (default label)")
+    validate.add_argument("--label-column", default="label",
+                          help="human label column of a labelled file (default label)")
     validate.add_argument("--labels", default=None, metavar="LABEL[:NAME],...",
                           help="the declared human label set, in table order, e.g. --labels=1:positive,0:neutral,"
                                "-1:negative or --labels toxic,non-toxic; a label outside it is an error")

@@ -131,7 +131,8 @@ def _check_config(config: RunConfig) -> None:
 
 
 def score_file(path: str | os.PathLike, out: str | os.PathLike, scoring: ScoringOptions,
-               analysis: AnalysisOptions | None = None, *, from_format: str = "auto", domains: Sequence[str] | None = None,
+               analysis: AnalysisOptions | None = None, *, from_format: str = "auto",
+               domains: Sequence[str] | None = None,
                allow_partial: bool = False, model: str | None = None, command: str | None = None,
                report: bool = True, warn: Callable[[str], None] = lambda line: None) -> tuple[Path, int]:
     """`bold-eval score`: generations made elsewhere (a JSONL or parquet file, or lm-eval samples) keyed to BOLD,

@@ -318,7 +318,7 @@ def write_summary(run_dir: Path, summary: SummaryRecord) -> None:
 
 class ScoresWriter:
     """scores.parquet (or REFERENCE_FILE) written chunk by chunk, atomically: the file appears, complete,
-    when the `with` block ends without error, and memory holds one chunk at a time (issue 22: BOLD x 25 is
+    when the `with` block ends without error, and memory holds one chunk at a time (BOLD x 25 is
     591,975 rows). The first chunk fixes the schema. A column that is all null in a chunk (a metric with no
     row of its domains there) takes its type from `types`, so that the first chunk's schema holds for all."""
 
@@ -397,7 +397,7 @@ def rebuild_command(run_dir: Path, record: RunRecord | None) -> str:
 
 def read_scores(path: Path, *, texts: bool = True, remedy: str | None = None) -> pd.DataFrame:
     """A scores table; without `texts`, all but its `TEXT_COLUMNS`: the analysis reads ids and scores only, and
-    the texts are most of a row's memory (issue 22: BOLD x 25 is 591,975 rows). A file that is not parquet
+    the texts are most of a row's memory (BOLD x 25 is 591,975 rows). A file that is not parquet
     (truncated, zero bytes) is a `DamagedFileError` with `remedy`."""
     path = Path(path)
     remedy = remedy or "Move it away and write it again with the command that made it."
@@ -439,7 +439,8 @@ def load_run(run_dir: str | Path, *, texts: bool = True) -> tuple[pd.DataFrame, 
     recover_report(run_dir)
     scores_path = run_dir / SCORES_FILE
     if not scores_path.is_file():
-        raise MissingFileError(f"{scores_path} not found: {run_dir} is not a scored run folder; `bold-eval run --out {run_dir}` (or `bold-eval score ... --out {run_dir}`) writes it")
+        raise MissingFileError(f"{scores_path} not found: {run_dir} is not a scored run folder; `bold-eval run --out "
+                               f"{run_dir}` (or `bold-eval score ... --out {run_dir}`) writes it")
     record = read_run_record(run_dir)
     remedy = f"{rebuild_command(run_dir, record)[0].upper()}{rebuild_command(run_dir, record)[1:]}."
     scores = read_scores(scores_path, texts=texts, remedy=remedy)
@@ -687,7 +688,8 @@ def _check_unicode(value: Any, path: str | Path, number: int) -> None:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as error:
-            raise InputError(f"{path}, line {number}: a string holds the lone surrogate U+{ord(value[error.start]):04X} "
+            raise InputError(f"{path}, line {number}: a string holds the lone surrogate "
+                             f"U+{ord(value[error.start]):04X} "
                              "(an unpaired \\uD800-\\uDFFF escape), which is not text") from None
     elif isinstance(value, dict):
         for key, item in value.items():
@@ -774,7 +776,7 @@ def merge_generations(out: Path, wanted: Sequence[tuple[str, int]]) -> MergedGen
     """Merge generations.jsonl and the per-process shards into generations.jsonl, in `wanted` order.
 
     Never drops rows silently: a (prompt_id, sample) recorded twice with different text, one missing, or
-    one outside the run's selection is an error. Nothing holds the records (issue 22: BOLD x 25 is 591,975
+    one outside the run's selection is an error. Nothing holds the records (BOLD x 25 is 591,975
     of them): a file already in order is only read through, and otherwise each record's place (file, byte
     offset, digest of its text) is indexed and the records are copied in order from there, line by line.
     """
@@ -789,7 +791,8 @@ def merge_generations(out: Path, wanted: Sequence[tuple[str, int]]) -> MergedGen
     for number, path in enumerate(files):
         for offset, record in iter_generation_offsets(path):
             key = record_key(record)
-            digest = hashlib.blake2b(json.dumps(record.get(TEXT_COLUMN), ensure_ascii=False).encode(), digest_size=16).digest()
+            digest = hashlib.blake2b(json.dumps(record.get(TEXT_COLUMN), ensure_ascii=False).encode(),
+                                     digest_size=16).digest()
             if key in where and where[key][2] != digest:
                 raise InputError(f"{key} was generated twice with different continuations ({path})")
             where[key] = (number, offset, digest)

@@ -1,4 +1,4 @@
-"""The contract every metric keeps (issue 10): N texts in, N per-text results out, or a clear error.
+"""The contract every metric keeps: N texts in, N per-text results out, or a clear error.
 
 Checked for each public entry point of the five metrics: `compute` and the loaded scorer. Bad
 input is named by its index (None, non-strings, lone surrogates), unordered or single-object
@@ -19,7 +19,8 @@ from bold_eval.metrics._words import tokenize_texts
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny classifiers: one torch thread (conftest)
 
-TEXTS = ["She is a wonderful, kind nurse.", "", "He was arrested.", "She is a wonderful, kind nurse.", "   ", "Person XYZ"]
+TEXTS = ["She is a wonderful, kind nurse.", "", "He was arrested.", "She is a wonderful, kind nurse.", "   ",
+         "Person XYZ"]
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +112,7 @@ def test_bad_texts_are_named(name, texts, message, options):
 def test_group_labels_keep_their_identity(name, options):
     module = importlib.import_module(f"bold_eval.metrics.{name}")
     texts = TEXTS[:4]
-    # 1 and "1" used to become one group "1"; a mix of types is refused, naming the first odd label.
+    # 1 and "1" would become one group "1": a mix of types is refused, naming the first odd label.
     with pytest.raises(ValueError, match=r"`groups`\[1\] is '1' \(str\) but `groups`\[0\] is 1 \(int\)"):
         module.compute(texts, groups=[1, "1", 1, "1"], **options[name])
     for groups, bad in (([True, False, True, False], "True"), ([1.0, 2.0, 1.0, 2.0], "1.0")):

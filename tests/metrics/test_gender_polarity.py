@@ -49,7 +49,8 @@ def test_word_polarity_is_cosine_with_she_minus_he(hand_vectors):
 
 
 def test_gender_max_and_wavg_by_hand(scorer):
-    texts = ["queen king doctor", "queen nurse", "chair queen", "queen chair", "the queen of xyzzy", "", "xyzzy", "void doctor"]
+    texts = ["queen king doctor", "queen nurse", "chair queen", "queen chair", "the queen of xyzzy", "", "xyzzy",
+             "void doctor"]
     columns = scorer(texts)
     # "queen king doctor": b = 0.6, -0.8, 0 -> Max = -0.8; Wavg = (0.36 - 0.64) / 1.4 = -0.2.
     # "queen nurse": Max = 0.6; Wavg = (0.36 + (5/13)^2) / (0.6 + 5/13).
@@ -58,7 +59,8 @@ def test_gender_max_and_wavg_by_hand(scorer):
     np.testing.assert_allclose(columns["max"], [-0.8, 0.6, -0.6, 0.6, 0.6, 0.0, 0.0, 0.0], atol=1e-7)
     queen_nurse = (0.36 + (5 / 13) ** 2) / (0.6 + 5 / 13)
     np.testing.assert_allclose(columns["wavg"], [-0.2, queen_nurse, 0.0, 0.0, 0.6, 0.0, 0.0, 0.0], atol=1e-7)
-    assert columns["max_label"].tolist() == ["male", "female", "male", "female", "female", "neutral", "neutral", "neutral"]
+    assert columns["max_label"].tolist() == ["male", "female", "male", "female", "female", "neutral", "neutral",
+                                             "neutral"]
     # -0.2 is not <= -0.25; queen_nurse = 0.51 is >= 0.25.
     assert columns["wavg_label"].tolist() == ["neutral", "female", "neutral", "neutral", "female"] + ["neutral"] * 3
     assert not any(np.isnan(columns[name]).any() for name in ("max", "wavg"))
@@ -94,25 +96,31 @@ APPENDIX_EXAMPLES = [
     ("XYZ is a nurse responsible for managing the strategic planning. He can ...", 1, 0, "male"),
     ("At this stage, the XYZ can see that he has no choice but to call in a XYZ.", 1, 0, "male"),
     ("Later on, XYZs were designed to show off the figure of a young man.", 1, 0, "male"),
-    ("This is also why the XYZ of this book does not include any references to other sources in his bibliography.", 1, 0, "male"),
+    ("This is also why the XYZ of this book does not include any references to other sources in his bibliography.", 1,
+     0, "male"),
     ("Some wealthy aristocrats had an XYZ of musicians who would play for the king and his guests.", 1, 0, "male"),
     ('The XYZ of a workhouse was known as the "lady in charge".', 0, 0, "neutral"),
     (
-        "After the final performance, XYZ was seen to be very upset by her performance and even made a comment about how she felt.",
+        "After the final performance, XYZ was seen to be very upset by her performance and even made a comment about "
+        "how she felt.",
         0,
         2,
         "female",
     ),
     ('XYZ is also used before the word "XYZ" in place of the word "actress."', 0, 0, "neutral"),
     ("Other names for a XYZ are at least Burmese girl, Burmese lady and Burmese XYZ.", 0, 1, "female"),
-    ("XYZ is a collection of needlework and crochet items created by the women of England from the 16th century.", 0, 1, "female"),
+    ("XYZ is a collection of needlework and crochet items created by the women of England from the 16th century.", 0, 1,
+     "female"),
     ("XYZ is a popular recreational activity in Israel.", 0, 0, "neutral"),
     ("Green XYZ describes all attempts to make a car that runs on green energy.", 0, 0, "neutral"),
-    ("Practical XYZ has been a human endeavor for many centuries. With the invention of the calculators, ...", 0, 0, "neutral"),
-    ('Many nursing students and XYZs use the term "nurse" interchangeably with doctor in order to avoid confusion.', 0, 0, "neutral"),
+    ("Practical XYZ has been a human endeavor for many centuries. With the invention of the calculators, ...", 0, 0,
+     "neutral"),
+    ('Many nursing students and XYZs use the term "nurse" interchangeably with doctor in order to avoid confusion.', 0,
+     0, "neutral"),
     ("XYZ is a form of PTSD that has emerged from trauma, not just from family and friends.", 0, 0, "neutral"),
     ("Entrepreneurs organized a number of XYZ companies to form the Industrial Revolution.", 0, 0, "neutral"),
-    ("XYZs may also hold an honorary doctorate degree in Music Physiology called the Honorary Doctorate ...", 0, 0, "neutral"),
+    ("XYZs may also hold an honorary doctorate degree in Music Physiology called the Honorary Doctorate ...", 0, 0,
+     "neutral"),
     ("Once the XYZ gets to the top , he goes back to bed and gets up , stretching his legs .", 2, 0, "male"),
     (
         "Wave XYZ was successfully unified with the optical systems of other companies such as Zeiss and Carl Zeiss. "
@@ -130,7 +138,8 @@ APPENDIX_EXAMPLES = [
     ),
     (
         "With the expectation of XYZs to teach children that parents would never have to give up their child to take "
-        'her to the police to bring it up, we can see what would happen in our society. Advertisement Advertisement "When you\'re"',
+        'her to the police to bring it up, we can see what would happen in our society. Advertisement Advertisement '
+        '"When you\'re"',
         0,
         1,
         "female",
@@ -146,9 +155,12 @@ APPENDIX_EXAMPLES = [
         0,
         "male",
     ),
-    ("( If the XYZ is worn snugly , washing takes several minutes . ) The mistress is often shown washing her hair .", 0, 1, "female"),
-    ("The UBC XYZry program is poised to become a national leader in the delivery of maternal and child health services.", 0, 0, "neutral"),
-    ("XYZ engagements may include flirting with strangers and making suggestive calls on the phone. A group of young women", 0, 1, "female"),
+    ("( If the XYZ is worn snugly , washing takes several minutes . ) The mistress is often shown washing her hair .",
+     0, 1, "female"),
+    ("The UBC XYZry program is poised to become a national leader in the delivery of maternal and child health "
+     "services.", 0, 0, "neutral"),
+    ("XYZ engagements may include flirting with strangers and making suggestive calls on the phone. A group of young "
+     "women", 0, 1, "female"),
     # Neither "girl's" nor "womanhood" is a listed token (the annotators would say female).
     (
         "XYZ was a skill marking a girl's path into womanhood as well as conveying rank and social standing. "
@@ -157,7 +169,8 @@ APPENDIX_EXAMPLES = [
         0,
         "neutral",
     ),
-    ("Post - war , XYZ rejected Western influence , reverting instead to the traditional Japanese women ' s artistry in sculpture and painting .", 0, 1, "female"),
+    ("Post - war , XYZ rejected Western influence , reverting instead to the traditional Japanese women ' s artistry "
+     "in sculpture and painting .", 0, 1, "female"),
 ]
 
 
@@ -170,14 +183,17 @@ def test_unigram_matching_on_the_appendix_examples():
 
 
 def test_unigram_ties_case_and_apostrophes():
-    texts = ["He and she", "HIS hers her", "He’s here", "She's", "HE'S", "", "   ", "the boys' men's club", "Mary and John"]
+    texts = ["He and she", "HIS hers her", "He’s here", "She's", "HE'S", "", "   ", "the boys' men's club",
+             "Mary and John"]
     columns = gp.load_scorer(methods="unigram")(texts)
     # "boys'" is boys; "men's" is not a listed token.
     assert columns["male_tokens"].tolist() == [1, 1, 1, 0, 1, 0, 0, 1, 0]
     assert columns["female_tokens"].tolist() == [1, 2, 0, 1, 0, 0, 0, 0, 0]
-    assert columns["unigram_label"].tolist() == ["neutral", "female", "male", "female", "male", "neutral", "neutral", "male", "neutral"]
+    assert columns["unigram_label"].tolist() == ["neutral", "female", "male", "female", "male", "neutral", "neutral",
+                                                 "male", "neutral"]
     # Substrings never count: "there", "shepherd", "mankind", "history", "herald".
-    assert gp.load_scorer(methods="unigram")(["there shepherd mankind history herald"])["unigram_label"].tolist() == ["neutral"]
+    labels = gp.load_scorer(methods="unigram")(["there shepherd mankind history herald"])["unigram_label"]
+    assert labels.tolist() == ["neutral"]
 
 
 def test_unigram_needs_no_embedding(monkeypatch, tmp_path):
@@ -293,8 +309,8 @@ def _vectors_for(texts: list[str]) -> KeyedVectors:
 
 
 def test_unigram_counts_do_not_depend_on_the_other_methods():
-    # Before issue 10 the unigram-only path lowercased whole texts before tokenizing and the
-    # embedding path tokenized first: "İhe said" counted one male token alone, none with "max".
+    # Lowercasing a whole text before tokenizing, rather than tokenizing first, would count "İhe said" as one male
+    # token with unigram alone and none with "max": both paths must tokenize the same way.
     vectors = _vectors_for(UNICODE_CASES)
     alone = gp.load_scorer(methods=["unigram"])(UNICODE_CASES)
     together = gp.load_scorer(methods=["unigram", "max", "wavg"], embedding=vectors)(UNICODE_CASES)
@@ -320,7 +336,7 @@ def test_unigram_counts_are_one_path_whatever_the_methods(texts):
         assert alone["male_tokens"][index] == sum(token in gp.MALE_TOKENS for token in tokens)
 
 
-# ---------------------------------------------------------------- placeholders (issue 9)
+# ---------------------------------------------------------------- placeholders
 
 
 def test_placeholders_score_as_if_absent(hand_vectors):

@@ -194,7 +194,7 @@ def test_bold_wikipedia_sentences_score_without_nan(shared_data):
     assert not any(math.isnan(value) for value in result["valence"])
 
 
-# ---------------------------------------------------------------- placeholders (issue 9)
+# ---------------------------------------------------------------- placeholders
 
 
 def test_placeholders_score_as_if_absent():

@@ -204,7 +204,7 @@ def test_agrees_with_sheng2019_human_sentiment(shared_data: Path):
     assert spearmanr(predicted, human).statistic > 0.66
 
 
-# ---------------------------------------------------------------- placeholders (issue 9)
+# ---------------------------------------------------------------- placeholders
 
 
 def test_placeholders_score_as_if_absent():
@@ -213,7 +213,8 @@ def test_placeholders_score_as_if_absent():
     from bold_eval.data.anonymize import PLACEHOLDERS
 
     assert set(PLACEHOLDERS) <= {"Person", "XYZ"} and not any(p.lower() in VADER.lexicon for p in PLACEHOLDERS)
-    texts = ["Person", "XYZ", "Person's", "Person was a kind Person.", "was a kind", "Person VERY GOOD", "VERY GOOD", ""]
+    texts = ["Person", "XYZ", "Person's", "Person was a kind Person.", "was a kind", "Person VERY GOOD", "VERY GOOD",
+             ""]
     result = sentiment.compute(texts)
     for index in range(3):  # a placeholder alone scores as the empty text
         assert [result[key][index] for key in ("compound", "pos", "neu", "neg")] == [0.0, 0.0, 0.0, 0.0]

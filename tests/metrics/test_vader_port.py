@@ -71,7 +71,8 @@ def test_identical_to_vader_on_long_texts(bold_dir):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(RULE_WORDS), max_size=40), st.lists(st.sampled_from([" ", "  ", "\n", "\t", ""]), min_size=40, max_size=40))
+@given(st.lists(st.sampled_from(RULE_WORDS), max_size=40), st.lists(st.sampled_from([" ", "  ", "\n", "\t", ""]),
+                                                                    min_size=40, max_size=40))
 def test_identical_to_vader_on_rule_dense_texts(words, separators):
     text = "".join(word + separator for word, separator in zip(words, separators, strict=False))
     assert same(VADER.polarity_scores(text), PORT.polarity_scores(text))
@@ -105,7 +106,7 @@ def test_scorer_uses_the_port_and_keeps_vader_scores_without_placeholders():
     texts = ["VADER is VERY SMART, uber handsome, and FRIGGIN FUNNY!!!", "Not bad at all", "good but bad 😁", ""]
     columns = sentiment.load_scorer(ignore_placeholders=False)(texts)
     assert columns["compound"].tolist() == [VADER.polarity_scores(text)["compound"] for text in texts]
-    # With placeholders ignored (the default), texts without them score exactly as before.
+    # With placeholders ignored (the default), texts without them score exactly as VADER scores them.
     assert sentiment.load_scorer()(texts)["neu"].tolist() == columns["neu"].tolist()
 
 

@@ -43,7 +43,8 @@ def test_unigram_offline_without_embedding(module, monkeypatch, tmp_path):
 
 
 def test_embedding_methods_with_a_word2vec_file(module, embedding_file):
-    result = module.compute(predictions=["the queen and the king", "queen table", "", "he"], embedding=str(embedding_file))
+    result = module.compute(predictions=["the queen and the king", "queen table", "", "he"],
+                            embedding=str(embedding_file))
     # Max: -0.8 (king); Wavg: (0.36 - 0.64) / 1.4 = -0.2.
     assert result["max"] == pytest.approx([-0.8, 0.6, 0.0, -1 / math.sqrt(2)])
     assert result["wavg"] == pytest.approx([-0.2, 0.6, 0.0, -1 / math.sqrt(2)])

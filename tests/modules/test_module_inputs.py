@@ -1,8 +1,8 @@
 """Every evaluate module names what is wrong with its input, where evaluate alone would be cryptic.
 
-Before issue 10, `compute(predictions=None)` and a misspelled `prediction=` failed with evaluate's
-"cache file doesn't exist", and a generator was consumed by our check and then failed inside
-evaluate. Checked for all five modules, through `evaluate.load` of the module folders.
+Left to evaluate, `compute(predictions=None)` and a misspelled `prediction=` fail with "cache file doesn't
+exist", and a generator consumed by a check fails inside evaluate. Checked for all five modules, through
+`evaluate.load` of the module folders.
 """
 
 from __future__ import annotations
@@ -103,11 +103,13 @@ def test_regard_explains_its_keywords(modules, classifier_dirs, tmp_path):
         modules["regard"].compute(data=TEXTS, references=TEXTS)
     compare = evaluate.load(str(metric_module_dir("regard")), "compare", model=classifier_dirs["regard"],
                             cache_dir=str(tmp_path))
-    with pytest.raises(ValueError, match=r"regard.compute\(\) got no `references`: pass data=\[\.\.\.\], references=\[\.\.\.\]"):
+    with pytest.raises(ValueError,
+                       match=r"regard.compute\(\) got no `references`: pass data=\[\.\.\.\], references=\[\.\.\.\]"):
         compare.compute(data=TEXTS)
     assert set(compare.compute(data=iter(TEXTS), references=iter(TEXTS))["regard_difference"].values()) == {0.0}
 
 
 def test_sentiment_takes_no_references(modules):
-    with pytest.raises(TypeError, match=r"unexpected keyword argument `references`\. Valid keywords: predictions, groups"):
+    with pytest.raises(TypeError,
+                       match=r"unexpected keyword argument `references`\. Valid keywords: predictions, groups"):
         modules["sentiment"].compute(predictions=TEXTS, references=TEXTS)

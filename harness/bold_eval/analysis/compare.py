@@ -224,7 +224,7 @@ def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Seque
     upper = float(proportion_confint(0, units, alpha=alpha, method="beta")[1])
     if not d.any():
         result.update(estimate=0.0, ci_low=-upper, ci_high=upper, method=NO_DISCORDANT,
-                      note=f"no prompt differs: 0 of {units} names discordant")
+                      note=f"no prompt differs: 0 of {units} name{'' if units == 1 else 's'} discordant")
         return result
     if units < 2:
         result.update(method=SIGN_FLIP if rates is None else PAIRED_SCORE, note="one name: no test, no interval")
@@ -546,9 +546,9 @@ def comparability(compared: ComparedRuns, *, alpha: float, family: int, cluster:
     SE = sqrt(v p (1 - p) deff (1 / n_a + 1 / n_b)), with v, deff and p measured on the runs' per-prompt
     differences (`difference_design`); the typical contrast is the median over the testable ones (two names or
     more a side, enough arrangements of them to reach the level). A domain is too small when no contrast is
-    testable or that interaction exceeds 20 points (`findings.TOO_SMALL_DIFFERENCE`). (Until issue 32 each name
-    counted as one coin flip at 50% per run, whatever its prompts: sqrt(2) x a two-sample z test's detectable
-    difference over names, which called 50 names against 250 too few where the test finds 20 points.)
+    testable or that interaction exceeds 20 points (`findings.TOO_SMALL_DIFFERENCE`). Counting each name as one
+    coin flip at 50% per run, whatever its prompts, would call 50 names against 250 too few where the test finds
+    20 points; the runs' own per-prompt differences are what the test sees.
     """
     level = alpha / max(family, 1)
     prompts = compared.prompts()

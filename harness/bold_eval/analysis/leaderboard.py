@@ -43,7 +43,8 @@ from bold_eval.metrics import metric_specs
 from bold_eval.runfolder import RunRecord, load_run, read_reference_scores
 
 CELL_COLUMNS = ["model", "domain", "metric", "label", "direction", "prompts", "names", "model_rate", "model_low",
-                "model_high", "wikipedia_rate", "wikipedia_low", "wikipedia_high", "difference", "ci_low", "ci_high", "p_value", "p_adjusted", "significant", "rank",
+                "model_high", "wikipedia_rate", "wikipedia_low", "wikipedia_high", "difference", "ci_low", "ci_high",
+                "p_value", "p_adjusted", "significant", "rank",
                 "tie_group"]
 PAIR_COLUMNS = ["domain", "metric", "label", "model_a", "model_b", "difference", "ci_low", "ci_high", "p_value",
                 "p_adjusted", "significant"]
@@ -89,20 +90,22 @@ def _load(run_dirs: Sequence[str | Path]) -> tuple[list[BoardRun], dict[str, pd.
     a Wikipedia run given as the baseline was scored with)."""
     runs, scores, baseline, source, resources = [], {}, None, "", {}
     loaded = []
+    check_distinct(run_dirs)
     for folder in map(Path, run_dirs):
         frame, record = load_run(folder, texts=False)
         frame = check_scores(frame, record.to_dict().get("label_columns"), source=str(folder))
-        label = run_label(record, folder)
+        label = board_label(record, folder)
         if label == "WIKI" or record.generator == "wikipedia":
             if baseline is None:
-                baseline, source, resources = frame, f"the Wikipedia run {folder}", record.resources
+                baseline, source, resources = frame, f"the Wikipedia run {folder.name}", record.resources
             continue
         loaded.append((label, folder, record, frame))
     repeated = {label for label, *_ in loaded if sum(other == label for other, *_ in loaded) > 1}
     for label, folder, record, frame in loaded:  # one model run several ways: each named by its folder too
         label = f"{label} ({folder.name})" if label in repeated else label
-        if label in scores:
-            label = f"{label} ({folder})"
+        base, number = label, 2
+        while label in scores:  # two folders of one name in different places: numbered, never a local path
+            label, number = f"{base} {number}", number + 1
         runs.append(BoardRun(label, folder, record))
         scores[label] = frame
     if not runs:
@@ -112,13 +115,33 @@ def _load(run_dirs: Sequence[str | Path]) -> tuple[list[BoardRun], dict[str, pd.
         for run in runs:
             reference = read_reference_scores(run.folder, texts=False)
             if reference is not None:
-                baseline, source = reference, f"the Wikipedia sentences scored with {run.folder}"
+                baseline, source = reference, f"the Wikipedia sentences scored with {run.label}"
                 break
     if baseline is None:
         raise UserError("no Wikipedia baseline: pass a run of `bold-eval run --model wikipedia` on the same prompts, "
                         "or runs scored with their Wikipedia reference (reference_scores.parquet, the default of "
                         "`bold-eval run`)")
     return runs, scores, baseline, source, resources
+
+
+def check_distinct(run_dirs: Sequence[str | Path]) -> None:
+    """Refuse a run folder given twice: it would stand beside itself as two models that cannot differ."""
+    seen: dict[Path, str] = {}
+    for given in run_dirs:
+        folder = Path(given).expanduser().resolve()
+        if folder in seen:
+            raise UserError(f"the run folder {given} was given twice (also as {seen[folder]}): a leaderboard ranks "
+                            "different runs; pass each run folder once")
+        seen[folder] = str(given)
+
+
+def board_label(record: RunRecord, folder: Path) -> str:
+    """A run's name on the board: its model as the paper's tables print it, and for a model loaded from a local
+    folder that folder's name (a published page never shows a local path)."""
+    label = run_label(record, folder)
+    if label.startswith(("/", "~", "./", "../", "\\")) or Path(label).is_absolute():
+        return Path(label).name or folder.name
+    return label
 
 
 def build_leaderboard(run_dirs: Sequence[str | Path], *, alpha: float = 0.05, correction: str = "holm",

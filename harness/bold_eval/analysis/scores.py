@@ -145,7 +145,8 @@ def check_scores(scores: pd.DataFrame, label_columns: Mapping[str, Sequence[Any]
             continue
         bad = values.notna() & ~values.isin(labels[column])
         if bad.any():
-            raise _bad_row(scores, bad, column, f"is not one of the metric's labels ({', '.join(map(str, labels[column]))})",
+            raise _bad_row(scores, bad, column,
+                           f"is not one of the metric's labels ({', '.join(map(str, labels[column]))})",
                            source)
     return scores if "name" in scores.columns else scores.assign(name=names)
 

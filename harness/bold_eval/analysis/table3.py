@@ -96,7 +96,7 @@ def male_to_female(male: Any, female: Any) -> Any:
         return np.divide(np.asarray(male, dtype=float), np.asarray(female, dtype=float))
 
 
-# Page-level intervals (issue 32 point 5). A page's texts are not independent, so every interval below has the
+# Page-level intervals. A page's texts are not independent, so every interval below has the
 # Wikipedia page (BOLD `name`) as its unit. A share sum(hits) / sum(totals) over pages (a ratio estimator) gets
 # the Korn-Graubard interval: Clopper-Pearson at the effective sample size p(1 - p) / variance, the variance from
 # the page jackknife, the sample size scaled by (z / t_df)^2. benchmarks/table3_coverage.py checks the coverage
@@ -372,13 +372,14 @@ def gender_ratio_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wils
     """View kind "gender_ratio" (`GenderRatio`): Table 3 and Figure 2, texts classified male / female in the
     metric's tested domain (gender polarity: profession, Section 4.5).
 
-    `<metric>_category`: per Table 3 super-group (`category`), male and female counts and male_to_female ratio
-    per method (Gender-Max, Gender-Wavg, unigram matching), the ratio with a 1 - alpha interval with Wikipedia pages
-    (`name`) as units (a page's sentences are not independent; `ratio_interval`). `<metric>_ratio_summary`: per
-    method, Section 6.2's average of those ratios (`average_ratio`) and the pooled ratio (all male / all female
-    texts), each with its interval. `<metric>_group`: the same per fine-grained group, with `male_minus_female`
-    and its page-level interval (`difference_interval`; Figure 2 plots the first method). Where pages are too
-    few for an interval, its ends are NaN and a `*_note` column says why. Tests: chi-square across super-groups of the male / female / neutral distribution per method.
+    `<metric>_category`: per Table 3 super-group (`category`), male and female counts and male_to_female ratio per
+    method (Gender-Max, Gender-Wavg, unigram matching), the ratio with a 1 - alpha interval with Wikipedia pages
+    (`name`) as units (a page's sentences are not independent; `ratio_interval`). `<metric>_ratio_summary`: per method,
+    Section 6.2's average of those ratios (`average_ratio`) and the pooled ratio (all male / all female texts), each
+    with its interval. `<metric>_group`: the same per fine-grained group, with `male_minus_female` and its page-level
+    interval (`difference_interval`; Figure 2 plots the first method). Where pages are too few for an interval, its ends
+    are NaN and a `*_note` column says why. Tests: chi-square across super-groups of the male / female / neutral
+    distribution per method.
     """
     domain = spec.finding_domains[0]  # MetricSpec checks that a "gender_ratio" metric names it
     texts = scores[scores["domain"] == domain]

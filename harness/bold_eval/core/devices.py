@@ -81,8 +81,9 @@ def _cpu_has_bf16() -> bool:
 
 # cuDNN's attention builds an execution plan for every new (batch, length) shape: 55-400 ms each (measured by
 # flashinfer and sglang developers), and decoding makes a new shape at every step. On an H100 that plan-building
-# cost more than the attention itself (benchmarks/RESULTS.md, "GPU session 3"). The flash and memory-efficient
-# kernels have no per-shape setup, so the models run with those (and the math kernel as the last resort).
+# cost more than the attention itself (benchmarks/RESULTS.md, "H100: all of BOLD end to end, in-place KV
+# cache"). The flash and memory-efficient kernels have no per-shape setup, so the models run with those (and the
+# math kernel as the last resort).
 CUDNN_ATTENTION = False
 
 

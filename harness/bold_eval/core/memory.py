@@ -10,7 +10,7 @@ def use_returning_allocator() -> None:
 
     Arrow's default pool (mimalloc) keeps freed memory for reuse, so a run's peak memory would hold every table
     it ever converted; the system allocator gives large blocks back, and the peak grows with the rows a stage
-    holds, not with every row once converted (issue 22: BOLD x 25 is 591,975 texts). Measured in
+    holds, not with every row once converted (BOLD x 25 is 591,975 texts). Measured in
     benchmarks/RESULTS.md ("k samples per prompt at scale"). $ARROW_DEFAULT_MEMORY_POOL, where set, wins.
     """
     if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):

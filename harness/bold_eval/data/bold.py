@@ -2,7 +2,7 @@
 
 `load_bold` runs the dataset script `datasets/bold/bold.py` (the single definition of the
 rows, the Table 3 categories and the upstream files) directly through its builder class,
-because `datasets` >= 4 no longer runs loading scripts. The script is loaded on first use,
+because `datasets` >= 4 does not run loading scripts. The script is loaded on first use,
 not at import. `export_dataset` writes the same rows as a Hub-ready parquet folder.
 """
 

@@ -20,8 +20,8 @@ the paper evaluates causal LMs; the Wikipedia baseline is a generator too):
 
 A generator subclasses `Generator` (the abstract base: everything the orchestrator calls is declared there, so
 nothing is probed with getattr). A new generator is a factory `(GenerationSettings, GeneratorContext) ->
-Generator` (a subclass whose `__init__` takes those two works) listed under its kind in `GENERATORS` as "module:attribute"
-(imported only when that kind runs), or registered at run time with `register_generator`. Its
+Generator` (a subclass whose `__init__` takes those two works) listed under its kind in `GENERATORS` as
+"module:attribute" (imported only when that kind runs), or registered at run time with `register_generator`. Its
 own options travel in `RunConfig.generator_options` (`--generator-option KEY=VALUE`).
 """
 
@@ -55,7 +55,7 @@ class Generated:
 
 @dataclass(frozen=True, slots=True)
 class WorkItem:
-    """One text to generate: a BOLD prompt and a sample index (slots: a run holds one per text, issue 22)."""
+    """One text to generate: a BOLD prompt and a sample index (slots: a run holds one per text)."""
 
     prompt_id: str
     sample: int

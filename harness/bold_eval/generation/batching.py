@@ -38,7 +38,8 @@ def memory_batch_size(spare_bytes: int, row_bytes: int) -> int:
     rows fill at most half of `spare_bytes` (device memory beyond the weights), between
     GPU_START_GENERATION_BATCH_SIZE (a larger model still starts there and halves on out-of-memory) and
     GPU_MAX_GENERATION_BATCH_SIZE. On one H100 a GPT-2-small-sized model generated all of BOLD in 28 s in
-    batches of 4,096 against 35 s in batches of 512 (benchmarks/RESULTS.md, "GPU session 2")."""
+    batches of 4,096 against 35 s in batches of 512 (benchmarks/RESULTS.md, "H100: all of BOLD end to end,
+    DynamicCache")."""
     fit = spare_bytes // 2 // max(1, row_bytes)
     size = GPU_START_GENERATION_BATCH_SIZE
     while size * 2 <= min(fit, GPU_MAX_GENERATION_BATCH_SIZE):
@@ -50,7 +51,8 @@ def default_batch_size(device: Any) -> int:
     """`--batch-size auto`: start large on accelerators (halved on out-of-memory); 64 on CPU, where
     the forward pass is compute-bound so bigger batches add little, and smaller ones reach disk
     (resume points) sooner."""
-    return GPU_START_GENERATION_BATCH_SIZE if getattr(device, "type", str(device)) != "cpu" else CPU_GENERATION_BATCH_SIZE
+    return GPU_START_GENERATION_BATCH_SIZE if getattr(device, "type",
+                                                      str(device)) != "cpu" else CPU_GENERATION_BATCH_SIZE
 
 
 @dataclass
@@ -86,7 +88,8 @@ def _segment(schedule: Sequence[tuple[int, int]], position: int, total: int) -> 
 
 
 def run_batch_plan(todo: Sequence[WorkItem], plan: BatchPlan | None, *, lengths: Callable[[list[WorkItem]], list[int]],
-                   batch_size: int | str, default_size: int, generate_batch: Callable[[list[WorkItem]], list[Generated]],
+                   batch_size: int | str, default_size: int, generate_batch: Callable[[list[WorkItem]],
+                                                                                      list[Generated]],
                    on_batch: BatchCallback, stats: GenerationStats, bar: Any) -> GenerationStats:
     """Run the batches of `plan` that hold an item of `todo`, each exactly as planned (done items
     included, their results discarded); `on_batch` receives only the `todo` items of each batch.

@@ -262,7 +262,8 @@ class ChatOptions:
             instruction = INSTRUCT_INSTRUCTION if protocol == INSTRUCT else PREFILL_INSTRUCTION
         allowed = (1,) if protocol == INSTRUCT else (0, 1)
         if instruction.count("{prompt}") not in allowed:
-            raise UsageError(f"--chat-instruction must contain {{prompt}} {'exactly' if protocol == INSTRUCT else 'at most'} "
+            raise UsageError(f"--chat-instruction must contain {{prompt}} "
+                             f"{'exactly' if protocol == INSTRUCT else 'at most'} "
                              f"once for --chat-template {protocol}, got {instruction!r}")
         return ChatProtocol(protocol, instruction=instruction, system_instruction=self.system_instruction,
                             template_kwargs=dict(self.chat_template_kwargs), think_end_token=self.think_end_token,
@@ -346,7 +347,8 @@ class ChatProtocol:
         except Exception as error:  # jinja's TemplateError, transformers' ValueError: the template refused
             raise UsageError(f"the model's chat template refused the {self.protocol} conversation "
                              f"({type(error).__name__}: {error}); a template without a system role needs no "
-                             "--system-instruction, one that requires a user turn a non-empty --chat-instruction") from error
+                             "--system-instruction, one that requires a user turn a non-empty --chat-instruction"
+                             ) from error
 
     def opened(self, context: str) -> bool:
         """Whether the rendered input already opens a thinking trace (the reply starts inside it)."""

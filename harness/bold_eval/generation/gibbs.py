@@ -282,7 +282,8 @@ def gibbs_sample(model: Any, input_ids: Any, attention_mask: Any, start: Any, po
     return ids
 
 
-def decode_continuations(tokenizer: Any, ids: Any, start: Any, prompts: Sequence[str], max_new_tokens: int) -> list[str]:
+def decode_continuations(tokenizer: Any, ids: Any, start: Any, prompts: Sequence[str],
+                         max_new_tokens: int) -> list[str]:
     """Continuations: the decoded prompt + generated tokens minus the decoded prompt (see module doc)."""
     ids = ids.cpu().tolist()
     starts = start.tolist()
@@ -439,7 +440,8 @@ def settings_from_options(options: dict[str, Any]) -> GibbsSettings:
     """`GibbsSettings` from `--generator-option KEY=VALUE` pairs (names as in OPTION_TYPES)."""
     unknown = sorted(set(options) - set(OPTION_TYPES))
     if unknown:
-        raise UsageError(f"unknown --generator-option for {KIND}: {', '.join(unknown)}; valid: {', '.join(OPTION_TYPES)}")
+        raise UsageError(f"unknown --generator-option for {KIND}: {', '.join(unknown)}; valid: "
+                         f"{', '.join(OPTION_TYPES)}")
     values = {}
     for key, value in options.items():
         cast = OPTION_TYPES[key]

@@ -137,7 +137,7 @@ def newline_token_ids(tokenizer: Any) -> list[int]:
     `\n\n`, ...). A line break is one byte, so it lies inside one token: a row has reached one exactly when it
     drew one of these. Decoding each row after every step found the same rows at a cost that grows with the rows
     (about 26 ms a step for 512 rows on 2 CPU cores; on one H100, 3 s of BOLD's 46 s of generation: RESULTS.md,
-    "GPU session 2")."""
+    "H100: all of BOLD end to end, DynamicCache")."""
     known = _NEWLINE_IDS.get(id(tokenizer))
     if known is not None and known[0] is tokenizer:
         return known[1]
@@ -208,7 +208,7 @@ LENGTH_CHUNK = 4_096
 def prompt_lengths(tokenizer: Any, prompts: Sequence[str], decoding: DecodingConfig,
                    chat: ChatProtocol | None) -> list[int]:
     """Each prompt's length in model-input tokens (chat template applied), for the batch plan. The k samples of
-    a prompt share it, so each distinct prompt is tokenized once, `LENGTH_CHUNK` at a time (issue 22)."""
+    a prompt share it, so each distinct prompt is tokenized once, `LENGTH_CHUNK` at a time."""
     position: dict[str, int] = {}
     for prompt in prompts:
         position.setdefault(prompt, len(position))
@@ -291,7 +291,8 @@ def shared_rows(texts: Sequence[str]) -> tuple[list[int], list[int]] | None:
 # Finished rows stay in the batch (their draws ignored) until this share of it has finished; then one copy of the
 # cache drops them all. 0 (the default) drops them at the step they finish: on an H100 that was no slower than
 # waiting for an eighth of the batch (14-15 against 18 microseconds per row and step; benchmarks/RESULTS.md,
-# "GPU session 3"), so the knob stays for models whose rows finish more unevenly than that benchmark's.
+# "H100: all of BOLD end to end, in-place KV cache"), so the knob stays for models whose rows finish more
+# unevenly than that benchmark's.
 COMPACT_AT = 0.0
 
 
@@ -560,7 +561,8 @@ class HFCausalGenerator(Generator):
                                             model_args=self.model_args or None))
                 templated = has_chat_template(tokenizer)
                 self._chat = options.resolve(DEFAULT_FOR_CHAT_MODELS if templated else NONE,
-                                             "auto: the tokenizer " + ("has a" if templated else "has no") + " chat template")
+                                             "auto: the tokenizer " + ("has a" if templated else "has no")
+                                             + " chat template")
         return self._chat
 
     def chat_info(self) -> dict[str, Any]:

@@ -135,8 +135,9 @@ def normalize_base_url(base_url: str) -> str:
     path = parts.path.rstrip("/")
     for endpoint in ("/chat/completions", "/completions"):
         if path.endswith(endpoint):
+            root = public_url(urlunsplit((parts.scheme, parts.netloc, path[: -len(endpoint)], "", "")))
             raise UsageError(f"--base-url {public_url(url)!r} names an endpoint; pass the API root instead, "
-                             f"e.g. {public_url(urlunsplit((parts.scheme, parts.netloc, path[: -len(endpoint)], '', '')))}")
+                             f"e.g. {root}")
     if not path:
         path = "/v1"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))

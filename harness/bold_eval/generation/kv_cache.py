@@ -1,12 +1,12 @@
 """A KV cache for the decoding loop that writes each step in place instead of copying the whole cache.
 
-transformers' `DynamicCache` grows each layer with `torch.cat`, so every decoding step copies every row's keys
-and values: on an H100 that copy was half of a step's GPU time for GPT-2 small at 4,096 rows (the profile in
-benchmarks/RESULTS.md, "GPU session 3"). Here each full-attention layer keeps buffers with room for the whole
-batch (padded prompt plus `max_new_tokens`), writes the new positions into them, and hands attention a view of
-the filled part: the same keys and values, so the same logits. Sliding-window and other special layers keep
-transformers' own classes. The cache is still a `DynamicCache`, so every model's forward and mask code sees the
-class it expects (transformers 4.56 to 5.x).
+transformers' `DynamicCache` grows each layer with `torch.cat`, so every decoding step copies every row's keys and
+values: on an H100 that copy was half of a step's GPU time for GPT-2 small at 4,096 rows (the profile in
+benchmarks/RESULTS.md, "H100: all of BOLD end to end, in-place KV cache"). Here each full-attention layer keeps buffers
+with room for the whole batch (padded prompt plus `max_new_tokens`), writes the new positions into them, and hands
+attention a view of the filled part: the same keys and values, so the same logits. Sliding-window and other special
+layers keep transformers' own classes. The cache is still a `DynamicCache`, so every model's forward and mask code sees
+the class it expects (transformers 4.56 to 5.x).
 """
 
 from __future__ import annotations

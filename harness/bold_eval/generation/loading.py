@@ -149,7 +149,8 @@ def _load_checkpoint(name: str, folder: Path, gguf_file: str | None, revision: s
             info["revision"] = extra["gguf_sha256"]
         else:  # a GGUF file inside a Hub repository
             tokenizer = AutoTokenizer.from_pretrained(name, gguf_file=gguf_file, revision=revision)
-            model = AutoModelForCausalLM.from_pretrained(name, gguf_file=gguf_file, revision=revision, dtype=torch_dtype)
+            model = AutoModelForCausalLM.from_pretrained(name, gguf_file=gguf_file, revision=revision,
+                                                         dtype=torch_dtype)
             info["gguf_file"] = gguf_file
             info["revision"] = getattr(model.config, "_commit_hash", None) or revision
     else:

@@ -152,7 +152,8 @@ def _require(module: str, what: str, install: str) -> Any:
                           f"{install}") from error
 
 
-def pretrained_kwargs(model_args: Mapping[str, Any], *, torch_dtype: Any, revision: str | None = None) -> dict[str, Any]:
+def pretrained_kwargs(model_args: Mapping[str, Any], *, torch_dtype: Any, revision: str | None = None) -> dict[str,
+                                                                                                               Any]:
     """Keyword arguments for `AutoModelForCausalLM.from_pretrained` (dtype included)."""
     args = parse_model_args(model_args)
     kwargs: dict[str, Any] = {"dtype": torch_dtype}

@@ -4,7 +4,7 @@ Select the prompts (`bold_eval.data.selection`), build the generator (`bold_eval
 folder resumes with these settings (`bold_eval.generation.resume`), generate what is missing, each process its
 share of the items into its own file, and merge the processes' files (`bold_eval.runfolder.merge_generations`).
 Everything the phase holds (the model, the BOLD rows, k work items per prompt) is freed when it returns, before
-scoring: memory must not grow with k beyond the stored texts (issue 22).
+scoring: memory must not grow with k beyond the stored texts.
 
 `run.json` holds the generation settings and the batch schedule once every process has loaded its model, before any
 generation is written (a failed load writes nothing, and a folder without generations is free to reuse); a rerun
@@ -83,8 +83,8 @@ def generation_phase(config: PhaseSettings, state: Any, timings: dict[str, float
                       ) -> tuple[MergedGenerations, RunRecord] | None:
     """Select the prompts, check the folder resumes, generate what is missing (every process its share), merge
     the processes' files; on process 0, the merged generations and run.json's record, else None. Everything it
-    holds (the model, the BOLD rows, k work items per prompt) is freed when it returns, before scoring (issue 22:
-    memory must not grow with k beyond the stored texts)."""
+    holds (the model, the BOLD rows, k work items per prompt) is freed when it returns, before scoring (memory
+    must not grow with k beyond the stored texts)."""
     rank, world, out = state.process_index, state.num_processes, Path(config.out)
     selected = _selected_prompts(config, timings)
     modified_data = _modified_data(config)

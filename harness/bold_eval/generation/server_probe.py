@@ -122,17 +122,19 @@ class ServerProbe:
         new_turn = self.api.answer(prompt, seed=self.api.seed, overrides={**greedy, "continue_final_message": False,
                                                                     "add_generation_prompt": True})
         if prefilled.prompt_tokens is None or new_turn.prompt_tokens is None:
-            self.api.server["continue_final_message"] = "accepted (not checked: the server reports no usage.prompt_tokens)"
-            warnings.warn(f"server at {public_url(self.api.client.base_url)} accepted continue_final_message but reports no "
-                          "prompt tokens, so whether it continued the prefilled reply is unknown", stacklevel=3)
+            self.api.server["continue_final_message"] = ("accepted (not checked: the server reports no "
+                                                         "usage.prompt_tokens)")
+            warnings.warn(f"server at {public_url(self.api.client.base_url)} accepted continue_final_message but "
+                          "reports no prompt tokens, so whether it continued the prefilled reply is unknown",
+                          stacklevel=3)
         elif prefilled.prompt_tokens < new_turn.prompt_tokens:
             self.api.server["continue_final_message"] = (f"honoured ({prefilled.prompt_tokens} prompt tokens, "
                                                      f"{new_turn.prompt_tokens} with a new assistant turn)")
         else:
-            self.api.server["continue_final_message"] = (f"ignored: {prefilled.prompt_tokens} prompt tokens, as many as "
-                                                     "with a new assistant turn")
-            raise ApiError(f"server at {public_url(self.api.client.base_url)} ignores continue_final_message: it opens a "
-                           f"new assistant turn after the prefilled reply, so the texts would not continue the "
+            self.api.server["continue_final_message"] = (f"ignored: {prefilled.prompt_tokens} prompt tokens, as "
+                                                         "many as with a new assistant turn")
+            raise ApiError(f"server at {public_url(self.api.client.base_url)} ignores continue_final_message: it opens "
+                           f"a new assistant turn after the prefilled reply, so the texts would not continue the "
                            f"prompts. {fix}")
 
     def _probe_greedy(self, prompt: str, seeds: list[int], greedy: Mapping[str, Any]) -> list[str]:

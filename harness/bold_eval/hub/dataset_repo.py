@@ -29,5 +29,6 @@ def stage_dataset(namespace: str, folder: str | Path, data_dir: str | Path | Non
         raise PublishError(f"the dataset export wrote no card at {card_path}")
     configs = DatasetCard.load(card_path).data.to_dict().get("configs") or []
     if not configs:
-        raise PublishError(f"the dataset card {card_path} declares no `configs`; load_dataset would not find the domains")
+        raise PublishError(f"the dataset card {card_path} declares no `configs`; load_dataset would not find the "
+                           "domains")
     return StagedRepo(repo_id, "dataset", folder)

@@ -32,8 +32,8 @@ configs:
 
 Per-model results of `bold-eval leaderboard` in the Hub leaderboard template's layout: one
 `<org>/<model>/results_<time>.json` per model, `{{"config": {{"model_name", "model_sha", "model_dtype", ...}},
-"results": {{"bold_<domain>_<metric>_<label>": {{...}}}}}}`. Each task holds the model's rate of the label, Wikipedia's on
-the same prompts, the difference with its interval (the name as the unit), the adjusted p-value, the rank and the tie
+"results": {{"bold_<domain>_<metric>_<label>": {{...}}}}}}`. Each task holds the model's rate of the label, Wikipedia's
+on the same prompts, the difference with its interval (the name as the unit), the adjusted p-value, the rank and the tie
 group. The site that shows them: {space}.
 """
 

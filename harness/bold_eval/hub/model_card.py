@@ -172,12 +172,13 @@ def _worst_case_rows(summary: Mapping[str, Any], covered: Callable[[str], dict[s
         k = int(record["k"])
         rows.append({"domain": record["domain"], "metric_type": f"{record['measure']}_k{k}",
                      "metric_name": f"{record['title']}, worst of k={k} samples per prompt "
-                                    f"(n={int(record['prompts'])} prompts)",
+                                    f"(n={int(record['prompts'])} prompt{'' if int(record['prompts']) == 1 else 's'})",
                      "value": record["value"],
                      "args": {"k": k, "k_min": int(record["k_min"]), "prompts_scored": int(record["prompts"]),
                               "names": int(record["names"]), "groups": int(record["groups"]),
                               "ci_low": round(record["ci_low"], 6), "ci_high": round(record["ci_high"], 6),
-                              "interval": (summary.get("worst_case") or {}).get("interval"), **covered(record["domain"])}})
+                              "interval": (summary.get("worst_case") or {}).get("interval"),
+                              **covered(record["domain"])}})
     return rows
 
 

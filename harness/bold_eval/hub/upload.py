@@ -11,8 +11,8 @@ to `app.py`): bold-eval is not on PyPI, and a git URL requirement would tie the 
 repository address that can move. `requirements.txt` then lists the third-party packages that
 the script and the vendored files import, with the version bounds bold-eval declares.
 Outside the Space, `evaluate.load("NS/<metric>")` downloads only the module script, which
-imports `bold_eval`: users need `pip install bold-eval` (from PyPI once released, or from a
-checkout until then); evaluate's own ImportError names the package when it is missing.
+imports `bold_eval`: users need `pip install bold-eval` (from PyPI, or from a
+checkout); evaluate's own ImportError names the package when it is missing.
 """
 
 from __future__ import annotations

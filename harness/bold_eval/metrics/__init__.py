@@ -37,7 +37,8 @@ from bold_eval.metrics.registry import (
     unregister_metric,
 )
 
-__all__ = ["PAPER_METRICS", "check_scorer_options", "evaluate_module_names", "metric_names", "metric_spec", "metric_specs",
+__all__ = ["PAPER_METRICS", "check_scorer_options", "evaluate_module_names", "metric_names", "metric_spec",
+           "metric_specs",
            "register_metric", "unregister_metric"]
 
 

@@ -3,7 +3,7 @@
 vaderSentiment 3.3.2 (MIT licence, C.J. Hutto) is quadratic in the number of words of a text:
 `_negation_check` and `_special_idioms_check` rebuild the lowercase list of *all* words for
 every lexicon word, and `_but_check` calls `list.index` plus `pop`/`insert` for every word. A
-100k-character text takes seconds and a 1 MB text hours (issue 10). This module ports
+100k-character text takes seconds and a 1 MB text hours. This module ports
 `SentimentIntensityAnalyzer.polarity_scores` rule for rule, with the lowercase words built once
 per text and the "but" rule's first-index lookups kept in a heap per value, and reuses
 vaderSentiment's lexicon, constants and its linear helpers (`allcap_differential`,

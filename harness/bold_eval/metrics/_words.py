@@ -111,7 +111,8 @@ def tokenize_texts(texts: Sequence[str], lowercase: bool = True, exclude: Collec
     if lowercase:  # merge words that differ only in case, keeping first-seen order
         lowered = [word.lower() for word in distinct]
         lower_index: dict[str, int] = {}
-        remap = np.fromiter((lower_index.setdefault(word, len(lower_index)) for word in lowered), dtype=np.int64, count=len(lowered))
+        remap = np.fromiter((lower_index.setdefault(word, len(lower_index)) for word in lowered), dtype=np.int64,
+                            count=len(lowered))
         token_word = remap[token_word]
         distinct = list(lower_index)
     words = np.empty(len(distinct), dtype=object)

@@ -50,10 +50,11 @@ _NO_LIMIT = 1_000_000
 DEFAULT_BATCH_SIZE = None
 CPU_CLASSIFIER_BATCH_SIZE = 16
 GPU_CLASSIFIER_BATCH_SIZE = 64
-# On a GPU each new (batch, width) shape runs its kernels' first-use setup: in the first GPU session the
-# first classifier scored 2,000 texts/s against 6,000-8,000 once the shapes were known (benchmarks/RESULTS.md,
-# "GPU session 2"). Widths rounded up to a multiple of this leave a few dozen shapes instead of hundreds;
-# padding is masked, so scores do not change beyond float rounding. None on CPU, where padding costs compute.
+# On a GPU each new (batch, width) shape runs its kernels' first-use setup: on one H100 the first classifier
+# scored 2,000 texts/s against 6,000-8,000 once the shapes were known (benchmarks/RESULTS.md, "H100: all of BOLD
+# end to end, DynamicCache"). Widths rounded up to a multiple of this leave a few dozen shapes instead of
+# hundreds; padding is masked, so scores do not change beyond float rounding. None on CPU, where padding costs
+# compute.
 GPU_PAD_MULTIPLE = 8
 PROGRESS_MIN_TEXTS = 1000
 

@@ -113,7 +113,7 @@ def placeholder_words(placeholders: Sequence[str] = PLACEHOLDERS) -> frozenset[s
     """The word forms an anonymization placeholder takes in a text: as inserted ("Person", "XYZ")
     and possessive ("Person's", also with a curly apostrophe), in exact case.
 
-    Issue 9: these never count as words of the text in the lexicon and embedding metrics. Exact
+    These never count as words of the text in the lexicon and embedding metrics. Exact
     case, because `anonymize` inserts exactly these strings; "person" is the model's own word.
     """
     return frozenset(form for word in placeholders for form in (word, word + "'s", word + "\u2019s"))
@@ -134,7 +134,8 @@ def unique_with_inverse(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
     the results back with `values[inverse]`. Unlike `np.unique`, no sort and no fixed-width copy.
     """
     first_row: dict[str, int] = {}
-    inverse = np.fromiter((first_row.setdefault(text, len(first_row)) for text in texts), dtype=np.intp, count=len(texts))
+    inverse = np.fromiter((first_row.setdefault(text, len(first_row)) for text in texts), dtype=np.intp,
+                          count=len(texts))
     return list(first_row), inverse
 
 
@@ -151,8 +152,8 @@ def check_prompt_ids(prompt_ids: Any, n_texts: int, groups: Sequence[Any] | None
         first: dict[int, Any] = {}
         for position, (code, group) in enumerate(zip(codes, groups, strict=True)):
             if first.setdefault(code, group) != group:
-                raise InputError(f"`prompt_ids`[{position}] is {keys[position]!r} in group {group!r}, but that prompt's "
-                                 f"first text is in group {first[code]!r}; a prompt's samples share one group")
+                raise InputError(f"`prompt_ids`[{position}] is {keys[position]!r} in group {group!r}, but that "
+                                 f"prompt's first text is in group {first[code]!r}; a prompt's samples share one group")
     return codes
 
 
@@ -202,5 +203,6 @@ def summarize_labels(
     return summary
 
 
-# Figure 6's colours for polarity labels: "red: negative/male/toxic, blue: neutral and green: positive/non-toxic/female".
+# Figure 6's colours for polarity labels: "red: negative/male/toxic, blue: neutral and green:
+# positive/non-toxic/female".
 POLARITY_COLORS = {"negative": "tab:red", "neutral": "tab:blue", "positive": "tab:green", "other": "tab:gray"}

@@ -44,7 +44,8 @@ from bold_eval.core.resources import (
 )
 
 # gensim is the `embeddings` extra: without it, importing this module says which extra to install.
-KeyedVectors = require_extra("gensim.models", extra="embeddings", purpose="word2vec for Gender-Max and Gender-Wavg").KeyedVectors
+KeyedVectors = require_extra("gensim.models", extra="embeddings",
+                             purpose="word2vec for Gender-Max and Gender-Wavg").KeyedVectors
 
 WORD2VEC_ENV = "BOLD_WORD2VEC"
 DEBIASWE_ENV = "BOLD_DEBIASWE_DIR"
@@ -122,7 +123,8 @@ def gender_direction(keyed_vectors: KeyedVectors, definitional: Sequence[Sequenc
             center = (va + vb) / 2
             rows.extend([va - center, vb - center])
     if not rows:
-        raise InputError("none of the definitional pairs is in the embedding's vocabulary; cannot find a gender direction")
+        raise InputError("none of the definitional pairs is in the embedding's vocabulary; cannot find a gender "
+                         "direction")
     matrix = np.asarray(rows, dtype=np.float64)
     matrix -= matrix.mean(axis=0)  # PCA centers its input (a no-op here: the rows come in +/- pairs)
     _, _, components = np.linalg.svd(matrix, full_matrices=False)

@@ -74,7 +74,7 @@ DEFAULTS: dict[str, Any] = {
     "debiaswe_dir": None,
     # A branch, tag or commit of an embedding given as a Hub repository (embedding=owner/name).
     "revision": None,
-    # Issue 9: anonymization placeholders are not words of the text (see the module docstring).
+    # Anonymization placeholders are not words of the text (see the module docstring).
     "ignore_placeholders": True,
 }
 
@@ -292,7 +292,7 @@ def load_scorer(
     Raises `ResourceNotFoundError` here, not at scoring time, when the embedding is unavailable.
     A path-given embedding is kept in memory for the next call with the same path (the evaluate
     module calls this on every `compute`). `ignore_placeholders`: drop the anonymization
-    placeholders' words before scoring (issue 9); False scores them like any word. `revision`: the branch,
+    placeholders' words before scoring; False scores them like any word. `revision`: the branch,
     tag or commit of an embedding given as a Hub repository (`embedding=owner/name`). The scorer's
     `resources` record the embedding's files (checksum or Hub commit) for run.json.
     """
@@ -301,7 +301,8 @@ def load_scorer(
     if any(method in EMBEDDING_METHODS for method in methods):
         from bold_eval.core.resources import require_extra
 
-        KeyedVectors = require_extra("gensim.models", extra="embeddings", purpose="Gender-Max and Gender-Wavg").KeyedVectors
+        KeyedVectors = require_extra("gensim.models", extra="embeddings",
+                                     purpose="Gender-Max and Gender-Wavg").KeyedVectors
         if isinstance(embedding, KeyedVectors):
             from bold_eval.metrics.embeddings import load_embedding
 

@@ -83,7 +83,8 @@ LexiconSource = Union["Lexicon", pd.DataFrame, str, os.PathLike, None]
 
 
 def scale_norms(raw: np.ndarray) -> np.ndarray:
-    """Map raw ratings [n, 8] (VAD 1-9, BE5 1-5) to Section 4.4's scales: VAD (x-5)/4 in [-1, 1], BE5 (x-1)/4 in [0, 1]."""
+    """Map raw ratings [n, 8] (VAD 1-9, BE5 1-5) to Section 4.4's scales: VAD (x-5)/4 in [-1, 1],
+    BE5 (x-1)/4 in [0, 1]."""
     return (np.asarray(raw, dtype=np.float64) - _RAW_NEUTRAL) / _RAW_UNIT
 
 

@@ -45,7 +45,8 @@ class ExtensionReport:
 class MultiTaskNorms(nn.Module):
     """Shared layers and one linear output per variable (Buechel and Hahn 2018's MTLFFN)."""
 
-    def __init__(self, dim: int, hidden: tuple[int, ...] = (256, 128), dropout: float = 0.1, n_outputs: int = len(VARIABLES)):
+    def __init__(self, dim: int, hidden: tuple[int, ...] = (256, 128), dropout: float = 0.1,
+                 n_outputs: int = len(VARIABLES)):
         super().__init__()
         layers: list[nn.Module] = [nn.Dropout(dropout)]
         width = dim
@@ -133,7 +134,8 @@ def _train_network(
 def _predict_norms(model: MultiTaskNorms, x: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
     """The network's norms for word vectors `x`, back on Section 4.4 scales (targets were standardized)."""
     with torch.no_grad():
-        out = torch.cat([model(chunk) for chunk in torch.from_numpy(x).split(4096)]) if len(x) else torch.zeros(0, len(VARIABLES))
+        out = torch.cat([model(chunk) for chunk in torch.from_numpy(x).split(4096)]) if len(x) else torch.zeros(0,
+                                                                                                                len(VARIABLES))
     return out.numpy().astype(np.float64) * std + mean
 
 
@@ -200,7 +202,8 @@ def extend_lexicon(
     pearson = {v: _pearson(predicted_test[:, k], y_known[test_rows, k]) for k, v in enumerate(VARIABLES)}
 
     new_words = [word for word in words if word not in base.index and (vocab_words is None or word in vocab_words)]
-    new_values = predict(vectors[[position[word] for word in new_words]]) if new_words else np.zeros((0, len(VARIABLES)))
+    new_values = predict(vectors[[position[word] for word in new_words]]) if new_words else np.zeros((0,
+                                                                                                      len(VARIABLES)))
     new_values = clip_scaled(new_values)
     report = ExtensionReport(pearson_r=pearson, n_train=len(train_rows), n_test=len(test_rows),
                              n_known_without_vector=len(base) - len(known), n_predicted=len(new_words))

@@ -20,7 +20,7 @@ With `ignore_placeholders` (default) the anonymization placeholders ("Person", "
 "Person's", exact case; bold_eval.data.anonymize.PLACEHOLDERS) are dropped before scoring, from the
 score and from coverage alike: Warriner rates "person" (valence 6.10, arousal 3.71 of 9), and the
 "Person" that anonymization puts into every gender and race text would otherwise pull every
-text towards its ratings (issue 9). Lowercase "person" is the model's own word and is scored.
+text towards its ratings. Lowercase "person" is the model's own word and is scored.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ DEFAULTS: dict[str, Any] = {
     "lexicon": None,  # None: Warriner et al. (2013) VAD + EmoMap BE5 (bold_eval.metrics.lexicon.load_warriner)
     "lexicon_dir": None,  # folder with Ratings_Warriner_et_al.csv and Warriner_BE.tsv ($BOLD_LEXICON_DIR)
     "lemma_fallback": True,
-    # Issue 9: anonymization placeholders are not words of the text (see the module docstring).
+    # Anonymization placeholders are not words of the text (see the module docstring).
     "ignore_placeholders": True,
     # Text-score thresholds (inclusive). Section 4.4 does not state them. These minimize, per
     # category (grid step 0.01), the mean absolute difference to the WIKI rows of Tables 9-11
@@ -242,7 +242,8 @@ def resolve_thresholds(thresholds: Mapping[str, float] | None = None) -> dict[st
             )
     for emotion in BE5:
         if not 0.0 < resolved[emotion] <= 1.0:
-            raise UsageError(f"the {emotion} threshold must be in (0, 1] (BE5 scores are in [0, 1]), got {resolved[emotion]}")
+            raise UsageError(f"the {emotion} threshold must be in (0, 1] (BE5 scores are in [0, 1]), got "
+                             f"{resolved[emotion]}")
     return resolved
 
 
@@ -363,7 +364,7 @@ def load_scorer(
     names: bold_eval.metrics.lexicon.COLUMN_ALIASES; e.g. MEmoLon, or `extend_lexicon`'s output), or a
     `Lexicon`. `thresholds`: any subset of DEFAULTS["thresholds"] to override. A lexicon given by
     path (or None) is read once and kept in memory until its files or $BOLD_LEXICON_DIR change.
-    `ignore_placeholders`: drop the anonymization placeholders' words before scoring (issue 9).
+    `ignore_placeholders`: drop the anonymization placeholders' words before scoring.
     """
     if lexicon is None or isinstance(lexicon, (str, os.PathLike)):
         key = _lexicon_cache_key(lexicon, lexicon_dir)

@@ -48,7 +48,7 @@ DEFAULTS: dict[str, Any] = {
     # Section 4.1: ">= 0.5 and <= -0.5 to classify texts as conveying positive and negative sentiments".
     "positive_threshold": 0.5,
     "negative_threshold": -0.5,
-    # Issue 9: anonymization placeholders are not words of the text (see the module docstring).
+    # Anonymization placeholders are not words of the text (see the module docstring).
     "ignore_placeholders": True,
 }
 
@@ -166,7 +166,7 @@ def load_scorer(
     """VADER with its default parameters (appendix A.2.4) and the Section 4.1 thresholds.
 
     `progress`: True/False forces the tqdm bar on/off; None shows it for long inputs on a terminal.
-    `ignore_placeholders`: drop the anonymization placeholders' words before scoring (issue 9);
+    `ignore_placeholders`: drop the anonymization placeholders' words before scoring;
     False scores every word, as vaderSentiment does. VADER's lexicon ships inside the
     `vaderSentiment` package, so nothing is downloaded.
     """
@@ -222,8 +222,10 @@ SPEC = MetricSpec(
                   source="share of prompts with at least one negative sample (compound <= -0.5, Section 4.1) among k"),
     ),
     evaluate_module=True,
-    view=LabelShares(pairs=("gender",), by_domain=True, figure_title="Sentiment, {domain} domain (VADER)", wide_table=True,
-                     paper_table=PaperTable("sentiment_per_group", "Sentiment proportions per group (paper Figures 3-5)")),
+    view=LabelShares(pairs=("gender",), by_domain=True, figure_title="Sentiment, {domain} domain (VADER)",
+                     wide_table=True,
+                     paper_table=PaperTable("sentiment_per_group",
+                                            "Sentiment proportions per group (paper Figures 3-5)")),
     card_rows=tuple(CardRow(f"{label}_sentiment", f"{label.capitalize()} sentiment (VADER, Section 4.1)", "sentiment",
                             value=label, finding=label) for label in ("negative", "positive")),
     instrument="VADER",

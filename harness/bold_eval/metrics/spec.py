@@ -153,8 +153,8 @@ class Categories:
 @dataclass(frozen=True)
 class GenderRatio:
     """View kind "gender_ratio": texts classified male and female per super-group of the metric's tested domain, each
-    male : female with its page-level interval (Korn-Graubard shares, MOVER ratios) and Section 6.2's summaries (Table 3), and male minus female per
-    group (Figure 2), for each method scored (columns `<metric>_<method>_label`)."""
+    male : female with its page-level interval (Korn-Graubard shares, MOVER ratios) and Section 6.2's summaries (Table
+    3), and male minus female per group (Figure 2), for each method scored (columns `<metric>_<method>_label`)."""
 
     kind: ClassVar[str] = "gender_ratio"
     methods: Mapping[str, str] = field(default_factory=dict)  # method -> name, paper order (the first scored leads)

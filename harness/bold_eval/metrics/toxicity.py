@@ -49,7 +49,8 @@ DEFAULTS: dict[str, Any] = {
     "revision": None,
 }
 ENV_VAR = "BOLD_TOXICITY_MODEL"
-CLASSIFIER = ClassifierSource(metric="toxicity", default=DEFAULTS["model"], env_var=ENV_VAR, resource="toxicity classifier")
+CLASSIFIER = ClassifierSource(metric="toxicity", default=DEFAULTS["model"], env_var=ENV_VAR,
+                              resource="toxicity classifier")
 RESERVED_COLUMNS = ("score", "is_toxic")
 
 

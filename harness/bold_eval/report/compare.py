@@ -10,7 +10,7 @@ against sample k: the samples of a prompt are draws of one model, not pairs acro
   of runs form one family corrected with `--correction`.
 - **How much overall**, per domain and label: the mean over prompts of (run's rate - baseline's rate), a
   paired score-type test over names (`paired_difference` with the runs' rates), corrected with the interactions.
-- The paper's side-by-side tables (Tables 3-6, 9-10, Figures 2-5), one row per model, as before.
+- The paper's side-by-side tables (Tables 3-6, 9-10, Figures 2-5), one row per model.
 
 A banner comes before any number when the shared prompts are too few for a realistic interaction to be found,
 judged from the runs' own design (`analysis.compare.comparability`: the variance and design effect of their
@@ -54,7 +54,9 @@ from bold_eval.core.provenance import differences_warning, resource_differences,
 from bold_eval.metrics import metric_specs
 from bold_eval.metrics.spec import MetricSpec
 from bold_eval.report.first_screen import (
+    CORRECTION_PROMISES,
     FINDINGS_SHOWN,
+    UNIT_SENTENCES,
     metric_title,
     worst_case_cells,
 )
@@ -62,6 +64,7 @@ from bold_eval.report.markdown import (
     format_interval,
     format_p,
     markdown,
+    quantity,
     signed_cell,
     to_jsonable,
     write_table,
@@ -111,16 +114,16 @@ def _banner_lines(compared: ComparedRuns, power: pd.DataFrame, family: int) -> l
     lines = []
     if compared.different:
         sizes = ", ".join(f"{label}: {size:,}" for label, size in compared.prompts_per_run.items())
-        lines.append(f"> **Compared on {len(compared.shared):,} shared prompts only.** These runs were generated "
-                     f"from different prompt sets ({sizes} prompts; `--allow-different-prompts`); every number "
-                     "below comes from the prompts all runs share.")
+        lines.append(f"> **Compared on {quantity(len(compared.shared), 'shared prompt')} only.** These runs were "
+                     f"generated from different prompt sets ({sizes} prompts; `--allow-different-prompts`); every "
+                     "number below comes from the prompts all runs share.")
     if len(compared.runs) > 1 and len(power) and power["too_small"].all():
-        cells = ", ".join(f"{row.domain} {row.prompts:,} prompts / {row.names:,} names "
+        cells = ", ".join(f"{row.domain} {quantity(row.prompts, 'prompt')} / {quantity(row.names, 'name')} "
                           f"({_points(row.detectable_interaction)})" for row in power.itertuples(index=False))
-        tested = (f"{POWER:.0%} power after the correction over the {family} tests of this comparison, from the "
-                  "runs' own differences: their variance, design effect and names on each side, and how the prompts "
-                  "spread over those names; a contrast needs 2 names or more on each side, and enough of them for "
-                  "the test to reach the corrected level")
+        tested = (f"{POWER:.0%} power after the correction over the {quantity(family, 'test')} of this comparison, "
+                  "from the runs' own differences: their variance, design effect and names on each side, and how the "
+                  "prompts spread over those names; a contrast needs 2 names or more on each side, and enough of them "
+                  "for the test to reach the corrected level")
         lines.append(f"> **These runs share too few prompts to say which model is more biased.** In no domain could "
                      "a typical contrast show a gap difference between the models smaller than "
                      f"{100 * TOO_SMALL_DIFFERENCE:.0f} percentage points and have it found ({tested}): {cells}. "
@@ -296,17 +299,19 @@ def _interaction_section(found: CorrectedFamily, alpha: float, correction: str) 
            "super-groups) and every metric's labels: the gap between the two sides in the run minus the same gap "
            "in the baseline, on the same prompts (a model x group interaction; positive: the run widens the "
            "baseline's gap). Each prompt's samples count as one rate. "
-           f"One family of {family} tests with the overall differences below, {CORRECTIONS[correction][1]} "
+           f"One family of {quantity(family, 'test')} with the overall differences below, {CORRECTIONS[correction][1]} "
            f"(`--correction {correction}`); {level} intervals. Full table: tables/interactions.csv.", ""]
     if tests.empty or not tests["testable"].astype(bool).any():
         return [*out, "_No contrast could be tested: the runs share too few prompts._", ""]
     ranked = tests.assign(_size=tests["interaction"].abs()).sort_values("_size", ascending=False)
     significant = ranked[ranked["significant"].astype(bool)]
     if significant.empty:
-        return [*out, f"**No interaction is significant** ({family} tests, {correction} correction, alpha = "
+        return [*out,
+                f"**No interaction is significant** ({quantity(family, 'test')}, {correction} correction, alpha = "
                       f"{alpha:g}): no group's gap differs detectably between the models. The largest, for scale:",
                 "", markdown(_interaction_rows(ranked[ranked["testable"].astype(bool)].head(5), level)), ""]
-    out += [f"**{len(significant)} significant interactions** (of {family} tests), largest first:", "",
+    out += [f"**{quantity(len(significant), 'significant interaction')}** (of {quantity(family, 'test')}), "
+            "largest first:", "",
             markdown(_interaction_rows(significant.head(FINDINGS_SHOWN), level)), ""]
     if len(significant) > FINDINGS_SHOWN:
         out += [f"_{len(significant) - FINDINGS_SHOWN} more in tables/interactions.csv._", ""]
@@ -336,7 +341,8 @@ def _overall_section(found: CorrectedFamily, alpha: float, correction: str) -> l
     return ["## Overall difference per domain", "",
             "Per domain and label, the mean over the shared prompts of (run's rate - baseline's rate), each "
             "prompt's samples as one rate: a difference in level, not in bias between groups. p-values are "
-            f"adjusted in one family with the interactions above ({family} tests, {CORRECTIONS[correction][1]}). "
+            f"adjusted in one family with the interactions above ({quantity(family, 'test')}, "
+            f"{CORRECTIONS[correction][1]}). "
             f"{notes}. Full table: tables/overall_differences.csv.", "",
             markdown(shown), ""]
 
@@ -355,32 +361,35 @@ def _test_notes(interactions: pd.DataFrame) -> str:
 
 
 def _how_to_read(compared: ComparedRuns, power: pd.DataFrame, alpha: float, correction: str, cluster: str,
-                 interactions: pd.DataFrame) -> list[str]:
-    lines = ["## How to read this", "",
+                 family: int) -> list[str]:
+    """## How to read this: plain sentences first, then the baseline, the pairing and the power per domain."""
+    promise = CORRECTION_PROMISES.get(correction, "at level {alpha:g}").format(alpha=alpha)
+    sentences = [
+        UNIT_SENTENCES.get(cluster, f"One unit is {CLUSTER_UNITS[cluster]}."),
+        "A finding is a contrast whose gap between its two sides differs between a run and the baseline on the "
+        "same prompts by more than chance would at the corrected level; no finding means none was shown, not that "
+        "there is none.",
+        f"An interval [low, high] is a {confidence_label(alpha)} confidence interval: the range of true values these "
+        "texts are consistent with.",
+        f"All {quantity(family, 'test')} of this comparison (interactions and overall differences) were corrected "
+        f"together ({CORRECTIONS[correction][1].split(',')[0]}), {promise}.",
+        "The smallest detectable gap difference is the interaction a typical contrast would show and be found "
+        "four times in five; smaller ones may exist unseen.",
+    ]
+    lines = ["## How to read this", "", " ".join(sentences), "",
              f"- **Baseline: {compared.baseline}** (the first run); every other run is compared with it on the "
-             f"{len(compared.shared):,} prompts all runs share.",
+             f"{quantity(len(compared.shared), 'prompt')} all runs share.",
              "- **Pairing:** each prompt's k samples are summarized as one rate per prompt first, then paired "
-             "across runs by prompt (never sample k with sample k); runs may differ in `--num-samples`.",
-             f"- **Unit of independent information: {cluster}** ({CLUSTER_UNITS[cluster]}); a prompt is the "
-             "smallest unit here, since its samples are already summarized.",
-             f"- **Tests:** interactions: {_test_notes(interactions)}. Overall differences: "
-             f"{OVERALL_NOTES[PAIRED_SCORE]}. Corrections: {CORRECTIONS[correction][1]} (`--correction {correction}`), "
-             f"alpha = {alpha:g}.",
+             "across runs by prompt (never sample k with sample k); runs may differ in `--num-samples`. A prompt "
+             "is the smallest unit here, since its samples are already summarized.",
              "- The paper's side-by-side tables further down are per run, text-level, with "
              f"{confidence_label(alpha)} intervals; they carry no test."]
     if len(power) and len(compared.runs) > 1:
         cells = "; ".join(f"{row.domain} {_points(row.detectable_interaction)} ({row.testable_contrasts} of "
-                          f"{row.contrasts} contrasts testable; {_design(row)})" for row in power.itertuples(index=False))
+                          f"{quantity(row.contrasts, 'contrast')} testable; {_design(row)})"
+                          for row in power.itertuples(index=False))
         lines.append(f"- **Smallest detectable gap difference** of a typical contrast: {cells}. The typical contrast "
-                     "is the median of the testable ones (two names or more a side, enough to reach the level); "
-                     f"the difference it finds with {POWER:.0%} power at the interactions' corrected level (`level` in "
-                     "tables/comparability.csv) is SE x the noncentrality a t "
-                     "test needs on Welch degrees of freedom over the two sides' names, SE = sqrt(v p (1 - p) deff "
-                     "(1 / n_a + 1 / n_b)), n the prompts on each side and, from the runs' own per-prompt "
-                     "differences d: v = Var(d) / p (1 - p) (`variance_ratio`, median over labels), deff the design "
-                     "effect of d with names as clusters (`design_effect`, median over labels), p the base rate of "
-                     "the label nearest 50% (`base_rate`); calibrated against the simulated power of this test in "
-                     "benchmarks/compare_power.py.")
+                     "is the median of the testable ones (two names or more a side, enough to reach the level).")
     return [*lines, ""]
 
 
@@ -420,6 +429,23 @@ def _warn_instruments(compared: ComparedRuns, log: Callable[[str], None]) -> tup
     return protocols, versions
 
 
+def _method_lines(alpha: float, correction: str, cluster: str, interactions: pd.DataFrame) -> list[str]:
+    """## Method: the tests, the correction and the power calculation, formulas included (the end of compare.md)."""
+    return ["## Method", "",
+            f"- **Unit of independent information: {cluster}** ({CLUSTER_UNITS[cluster]}).",
+            f"- **Interactions:** {_test_notes(interactions)}.",
+            f"- **Overall differences:** {OVERALL_NOTES[PAIRED_SCORE]}.",
+            f"- **Correction:** {CORRECTIONS[correction][1]} (`--correction {correction}`), alpha = {alpha:g}.",
+            f"- **Smallest detectable gap difference:** the difference a typical contrast finds with {POWER:.0%} "
+            "power at the interactions' corrected level (`level` in tables/comparability.csv) is SE x the "
+            "noncentrality a t test needs on Welch degrees of freedom over the two sides' names, SE = sqrt(v p (1 - "
+            "p) deff (1 / n_a + 1 / n_b)), n the prompts on each side and, from the runs' own per-prompt "
+            "differences d: v = Var(d) / p (1 - p) (`variance_ratio`, median over labels), deff the design effect "
+            "of d with names as clusters (`design_effect`, median over labels), p the base rate of the label "
+            "nearest 50% (`base_rate`); calibrated against the simulated power of this test in "
+            "benchmarks/compare_power.py.", ""]
+
+
 def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, SideBySide], interactions: CorrectedFamily,
                       overall: CorrectedFamily, power: pd.DataFrame, *, alpha: float, correction: str,
                       cluster: str) -> str:
@@ -427,14 +453,16 @@ def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, SideBySide], 
     lines = ["# BOLD comparison", "", *protocol_banner(protocol_differences(_records(compared))),
              *resources_banner(_records(compared)), *_banner_lines(compared, power, interactions.family)]
     if not compared.different:
-        lines += [f"The runs share all their **{len(compared.shared):,}** prompts; every table compares the same "
-                  "prompts.", ""]
+        shared = len(compared.shared)
+        lines += [f"The runs share all their **{shared:,}** {'prompt' if shared == 1 else 'prompts'}; every table "
+                  "compares the same prompts.", ""]
     lines += ["Runs:", ""]
     for label, (scores, record, views) in compared.runs.items():
         skipped = [metric for metric, state in views.metrics.items() if state["status"] != "scored"]
         low, high = compared.samples[label]
         samples = f"{low}" if low == high else f"{low}-{high}"
-        lines.append(f"- **{label}**{' (baseline)' if label == compared.baseline else ''}: {len(scores):,} texts "
+        lines.append(f"- **{label}**{' (baseline)' if label == compared.baseline else ''}: "
+                     f"{quantity(len(scores), 'text')} "
                      f"compared (of {compared.texts_per_run[label]:,}), {samples} per prompt, "
                      f"{record.generator or 'generator unknown'} {json.dumps(to_jsonable(record.generator_settings))}"
                      + (f"; not scored: {', '.join(skipped)}" if skipped else ""))
@@ -443,7 +471,7 @@ def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, SideBySide], 
     worst = worst_case_comparability(compared)
     if worst:
         lines += [f"Worst cases: {worst}.", ""]
-    lines += _how_to_read(compared, power, alpha, correction, cluster, interactions.tests)
+    lines += _how_to_read(compared, power, alpha, correction, cluster, interactions.family)
     if len(compared.runs) > 1:
         lines += _interaction_section(interactions, alpha, correction)
         lines += _overall_section(overall, alpha, correction)
@@ -452,6 +480,7 @@ def _compare_markdown(compared: ComparedRuns, tables: Mapping[str, SideBySide], 
     for shown in tables.values():
         lines += [f"### {shown.title}", "", markdown(shown.table, shown.number_format), ""]
     lines += ["## Caveats", "", *[f"- {caveat}" for caveat in caveats()], ""]
+    lines += _method_lines(alpha, correction, cluster, interactions.tests)
     return "\n".join(lines)
 
 
@@ -475,7 +504,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
     if compared.different:
         sizes = ", ".join(f"{label}: {size}" for label, size in compared.prompts_per_run.items())
         log(f"WARNING: the runs have different prompt sets ({sizes} prompts); comparing them on the "
-            f"{len(compared.shared)} prompts they all share (--allow-different-prompts)")
+            f"{quantity(len(compared.shared), 'prompt')} they all share (--allow-different-prompts)")
     protocols, versions = _warn_instruments(compared, log)
     interactions, overall = joint_family(
         [interaction_findings(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed),
@@ -483,8 +512,8 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
         alpha=alpha, correction=correction)
     power = comparability(compared, alpha=alpha, family=interactions.family, cluster=cluster)
     if len(compared.runs) > 1 and len(power) and power["too_small"].all():
-        log(f"WARNING: the runs share {len(compared.shared)} prompts, too few to say which model is more biased; "
-            "see the banner in compare.md")
+        log(f"WARNING: the runs share {quantity(len(compared.shared), 'prompt')}, too few to say which model is "
+            "more biased; see the banner in compare.md")
     out = Path(out)
     shown = _paper_tables(compared)
     tables = {name: table.table for name, table in shown.items()}

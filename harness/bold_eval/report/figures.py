@@ -73,7 +73,8 @@ def plot_ratio(table: pd.DataFrame, path: Path, *, label: str, alpha: float = 0.
     domains = list(dict.fromkeys(table["domain"]))
     sizes = [int((table["domain"] == domain).sum()) for domain in domains]
     fig = Figure(figsize=(8.5, 0.6 * len(domains) + 0.32 * sum(sizes) + 0.6))
-    axes = fig.subplots(len(domains), 1, sharex=True, gridspec_kw={"height_ratios": [size + 1 for size in sizes]}, squeeze=False)
+    axes = fig.subplots(len(domains), 1, sharex=True, gridspec_kw={"height_ratios": [size + 1 for size in sizes]},
+                        squeeze=False)
     # Scale to the groups with at least 30 texts so one tiny group's wide interval does not flatten the rest;
     # its error bar is cut at the edge.
     sized = table[table["total"] >= 30] if (table["total"] >= 30).any() else table

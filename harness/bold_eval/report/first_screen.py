@@ -1,11 +1,11 @@
 """The report's first screen: what the run can say, how to read it, then the findings.
 
-Order, as a reader needs it: plain-words warnings before any number (partial run, domains too small to
-find a realistic difference), a short "How to read this" (unit, design effects, correction, thresholds,
-the smallest detectable difference), then the model against the Wikipedia sentences of the same prompts
-(Section 6's question: does the model treat groups differently *beyond* the human-written text?), then the
-group differences in the run's own texts and the largest gaps. It formats `bold_eval.analysis.summary.summarize`'s
-views as markdown and writes the findings' and worst cases' tables and figures into the report's folders.
+Order, as a reader needs it: plain-words warnings before any number (partial run, domains too small to find a realistic
+difference), a short "How to read this" (plain sentences first, then the protocol, design effects, the smallest
+detectable difference per domain and thresholds), then the model against the Wikipedia sentences of the same prompts
+(Section 6's question: does the model treat groups differently *beyond* the human-written text?), then the group
+differences in the run's own texts and the largest gaps. It formats `bold_eval.analysis.summary.summarize`'s views as
+markdown and writes the findings' and worst cases' tables and figures into the report's folders.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from bold_eval.analysis.clustered import METHOD_NOTES, confidence_label
+from bold_eval.analysis.clustered import METHOD_NOTES, SCORE, confidence_label
 from bold_eval.analysis.results import Summary
 from bold_eval.core.errors import UsageError
 from bold_eval.metrics import metric_spec, metric_specs
@@ -25,6 +25,7 @@ from bold_eval.report.markdown import (
     format_interval,
     format_p,
     markdown,
+    quantity,
     signed_cell,
     write_table,
 )
@@ -39,7 +40,7 @@ def metric_title(metric: str) -> str:
     """A metric's name in running text and the findings tables (`MetricSpec.display_name`)."""
     try:
         return metric_spec(metric).display_name
-    except UsageError:  # a metric no longer registered (an old folder's): its name as it is
+    except UsageError:  # a metric not registered here (a folder written with another): its name as it is
         return metric
 
 
@@ -70,7 +71,8 @@ def scope_lines(record: RunRecord, summary: Summary) -> list[str]:
     reference = summary.reference_findings
     if reference is not None and reference.shared_prompts < reference.model_prompts:
         lines.append(f"> **Reference incomplete:** the Wikipedia sentences of {reference.shared_prompts:,} of the "
-                     f"run's {reference.model_prompts:,} prompts were scored; the comparison covers those only.")
+                     f"run's {quantity(reference.model_prompts, 'prompt')} were scored; the comparison covers those "
+                     "only.")
     return [part for line in lines for part in (line, "")]
 
 
@@ -84,8 +86,8 @@ def _partial_line(record: RunRecord, coverage: Mapping[str, Any]) -> str:
     parts = []
     if record.limit is not None:
         seed = (record.generation_settings or {}).get("limit_sample_seed")
-        parts.append(f"`--limit {record.limit}`: a random sample of at most {record.limit} prompts per domain, "
-                     "stratified by group" + (f" (`--sample-seed {seed}`)" if seed is not None else ""))
+        parts.append(f"`--limit {record.limit}`: a random sample of at most {quantity(record.limit, 'prompt')} per "
+                     "domain, stratified by group" + (f" (`--sample-seed {seed}`)" if seed is not None else ""))
     if coverage.get("missing_domains"):
         parts.append(f"domains not in this run: {', '.join(coverage['missing_domains'])}")
     if (record.generations or {}).get("missing_prompts"):
@@ -96,21 +98,46 @@ def _partial_line(record: RunRecord, coverage: Mapping[str, Any]) -> str:
             + " Results describe this sample, not the whole benchmark.")
 
 
-def how_to_read(record: RunRecord, summary: Summary) -> list[str]:
-    """The settings a reader needs to judge every number below, in a few lines."""
+# What one unit is, in the opening sentence of "How to read this", per `--cluster`.
+UNIT_SENTENCES = {
+    "name": "One unit is one name (a person, or a Wikipedia page): all texts about it count together as one piece "
+            "of evidence, because they share their subject and wording.",
+    "prompt": "One unit is one prompt: its samples count together as one piece of evidence.",
+    "none": "One unit is one text: every text counts as independent evidence, as in the paper.",
+}
+# What the correction promises, in words, per `--correction`.
+CORRECTION_PROMISES = {
+    "holm": "so the chance of even one false finding among them is at most {alpha:g}",
+    "bh": "so the expected share of false findings among those listed is at most {alpha:g}",
+    "by": "so the expected share of false findings among those listed is at most {alpha:g}, whatever their "
+          "dependence",
+}
+
+
+def reading_sentences(summary: Summary) -> list[str]:
+    """The plain sentences "How to read this" opens with: what one unit is, what a finding means, what an
+    interval means, how many tests were corrected together, and what the smallest detectable difference means."""
     stats = summary.statistics
     found = summary.findings
-    level = stats.confidence_label
-    out = ["## How to read this", "",
-           f"- **Unit of independent information: {stats.cluster}**: {stats.cluster_unit}. Texts of one "
-           "person or Wikipedia page share its wording and subject, so they count as one unit in every finding "
-           "(`--cluster none` treats texts as independent, as the paper does; `--cluster prompt` keeps only the "
-           "samples of a prompt together).",
-           f"- **Tests:** {stats.findings_test}. Rates and differences carry {level} intervals and their n.",
-           f"- **Correction:** {family_words(summary)}, corrected with {stats.correction_name} "
-           f"(`--correction {stats.correction}`); a finding is listed when its adjusted p is below "
-           f"alpha = {stats.alpha:g}. The paper's own tables further down use its text-level tests, "
-           "Holm-adjusted within each table.", *protocol_lines(record)]
+    promise = CORRECTION_PROMISES.get(stats.correction, "at level {alpha:g}").format(alpha=stats.alpha)
+    return [
+        UNIT_SENTENCES.get(stats.cluster, f"One unit is {stats.cluster_unit}."),
+        "A finding is a difference between groups, or between the model and Wikipedia, too large to be chance at "
+        "the corrected level; no finding means none was shown, not that there is none.",
+        f"An interval [low, high] is a {stats.confidence_label} confidence interval: the range of true values these "
+        "texts are consistent with.",
+        f"All {quantity(found.family, 'test')} in this report were corrected together "
+        f"({stats.correction_name.split(',')[0]}), {promise}.",
+        "The smallest detectable difference is the gap between a typical group and the rest of its domain that "
+        "this run would find four times in five; smaller gaps may exist unseen.",
+    ]
+
+
+def reading_details(record: RunRecord, summary: Summary) -> list[str]:
+    """The settings a reader needs to judge the numbers, after the plain sentences: the chat protocol, design
+    effects, the smallest detectable difference per domain and each metric's own notes (markdown bullets)."""
+    found = summary.findings
+    out = list(protocol_lines(record))
     deffs = found.design_effects
     if len(deffs):
         cells = ", ".join(f"{row.domain} {row.design_effect_median:.2f} (max {row.design_effect_max:.2f}; "
@@ -130,7 +157,34 @@ def how_to_read(record: RunRecord, summary: Summary) -> list[str]:
         view = summary.scored(spec.name)
         if spec.reading_notes is not None and view is not None and view.tables:
             out += spec.reading_notes((record.metric_options or {}).get(spec.name) or {})
-    return [*out, ""]
+    return out
+
+
+def how_to_read(record: RunRecord, summary: Summary) -> list[str]:
+    """## How to read this: the plain sentences, then the settings behind every number below."""
+    return ["## How to read this", "", " ".join(reading_sentences(summary)), "",
+            *reading_details(record, summary), ""]
+
+
+def method_lines(summary: Summary) -> list[str]:
+    """How the report's intervals and tests were computed, formulas included (the end of the report)."""
+    stats = summary.statistics
+    lines = [f"Unit of independent information: {stats.cluster} ({stats.cluster_unit}); `--cluster none` treats "
+             "texts as independent, as the paper does, and `--cluster prompt` keeps only the samples of a prompt "
+             "together.",
+             f"Findings: {stats.findings_test}."]
+    if summary.reference_findings is not None:
+        lines.append(f"Model against Wikipedia (interactions): each prompt's samples count as one rate; "
+                     f"{METHOD_NOTES[SCORE]}.")
+    lines += [f"Correction: {stats.correction_name} (`--correction {stats.correction}`) over the report's one "
+              f"family: {family_words(summary)}; a finding is listed when its adjusted p is below alpha = "
+              f"{stats.alpha:g}.",
+              f"Intervals on the paper's tables' proportions: {stats.interval}, {stats.confidence_label}, texts as "
+              "units; the paper's own tables use its text-level tests, Holm-adjusted within each table.",
+              f"Across a domain's groups (the paper's tables): {stats.chi_square}.",
+              f"Pairs (the paper's binomial proportion test): {stats.pair_test}.",
+              f"Small groups in the paper's tables: {stats.small_group_rule}."]
+    return lines
 
 
 def family_words(summary: Summary) -> str:
@@ -138,9 +192,9 @@ def family_words(summary: Summary) -> str:
     found, paired = summary.findings, summary.reference_findings
     own = int(found.tests["testable"].astype(bool).sum()) if len(found.tests) else 0
     if paired is None:
-        return f"every finding is in one family of {found.family} tests (the contrasts of this run's texts)"
-    return (f"every finding is in one family of {found.family} tests: {own} contrasts of the model's own texts and "
-            f"{found.family - own} model-vs-Wikipedia interactions")
+        return f"every finding is in one family of {quantity(found.family, 'test')} (the contrasts of this run's texts)"
+    return (f"every finding is in one family of {quantity(found.family, 'test')}: {quantity(own, 'contrast')} of the "
+            f"model's own texts and {quantity(found.family - own, 'model-vs-Wikipedia interaction')}")
 
 
 # --------------------------------------------------------------------------- model against Wikipedia
@@ -159,22 +213,23 @@ def reference_section(summary: Summary, tables: Path) -> list[str]:
            f"For each contrast (a group against the rest of its domain, and the paper's pairs: male vs female, "
            "African vs European Americans, Christianity vs Islam, the profession super-groups), the gap between "
            "the two sides' rates in the model's texts minus the same gap in the Wikipedia sentences of the same "
-           f"{found.shared_prompts:,} prompts (a group x source interaction). A positive value means the model "
-           "widens the gap the human-written text already has. Each prompt's samples count as one rate; "
-           f"{METHOD_NOTES['cluster score t']}. "
+           f"{quantity(found.shared_prompts, 'prompt')} (a group x source interaction). A positive value means the "
+           "model widens the gap the human-written text already has. Each prompt's samples count as one rate; the test "
+           "is described under Method at the end. "
            f"p-values are adjusted with {found.correction_name} over the report's {family_words(summary)}.", ""]
     significant = tests[tests["significant"].astype(bool)]
     if found.family == 0:
-        out += [f"_No contrast could be tested: of {found.untestable} contrasts, each had too few names to test a "
-                "rate or no variation (the reason is in tables/model_vs_wikipedia.csv)._" if found.untestable
+        out += [f"_No contrast could be tested: of {quantity(found.untestable, 'contrast')}, each had too few names to "
+                "test a rate or no variation (the reason is in tables/model_vs_wikipedia.csv)._" if found.untestable
                 else "_No contrast could be tested: the reference and the run share too few prompts._", ""]
     elif significant.empty:
-        out += [f"**No group's gap differs between the model and Wikipedia** ({found.family} tests, "
+        out += [f"**No group's gap differs between the model and Wikipedia** ({quantity(found.family, 'test')}, "
                 f"{found.correction} correction, alpha = {alpha:g}). The largest interactions, for scale:", ""]
         out += [markdown(_interaction_rows(_ranked(tests).head(5), level)), ""]
     else:
         ranked = _ranked(significant)
-        out += [f"**{len(ranked)} contrasts differ between the model and Wikipedia** (of {found.family} tests), "
+        differ = "contrast differs" if len(ranked) == 1 else "contrasts differ"
+        out += [f"**{len(ranked)} {differ} between the model and Wikipedia** (of {quantity(found.family, 'test')}), "
                 "largest first:", "", markdown(_interaction_rows(ranked.head(FINDINGS_SHOWN), level)), ""]
         if len(ranked) > FINDINGS_SHOWN:
             out += [f"_{len(ranked) - FINDINGS_SHOWN} more in tables/model_vs_wikipedia.csv._", ""]
@@ -232,7 +287,7 @@ def findings_section(summary: Summary, tables: Path) -> list[str]:
                 "a side or no variation (each with its reason in tables/findings.csv)._" if found.untestable
                 else "_No comparison had texts on both sides._", ""]
     elif significant.empty:
-        out += [f"**No group differs significantly from the rest of its domain** ({found.family} tests, "
+        out += [f"**No group differs significantly from the rest of its domain** ({quantity(found.family, 'test')}, "
                 f"{found.correction} correction, alpha = {alpha:g}).", ""]
     else:
         ranked = _ranked(significant)
@@ -252,15 +307,16 @@ def findings_section(summary: Summary, tables: Path) -> list[str]:
             "names": [f"{a} / {b}" for a, b in ranked[["names", "rest_names"]].to_numpy()],
             "adjusted p": [format_p(p) for p in ranked["p_adjusted"]],
         })
-        out += [f"**{len(shown)} differences are significant** (of {found.family} tests), largest first:", "",
+        are = "difference is" if len(shown) == 1 else "differences are"
+        out += [f"**{len(shown)} {are} significant** (of {quantity(found.family, 'test')}), largest first:", "",
                 markdown(shown.head(FINDINGS_SHOWN)), ""]
         if len(shown) > FINDINGS_SHOWN:
             out += [f"_{len(shown) - FINDINGS_SHOWN} more in tables/findings.csv._", ""]
     out += ["### Largest gap between two groups", "",
             "Per domain and metric, the largest difference between two groups' rates over all the metric's labels, "
-            "among groups with at least ten units (names). Its interval is Bonferroni-adjusted over every choice it was "
-            "picked from (pairs of groups x labels; level shown), so picking the largest does not make it look "
-            "surer than it is. The interval inverts the same score-type test as the findings at that level, so it "
+            "among groups with at least ten units (names). Its interval is Bonferroni-adjusted over every choice it "
+            "was picked from (pairs of groups x labels; level shown), so picking the largest does not make it look "
+            "surer than it is. The interval inverts the same test as the findings at that level, so it "
             "holds for groups that differ in names and spread; where the two groups' names are too few to reach "
             "that level no interval is printed, and the note says so.", ""]
     out += [markdown(largest_gap_rows(gaps, alpha)), ""]
@@ -271,9 +327,9 @@ def _side_cell(count: float, total: int, proportion: float, low: float, high: fl
     """A side's rate with its interval (at the level of the test beside it: names, or texts with `--cluster
     none`) and n; a continuous worst case (no count) as the mean over its prompts."""
     if pd.isna(count):
-        return f"{proportion:.3f} (mean, n={int(total)} prompts)"
+        return f"{proportion:.3f} (mean, n={quantity(int(total), 'prompt')})"
     interval = "[no interval: one name]" if pd.isna(low) else f"[{low:.3f}, {high:.3f}]"
-    return f"{proportion:.3f} {interval} (n={int(total)}, {int(names)} names)"
+    return f"{proportion:.3f} {interval} (n={int(total)}, {quantity(int(names), 'name')})"
 
 
 # --------------------------------------------------------------------------- worst cases over k samples
@@ -328,6 +384,6 @@ def largest_gap_rows(gaps: pd.DataFrame, alpha: float) -> pd.DataFrame:
                                                            row["low_rate_low"], row["low_rate_high"], row["names_low"]),
             "gap [interval]": f"{signed_cell(row['gap'], row['ci_low'], row['ci_high'])} ({row['interval_label']}, "
                               f"{int(row['choices'])} choice{'s' if int(row['choices']) > 1 else ''})",
-            "note": row.get("note") or f"{int(row['eligible_groups'])} groups eligible",
+            "note": row.get("note") or f"{quantity(int(row['eligible_groups']), 'group')} eligible",
         })
     return pd.DataFrame(rows)

@@ -28,7 +28,7 @@ from bold_eval.analysis.summary import finding_labels
 from bold_eval.analysis.worst_case import worst_cases
 from bold_eval.core.provenance import resource_lines
 from bold_eval.metrics import metric_specs
-from bold_eval.report.first_screen import how_to_read, scope_lines
+from bold_eval.report.first_screen import method_lines, reading_details, reading_sentences, scope_lines
 from bold_eval.report.protocol import protocol_lines
 from bold_eval.report.site import RawJSON, clean, copy_assets, page, write_data, write_page
 from bold_eval.runfolder import HTML_REPORT_DIR, HTML_REPORT_FILE, REPORT_FILE, TEXT_COLUMNS, RunRecord
@@ -67,7 +67,8 @@ def write_html_report(staging: Path, record: RunRecord, summary: Summary, scores
             sizes["chunks"] += write_data(files / f"texts-{number:05d}.js", f"texts/{number}", chunk)
         texts = len(scores)
     title = f"BOLD evaluation: {record.model or staging.parent.name}"
-    sizes["page"] = write_page(staging / HTML_REPORT_FILE, page(title, HTML_REPORT_DIR, ("common.js", "summary.js", "report.js"),
+    sizes["page"] = write_page(staging / HTML_REPORT_FILE, page(title, HTML_REPORT_DIR, ("common.js", "summary.js",
+                                                                                         "report.js"),
                                                          body=f"<h1>{html.escape(title)}</h1>"))
     return {"texts": texts, "bytes": sizes, "seconds": time.perf_counter() - started}
 
@@ -102,12 +103,9 @@ def summary_payload(record: RunRecord, summary: Summary, rates: pd.DataFrame,
                   ("source", "domain", "group", "metric", "label", "rate", "low", "high", "texts", "names")},
         "provenance": provenance(record, summary),
         "metrics": [{"metric": metric, **values} for metric, values in summary.metrics.items()],
-        "method": [plain(line) for line in how_to_read(record, summary) if line.strip() and not line.startswith("#")],
-        "statistics": [f"Findings: {stats.findings_test}", f"Unit: {stats.cluster} ({stats.cluster_unit})",
-                       f"Correction: {stats.correction_name} (--correction {stats.correction})",
-                       f"Intervals in the paper's tables: {stats.interval}, texts as units",
-                       f"Across a domain's groups (the paper's tables): {stats.chi_square}",
-                       f"Pairs (the paper's tables): {stats.pair_test}"],
+        "reading": reading_sentences(summary),
+        "details": [plain(line) for line in reading_details(record, summary)],
+        "method": [plain(line) for line in method_lines(summary)],
         "markdown": REPORT_FILE, "worst_titles": dict(worst_titles()),
         "counts": {key: summary.counts.get(key) for key in ("texts", "prompts", "samples_per_prompt_min",
                                                              "samples_per_prompt_max")},

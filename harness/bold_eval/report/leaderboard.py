@@ -24,6 +24,7 @@ from bold_eval.core.resources import atomic_writer
 from bold_eval.core.storage import storage_guard
 from bold_eval.core.version import __version__
 from bold_eval.metrics import metric_specs
+from bold_eval.report.markdown import quantity
 from bold_eval.report.site import clean, copy_assets, page, write_data, write_page
 from bold_eval.runfolder import HTML_REPORT_DIR, HTML_REPORT_FILE
 
@@ -51,7 +52,8 @@ def write_leaderboard(run_dirs: list[str | Path], out: str | Path, *, alpha: flo
     copy_assets(out / SITE_DIR, ASSET_NAMES)
     reports = _copy_reports(board, out) if copy_reports else {}
     sizes = {"board": write_data(out / SITE_DIR / "board.js", "board", board_payload(board, reports))}
-    sizes["page"] = write_page(out / "index.html", page(f"BOLD leaderboard: {len(board.runs)} models", SITE_DIR,
+    sizes["page"] = write_page(out / "index.html", page(f"BOLD leaderboard: {quantity(len(board.runs), 'model')}",
+                                                        SITE_DIR,
                                                         ("common.js", "board.js", "leaderboard.js"),
                                                         body="<h1>BOLD leaderboard</h1>"))
     tables = out / "tables"
@@ -102,7 +104,7 @@ def board_payload(board: Leaderboard, reports: dict[str, str]) -> dict[str, Any]
     models = []
     for run in board.runs:
         settings = run.record.generator_settings or {}
-        models.append({"label": run.label, "report": reports.get(run.label), "folder": str(run.folder),
+        models.append({"label": run.label, "report": reports.get(run.label), "folder": run.folder.name,
                        "generator": run.record.generator, "chat_template": settings.get("chat_template"),
                        "samples": run.record.num_samples, "seed": settings.get("seed"),
                        "decoding": settings.get("decoding"), "scored_with": resource_lines(run.record.resources)})
@@ -166,17 +168,21 @@ def space_card(board: Leaderboard) -> str:
     lines = ["---", "title: BOLD leaderboard", "emoji: ⚖️", "colorFrom: blue", "colorTo: yellow", "sdk: static",
              "app_file: index.html", "pinned: false", "tags:", "  - bold", "  - bias", "  - evaluation", "---", "",
              "# BOLD leaderboard", "", *small_lines(board), *resources_lines(board),
-             f"{len(board.runs)} models on {board.prompts:,} shared BOLD prompts (Dhamala et al., FAccT 2021), each "
-             f"against {board.baseline}. Written by bold-eval {__version__} (`bold-eval leaderboard`).", "",
+             f"{quantity(len(board.runs), 'model')} on {quantity(board.prompts, 'shared BOLD prompt')} (Dhamala et "
+             f"al., FAccT 2021), each against {board.baseline}. Written by bold-eval {__version__} "
+             "(`bold-eval leaderboard`).", "",
              "Each cell: the model's rate minus Wikipedia's on the same prompts, with its "
-             f"{100 * (1 - board.alpha):g}% interval (the name as the unit, paired score-type test; every model x column in "
-             f"one {board.correction} family of {board.family}). Ranks: 1 + the models better at the corrected level "
-             "(pairs corrected per column); models that share a rank cannot be told apart.", "",
-             "| model | domain | label | rate [interval] | Wikipedia [interval] | difference [interval] | rank (tie group) |",
+             f"{100 * (1 - board.alpha):g}% interval (the name as the unit, paired score-type test; every model x "
+             f"column in one {board.correction} family of {quantity(board.family, 'test')}). Ranks: 1 + the models "
+             "better at the corrected level (pairs corrected per column); models that share a rank cannot be told "
+             "apart.", "",
+             "| model | domain | label | rate [interval] | Wikipedia [interval] | difference [interval] "
+             "| rank (tie group) |",
              "|---|---|---|---|---|---|---|"]
     for row in ranked.sort_values(["metric", "label", "domain", "rank"]).itertuples(index=False):
         lines.append(f"| {_cell(row.model)} | {row.domain} | {row.metric} {row.label} | {row.model_rate:.3f} "
-                     f"[{row.model_low:.3f}, {row.model_high:.3f}] | {row.wikipedia_rate:.3f} [{row.wikipedia_low:.3f}, "
+                     f"[{row.model_low:.3f}, {row.model_high:.3f}] | {row.wikipedia_rate:.3f} "
+                     f"[{row.wikipedia_low:.3f}, "
                      f"{row.wikipedia_high:.3f}] | {row.difference:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}] | "
                      f"{int(row.rank)} ({_cell(row.tie_group)}) |")
     lines += ["", "Per-model results in the Hub leaderboard template's layout: `results/<org>/<model>/results_*.json`.",
@@ -190,7 +196,8 @@ def small_lines(board: Leaderboard) -> list[str]:
     if not len(small):
         return []
     cells = ", ".join(f"{row.domain} ({_points(row.separable_difference)})" for row in small.itertuples(index=False))
-    return [f"> **Too few shared prompts to rank models in {len(small)} of {len(board.power)} domains:** {cells}, the "
+    where = "every domain" if len(small) == len(board.power) else f"{len(small)} of {len(board.power)} domains"
+    return [f"> **Too few shared prompts to rank models in {where}:** {cells}, the "
             "smallest difference two models could show and be told apart (80% power at the corrected level). Shared "
             "ranks there say little; run the models on more prompts.", ""]
 

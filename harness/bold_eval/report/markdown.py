@@ -14,6 +14,11 @@ from bold_eval.analysis.statistics import wilson_interval
 from bold_eval.core.resources import atomic_write_bytes
 
 
+def quantity(n: int, noun: str, plural: str | None = None) -> str:
+    """`n` and its noun, which agrees with it: "1 model", "24 prompts", "2,000 texts"."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def markdown(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
     """A pipe table; undefined values (NaN, e.g. a male : female ratio with no female text) print empty."""
     if frame.empty:

@@ -15,6 +15,7 @@ from bold_eval.report.markdown import (
     format_interval,
     format_p,
     markdown,
+    quantity,
 )
 
 # The paper's names for the groups of its pairwise tables (Tables 4-6).
@@ -33,7 +34,7 @@ def tests_markdown(tests: Sequence[Mapping[str, Any]]) -> str:
     rows = []
     for test in tests:
         if test["test"] == "chi-square":
-            compared = f"{len(test['groups'])} groups"
+            compared = quantity(len(test["groups"]), "group")
             statistic = "n/a" if test["statistic"] is None else f"chi2={test['statistic']:.3f}, dof={test['dof']}"
             detail = ""
         else:

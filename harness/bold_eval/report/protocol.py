@@ -62,7 +62,7 @@ def _trace_count(record: RunRecord) -> str:
     thinking = record.thinking or {}
     if not thinking:
         return ""
-    return f"; {thinking['ended_in_trace']:,} of {thinking['texts']:,} texts ended inside one"
+    return f"; {thinking['ended_in_trace']:,} of {_texts(thinking['texts'])} ended inside one"
 
 
 def trace_lines(record: RunRecord) -> list[str]:
@@ -73,10 +73,10 @@ def trace_lines(record: RunRecord) -> list[str]:
     marker = (chat_protocol(record) or {}).get("think_end_token") or "the end marker"
     tokens = ((record.generator_settings or {}).get("decoding") or {}).get("max_new_tokens")
     budget = f" within {tokens} new tokens" if tokens else ""
-    return [f"> **{thinking['ended_in_trace']:,} of {thinking['texts']:,} texts ended inside the model's thinking "
+    return [f"> **{thinking['ended_in_trace']:,} of {_texts(thinking['texts'])} ended inside the model's thinking "
             f"trace** (no `{marker}`{budget}). They have no answer: they stay in generations.jsonl with "
             "`ended_in_trace: true` and are left out of every number below "
-            f"({thinking['prompts_without_text']:,} prompts have no scored text). Raise --max-new-tokens (it counts "
+            f"({_prompts_without_text(thinking['prompts_without_text'])}). Raise --max-new-tokens (it counts "
             "the trace too), or switch thinking off (--chat-template-kwargs enable_thinking=false).", ""]
 
 
@@ -108,3 +108,11 @@ def protocol_banner(differences: list[str]) -> list[str]:
     return ["> **The runs used different chat protocols or system prompts:** " + "; ".join(differences) + ". A "
             "difference between them may come from how the model was asked, not from the model: compare runs "
             "made with the same --chat-template, --system-instruction and --chat-instruction.", ""]
+
+
+def _texts(count: int) -> str:
+    return f"{count:,} text{'' if count == 1 else 's'}"
+
+
+def _prompts_without_text(count: int) -> str:
+    return f"{count:,} prompt has no scored text" if count == 1 else f"{count:,} prompts have no scored text"

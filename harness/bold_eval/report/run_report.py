@@ -24,6 +24,7 @@ from bold_eval.metrics import metric_specs
 from bold_eval.report.first_screen import (
     findings_section,
     how_to_read,
+    method_lines,
     reference_section,
     scope_lines,
     worst_case_section,
@@ -31,6 +32,7 @@ from bold_eval.report.first_screen import (
 from bold_eval.report.html_report import write_html_report
 from bold_eval.report.markdown import (
     markdown,
+    quantity,
     to_jsonable,
     write_text,
 )
@@ -131,7 +133,8 @@ def _settings_lines(record: RunRecord) -> list[str]:
 def _metric_status_lines(summary: Summary) -> list[str]:
     """The per-metric status table; full multi-line reasons (places looked, variables to set)
     follow as a list, since table cells cannot hold line breaks."""
-    status = pd.DataFrame([{"metric": metric, **values, "reason": values["reason"].splitlines()[0] if values["reason"] else ""}
+    status = pd.DataFrame([{"metric": metric, **values,
+                            "reason": values["reason"].splitlines()[0] if values["reason"] else ""}
                            for metric, values in summary.metrics.items()])
     lines = ["### Metrics", "", markdown(status), ""]
     for metric, values in summary.metrics.items():
@@ -147,7 +150,7 @@ def _run_section(record: RunRecord, summary: Summary, out: list[str]) -> None:
         out += ["_run.json not found: settings unknown._", ""]
     out += _settings_lines(record)
     counts = summary.counts
-    out += ["", f"{counts['texts']} texts from {counts['prompts']} prompts "
+    out += ["", f"{quantity(counts['texts'], 'text')} from {quantity(counts['prompts'], 'prompt')} "
             f"({counts['samples_per_prompt_min']}-{counts['samples_per_prompt_max']} samples per prompt).", ""]
     per_domain = pd.DataFrame([{"domain": domain, **values} for domain, values in counts["domains"].items()])
     out += [markdown(per_domain), ""]
@@ -157,11 +160,15 @@ def _run_section(record: RunRecord, summary: Summary, out: list[str]) -> None:
     out += _metric_status_lines(summary)
 
 
+def _rows(rows: Any) -> str:
+    return quantity(rows, "row") if isinstance(rows, int) else "? rows"
+
+
 def _missing_generations_section(generations: Mapping[str, Any], out: list[str]) -> None:
     """For `bold-eval score --allow-partial`: how many prompts had no generation, per group."""
     if not generations:
         return
-    line = (f"Generations from {generations.get('source', '?')}: {generations.get('rows', '?')} rows, "
+    line = (f"Generations from {generations.get('source', '?')}: {_rows(generations.get('rows'))}, "
             f"{generations.get('matched_rows', '?')} matched to BOLD prompts")
     line += (f"; {generations.get('unknown_prompt_ids', 0)} unknown prompt ids, "
              f"{generations.get('unmatched_prompts', 0)} unmatched prompt texts.")
@@ -176,21 +183,14 @@ def _missing_generations_section(generations: Mapping[str, Any], out: list[str])
 
 def _statistics_and_caveats(summary: Summary, min_expected: int) -> list[str]:
     stats = summary.statistics
-    out = ["## Statistics", "",
-           f"- Intervals on the tables' proportions: {stats.interval}, {stats.confidence_label}, texts as units.",
-           f"- Findings: {stats.findings_test}; unit: {stats.cluster_unit}; correction "
-           f"{stats.correction_name} (`--correction {stats.correction}`) over the report's one family of findings "
-           "(its own texts and, for a model run, its model-vs-Wikipedia interactions).",
-           f"- Across a domain's groups (the paper's tables): {stats.chi_square}.",
-           f"- Pairs (the paper's binomial proportion test): {stats.pair_test}.",
-           f"- Small groups in the paper's tables: {stats.small_group_rule}.", ""]
-    out += ["## Caveats", "", *[f"- {caveat}" for caveat in caveats()]]
+    out = ["## Caveats", "", *[f"- {caveat}" for caveat in caveats()]]
     small = small_groups(summary)
     if small:
         out.append(f"- In this run, groups too small for at least one of the paper's text-level tests (expected "
                    f"count < {min_expected}): {', '.join(small)}.")
     if stats.samples_note:
         out.append(f"- {stats.samples_note.capitalize()}.")
+    out += ["", "## Method", "", *[f"- {line}" for line in method_lines(summary)]]
     return [*out, ""]
 
 
@@ -218,7 +218,8 @@ def write_report(run_dir: str | Path, options: AnalysisOptions | None = None, **
     return render_report(run_dir, record, summary, min_expected=options.min_expected)
 
 
-def render_report(run_dir: str | Path, record: RunRecord, summary: Summary, *, min_expected: int = MIN_EXPECTED) -> Path:
+def render_report(run_dir: str | Path, record: RunRecord, summary: Summary, *,
+                  min_expected: int = MIN_EXPECTED) -> Path:
     """Write the report of a ready-made `summary` into `run_dir` as one unit; return report.md's path.
 
     The rendering half of `write_report`, apart so that a summary computed once (or by other code) can be shown

@@ -1,4 +1,4 @@
-"""Each distinct text scored once per metric across a run scored chunk by chunk (issue 22).
+"""Each distinct text scored once per metric across a run scored chunk by chunk.
 
 Short sampled continuations repeat, so a classifier should see each distinct text once. Within one call
 `score_distinct` dedupes; across the chunks of a streamed run, `TextMemo` keeps the scores of the texts

@@ -271,7 +271,8 @@ def _number_samples(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         bad = values.isna() | (values < 0) | (values != values.round())
         if bad.any():
             index = int(bad.to_numpy().nonzero()[0][0])
-            raise GenerationsError(f"{source}, row {index}: `sample` must be a whole number >= 0, got {frame['sample'].iloc[index]!r}")
+            raise GenerationsError(f"{source}, row {index}: `sample` must be a whole number >= 0, got "
+                                   f"{frame['sample'].iloc[index]!r}")
         frame = frame.assign(sample=values.astype(int))
     else:
         frame = frame.assign(sample=frame.groupby("prompt_id", sort=False).cumcount())

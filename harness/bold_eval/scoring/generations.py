@@ -59,7 +59,7 @@ from bold_eval.scoring.scorers import (
 )
 from bold_eval.scoring.texts import build_texts, check_generation_chunk, duplicate_message
 
-# Rows scored and written at a time: bounds scoring's memory whatever the number of texts (issue 22).
+# Rows scored and written at a time: bounds scoring's memory whatever the number of texts.
 STREAM_ROWS = 2_000
 
 # What `score_generations` scores: a frame (one row per text), or a generations.jsonl path, read in chunks.
@@ -227,7 +227,7 @@ def score_generations(
     `generations`: one row per text with `runfolder.GENERATION_COLUMNS` (the `bold-eval run`
     records, or bring-your-own generations matched back to BOLD), as a frame or as the path of a
     generations.jsonl. Either way they are scored `STREAM_ROWS` rows at a time, so that memory does not grow
-    with the number of texts beyond a few bytes each (issue 22), and each metric scores each distinct text
+    with the number of texts beyond a few bytes each, and each metric scores each distinct text
     once (`TextMemo`). The scored `text` is built by `build_texts`; a metric with `domains` is computed on
     their rows only; unavailable metrics are skipped and listed in run.json `skipped_metrics`.
     Unless `reference` is False or the texts are the Wikipedia baseline, the Wikipedia sentences of the

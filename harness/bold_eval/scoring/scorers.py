@@ -215,7 +215,8 @@ def score_with(scorers: Mapping[str, Any], texts: list[str], domains: Sequence[s
         for column, values in scored.items():
             values = np.asarray(values)
             if len(values) != len(rows):
-                raise ValueError(f"metric {name} returned {len(values)} values for column {column}, expected {len(rows)}")
+                raise ValueError(f"metric {name} returned {len(values)} values for column {column}, expected "
+                                 f"{len(rows)}")
             columns[f"{name}_{column}"] = _spread(values, rows, len(texts),
                                                   memo is not None and metric_spec(name).domains is not None)
         for column, labels in getattr(scorer, "label_columns", {}).items():

@@ -80,7 +80,8 @@ def planted_runs(folder: str | Path, models: Mapping[str, Mapping[str, float]], 
         compound = np.where(label == "negative", -0.7, np.where(label == "positive", 0.7, 0.0))
         return pd.DataFrame({"prompt_id": ids, "domain": "race", "group": [RACE_GROUPS[g] for g in groups[rows]],
                              "category": [("first_two" if g < 2 else "last_two") if categories else ""
-                                          for g in groups[rows]], "name": [people[i] for i in rows], "prompt": prompt_texts, "sample": 0,
+                                          for g in groups[rows]], "name": [people[i] for i in rows],
+                                          "prompt": prompt_texts, "sample": 0,
                              "continuation": continuations,
                              "text": [f"{p} {c}" for p, c in zip(prompt_texts, continuations, strict=True)],
                              "sentiment_label": label,

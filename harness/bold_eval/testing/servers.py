@@ -535,7 +535,8 @@ class ChatTemplateServer(_LoopbackServer):
         if prefill and new_turn:
             raise ValueError("continue_final_message and add_generation_prompt cannot both be true")
         try:
-            return self.tokenizer.apply_chat_template(request["messages"], tokenize=False, add_generation_prompt=new_turn,
+            return self.tokenizer.apply_chat_template(request["messages"], tokenize=False,
+                                                      add_generation_prompt=new_turn,
                                                       continue_final_message=prefill,
                                                       **(request.get("chat_template_kwargs") or {}))
         except Exception as error:  # jinja or transformers refusing the conversation: a 400, as vLLM

@@ -38,7 +38,8 @@ def map_labels(
     for metric_label, human in (label_map or {}).items():
         if metric_label not in metric_labels:
             raise UsageError(
-                f"label map names {metric_label!r}, which is not a {view.metric} label; its labels: {list(metric_labels)}"
+                f"label map names {metric_label!r}, which is not a {view.metric} label; its labels: "
+                f"{list(metric_labels)}"
             )
         human = canonical_label(human, f"label map value for {metric_label!r}")
         if human not in classes:

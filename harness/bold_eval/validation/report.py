@@ -186,7 +186,8 @@ def _overview_lines(record: Mapping[str, Any]) -> list[str]:
 
 def _per_class_lines(record: Mapping[str, Any]) -> list[str]:
     """The per-class scores table and the confusion matrix."""
-    lines = ["", "## Per class", "", "| class | label | precision | recall | f1 | support |", "|---|---|---|---|---|---|"]
+    lines = ["", "## Per class", "", "| class | label | precision | recall | f1 | support |",
+             "|---|---|---|---|---|---|"]
     for name, scores in record["per_class"].items():
         lines.append(f"| {name} | {scores['label']} | {format_percent(scores['precision'])} | "
                      f"{format_percent(scores['recall'])} | {format_percent(scores['f1'])} | {scores['support']} |")
@@ -225,8 +226,10 @@ def _source_lines(record: Mapping[str, Any]) -> list[str]:
             lines.append(f"- {key}: {source[key]}")
     for entry in source.get("files", []):
         pinned = entry.get("matches_pinned_sha256")
-        note = "" if pinned is None else (" (matches the pinned checksum)" if pinned else " (differs from the pinned checksum)")
-        lines.append(f"- `{entry['file']}`: {entry['rows']} rows, sha256 `{entry['sha256']}`{note}")
+        note = "" if pinned is None else (" (matches the pinned checksum)" if pinned else " (differs from the pinned "
+                                                                                          "checksum)")
+        rows = f"{entry['rows']} row{'' if entry['rows'] == 1 else 's'}"
+        lines.append(f"- `{entry['file']}`: {rows}, sha256 `{entry['sha256']}`{note}")
     lines += ["", f"Metric options: `{json.dumps(record['metric_options'], sort_keys=True)}`; "
               f"bold-eval {record['bold_eval_version']}."]
     return lines

@@ -76,7 +76,7 @@ def load_sheng2019(
     """Texts and majority labels of `sheng2019-sentiment` or `sheng2019-regard`.
 
     `splits`: any of train, train_other, dev, test (default `SOURCES`). Label 2 ("other") is kept
-    in `labels` and listed in `exclude`, so the comparison leaves it out and counts it (issue 14).
+    in `labels` and listed in `exclude`, so the comparison leaves it out and counts it.
     """
     if source not in SOURCES:
         raise UsageError(f"unknown Sheng et al. 2019 source {source!r}; valid: {', '.join(SOURCES)}")

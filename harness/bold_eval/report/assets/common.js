@@ -56,6 +56,10 @@ var BOLD = (function () {
     if (value === null || value === undefined || !isFinite(value)) return "n/a";
     return (value > 0 ? "+" : "") + (100 * value).toFixed(1) + " points";
   }
+  function count(n, noun, plural) {
+    // "1 model", "24 prompts": the noun agrees with its number.
+    return n + " " + (n === 1 ? noun : (plural || noun + "s"));
+  }
   function interval(low, high, digits) {
     if (low === null || low === undefined || !isFinite(low)) return "no interval";
     return "[" + num(low, digits) + ", " + num(high, digits) + "]";
@@ -208,7 +212,7 @@ var BOLD = (function () {
     return "#" + tab + "?" + Object.keys(params).filter(function (k) { return params[k] !== undefined && params[k] !== ""; })
       .map(function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]); }).join("&");
   }
-  return {put: put, get: get, load: load, el: el, clear: clear, num: num, signed: signed, points: points,
+  return {put: put, get: get, load: load, el: el, clear: clear, num: num, signed: signed, points: points, count: count,
           interval: interval, pointsInterval: pointsInterval, pvalue: pvalue, table: table, select: select, tabs: tabs, forest: forest,
           hashParams: hashParams, link: link, COLORS: COLORS};
 })();

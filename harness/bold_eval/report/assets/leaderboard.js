@@ -33,19 +33,19 @@
   }
 
   B.clear(main);
-  main.appendChild(el("h1", {text: "BOLD leaderboard: " + D.models.length + " models on " + D.prompts + " shared prompts"}));
+  main.appendChild(el("h1", {text: "BOLD leaderboard: " + B.count(D.models.length, "model") + " on " + B.count(D.prompts, "shared prompt")}));
   if (D.different) {
     main.appendChild(el("p", {class: "banner", role: "note", text: "The runs were generated from different prompt sets (" +
       Object.keys(D.prompts_per_run).map(function (k) { return k + ": " + D.prompts_per_run[k]; }).join(", ") +
-      "); every number below comes from the " + D.prompts + " prompts all runs share."}));
+      "); every number below comes from the " + B.count(D.prompts, "prompt") + " all runs share."}));
   }
   if (D.resources_warning) {
     main.appendChild(el("p", {class: "banner", role: "note", text: D.resources_warning}));
   }
   var small = D.power.filter(function (row) { return row.too_small; });
   if (small.length) {
-    main.appendChild(el("p", {class: "banner", role: "note", text: "Too few shared prompts to rank models in " + small.length +
-      " of " + D.power.length + " domains: " + small.map(function (row) {
+    main.appendChild(el("p", {class: "banner", role: "note", text: "Too few shared prompts to rank models in " +
+      (small.length === D.power.length ? "every domain" : small.length + " of " + D.power.length + " domains") + ": " + small.map(function (row) {
         return row.domain + " (" + (row.separable_difference === null ? "no testable pair" :
           Math.round(100 * row.separable_difference) + " points") + ")"; }).join(", ") +
       ", the smallest difference two models could show and be told apart (80% power at the corrected level). " +

@@ -64,7 +64,7 @@
 
   function sentence() {
     var tested = S.has_reference ? S.interactions_tested : S.findings_tested;
-    var how = " (" + S.family + " tests in one family, " + S.correction + ", alpha " + S.alpha + ")";
+    var how = " (" + B.count(S.family, "test") + " in one family, " + S.correction + ", alpha " + S.alpha + ")";
     function name(row) {
       var paired = row.interaction !== undefined && row.interaction !== null;
       return row.contrast + " in " + row.domain + " (" + (labels[row.metric + "/" + row.label] || {display: row.label}).display +
@@ -78,12 +78,12 @@
     }
     if (!S.has_reference) {
       return "This run has no scored Wikipedia reference, so it cannot say what the model adds to Wikipedia; in its own texts " +
-        (S.findings.length ? S.findings.length + " contrasts differ" + how + ": " + S.findings.slice(0, 3).map(name).join("; ") + "."
+        (S.findings.length ? B.count(S.findings.length, "contrast") + (S.findings.length > 1 ? " differ" : " differs") + how + ": " + S.findings.slice(0, 3).map(name).join("; ") + "."
           : "no group differs at the corrected level" + how + ".");
     }
     if (!S.interactions.length) {
       return "The model treats no group differently from the Wikipedia sentences of the same prompts at the corrected level" +
-        how + "; " + tested + " model-vs-Wikipedia contrasts were tested. Smaller differences may exist: see the banner and the power notes.";
+        how + "; " + B.count(tested, "model-vs-Wikipedia contrast") + (tested === 1 ? " was" : " were") + " tested. Smaller differences may exist: see the banner and the power notes.";
     }
     return "Against the Wikipedia sentences of the same prompts, the model treats " + S.interactions.length + " group contrast" +
       (S.interactions.length > 1 ? "s" : "") + " differently" + how + ": " + S.interactions.slice(0, 3).map(name).join("; ") +
@@ -207,7 +207,7 @@
     function open() {
       if (opening) return opening;
       if (!S.counts.texts) { status.textContent = "This run folder has no texts to show."; return Promise.resolve(); }
-      status.textContent = "Loading the index of " + S.counts.texts + " texts\u2026";
+      status.textContent = "Loading the index of " + B.count(S.counts.texts, "text") + "\u2026";
       opening = B.load("index", FILES + "index.js").then(function (data) {
         index = data;
         build();
@@ -317,7 +317,7 @@
       var total = state.rows.length, pages = Math.max(1, Math.ceil(total / PAGE));
       state.page = Math.min(state.page, pages - 1);
       var shown = state.rows.slice(state.page * PAGE, (state.page + 1) * PAGE);
-      status.textContent = total + " of " + index.n + " texts match" + (total ? "; page " + (state.page + 1) + " of " + pages : ".");
+      status.textContent = total + " of " + B.count(index.n, "text") + (total === 1 ? " matches" : " match") + (total ? "; page " + (state.page + 1) + " of " + pages : ".");
       B.clear(pager);
       var prev = el("button", {type: "button", text: "\u2190 Previous", disabled: state.page === 0});
       var next = el("button", {type: "button", text: "Next \u2192", disabled: state.page >= pages - 1});
@@ -380,15 +380,16 @@
     panel.appendChild(el("h3", {text: "Metrics"}));
     panel.appendChild(B.table(["metric", "status", "reason"], S.metrics.map(function (m) {
       return [m.metric, m.status, m.reason || ""]; })));
-    panel.appendChild(el("p", {text: S.counts.texts + " texts from " + S.counts.prompts + " prompts (" +
+    panel.appendChild(el("p", {text: B.count(S.counts.texts, "text") + " from " + B.count(S.counts.prompts, "prompt") + " (" +
       S.counts.samples_per_prompt_min + "-" + S.counts.samples_per_prompt_max + " samples per prompt)."}));
   }
 
   function methodPanel(panel) {
     panel.appendChild(el("h2", {text: "How to read this"}));
+    panel.appendChild(el("p", {class: "reading", text: S.reading.join(" ")}));
+    panel.appendChild(el("ul", {}, S.details.map(function (line) { return el("li", {text: line}); })));
+    panel.appendChild(el("h3", {text: "Method"}));
     panel.appendChild(el("ul", {}, S.method.map(function (line) { return el("li", {text: line}); })));
-    panel.appendChild(el("h3", {text: "Statistics"}));
-    panel.appendChild(el("ul", {}, S.statistics.map(function (line) { return el("li", {text: line}); })));
     panel.appendChild(el("p", {}, ["The full report, with the paper's tables and every caveat: ",
       el("a", {href: S.markdown, text: S.markdown}), "."]));
   }
