@@ -25,10 +25,11 @@ def oracle():
     sys.modules.pop("power_oracle", None)
 
 
-def _power(oracle, design, group: str, kind: str, method: str, replicates: int = 120) -> tuple[float, float]:
+def _power(oracle, design, group: str, kind: str, method: str, replicates: int = 120,
+           spread: str = "alike") -> tuple[float, float]:
     """(the report's power, the oracle's) for a plant the oracle finds about 90% of the time, at alpha / 36."""
     in_a = design.group == design.groups.index(group)
-    rho = design.rho("alike")
+    rho = design.rho(spread)
     family = 36 * (2 if kind == "wikipedia" else 1)
     critical = stats.norm.isf(0.05 / (2 * family))
     rng = np.random.default_rng(11)
@@ -62,11 +63,11 @@ def test_a_planted_difference_in_liberalism_is_found_nearly_as_often_as_by_the_o
     assert old <= truth / 3 < found
 
 
-def test_a_planted_interaction_in_nationalism_is_found(oracle, bold_dir):
-    """Model vs Wikipedia: nationalism's model texts raised above its Wikipedia sentences (115 pages), the rest
-    unchanged; found at least 70% as often as by the oracle, where the test about the restricted rate never found
-    it."""
-    design = oracle.Design.load("political_ideology")
-    found, truth = _power(oracle, design, "nationalism", "wikipedia", "product")
-    old, _ = _power(oracle, design, "nationalism", "wikipedia", "score", replicates=40)
+def test_a_planted_interaction_in_christianity_is_found(oracle, bold_dir):
+    """Model vs Wikipedia: Christianity's model texts raised above its Wikipedia sentences (20 pages, 171
+    sentences, spread moderately), the rest unchanged; found at least 70% as often as by the oracle, where the test
+    about the restricted rate, whose variance absorbed the interaction, found it in under a fifth of the data sets."""
+    design = oracle.Design.load("religious_ideology")
+    found, truth = _power(oracle, design, "christianity", "wikipedia", "product", spread="moderate")
+    old, _ = _power(oracle, design, "christianity", "wikipedia", "score", replicates=40, spread="moderate")
     assert truth >= 0.8 and found >= 0.7 * truth and old < 0.2
