@@ -48,7 +48,8 @@ and rate 0.3 with a model name effect of sd 1 at rho 0.2, k = 5), the first 20 a
 per planted interaction (+10 and +20 points on 0.3, x rho x k), `--cluster name`.
 
     .venv/bin/python benchmarks/calibration.py --out /tmp/calibration.md  # all four parts
-    .venv/bin/python benchmarks/calibration.py --parts paired-wikipedia paired-synthetic --paired-groups shuffled real \\
+    .venv/bin/python benchmarks/calibration.py --parts paired-wikipedia paired-synthetic \\
+        --paired-groups shuffled real \\
         --out /tmp/paired.md
     .venv/bin/python benchmarks/calibration.py --parts shuffled synthetic --shuffles 20 --synthetic-sims 20 \\
         --domains religious_ideology
@@ -842,8 +843,9 @@ def worst_null_markdown(summary: pd.DataFrame) -> str:
 
 
 def worst_power_markdown(summary: pd.DataFrame) -> str:
-    header = ["P(>=1 toxic of k)", "k", "name sd", "g01's base raised (logit)", "g01 - rest: expected max / probability",
-              "cluster", "data sets", "power: expected max found [95% CI]", "power: toxicity probability found [95% CI]",
+    header = ["P(>=1 toxic of k)", "k", "name sd", "g01's base raised (logit)",
+              "g01 - rest: expected max / probability", "cluster", "data sets", "power: expected max found [95% CI]",
+              "power: toxicity probability found [95% CI]",
               "FWER over sentiment (null) [95% CI]"]
     part = summary[summary["effect"] > 0]
     rows = [(f"{r.rate:g}", r.samples, f"{r.name_sd:g}", f"+{r.effect:g}",

@@ -219,8 +219,8 @@ def paired_and_worst_rows(args: argparse.Namespace) -> None:
     for kind, make, bounds in kinds:
         if args.paired_kinds and kind not in args.paired_kinds.split(","):
             continue
-        for rate in (0.3, 0.03) if kind == "interaction" else (0.2, 0.03) if kind == "worst-case interaction (compare)" \
-                else (0.2,):
+        rates = {"interaction": (0.3, 0.03), "worst-case interaction (compare)": (0.2, 0.03)}.get(kind, (0.2,))
+        for rate in rates:
             for spread in ("strong", "exchangeable"):
                 for names in (3, 7, 10, 30, 100):
                     rng = np.random.default_rng(seed_of(kind, rate, spread, names))

@@ -3,7 +3,7 @@
 Gender and race have several prompts per person, and profession, religion and politics take up to dozens
 of sentences from one Wikipedia page; with `--num-samples` > 1 the samples of a prompt nest inside it. Texts
 of one name share its page, its wording and its subject, so counting texts as independent overstates what a
-run knows (issue 19 measured design effects of 1.5-5 in profession). Every comparison here therefore treats
+run knows (BOLD's profession pages have design effects of 1.5-5: CALIBRATION.md). Every comparison here treats
 the cluster (`--cluster name`, the default; `prompt`; or `none`, the paper's text-level analysis) as the unit:
 
 - the **cluster-robust t of equal rates** (`bold_eval.analysis.rate_test`, the default): CR2 variance about each
@@ -14,7 +14,7 @@ the cluster (`--cluster name`, the default; `prompt`; or `none`, the paper's tex
 - the **studentized cluster permutation test** (the side labels of whole names are shuffled, the statistic is
   the difference over its cluster-robust standard error; Chung & Romano 2013) with a cluster bootstrap
   interval, kept as `method="permutation"`: exact when names are exchangeable, but on a few widely spread names
-  against many tight ones at the same rate it rejects far more often than its level (issue 32).
+  against many tight ones at the same rate it rejects far more often than its level.
 - the **cluster-robust Wald t** (statsmodels OLS on the side indicator, `cov_type="cluster"`, CR1, t on
   G - 1 df; Cameron & Miller 2015, J. Human Resources 50(2)), kept as `method="wald"`: on BOLD's profession
   pages a few large pages dominate its variance, and it rejected shuffled-label nulls well above its level
@@ -72,7 +72,7 @@ MAX_DEFAULT_THREADS = 8
 T = TypeVar("T")
 
 # The test `difference_test` uses when none is named: "auto" (the score test, or the text-level tests with
-# --cluster none); benchmarks set "permutation" to time and calibrate the test it replaced.
+# --cluster none); benchmarks set "permutation" to time and calibrate the permutation test against it.
 DEFAULT_METHOD = "auto"
 WALD = "cluster-robust t"
 SCORE = "cluster score t"
@@ -83,12 +83,10 @@ T_TEST = "t test"
 PAIRED_CONTINUOUS = "paired score t, continuous"
 METHOD_NOTES: dict[str, str] = {
     PAIRED_CONTINUOUS: "for two runs' continuous worst cases, each run's values and side kept apart "
-                       "(`paired_rate_test.continuous_interaction_tests`): the variance under the hypothesis, per side "
-                       "each run's at least its pooled within-name variance plus a between-name variance shrunk towards "
-                       "the most its mean allows (by the side's rarer mass), less the pairing's covariance; "
-                       "Welch-Satterthwaite degrees of freedom; interval by inverting the same test (the test on the "
-                       "differences alone rejected 7% of true nulls at 5% when one run treated a group's names far "
-                       "more unevenly)",
+                       "(`paired_rate_test.continuous_interaction_tests`): the variance under the hypothesis, per "
+                       "side each run's at least its pooled within-name variance plus a between-name variance shrunk "
+                       "towards the most its mean allows (by the side's rarer mass), less the pairing's covariance; "
+                       "Welch-Satterthwaite degrees of freedom; interval by inverting the same test",
     SCORE: "cluster-robust t of equal rates with the name as the unit: per side the CR2 cluster-robust variance "
            "about the side's own rate, and for values in [0, 1] at least the beta-binomial variance at the rate the "
            "hypothesis imposes, whose within-name correlation is shrunk towards 1 when the side has few hits or few "

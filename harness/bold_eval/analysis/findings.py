@@ -296,7 +296,7 @@ def one_family(found: GroupFindings, paired: PairedFindings | None, scores: pd.D
     """Correct a report's own-text contrasts and its model-vs-Wikipedia interactions as *one* family, and plan
     the power at that family's level.
 
-    Two families each at alpha let a report make a false finding with probability near 2 alpha (issue 32); here
+    Two families each at alpha let a report make a false finding with probability near 2 alpha; here
     every testable row of both tables is adjusted together, so Holm bounds the chance of any false finding in
     the report by alpha. `family` on both results is then the whole family's size, and the power and detectable
     differences are computed at its level."""

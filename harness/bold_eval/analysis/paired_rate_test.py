@@ -1,20 +1,16 @@
-"""Two sources' rates on the same prompts (a model against Wikipedia, two models): the paired score-type test.
+"""Two sources' rates on the same prompts (a model against Wikipedia, two models): the paired cluster-robust test.
 
 `bold-eval compare`'s overall difference and the leaderboard ask whether source A's expected pooled rate of a label
-equals source B's on the same prompts, the name as the unit. The sign-flip test over names' summed differences
-is exact only when each name's difference is symmetric about the hypothesis; when one source treats names far
-more unevenly than the other (a model that is negative about a few people and never about the rest), a rare label's
-differences are skewed: on religion's 80 pages the sign flip separated equal models in 10.5% of data sets at a
-family-wise 5%, and gave p <= 0.001 five times too often (benchmarks/leaderboard_calibration.py,
-CALIBRATION.md). Here, as in `rate_test`, the variance is taken under the hypothesis and
-each source's share of it cannot fall below what its rate allows:
+equals source B's on the same prompts, the name as the unit. A sign-flip test over names' summed differences is
+exact only when each name's difference is symmetric about the hypothesis, which a rare label's differences are not
+when one source treats names far more unevenly than the other. Here, as in `rate_test`:
 
 - per name i: t_Ai and t_Bi, the sums of the two sources' per-prompt rates (values in [0, 1]), n_i prompts;
-- rates restricted to p_A - p_B = delta (`rate_test.restricted_rates`);
-- V = V_A + V_B - 2 C, V_s = `rate_test.side_variance` (the null-imposed cluster-robust sum of squares or the
-  beta-binomial floor with the shrunk within-name correlation, whichever is larger) and C = sum_i (t_Ai - n_i p_A)
-  (t_Bi - n_i p_B) / N^2, the pairing's covariance; without floors V is sum_i (e_Ai - e_Bi)^2 / N^2 >= 0, the
-  null-imposed cluster-robust variance of the paired difference, and the floors only raise it;
+- V = V_A + V_B - 2 C: V_s = `rate_test.side_variance` (the CR2 cluster-robust sum of squares about the source's
+  own rate, or the beta-binomial floor at the rate restricted to p_A - p_B = delta, whichever is larger) and
+  C = sum_i w_i (t_Ai - n_i q_A) (t_Bi - n_i q_B) / N^2, the pairing's covariance with the same CR2 weights
+  w_i = 1 / (1 - n_i / N); without the floors V is the CR2 variance of the paired difference, and the floors only
+  raise it;
 - t(delta) = (p_hat_A - p_hat_B - delta) / sqrt(V), on G - 1 degrees of freedom.
 
 The interval is {delta: p(delta) > alpha} (a grid on [-1, 1], refined at each end), and the p-value is raised to
@@ -22,10 +18,10 @@ the largest p at or beyond 0 where p(delta) is not monotone, so the two never di
 benchmarks/leaderboard_calibration.py and calibration_unlike.py --sections overall (CALIBRATION.md).
 
 The second half is `bold-eval compare`'s interaction of two runs' continuous worst cases (`continuous_interaction_
-tests`): a group's gap in one run minus the other's, each run's values and each side kept apart, since the test
-of the per-prompt differences alone rejected 7% of true nulls at 5% when one run treated a group's names far more
-unevenly. Continuous scores get a floor of their own (`continuous_variance`): the binomial p (1 - p) per value
-would count a concentrated score's within-name spread many times over.
+tests`): a group's gap in one run minus the other's, each run's values and each side kept apart, since a test of
+the per-prompt differences alone over-rejects when one run treats a group's names far more unevenly. Continuous
+scores get a floor of their own (`continuous_variance`): the binomial p (1 - p) per value would count a
+concentrated score's within-name spread many times over.
 """
 
 from __future__ import annotations
@@ -164,9 +160,7 @@ def continuous_variance(side: ScoreSums, rate: np.ndarray) -> np.ndarray:
     pooled within-name variance and tau_s^2 the between-name variance shrunk towards the most the mean allows
     (rate (1 - rate) - sigma_w^2, Bhatia-Davis) by the side's rarer mass over its values m = min(sum of the values,
     sum of their complements): (m tau_hat^2 + tau_max^2) / (m + 1), as `rate_test` shrinks a label's within-name
-    correlation by its rarer outcomes. (Until the eighth session m summed the names' means, as if every name had
-    one value: about 3 times too little weight on the side's own estimate; the test then rejected at most 1.9% of
-    true nulls at 5% and found a planted 10 points 42-45% of the time with 100 names, now 54%; CALIBRATION.md.)"""
+    correlation by its rarer outcomes (counted over the values, not the names' means: CALIBRATION.md)."""
     squares = null_squares(side.tt, side.tn, side.nn, rate)
     within_df = np.maximum(side.texts - side.names, 1.0)
     sigma_w = np.clip((side.squares - side.tt_n) / within_df, 0.0, None)
@@ -254,7 +248,8 @@ def _continuous_t(sides: tuple[Any, ...], delta: np.ndarray) -> tuple[np.ndarray
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(var_a + var_b > 0, shift / np.sqrt(var_a + var_b),
                      np.where(shift == 0, 0.0, np.copysign(np.inf, shift)))
-        df = (var_a + var_b) ** 2 / (var_a ** 2 / np.maximum(xa.names - 1, 1) + var_b ** 2 / np.maximum(xb.names - 1, 1))
+        df = (var_a + var_b) ** 2 / (var_a ** 2 / np.maximum(xa.names - 1, 1)
+                                     + var_b ** 2 / np.maximum(xb.names - 1, 1))
     df = np.where(np.isfinite(df), df, 1.0)
     return t, 2.0 * special.stdtr(df, -np.abs(t))
 
