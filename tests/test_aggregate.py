@@ -433,7 +433,7 @@ def test_findings_by_name_with_single_text_names_use_the_score_test_and_so_does_
     test (never the z test), 100 names against 200: B vs rest, under the hypothesis both rates are the pooled
     0.2, so t is about -0.15 / sqrt(0.2 * 0.8 (1/100 + 1/200)) = -3.06 (the shrunk correlation changes nothing
     with one text per name), equal to `rate_test` on the per-name sums; C as B, A beyond 1e-5; all three
-    significant in a family of 3. Largest gap: A (0.4) minus B (0.1), its interval the score test inverted at
+    significant in a family of 3. Largest gap: A (0.4) minus B (0.1), its interval the findings' test inverted at
     1 - 0.05 / 6 (printed as 99.17%), which contains the gap 0.3."""
     from bold_eval.analysis.clustered import SCORE
     from bold_eval.analysis.rate_test import rate_test

@@ -171,7 +171,7 @@ def test_shuffled_wikipedia_null_is_calibrated(calibration, religion) -> None:
     summary = calibration.shuffled_summary(trials, ALPHA).set_index("cluster")
     assert summary.loc["name", "family"] == 30  # atheism (1 page) and sikhism (4) cannot reach alpha: untested
     assert summary.loc["name", "with_finding"] <= at_most_alpha(40) == 6
-    # The score test is conservative here (measured: 0.6% of the tests at p < alpha): validity under unlike
+    # The findings' test is conservative here (measured: 0.6% of the tests at p < alpha): validity under unlike
     # spreads costs level on exchangeable names; benchmarks/CALIBRATION.md gives its power beside the
     # permutation test's.
     assert summary.loc["name", "raw_rate"] <= ALPHA + 0.02

@@ -33,7 +33,7 @@ def _ceiling(rate: float, trials: int) -> float:
 def test_rare_label_on_professions_real_design_holds_its_level(unlike, bold_dir):
     """Profession's 18 groups with their real pages and sentences per page, a 5% label with within-page
     correlation 0.3 for every group: before the shrinkage one group (43 pages) rejected 13% of 100 nulls at 5%;
-    pooled over the groups, and for the worst group, the score test stays at its level."""
+    pooled over the groups, and for the worst group, the test stays at its level."""
     from bold_eval.analysis.clustered import difference_tests
 
     texts, group, names = unlike.real_design("profession")

@@ -524,7 +524,7 @@ def test_permutation_draws_do_not_depend_on_the_block_size(monkeypatch):
     np.testing.assert_allclose(whole[1], direct[1], rtol=1e-9)
 
 
-# --------------------------------------------------------------------------- the score-type test of equal rates
+# --------------------------------------------------------------------------- the cluster-robust test of equal rates
 
 
 def _effective_df(sizes: list[int], rho: float) -> float:
@@ -627,7 +627,7 @@ def test_too_few_names_to_test_a_rate_says_so_with_the_smallest_p_value() -> Non
 def test_score_test_holds_its_level_when_a_small_group_is_more_spread(names_a: int) -> None:
     """A null where names are not exchangeable: every name's rate has mean 0.3, the small group's spread widely
     (Beta(0.3, 0.7)) and the rest's tightly (Beta(30, 70)), 2-8 texts a name. The permutation test rejects 21% of
-    these at 5% with 3 names; the score test stays at or below 5% (plus Monte Carlo noise: 2,000 data sets, SE 0.5%)."""
+    these at 5% with 3 names; the test stays at or below 5% (plus Monte Carlo noise: 2,000 data sets, SE 0.5%)."""
     rng = np.random.default_rng(names_a)
     rejected = 0
     for _ in range(2000):

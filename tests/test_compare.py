@@ -97,8 +97,8 @@ def test_interaction_and_overall_difference_by_hand(tmp_path: Path) -> None:
 
 def test_a_lone_rare_prompt_is_no_finding(tmp_path: Path) -> None:
     """24 actors and 24 actresses, one prompt each, all neutral in both runs except one actor negative in
-    the run: an ordinary t test over prompts calls that interaction certain (t unbounded, p = 0). The score test
-    computes the variance as if both sides shared the pooled rate, so one discordant name is no finding."""
+    the run: an ordinary t test over prompts calls that interaction certain (t unbounded, p = 0). With the name as
+    the unit, the one discordant name is the whole of its side's variance: t is about 1, no finding."""
     rows = [(ACTORS, f"a{i}", ["neutral"]) for i in range(24)] + [(ACTRESSES, f"f{i}", ["neutral"]) for i in range(24)]
     baseline = write_run(tmp_path / "b", texts(rows), "model-b")
     run = write_run(tmp_path / "a", texts([(ACTORS, "a0", ["negative"]), *rows[1:]]), "model-a")
@@ -193,7 +193,7 @@ def test_detectable_interaction_by_hand() -> None:
     0.3 give SE = sqrt(1.6 x 0.21 x 2 x (1/500 + 1/2500)) = 0.04016; Welch's df over the names, (1/50 + 1/250)^2
     / (1/50^2/49 + 1/250^2/249) = 70.0, needs a noncentrality of 3.819 for 80% power: 15.3 points. The worst
     case (each name one coin flip per run at 50%, v = 2) gives 41.8 points, near the 40.6 of a z test in
-    place of t. 4 names against 30 and 2 against 2 cannot reach the level at all: the score test's smallest
+    place of t. 4 names against 30 and 2 against 2 cannot reach the level at all: the design rule's smallest
     attainable p-value on those designs (`rate_test.min_attainable_p`) is above 0.05 / 12. A side whose prompts
     sit with a few names has fewer degrees of freedom and needs a larger interaction than equal names."""
     level = 0.05 / 12
@@ -266,7 +266,7 @@ def test_the_banner_reads_the_runs_own_design(tmp_path: Path) -> None:
     (5 contrasts x 2 labels): from the runs' own differences (v 1.7, design effect 1.4) a typical contrast (83
     names against 217) finds 10 points, so no banner; treating each name as one coin flip per run would call
     50 against 250 too few, 40 points. 3 names a group with 2 prompts each: a contrast of 3 names against 9 has
-    too few names for the score test to reach the corrected level at all (`rate_test.min_attainable_p`), so no
+    too few names for the test to reach the corrected level at all (`rate_test.min_attainable_p`), so no
     contrast is testable, and the banner fires."""
     big = compare_runs(race_runs(tmp_path / "big", (50, 84, 83, 83), 10), tmp_path / "big_cmp").read_text()
     power = pd.read_csv(tmp_path / "big_cmp" / "tables" / "comparability.csv").iloc[0]

@@ -229,14 +229,14 @@ def test_names_as_units_test_every_row_and_rare_labels_too() -> None:
     assert gender.loc["positive", "p_value"] == 1.0
     z_p = text_level[text_level["domain"] == "gender"].set_index("label").loc["negative", "p_value"]
     assert z_p == pytest.approx(0.0455003, rel=1e-5)  # the paper's z test, which the name level does not give
-    for row in testable.itertuples():  # the score test on the per-name sums, whatever the seed
+    for row in testable.itertuples():  # the findings' test on the per-name sums, whatever the seed
         assert row.p_value == pytest.approx(_per_name_test(row, per_name=1).p_value), (row.contrast, row.label)
     assert group_findings(paper_run(per_name=1), [NEGATIVE, POSITIVE],
                           seed=5).tests["p_value"].equals(single["p_value"])
 
 
 def _per_name_test(row, *, per_name: int):
-    """The score test of a findings row whose names hold `per_name` texts each, all with the same label."""
+    """The findings' test of a findings row whose names hold `per_name` texts each, all with the same label."""
     hits_a, hits_b = row.count // per_name, row.rest_count // per_name
     t = np.r_[np.full(hits_a, per_name), np.zeros(row.names - hits_a), np.full(hits_b, per_name),
               np.zeros(row.rest_names - hits_b)]
@@ -436,7 +436,7 @@ def test_paired_findings_permutation_p_over_eight_prompts_is_the_exact_one() -> 
     """Each of p1-p4 twice (new prompt ids and names): d = (1, 0, 1, 0) on side a against (0, 0.5, 0, 0.5).
     Studentized: 0.25 / sqrt(1/3 / 4 + 1/12 / 4) = 0.774597. All C(8, 4) = 70 splits, enumerated: 46 are as
     extreme, exact p = 46/70 = 0.657143; the permutation test draws 999 splits per seed, and over ten seeds its
-    mean p is the exact one within Monte Carlo error. The findings use the score test on the same d."""
+    mean p is the exact one within Monte Carlo error. The findings use the cluster-robust test on the same d."""
     model, reference = paired_runs()
     extra_model = model.assign(prompt_id=model["prompt_id"] + "b", name=model["name"] + "b")
     extra_reference = reference.assign(prompt_id=reference["prompt_id"] + "b", name=reference["name"] + "b")

@@ -239,7 +239,7 @@ def difference_test(
 
     `clusters` holds one label per row; `None` means every row is independent, and then the text-level
     tests are used (z / Fisher for `binary` 0-1 values, else OLS t: `--cluster none`). Otherwise
-    `method="auto"` is the score-type cluster-robust t of equal rates (`analysis.rate_test`), valid when the
+    `method="auto"` is the cluster-robust t of equal rates (`analysis.rate_test`), valid when the
     sides differ in names and spread; values outside [0, 1] are first mapped onto it by their observed range.
     `method="permutation"` is the studentized cluster permutation test (exact for exchangeable names only, kept
     for the calibration's comparison) and `method="wald"` the CR1 cluster-robust t.
@@ -282,7 +282,7 @@ def difference_tests(values: Sequence[np.ndarray], sides: Sequence[np.ndarray], 
                      alpha: float = 0.05, seed: int = 0, method: str | None = None,
                      bounds: Sequence[tuple[float, float] | None] | None = None) -> list[DifferenceTest]:
     """`difference_test` for a family of contrasts with clusters, one entry of each list per contrast. The
-    default method (the score-type test) computes them together (`rate_test.rate_tests`): the same results,
+    default method (the cluster-robust test) computes them together (`rate_test.rate_tests`): the same results,
     without the overhead of hundreds of small tests one at a time. Values in [0, 1] (labels, shares, scores
     such as a toxicity) get the binomial floor, since no value in [0, 1] with mean p varies more than p (1 - p)
     (Bhatia-Davis); values outside it (a difference of two sources, a compound score) are mapped onto it by their

@@ -57,12 +57,10 @@ SAME_DIFFERENCE = "exact: every name differs alike"
 # Sign patterns x names per block of random sign flips (`_flipped_sums`): about 8 MB whatever the draws.
 FLIP_BLOCK = 1_000_000
 OVERALL_NOTES = {
-    PAIRED_SCORE: "paired score-type t with the name as the unit (`analysis.paired_rate_test`): the variance under "
-                  "the hypothesis of equal rates, each run's share at least the beta-binomial variance its rate "
-                  "allows, less the pairing's covariance, on names - 1 degrees of freedom; interval: the same test "
-                  "inverted, so it excludes 0 exactly when p <= alpha (the sign-flip test over names used before "
-                  "made twice its level of false findings when one run treats names far more unevenly than the "
-                  "other, benchmarks/CALIBRATION.md)",
+    PAIRED_SCORE: "paired cluster-robust t with the name as the unit (`analysis.paired_rate_test`): each run's CR2 "
+                  "variance about its own rate, at least the beta-binomial variance at the rate the hypothesis of "
+                  "equal rates imposes, less the pairing's CR2 covariance, on names - 1 degrees of freedom; "
+                  "interval: the same test inverted, so it excludes 0 exactly when p <= alpha",
     SIGN_FLIP: "one-sample permutation test: the runs' labels are swapped for all prompts of a name at once "
                "(the sign of the name's summed difference flipped; 999 random flips, 9,999 where p <= alpha, all "
                "2^names flips when fewer); interval: the same test inverted (every shift of the mean it does not "
@@ -198,7 +196,7 @@ def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Seque
     """Mean over prompts of d = (run's rate) - (baseline's rate), tested and bounded with the name as the unit.
 
     With `rates` (the run's and the baseline's per-prompt rates, values in [0, 1], d their difference) the test is
-    the paired score-type t (`paired_rate_test`, what `overall_differences` uses): valid for rates when the runs
+    the paired cluster-robust t (`paired_rate_test`, what `overall_differences` uses): valid for rates when the runs
     treat names unlike. Without, the sign-flip test below (for differences that are not of two rates).
 
     Under "the two runs are exchangeable" the labels of the two runs can be swapped for all prompts of a name

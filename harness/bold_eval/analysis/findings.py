@@ -401,7 +401,7 @@ def largest_gaps(scores: pd.DataFrame, labels: Sequence[Label], *, alpha: float 
     """Per domain and metric: the largest difference between two groups' rates over every label of the metric,
     with an interval at level 1 - alpha / (pairs x labels), Bonferroni over every choice it was picked from
     (the pair *and* the label), so picking the largest does not make it look surer than it is. Groups with
-    fewer than `min_names` names are not eligible. The interval inverts the score-type test
+    fewer than `min_names` names are not eligible. The interval inverts the findings' test
     (`clustered.difference_test`) at that level, or is Newcombe's with `--cluster none`."""
     rows = []
     by_metric: dict[str, list[Label]] = {}

@@ -5,7 +5,7 @@ An addition to the paper, which compares models table by table. For each domain 
 the prompts every run shares (each prompt's k samples averaged into one rate):
 
 - **against Wikipedia**: the mean over prompts of the model's rate minus the Wikipedia sentence's, tested and
-  bounded with the name as the unit by the paired score-type test (`paired_rate_test`, what `bold-eval compare`'s
+  bounded with the name as the unit by the paired cluster-robust test (`paired_rate_test`, what `bold-eval compare`'s
   overall difference uses; valid for rates when the sources treat names unlike), every model x column in one
   corrected family; each rate itself with its name-level interval (`rate_test.rate_interval`);
 - **tie groups**: every pair of models compared the same way on the same prompts (model A's rate against model

@@ -9,7 +9,7 @@ against sample k: the samples of a prompt are draws of one model, not pairs acro
   the baseline on the same prompts, a model x group interaction tested with the name as the unit; all pairs
   of runs form one family corrected with `--correction`.
 - **How much overall**, per domain and label: the mean over prompts of (run's rate - baseline's rate), a
-  paired score-type test over names (`paired_difference` with the runs' rates), corrected with the interactions.
+  paired cluster-robust test over names (`paired_difference` with the runs' rates), corrected with the interactions.
 - The paper's side-by-side tables (Tables 3-6, 9-10, Figures 2-5), one row per model.
 
 A banner comes before any number when the shared prompts are too few for a realistic interaction to be found,

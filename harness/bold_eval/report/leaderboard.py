@@ -172,7 +172,7 @@ def space_card(board: Leaderboard) -> str:
              f"al., FAccT 2021), each against {board.baseline}. Written by bold-eval {__version__} "
              "(`bold-eval leaderboard`).", "",
              "Each cell: the model's rate minus Wikipedia's on the same prompts, with its "
-             f"{100 * (1 - board.alpha):g}% interval (the name as the unit, paired score-type test; every model x "
+             f"{100 * (1 - board.alpha):g}% interval (the name as the unit, paired cluster-robust test; every model x "
              f"column in one {board.correction} family of {quantity(board.family, 'test')}). Ranks: 1 + the models "
              "better at the corrected level (pairs corrected per column); models that share a rank cannot be told "
              "apart.", "",
