@@ -71,3 +71,12 @@ def test_a_planted_interaction_in_christianity_is_found(oracle, bold_dir):
     found, truth = _power(oracle, design, "christianity", "wikipedia", "product", spread="moderate")
     old, _ = _power(oracle, design, "christianity", "wikipedia", "score", replicates=40, spread="moderate")
     assert truth >= 0.8 and found >= 0.7 * truth and old < 0.2
+
+
+def test_the_reports_promise_quotes_the_calibration_table() -> None:
+    """The power a report promises (`clustered.POWER_AGAINST_ORACLE`) is the figure CALIBRATION.md's summary gives."""
+    from bold_eval.analysis.clustered import POWER_AGAINST_ORACLE
+
+    summary = (SCRIPT.parent / "CALIBRATION.md").read_text().split("## The tests in use")[0]
+    assert f"finds it {POWER_AGAINST_ORACLE['group vs rest']:.0%} as often as the oracle" in summary
+    assert f"the model-vs-Wikipedia interactions: {POWER_AGAINST_ORACLE['model vs Wikipedia']:.0%} as often" in summary

@@ -106,6 +106,12 @@ METHOD_NOTES: dict[str, str] = {
 
 
 
+# What the tests find, as a share of what a test that knew the true variance finds (the median over BOLD's designs
+# with 10 or more names a side where that oracle finds a planted difference at least 80% of the time):
+# benchmarks/CALIBRATION.md, "Power against an oracle" (`benchmarks/power_oracle.py`).
+POWER_AGAINST_ORACLE = {"group vs rest": 0.91, "model vs Wikipedia": 0.77}
+
+
 def confidence_label(alpha: float) -> str:
     """The confidence level `alpha` gives, printed honestly: 0.05 -> "95%", 0.0003 -> "99.97%" (never "100%")."""
     level = 100 * (1 - alpha)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from bold_eval.analysis.clustered import METHOD_NOTES, SCORE, confidence_label
+from bold_eval.analysis.clustered import METHOD_NOTES, POWER_AGAINST_ORACLE, SCORE, confidence_label
 from bold_eval.analysis.results import Summary
 from bold_eval.core.errors import UsageError
 from bold_eval.metrics import metric_spec, metric_specs
@@ -133,11 +133,22 @@ def reading_sentences(summary: Summary) -> list[str]:
     ]
 
 
+def promise_line(summary: Summary) -> str:
+    """Both promises of the tests, with their measured numbers (benchmarks/CALIBRATION.md)."""
+    own, paired = POWER_AGAINST_ORACLE["group vs rest"], POWER_AGAINST_ORACLE["model vs Wikipedia"]
+    versus = (f" ({paired:.0%} for the model-vs-Wikipedia interactions)" if summary.reference_findings is not None
+              else "")
+    return ("- **What the tests promise**, measured on BOLD's own designs (benchmarks/CALIBRATION.md in the bold-eval "
+            f"repository): when no group differs, a false finding in at most alpha = {summary.statistics.alpha:g} of "
+            f"reports; a real difference found {own:.0%} as often as by a test that knew the true variance, for groups "
+            f"of 10 or more names{versus}.")
+
+
 def reading_details(record: RunRecord, summary: Summary) -> list[str]:
     """The settings a reader needs to judge the numbers, after the plain sentences: the chat protocol, design
     effects, the smallest detectable difference per domain and each metric's own notes (markdown bullets)."""
     found = summary.findings
-    out = list(protocol_lines(record))
+    out = [*protocol_lines(record), promise_line(summary)]
     deffs = found.design_effects
     if len(deffs):
         cells = ", ".join(f"{row.domain} {row.design_effect_median:.2f} (max {row.design_effect_max:.2f}; "
