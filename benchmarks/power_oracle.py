@@ -184,7 +184,7 @@ def rows(args: argparse.Namespace) -> None:
     header = " | ".join(f"{m}: found (ratio) | {m}: 95% CI covers" for m in methods)
     print(f"\n| kind | domain | planted | names / texts | rate | spread | shift | oracle | {header} |")
     print("|" + "---|" * (8 + 2 * len(methods)))
-    for kind in args.kinds.split(","):
+    for kind in [kind for kind in args.kinds.split(",") if kind != "planning"]:
         family = args.family * (2 if kind == "wikipedia" else 1)
         level = args.alpha / family
         for domain, group in PLANTS:
@@ -227,11 +227,60 @@ def rows(args: argparse.Namespace) -> None:
                           f"{oracle:.1%} | " + " | ".join(cells) + " |", flush=True)
 
 
+def planning_rows(args: argparse.Namespace) -> None:
+    """Power planning against simulation: the report's smallest detectable difference for a typical group
+    (`findings.power_table`: the group of median size, a label near 50%, the domain's design effect, 80% power at
+    alpha / m on the test's degrees of freedom) and the power it predicts at half, once and 1.5 times that
+    difference, next to the test's power simulated at each, the groups' rates 0.5 -+ shift / 2."""
+    from statsmodels.stats.power import ttest_power
+
+    from bold_eval.analysis.clustered import minimum_detectable_difference
+
+    level = args.alpha / args.family
+    print("\n| domain | typical group | names / texts | rho | design effect | smallest detectable (80%) | shift | "
+          "predicted power | simulated power |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for domain in ("gender", "race", "profession", "religious_ideology", "political_ideology"):
+        if args.domains and domain not in args.domains.split(","):
+            continue
+        design = Design.load(domain)
+        texts_per_group = np.bincount(design.group, weights=design.texts)
+        names_per_group = np.bincount(design.group)
+        order = np.argsort(texts_per_group)
+        typical = int(order[len(order) // 2]) if len(order) > 2 else int(order[0])
+        in_a = design.group == typical
+        n_a, n_b = float(design.texts[in_a].sum()), float(design.texts[~in_a].sum())
+        g_a, g_b = float(names_per_group[typical]), float(len(in_a) - names_per_group[typical])
+        for rho_value in (0.01, 0.1):
+            rho = np.full(len(in_a), rho_value)
+            deff = 1 + (float((design.texts ** 2).sum() / design.texts.sum()) - 1) * rho_value
+            sizes = (design.texts[in_a], design.texts[~in_a])
+            detectable = minimum_detectable_difference(0.5, n_a, n_b, deff=deff, alpha=level, sizes=sizes)
+            var_a, var_b = (0.25 * float((side * (1 + (side - 1) * rho_value)).sum()) / side.sum() ** 2
+                            for side in sizes)
+            df = (var_a + var_b) ** 2 / (var_a ** 2 / (g_a - 1) + var_b ** 2 / (g_b - 1))
+            for factor in (0.5, 1.0, 1.5):
+                shift = min(detectable * factor, 0.9)
+                predicted = float(ttest_power(shift / np.sqrt(var_a + var_b), nobs=1, alpha=level / 2, df=df,
+                                              alternative="larger"))
+                rng = np.random.default_rng(seed_of("planning", domain, rho_value, factor))
+                data = []
+                for _ in range(args.replicates):
+                    rates = _beta(rng, np.where(in_a, 0.5 + shift / 2, 0.5 - shift / 2), rho)
+                    data.append(rng.binomial(design.texts.astype(int), rates).astype(float))
+                tests = run_tests(data, design, in_a, args.alpha, True)
+                simulated = float(np.mean([t.testable and t.p_value <= level for t in tests]))
+                print(f"| {domain} | {design.groups[typical]} | {int(g_a)} / {int(n_a)} | {rho_value} | {deff:.2f} | "
+                      f"{detectable:.3f} | {shift:.3f} | {predicted:.0%} | {simulated:.0%} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true", help="100 data sets per design (CI-sized)")
     parser.add_argument("--methods", default="product,score", help="comma list of product, score")
-    parser.add_argument("--kinds", default="rest,wikipedia", help="comma list of rest, wikipedia")
+    parser.add_argument("--kinds", default="rest,wikipedia,planning",
+                        help="comma list of rest, wikipedia (power against the oracle) and planning (the report's "
+                             "smallest detectable difference against simulated power)")
     parser.add_argument("--domains", default="", help="comma list of domains (default: all)")
     parser.add_argument("--family", type=int, default=36, help="tests in the family (the interactions' is twice)")
     parser.add_argument("--alpha", type=float, default=0.05)
@@ -239,7 +288,10 @@ def main() -> None:
     args.replicates = 100 if args.fast else 400
     args.oracle_draws = 2000 if args.fast else 20000
     started = time.perf_counter()
-    rows(args)
+    if set(args.kinds.split(",")) & {"rest", "wikipedia"}:
+        rows(args)
+    if "planning" in args.kinds.split(","):
+        planning_rows(args)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 

@@ -36,9 +36,9 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import optimize, stats
 from statsmodels.regression.linear_model import OLS
-from statsmodels.stats.power import NormalIndPower
+from statsmodels.stats.power import NormalIndPower, ttest_power
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
 from bold_eval.analysis.rate_test import rate_tests
@@ -497,14 +497,52 @@ def design_effect(values: Sequence[float] | np.ndarray, clusters: Sequence[Any] 
 
 
 def minimum_detectable_difference(rate: float, n_a: float, n_b: float, *, deff: float = 1.0, alpha: float = 0.05,
-                                  power: float = POWER) -> float:
-    """Smallest difference in a rate between two sides that a two-sided test at `alpha` detects with
-    `power`, at base rate `rate`, sample sizes shrunk by the design effect (statsmodels NormalIndPower)."""
+                                  power: float = POWER, names_a: float | None = None, names_b: float | None = None,
+                                  sizes: tuple[np.ndarray, np.ndarray] | None = None) -> float:
+    """Smallest difference in a rate between two sides that the findings' test at `alpha` detects with `power`, at
+    base rate `rate`, with `n_a` and `n_b` texts whose variance the design effect `deff` inflates. With the sides'
+    names, as the test runs: a t on Welch-Satterthwaite degrees of freedom with names - 1 a side
+    (`rate_test.score_t`), the shift SE x the noncentrality it needs (`noncentrality`); without them, a normal
+    test (statsmodels NormalIndPower). With each side's texts per name (`sizes`), each side's own design effect:
+    the domain's within-name correlation rho = (deff - 1) / (m - 1), m the text-weighted mean texts per name, gives
+    a name of n texts the variance n (1 + (n - 1) rho), so a side whose texts sit on a few long pages needs a
+    larger difference. The predicted power is checked against the test's simulated power in
+    benchmarks/CALIBRATION.md ("Power planning")."""
     deff = 1.0 if not np.isfinite(deff) or deff < 1.0 else deff
-    n_a, n_b = n_a / deff, n_b / deff
-    if n_a <= 1 or n_b <= 1 or not 0 < rate < 1:
+    if sizes is not None:
+        names_a, names_b = float(len(sizes[0])), float(len(sizes[1]))
+    if not 0 < rate < 1 or n_a / deff <= 1 or n_b / deff <= 1:
         return float("nan")
-    return float(_standardized_effect(round(n_a, 1), round(n_b / n_a, 4), alpha, power) * np.sqrt(rate * (1 - rate)))
+    if names_a is None or names_b is None:
+        effective_a, effective_b = n_a / deff, n_b / deff
+        return float(_standardized_effect(round(effective_a, 1), round(effective_b / effective_a, 4), alpha, power)
+                     * np.sqrt(rate * (1 - rate)))
+    if min(names_a, names_b) < 2:
+        return float("nan")
+    var_a, var_b = (rate * (1 - rate) * deff / n for n in (n_a, n_b))
+    if sizes is not None:
+        every = np.concatenate([np.asarray(side, dtype=float) for side in sizes])
+        mean = float((every ** 2).sum() / every.sum())
+        rho = float(np.clip((deff - 1) / (mean - 1), 0.0, 1.0)) if mean > 1 else 0.0
+        var_a, var_b = (rate * (1 - rate) * float((np.asarray(side) * (1 + (np.asarray(side) - 1) * rho)).sum())
+                        / float(np.sum(side)) ** 2 for side in sizes)
+    df = (var_a + var_b) ** 2 / (var_a ** 2 / (names_a - 1) + var_b ** 2 / (names_b - 1))
+    return float(noncentrality(round(float(df), 1), alpha, power) * np.sqrt(var_a + var_b))
+
+
+@lru_cache(maxsize=4096)
+def noncentrality(df: float, level: float, power: float) -> float:
+    """The shift, in standard errors, that a two-sided t test on `df` degrees of freedom at `level` finds with
+    `power` (statsmodels `ttest_power` with one observation: its effect size is the noncentrality). Only the
+    tail on the shift's side counts (it leaves out at most level / 2; statsmodels' other tail is NaN for large
+    shifts)."""
+    def short(shift: float) -> float:
+        return float(ttest_power(shift, nobs=1, alpha=level / 2, df=df, alternative="larger")) - power
+
+    upper = stats.t.isf(level / 2, df) + stats.t.isf(1 - power, df)
+    while short(upper) < 0:
+        upper += 1.0
+    return float(optimize.brentq(short, 0.0, upper, xtol=1e-8))
 
 
 @lru_cache(maxsize=4096)

@@ -5,15 +5,12 @@ The numbers of `bold-eval compare`; `bold_eval.report.compare` writes them out."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, stats
 from statsmodels.regression.linear_model import OLS
-from statsmodels.stats.power import ttest_power
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import (
@@ -22,6 +19,7 @@ from bold_eval.analysis.clustered import (
     POWER,
     cluster_ids,
     design_effect,
+    noncentrality,
 )
 from bold_eval.analysis.findings import (
     TOO_SMALL_DIFFERENCE,
@@ -456,21 +454,6 @@ def difference_design(rates: Sequence[pd.DataFrame], units: pd.Series) -> dict[s
             "basis": OBSERVED}
 
 
-@lru_cache(maxsize=4096)
-def _noncentrality(df: float, level: float, power: float) -> float:
-    """The shift, in standard errors, that a two-sided t test on `df` degrees of freedom at `level` finds with
-    `power` (statsmodels `ttest_power` with one observation: its effect size is the noncentrality). Only the
-    tail on the shift's side counts (it leaves out at most level / 2; statsmodels' other tail is NaN for large
-    shifts)."""
-    def short(shift: float) -> float:
-        return float(ttest_power(shift, nobs=1, alpha=level / 2, df=df, alternative="larger")) - power
-
-    upper = stats.t.isf(level / 2, df) + stats.t.isf(1 - power, df)
-    while short(upper) < 0:
-        upper += 1.0
-    return float(optimize.brentq(short, 0.0, upper, xtol=1e-8))
-
-
 def detectable_interaction(names: int, rest_names: int, prompts: int, rest_prompts: int, *, base_rate: float,
                            variance_ratio: float, deff: float, level: float, power: float = POWER,
                            counts: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
@@ -484,7 +467,7 @@ def detectable_interaction(names: int, rest_names: int, prompts: int, rest_promp
     estimates V from the names' residuals, so each side has Satterthwaite's (sum w)^2 / sum w^2 - 1 degrees of
     freedom (G - 1 for equal names, fewer where a few names hold most prompts) and the sides combine as Welch's
     (`rate_test.score_t`). Detectable interaction = SE x the noncentrality a t test on those degrees of freedom
-    needs for `power` at `level` (`_noncentrality`). Not testable: fewer than 2 names on a side, or a design
+    needs for `power` at `level` (`clustered.noncentrality`). Not testable: fewer than 2 names on a side, or a design
     whose smallest attainable p-value (`rate_test.min_attainable_p`) is above the level.
     """
     smallest_p = float(min_attainable_p(names, rest_names, prompts, rest_prompts))
@@ -503,7 +486,7 @@ def detectable_interaction(names: int, rest_names: int, prompts: int, rest_promp
     variances = [spread * w.sum() / side.sum() ** 2 for w, side in zip(weights, sides, strict=True)]
     dfs = [max(w.sum() ** 2 / (w ** 2).sum() - 1, 1.0) for w in weights]
     df = sum(variances) ** 2 / sum(v * v / d for v, d in zip(variances, dfs, strict=True))
-    shift = _noncentrality(round(float(df), 1), level, power)
+    shift = noncentrality(round(float(df), 1), level, power)
     return {**row, "df": float(df), "testable": True,
             "detectable_interaction": float(shift * np.sqrt(sum(variances)))}
 

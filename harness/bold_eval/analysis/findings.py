@@ -355,7 +355,8 @@ def power_table(scores: pd.DataFrame, deffs: pd.DataFrame, *, alpha: float, fami
                 cluster: str) -> pd.DataFrame:
     """Per domain: the smallest group-vs-rest difference a typical (median-sized) group could show and be
     found with 80% power at the family's corrected level, for a label near 50% (the hardest case for a
-    difference in points; rare labels need smaller differences, so they never make a run "too small")."""
+    difference in points; rare labels need smaller differences, so they never make a run "too small"), on the
+    findings' test's degrees of freedom with the group's own texts per name (`minimum_detectable_difference`)."""
     rows = []
     level = alpha / family
     for domain, part in scores.groupby("domain", sort=True):
@@ -365,7 +366,13 @@ def power_table(scores: pd.DataFrame, deffs: pd.DataFrame, *, alpha: float, fami
         typical = float(np.median(sizes)) if len(sizes) > 2 else float(sizes.min())
         deff_row = deffs[deffs["domain"] == str(domain)]
         deff = float(deff_row["design_effect_median"].iloc[0]) if len(deff_row) else 1.0
-        detectable = minimum_detectable_difference(0.5, typical, len(part) - typical, deff=deff, alpha=level)
+        # the group of median size, its names' texts against the rest's (each side's own design effect)
+        group = sizes.index[np.argsort(sizes.to_numpy(), kind="stable")[len(sizes) // 2 if len(sizes) > 2 else 0]]
+        units = pd.Series(cluster_ids(part, cluster))
+        in_group = (part["group"] == group).to_numpy()
+        per_name = (units[in_group].value_counts().to_numpy(float), units[~in_group].value_counts().to_numpy(float))
+        detectable = minimum_detectable_difference(0.5, typical, len(part) - typical, deff=deff, alpha=level,
+                                                   sizes=per_name)
         rows.append({"domain": str(domain), "groups": len(sizes), "typical_group_texts": typical,
                      "design_effect": deff, "level": level, "power": POWER, "detectable_difference": detectable,
                      "too_small": bool(not np.isfinite(detectable) or detectable > TOO_SMALL_DIFFERENCE)})
@@ -383,7 +390,8 @@ def _detectable(tests: pd.DataFrame, deffs: pd.DataFrame, level: float) -> list[
             continue
         pooled = (row.count + row.rest_count) / (row.total + row.rest_total)
         values.append(minimum_detectable_difference(pooled, row.total, row.rest_total,
-                                                    deff=deff.get(row.domain, 1.0), alpha=level))
+                                                    deff=deff.get(row.domain, 1.0), alpha=level,
+                                                    names_a=row.names, names_b=row.rest_names))
     return values
 
 
