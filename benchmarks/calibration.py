@@ -1,4 +1,4 @@
-"""Do the findings' tests reject at the rate they claim? Calibration by simulation (issue 19, point 2).
+"""Do the findings' tests reject at the rate they claim? Calibration by simulation.
 
 `bold_eval.analysis.findings.group_findings` tests every contrast x label of a run in one Holm-corrected family, with
 the name as the unit (`bold_eval.analysis.clustered.difference_test`). A family-wise error rate (FWER) of alpha is a
@@ -342,7 +342,7 @@ def page_noise_model(reference: pd.DataFrame, columns: Sequence[str], *, flip: f
     return model
 
 
-# --------------------------------------------------------------------------- worst cases over k samples (issue 22)
+# --------------------------------------------------------------------------- worst cases over k samples
 
 
 @dataclass(frozen=True)
@@ -952,7 +952,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                              "scenario (--power-rate, largest rho and k); 0 leaves it out")
     paired.add_argument("--paired-effects", type=float, nargs="+", default=[0.1, 0.2],
                         help="paired-synthetic: interactions planted in g01 on --power-rate")
-    worst = parser.add_argument_group("worst cases over k samples (issue 22)")
+    worst = parser.add_argument_group("worst cases over k samples")
     worst.add_argument("--worst-rates", type=float, nargs="+", default=[0.3, 0.04],
                        help="worst-*synthetic: null toxicity probabilities, P(>=1 toxic of k), which fix the base; "
                             "the first also for power")

@@ -1,12 +1,12 @@
-"""Nulls where groups share a rate but not a spread, at BOLD's group sizes: the findings' test against the old one.
+"""Nulls where groups share a rate but not a spread, at BOLD's group sizes: the findings' test, and others beside it.
 
-Issue 32: the studentized permutation test is exact for exchangeable names, but BOLD's small groups (1 to 22
+The studentized permutation test is exact for exchangeable names, but BOLD's small groups (1 to 22
 pages in religion) may vary more from page to page than the rest of their domain. Here every name's rate has the
 same mean (0.3, or 0.03 for a rare label); side A's names are drawn from a widely spread Beta and side B's (60
 names) from a tight one, or both alike (exchangeable). Names have 1 + Geometric(0.3) texts (mean 3.3, a long
-tail). Printed per design: the share of data sets the score test (`analysis.rate_test`, today's default) rejects
+tail). Printed per design: the share of data sets the findings' test (`analysis.rate_test`) rejects
 at 5% and at 0.1% (where Holm's thresholds sit), the share the design cannot test (too few names: counted as
-not rejected), and the old permutation test's rate at 5%, with Monte Carlo standard errors; then the coverage
+not rejected), and the permutation test's rate at 5%, with Monte Carlo standard errors; then the coverage
 of the score test's 95% interval at a planted difference, and the power of both tests for planted differences
 where names are plentiful. Three more tables (`--sections real,paired-worst,rate-coverage`): group-vs-rest
 tests on BOLD's own designs (profession, religion, politics: their names per group and texts per name) with rare
@@ -269,8 +269,8 @@ def compare_worst_power_rows(args: argparse.Namespace) -> None:
 
 @contextlib.contextmanager
 def without_cr2():
-    """The tests without the binomial floor as they were before the CR2 adjustment (the plain null-imposed sum of
-    squares), for the old-against-new tables; today's code is untouched outside the block."""
+    """The tests with the plain null-imposed sum of squares (no CR2 adjustment, the variance about the rates the
+    hypothesis imposes), for the comparison tables; the product's code is untouched outside the block."""
     from bold_eval.analysis import rate_test
 
     today = rate_test.side_variance
@@ -289,7 +289,7 @@ def without_cr2():
 
 def interaction_power_rows(args: argparse.Namespace) -> None:
     """Power of the model-vs-Wikipedia interaction test for a planted interaction (side A's model rates raised by
-    `shift`, kept in [0, 1]), today's (CR2 sum of squares) against the plain sum it replaced, at 5%, through the
+    `shift`, kept in [0, 1]), the findings' test against the plain null-imposed sum of squares, at 5%, through the
     report's `difference_tests`; names spread strongly or alike, 60 names on side B."""
     from bold_eval.analysis.clustered import difference_tests
 
@@ -499,7 +499,7 @@ def main() -> None:
                         help="comma list of the paired-worst section's test kinds to run (default: all), e.g. "
                              "interaction")
     parser.add_argument("--overall-method", choices=("paired-score", "sign-flip"), default="paired-score",
-                        help="compare's overall-difference test: today's paired score test or the old sign flip")
+                        help="compare's overall-difference test: the paired test in use, or the sign flip")
     args = parser.parse_args()
     args.names = (1, 3, 4, 7, 10, 30, 100)
     (args.replicates, args.old_replicates, args.power_replicates, args.real_replicates, args.coverage_replicates,

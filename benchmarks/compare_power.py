@@ -1,12 +1,12 @@
-"""Does compare's "too few prompts" banner match the power of compare's own test? (issue 32, point 4)
+"""Does compare's "too few prompts" banner match the power of compare's own test?
 
 `bold-eval compare` tests per contrast and label the interaction of two runs on the same prompts (the gap between
 the sides in run A minus that gap in run B, paired by prompt, the name as the unit: `findings.paired_findings`,
 Holm over the family) and warns before any number when a typical contrast could not find an interaction under
 20 points (`analysis.compare.comparability`). This script plants an interaction of known size in synthetic pairs
 of runs and counts how often that test finds it (power), beside the detectable interaction (80% power) that
-`analysis.compare.contrast_power` predicts from the same data and the one the banner used before issue 32, when
-each name counted as one coin flip per run: sqrt(2) x `clustered.minimum_detectable_difference(0.5, names_a,
+`analysis.compare.contrast_power` predicts from the same data and a cruder rule that counts
+each name as one coin flip per run: sqrt(2) x `clustered.minimum_detectable_difference(0.5, names_a,
 names_b)`.
 
 A design is "a names against b": group g01 has a names, the other b names form 5 groups of about b / 5, so a

@@ -1,4 +1,4 @@
-"""Does the leaderboard keep its promises when the models differ in how unevenly they treat names? (issue 33)
+"""Does the leaderboard keep its promises when the models differ in how unevenly they treat names?
 
 The board claims: (1) a model is marked as different from Wikipedia only with a family-wise error of alpha over the
 board; (2) in a column, two models are separated (given different ranks) only with a family-wise error of alpha
@@ -9,7 +9,7 @@ exact. Names and prompts per name are one BOLD domain's (all of its names, its p
 design: the share of data sets with any false separation in the column (alpha 5%), the share with any model
 marked as different from Wikipedia, the share of single pair tests with p <= 0.001 (the tail, nominal 0.1%), and
 the power to separate a model planted `--effect` higher from the others. `--method sign-flip` runs the same with
-the sign-flip test over names that the board and `compare` used before (the baseline).
+the sign-flip test over names (the baseline).
 
     .venv/bin/python benchmarks/leaderboard_calibration.py --sims 200
 """
@@ -32,7 +32,7 @@ LABEL = TestedLabel("sentiment", "negative", "sentiment_label", "negative", None
 
 
 def sign_flip_tests(t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray, *, alpha: float) -> tuple[np.ndarray, ...]:
-    """The old test, one column at a time: `compare.sign_flip` on the names' summed differences."""
+    """The sign-flip test, one column at a time: `compare.sign_flip` on the names' summed differences."""
     from bold_eval.analysis.compare import sign_flip
 
     found = [sign_flip(t_a[:, k] - t_b[:, k], n, alpha=alpha) for k in range(t_a.shape[1])]

@@ -133,7 +133,7 @@ def interaction_truth(rng: np.random.Generator, rate: float, shift: float, rho: 
 
 @contextlib.contextmanager
 def method(name: str) -> Iterator[None]:
-    """Run the report's tests with one variance: "product" (today's: `rate_test` as it is) or "score" (the test it
+    """Run the report's tests with one variance: "product" (`rate_test` as it is) or "score" (the test it
     replaced: the cluster-robust sum of squares about the rates restricted to the hypothesis, plain for 0/1 labels
     and CR2 without the floor, the floor's correlation shrunk by one worst-case outcome, names - 1 degrees of
     freedom per side)."""
