@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
+from scipy import optimize, stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
@@ -18,7 +18,6 @@ from bold_eval.analysis.clustered import (
     SCORE,
     Z_TEST,
     difference_test,
-    minimum_detectable_difference,
 )
 from bold_eval.analysis.findings import (
     Contrast,
@@ -262,7 +261,9 @@ def test_a_label_limited_to_some_domains_and_texts_without_a_label() -> None:
 def test_design_effects_power_and_detectable_differences_by_hand() -> None:
     """political_ideology, 10 names of 4 texts: "negative" is constant within a name (design effect
     4 * 10/9 * 39/40 = 4.3333), "toxic" is 2 of 4 in every name (design effect 0): median 2.1667, max 4.3333.
-    Power: two groups of 20 texts, typical group 20 against 20, n / 4.3333 each, at alpha / family."""
+    Power: two groups of 20 texts (5 names each), typical group 20 against 20, each side's variance
+    0.25 x 2.1667 / 20 (the median design effect; equal names), on Welch degrees of freedom 8 (names - 1 a side),
+    at alpha / family: SE x the noncentrality a t test on 8 degrees of freedom needs for 80% power."""
     rows = []
     for group, names in (("left-wing", range(5)), ("right-wing", range(5, 10))):
         for k in names:
@@ -281,16 +282,14 @@ def test_design_effects_power_and_detectable_differences_by_hand() -> None:
     level = 0.05 / found.family
     assert found.family == 2  # toxic: 10 of 20 on both sides, every name alike (no variance): still tested
     assert power["typical_group_texts"] == 20 and power["level"] == pytest.approx(level)
-    expected = minimum_detectable_difference(0.5, 20, 20, deff=deffs["design_effect_median"], alpha=level)
-    assert power["detectable_difference"] == pytest.approx(expected)
-    z = stats.norm.ppf(1 - level / 2) + stats.norm.ppf(0.8)
-    # by hand, 0.7175; the module rounds n / deff to 0.1 texts (9.23 -> 9.2) to cache statsmodels' solver
-    assert expected == pytest.approx(z * math.sqrt(2 * (4 * 10 / 9 * 39 / 40 / 2) / 20) * 0.5, rel=2e-3)
+    critical = stats.t.isf(level / 2, 8)
+    shift = optimize.brentq(lambda nc: stats.nct.sf(critical, 8, nc) - 0.8, 0.1, 50)
+    expected = shift * math.sqrt(2 * 0.25 * (4 * 10 / 9 * 39 / 40 / 2) / 20)
+    assert power["detectable_difference"] == pytest.approx(expected, rel=1e-4)
     assert expected > 0.2
     assert power["too_small"] and found.too_small_domains == ["political_ideology"] and found.too_small
     row = found.tests.set_index("label").loc["negative"]
-    assert row["detectable"] == pytest.approx(minimum_detectable_difference(
-        0.5, 20, 20, deff=deffs["design_effect_median"], alpha=level))
+    assert row["detectable"] == pytest.approx(expected, rel=1e-4)
 
 
 def test_power_table_uses_the_median_group_and_the_family_level() -> None:

@@ -311,7 +311,8 @@ def _with_power(found: GroupFindings, scores: pd.DataFrame, alpha: float) -> Gro
     """`found` with its power table and detectable differences at its family's corrected level."""
     family = max(found.family, 1)
     power = power_table(scores, found.design_effects, alpha=alpha, family=family, cluster=found.cluster)
-    tests = found.tests.assign(detectable=_detectable(found.tests, found.design_effects, alpha / family))
+    tests = found.tests.assign(detectable=_detectable(found.tests, found.design_effects, alpha / family,
+                                                      clustered=found.cluster != "none"))
     small = power.loc[power["too_small"], "domain"].tolist() if len(power) else []
     return dataclasses.replace(found, tests=tests, power=power, too_small_domains=small,
                                too_small=bool(len(power) and len(small) == len(power)))
@@ -372,7 +373,7 @@ def power_table(scores: pd.DataFrame, deffs: pd.DataFrame, *, alpha: float, fami
         in_group = (part["group"] == group).to_numpy()
         per_name = (units[in_group].value_counts().to_numpy(float), units[~in_group].value_counts().to_numpy(float))
         detectable = minimum_detectable_difference(0.5, typical, len(part) - typical, deff=deff, alpha=level,
-                                                   sizes=per_name)
+                                                   sizes=None if cluster == "none" else per_name)
         rows.append({"domain": str(domain), "groups": len(sizes), "typical_group_texts": typical,
                      "design_effect": deff, "level": level, "power": POWER, "detectable_difference": detectable,
                      "too_small": bool(not np.isfinite(detectable) or detectable > TOO_SMALL_DIFFERENCE)})
@@ -380,8 +381,9 @@ def power_table(scores: pd.DataFrame, deffs: pd.DataFrame, *, alpha: float, fami
                                        "detectable_difference", "too_small"])
 
 
-def _detectable(tests: pd.DataFrame, deffs: pd.DataFrame, level: float) -> list[float]:
-    """Per test: the smallest difference from the rest its sides could show and be found (80% power)."""
+def _detectable(tests: pd.DataFrame, deffs: pd.DataFrame, level: float, *, clustered: bool) -> list[float]:
+    """Per test: the smallest difference from the rest its sides could show and be found (80% power): on the t
+    degrees of freedom of its names when `clustered`, else the text-level z test's."""
     deff = dict(zip(deffs["domain"], deffs["design_effect_median"], strict=True))
     values = []
     for row in tests.itertuples(index=False):
@@ -391,7 +393,8 @@ def _detectable(tests: pd.DataFrame, deffs: pd.DataFrame, level: float) -> list[
         pooled = (row.count + row.rest_count) / (row.total + row.rest_total)
         values.append(minimum_detectable_difference(pooled, row.total, row.rest_total,
                                                     deff=deff.get(row.domain, 1.0), alpha=level,
-                                                    names_a=row.names, names_b=row.rest_names))
+                                                    names_a=row.names if clustered else None,
+                                                    names_b=row.rest_names if clustered else None))
     return values
 
 
