@@ -137,10 +137,17 @@ def test_run_and_inspect_give_the_same_texts_and_scores(tmp_path, bold_dir, bold
     """The same served chat model, greedy, under the prefill protocol: `bold-eval run` and `inspect eval
     bold_eval/bold` (its OpenAI-compatible provider) get the same continuations, and `bold-eval score` of the log
     gives the scores of the run, row for row."""
-    from bold_eval.testing.servers import ChatTemplateServer, build_served_model
+    from transformers import AutoTokenizer
+
+    from bold_eval.testing.models import build_tiny_causal_lm
+    from bold_eval.testing.servers import CHAT_TEMPLATE, ChatTemplateServer
 
     inspect = console_script("inspect", "inspect")
-    folder = build_served_model(tmp_path / "model", bold_sentences[:300])
+    # room for the prefill conversation (instruction, prompt, prompt again) in the tiny tokenizer's tokens
+    folder = build_tiny_causal_lm(tmp_path / "model", bold_sentences[:300], n_positions=512)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.save_pretrained(folder)
     common = ["--domains", "religious_ideology", "--limit", "7", "--metrics", "sentiment", "gender_polarity"]
     with ChatTemplateServer(folder) as server:
         run = bold_eval_here("run", "--model", server.model_name, "--base-url", server.base_url, "--api", "chat",
