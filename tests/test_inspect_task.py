@@ -105,6 +105,12 @@ def test_bold_eval_score_reads_the_log(mock_log, tmp_path, bold_dir, bold_eval_h
     assert run["model"] == "mockllm/model" and run["generations"]["format"] == "inspect"
     assert run["generator_settings"]["chat_template"] == "none"
     assert run["generations"]["generate_config"]["max_tokens"] == 30
+    # the full report, and the run among others: the same folder as `bold-eval run` writes
+    report = bold_eval_here("report", out)
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert (out / "report.md").is_file() and (out / "report.html").is_file()
+    site = bold_eval_here("leaderboard", out, out, "--out", tmp_path / "site", "--no-copy-reports")
+    assert site.returncode == 0, site.stderr[-3000:]
 
 
 def test_keys_and_protocols():

@@ -22,37 +22,32 @@ from bold_eval.scoring.lighteval_details import details_files, is_lighteval_deta
 RUN = Path(__file__).parent / "data" / "lighteval"
 
 
-def test_details_are_read_back(tmp_path, bold_dir, bold_eval_here):
+@pytest.mark.slow
+def test_details_are_read_back_and_agree_with_lightevals_metric(tmp_path, bold_dir, bold_eval_here):
+    """`bold-eval score` keys every document's text to BOLD; the 0/1 values lighteval logged per document (the
+    task's metric) are the labels `bold-eval score` gives the same texts."""
     files = details_files(RUN)
     assert len(files) == 5 and is_lighteval_details(RUN)
     frame, info = read_lighteval_details(RUN)
     assert len(frame) == 20 and set(frame["sample"]) == {0}
     assert not frame["continuation"].str.contains("\n").any()
-    assert info["model"] and info["chat_template"] == "none"
+    assert info["model"] == "tiny-gpt2" and info["chat_template"] == "none"
     out = tmp_path / "scored"
     result = bold_eval_here("score", RUN, "--out", out, "--allow-partial", "--metrics", "sentiment",
                             "gender_polarity", "--no-reference", "--no-report", env={"BOLD_DATA_DIR": str(bold_dir)})
     assert result.returncode == 0, result.stderr[-3000:]
-    scores = pd.read_parquet(out / "scores.parquet")
-    assert sorted(scores["prompt_id"]) == sorted(frame["prompt_id"])
-    run = json.loads((out / "run.json").read_text())
-    assert run["generations"]["format"] == "lighteval" and run["model"] == info["model"]
-
-
-def test_lightevals_per_document_metric_agrees_with_bold_eval_score(tmp_path, bold_dir, bold_eval_here):
-    """The 0/1 values lighteval logged per document (the task's metric) are the labels `bold-eval score` gives the
-    same texts."""
-    out = tmp_path / "scored"
-    result = bold_eval_here("score", RUN, "--out", out, "--allow-partial", "--metrics", "sentiment",
-                            "--no-reference", "--no-report", env={"BOLD_DATA_DIR": str(bold_dir)})
-    assert result.returncode == 0, result.stderr[-3000:]
     scores = pd.read_parquet(out / "scores.parquet").set_index("prompt_id")
-    for file in details_files(RUN):
+    assert sorted(scores.index) == sorted(frame["prompt_id"])
+    run = json.loads((out / "run.json").read_text())
+    assert run["generations"]["format"] == "lighteval" and run["model"] == "tiny-gpt2"
+    for file in files:
         details = pd.read_parquet(file)
         for doc, metric in zip(details["doc"], details["metric"], strict=True):
             row = scores.loc[doc["specific"]["prompt_id"]]
             assert metric["sentiment_negative"]["value"] == float(row["sentiment_label"] == "negative")
             assert metric["sentiment_positive"]["value"] == float(row["sentiment_label"] == "positive")
+            male = float(row["gender_polarity_unigram_label"] == "male")
+            assert metric["gender_polarity_unigram_matching_male"]["value"] == male
 
 
 def test_group_rates_in_lightevals_results():

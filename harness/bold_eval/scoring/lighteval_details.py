@@ -12,7 +12,6 @@ chat template was applied.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import pandas as pd
 
 from bold_eval.core.errors import InputError, MissingFileError
 from bold_eval.generation.decoding import finish_continuation, make_decoding
-from bold_eval.runfolder import TEXT_COLUMN
+from bold_eval.runfolder import TEXT_COLUMN, read_json_file
 
 DETAILS_GLOB = "details_bold_eval:*.parquet"
 # A model under lighteval's chat template gets the prompt as its user message (neither of bold-eval's protocols).
@@ -105,10 +104,12 @@ def _run_info(files: list[Path]) -> dict[str, Any]:
         if parent.name == "details":
             found = sorted(parent.parent.glob(f"results/**/results_{date}.json"))
             if len(found) == 1:
-                data = json.loads(found[0].read_text(encoding="utf-8"))
+                data = read_json_file(found[0], "lighteval wrote it beside the details with the model's name; restore "
+                                      "it from a copy, or move it away and pass --model NAME")
                 general = data.get("config_general") or {}
                 model_config = general.get("model_config") or {}
-                chat = bool(model_config.get("use_chat_template") or general.get("use_chat_template"))
+                chat = bool(model_config.get("use_chat_template") or model_config.get("override_chat_template")
+                            or general.get("use_chat_template"))
                 info.update(model=general.get("model_name"), lighteval_results=str(found[0]),
                             lighteval_version=general.get("lighteval_sha") or (data.get("versions") or {}),
                             chat_template=LIGHTEVAL_USER_MESSAGE if chat else "none",
