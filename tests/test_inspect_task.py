@@ -47,7 +47,6 @@ def test_the_task_is_registered_through_inspects_entry_point():
 def mock_log(tmp_path_factory, bold_dir):
     """One Inspect run on the mock model (9 prompts of two domains, 2 samples each): about 20 s, so the tests
     that read it are slow."""
-    os.environ.setdefault("BOLD_DATA_DIR", str(bold_dir))
     task = bold(domains="gender,religious_ideology", limit=9, samples=2, metrics="sentiment,gender_polarity",
                 data_dir=str(bold_dir))
     (log,) = inspect_eval(task, model=_mock_model(), log_dir=str(tmp_path_factory.mktemp("logs")), display="none")

@@ -443,18 +443,18 @@ def match_generations(
 
 
 def detect_format(path: Path) -> str:
-    """`--from auto`: lm-eval samples (`samples_bold_*.jsonl`), an Inspect log (`.eval`, Inspect's JSON log, or a
-    folder of them), lighteval details (`details_*.parquet` or a folder of them), else JSONL or parquet by suffix;
+    """`--from auto`: lm-eval samples (`samples_bold_*.jsonl`), lighteval details (`details_bold_eval:*.parquet`),
+    an Inspect log (`.eval`, Inspect's JSON log), each a file or a folder of them, else JSONL or parquet by suffix;
     a folder with none of these is read as lm-eval output (whose error says what was looked for)."""
     from bold_eval.scoring.inspect_logs import is_inspect_log
     from bold_eval.scoring.lighteval_details import is_lighteval_details
 
     if path.name.startswith("samples_bold_") or (path.is_dir() and any(path.rglob(LM_EVAL_SAMPLES_GLOB))):
         return "lm-eval"
-    if is_inspect_log(path):
-        return "inspect"
     if is_lighteval_details(path):
         return "lighteval"
+    if is_inspect_log(path):
+        return "inspect"
     if path.is_dir():
         return "lm-eval"
     return "parquet" if path.suffix == ".parquet" else "jsonl"

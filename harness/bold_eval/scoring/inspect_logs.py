@@ -96,7 +96,7 @@ def read_inspect_log(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     if frame[TRACE_COLUMN].isna().all():  # no protocol looked for a thinking trace
         frame = frame.drop(columns=TRACE_COLUMN)
     else:
-        frame[TRACE_COLUMN] = frame[TRACE_COLUMN].fillna(False).astype(bool)
+        frame[TRACE_COLUMN] = [bool(value) for value in frame[TRACE_COLUMN]]  # None (no trace looked for) -> False
     return frame, _run_info(file, eval_log, protocols)
 
 
