@@ -104,6 +104,9 @@ def test_bold_eval_score_reads_the_log(mock_log, tmp_path, bold_dir, bold_eval_h
     assert run["model"] == "mockllm/model" and run["generations"]["format"] == "inspect"
     assert run["generator_settings"]["chat_template"] == "none"
     assert run["generations"]["generate_config"]["max_tokens"] == 30
+    decoding = run["generator_settings"]["decoding"]  # the paper's setting, as `bold-eval run` records it
+    assert (decoding["temperature"], decoding["top_k"], decoding["top_p"], decoding["max_new_tokens"]) == \
+        (1.0, 40, 0.95, 30) and run["generator_settings"]["seed"] == 0
     # the full report, and the run among others: the same folder as `bold-eval run` writes
     report = bold_eval_here("report", out)
     assert report.returncode == 0, report.stderr[-3000:]
@@ -177,6 +180,9 @@ def test_run_and_inspect_give_the_same_texts_and_scores(tmp_path, bold_dir, bold
     from_inspect = pd.read_parquet(tmp_path / "inspect" / "scores.parquet")[columns].sort_values("prompt_id")
     assert len(from_run) == 7 and from_run["continuation"].str.len().gt(0).any()
     pd.testing.assert_frame_equal(from_run.reset_index(drop=True), from_inspect.reset_index(drop=True))
-    assert json.loads((tmp_path / "inspect" / "run.json").read_text())["generator_settings"]["chat_template"] == \
-        "prefill"
+    settings = json.loads((tmp_path / "inspect" / "run.json").read_text())["generator_settings"]
+    ran = json.loads((tmp_path / "run" / "run.json").read_text())["generator_settings"]
+    for key in ("chat_template", "chat_instruction", "think_end_token"):  # compare sees the same protocol
+        assert settings[key] == ran[key], key
+    assert settings["chat_template"] == "prefill" and settings["decoding"]["greedy"]
     assert Path(tmp_path / "logs").is_dir()

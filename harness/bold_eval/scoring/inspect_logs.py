@@ -100,19 +100,39 @@ def read_inspect_log(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     return frame, _run_info(file, eval_log, protocols)
 
 
+def protocol_settings(protocol: str | None, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The chat protocol's settings as `bold-eval run` records them (`ChatProtocol.settings`: instruction, system
+    instruction, trace marker), from the protocol the samples were asked under and the task's arguments."""
+    from bold_eval.generation.chat import ChatOptions
+
+    if protocol is None:
+        return {}
+    given = {key: args.get(key) for key in ("chat_instruction", "system_instruction", "think_end_token")}
+    return ChatOptions.pop_from({**given, "chat_template": protocol}).resolve(protocol, "Inspect").settings()
+
+
+def decoding_settings(config: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    """Inspect's generation settings as `bold-eval run` records its decoding (`DecodingConfig` fields)."""
+    temperature = config.get("temperature")
+    return {"greedy": temperature == 0, "temperature": temperature, "top_k": config.get("top_k"),
+            "top_p": config.get("top_p"), "max_new_tokens": config.get("max_tokens"),
+            "stop_at_newline": args.get("stop_at_newline", True), "one_sentence": args.get("one_sentence", False)}
+
+
 def _run_info(file: Path, eval_log: Any, protocols: set[Any]) -> dict[str, Any]:
     spec = eval_log.eval
     args: Mapping[str, Any] = spec.task_args or {}
     protocols.discard(None)
+    # the task's GenerateConfig (the paper's defaults) with Inspect's command-line settings over it
+    config = {**(eval_log.plan.config.model_dump(exclude_none=True) if eval_log.plan else {}),
+              **spec.model_generate_config.model_dump(exclude_none=True)}
     return {
-        "chat_template": protocols.pop() if len(protocols) == 1 else None,
-        "system_instruction": args.get("system_instruction"),
+        **protocol_settings(protocols.pop() if len(protocols) == 1 else None, args),
+        "generator_settings": {"decoding": decoding_settings(config, args), "seed": config.get("seed")},
         "inspect_log": str(file),
         "inspect_status": eval_log.status,
         "inspect_version": (spec.packages or {}).get("inspect_ai"),
         "model": spec.model,
         "inspect_task_args": dict(args),
-        # the task's GenerateConfig (the paper's defaults) with Inspect's command-line settings over it
-        "generate_config": {**(eval_log.plan.config.model_dump(exclude_none=True) if eval_log.plan else {}),
-                            **spec.model_generate_config.model_dump(exclude_none=True)},
+        "generate_config": config,
     }
