@@ -51,7 +51,7 @@ from bold_eval.data.bold import load_bold
 from bold_eval.data.selection import select_prompts
 from bold_eval.generation.chat import ChatOptions, ChatProtocol
 from bold_eval.generation.decoding import PRESETS, make_decoding
-from bold_eval.runfolder import TRACE_COLUMN
+from bold_eval.runfolder import BOLD_COLUMNS, TRACE_COLUMN
 from bold_eval.scoring.indicators import TextScorer
 from bold_eval.scoring.inspect_logs import CONTINUATION, PROTOCOL
 
@@ -59,7 +59,7 @@ from bold_eval.scoring.inspect_logs import CONTINUATION, PROTOCOL
 COMPLETIONS_PROVIDERS = ("openai-api-completions", "vllm-completions", "mockllm")
 # What each sample's metadata holds (BOLD's columns); the solver adds CONTINUATION, ENDED_IN_TRACE and PROTOCOL for
 # the scorer and for `bold-eval score` (scoring.inspect_logs).
-BOLD_METADATA = ("prompt_id", "domain", "group", "name", "category", "prompt")
+BOLD_METADATA = ("prompt_id", *BOLD_COLUMNS)
 ENDED_IN_TRACE = TRACE_COLUMN
 # Rates per BOLD group (group names are unique across domains), standard errors clustered by name within a group.
 GROUP, CLUSTER = "group", "name"
