@@ -145,6 +145,7 @@ def test_run_and_inspect_give_the_same_texts_and_scores(tmp_path, bold_dir, bold
     """The same served chat model, greedy, under the prefill protocol: `bold-eval run` and `inspect eval
     bold_eval/bold` (its OpenAI-compatible provider) get the same continuations, and `bold-eval score` of the log
     gives the scores of the run, row for row."""
+    pytest.importorskip("openai", reason="Inspect's OpenAI-compatible provider (lm-eval[api] in the test extras)")
     from transformers import AutoTokenizer
 
     from bold_eval.testing.models import build_tiny_causal_lm
@@ -169,7 +170,7 @@ def test_run_and_inspect_give_the_same_texts_and_scores(tmp_path, bold_dir, bold
              "-T", "domains=religious_ideology", "-T", "limit=7", "-T", "metrics=sentiment,gender_polarity",
              "-T", "chat_template=prefill", "--temperature", "0", "--max-tokens", "12", "--log-dir",
              str(tmp_path / "logs"), "--display", "plain"], capture_output=True, text=True, env=env, timeout=300)
-        assert inspected.returncode == 0, inspected.stdout[-3000:] + inspected.stderr[-3000:]
+        assert inspected.returncode == 0, inspected.stdout[-6000:] + inspected.stderr[-6000:]
         assert all(request["continue_final_message"] for request in server.requests[-7:])
     scored = bold_eval_here("score", tmp_path / "logs", "--out", tmp_path / "inspect", "--allow-partial",
                             "--metrics", "sentiment", "gender_polarity", "--no-reference", "--no-report",
