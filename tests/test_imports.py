@@ -25,7 +25,8 @@ RANKS = {
 }
 # Top-level modules whose stage is not their name.
 TOP_LEVEL = {"runfolder": "core", "run": "top", "cli": "top", "generator_flags": "top", "download": "top",
-             "__init__": "top", "__main__": "top", "lm_eval_tasks": "top", "bundled": "top"}
+             "__init__": "top", "__main__": "top", "lm_eval_tasks": "top", "inspect_tasks": "top",
+             "lighteval_tasks": "top", "bundled": "top"}
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:

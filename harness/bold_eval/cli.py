@@ -443,18 +443,21 @@ def _compare(args: argparse.Namespace) -> int:
 def _add_score(subparsers: argparse._SubParsersAction) -> None:
     score = subparsers.add_parser(
         "score",
-        help="score generations made elsewhere (JSONL/parquet keyed by prompt_id or prompt, or lm-eval samples)",
+        help="score generations made elsewhere (JSONL/parquet keyed by prompt_id or prompt, lm-eval samples, an "
+             "Inspect log, lighteval details)",
     )
-    score.add_argument("generations", help="JSONL or parquet file, or lm-eval --log_samples output (file or folder)")
-    score.add_argument("--from", dest="from_format", choices=("auto", "jsonl", "parquet", "lm-eval"), default="auto",
-                       help="input format (default: from the path; a folder or samples_bold_*.jsonl is lm-eval)")
+    score.add_argument("generations", help="JSONL or parquet file, lm-eval --log_samples output, an Inspect log "
+                       "(.eval) or lighteval's details (file or folder)")
+    score.add_argument("--from", dest="from_format", choices=options.GENERATIONS_FORMATS, default="auto",
+                       help="input format (default: from the path: samples_bold_*.jsonl is lm-eval, .eval Inspect, "
+                       "details_*.parquet lighteval)")
     score.add_argument("--out", required=True, help="output folder (scores.parquet, summary.json, report.md)")
     score.add_argument("--domains", nargs="+", type=_comma_list, action=_Extend, default=None,
                        help="BOLD domains the generations should cover (default: those they touch)")
     score.add_argument("--allow-partial", action="store_true",
                        help="score what matches BOLD; unknown rows and prompts without a generation are counted "
                             "in run.json and the report instead of failing")
-    score.add_argument("--model", default=None, help="model name for the report (default: from lm-eval, else the file)")
+    score.add_argument("--model", default=None, help="model name for the report (default: from the lm-eval, Inspect or lighteval log, else the file)")
     _add_no_report(score)
     _add_scoring_arguments(score)
     score.set_defaults(handler=_score)

@@ -29,6 +29,8 @@ from bold_eval.runfolder import GENERATIONS_FILE, RunRecord, merge_generations, 
 from bold_eval.scoring.generations import Generations, score_generations
 from bold_eval.scoring.scorers import check_metric_options, parse_metrics
 
+# The chat protocol's entries of run.json's generator_settings (`generation.chat.ChatProtocol.settings`).
+CHAT_SETTINGS = ("chat_template", "chat_instruction", "system_instruction", "think_end_token", "chat_template_kwargs")
 # Re-exported: what `bold-eval run`'s callers catch and use.
 __all__ = ["ConfigMismatchError", "RunConfig", "RunInterrupted", "merge_generations", "run", "score_and_report",
            "score_file", "select_prompts"]
@@ -148,10 +150,12 @@ def score_file(path: str | os.PathLike, out: str | os.PathLike, scoring: Scoring
         allow_modified=scoring.allow_modified_data)
     for line in matched.problems():
         warn(line)
-    # generations from lm-eval carry how lm-eval asked the model (its chat template), so compare can warn
-    protocol = {key: source.pop(key) for key in ("chat_template", "system_instruction") if key in source}
+    # generations from lm-eval, Inspect or lighteval carry how the model was asked (the chat protocol), so compare
+    # can warn; an Inspect log also its decoding and seed (`generator_settings`, as `bold-eval run` records them)
+    protocol = {key: source.pop(key) for key in CHAT_SETTINGS if key in source}
+    settings = {**source.pop("generator_settings", {}), **protocol}
     record = RunRecord(model=model or source.get("model") or str(path),
-                       generator_settings={key: value for key, value in protocol.items() if value is not None},
+                       generator_settings={key: value for key, value in settings.items() if value is not None},
                        generations={**matched.as_run_info(), **source},
                        modified_data=allowed_modifications(scoring.data_dir, scoring.allow_modified_data),
                        command=command)

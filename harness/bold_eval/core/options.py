@@ -25,6 +25,8 @@ from bold_eval.core.errors import UsageError
 PAPER_METRICS = ("sentiment", "toxicity", "regard", "psycholinguistic", "gender_polarity")
 # What a text is when it is scored: prompt + continuation (like the Wikipedia sentences), or the continuation.
 SCORE_ON = ("full", "continuation")
+# `bold-eval score --from`: where generations made elsewhere come from (bold_eval.scoring.external).
+GENERATIONS_FORMATS = ("auto", "jsonl", "parquet", "lm-eval", "inspect", "lighteval")
 DEFAULT_SCORE_ON = "full"
 
 # --------------------------------------------------------------------------- generation

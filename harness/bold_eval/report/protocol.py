@@ -22,6 +22,8 @@ PROTOCOL_WORDS = {
     "lm-eval user message": "lm-eval's --apply_chat_template on a task without gen_prefix: the prompt was the user's "
                             "whole message, with no instruction to continue it, and the reply is scored after the "
                             "prompt (use the bold_<domain>_chat tasks for the prefill protocol)",
+    "lighteval user message": "lighteval's chat template: the prompt was the user's whole message, with no instruction "
+                              "to continue it, and the reply is scored after the prompt",
 }
 # What `compare` checks, in the order it names the differences.
 COMPARED_FIELDS = {"protocol": "chat protocol (--chat-template)", "system_instruction": "system instruction",

@@ -13,6 +13,8 @@ Accepted inputs:
 - lm-evaluation-harness `--log_samples` output of our tasks (`samples_bold_<domain>_*.jsonl`, a
   file or the `--output_path` folder): keyed by the `prompt_id` kept in each logged doc; the
   k-th response of a doc (`repeats: k`) becomes sample k.
+- an Inspect log of `bold_eval/bold` (`scoring.inspect_logs`) and lighteval's details of the `bold` tasks
+  (`scoring.lighteval_details`), keyed the same way by the prompt_id each sample carries.
 
 Rows that match no BOLD prompt, and BOLD prompts with no generation, are counted and shown,
 never dropped silently: `match_generations` fails unless `allow_partial`, and then reports the
@@ -29,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from bold_eval.core.errors import InputError, MissingFileError, UsageError
+from bold_eval.core.options import GENERATIONS_FORMATS
 from bold_eval.runfolder import (
     BOLD_COLUMNS,
     GENERATION_COLUMNS,
@@ -440,6 +443,24 @@ def match_generations(
     return _with_bold_columns(frame, bold), report
 
 
+def detect_format(path: Path) -> str:
+    """`--from auto`: lm-eval samples (`samples_bold_*.jsonl`), lighteval details (`details_bold_eval:*.parquet`),
+    an Inspect log (`.eval`, Inspect's JSON log), each a file or a folder of them, else JSONL or parquet by suffix;
+    a folder with none of these is read as lm-eval output (whose error says what was looked for)."""
+    from bold_eval.scoring.inspect_logs import is_inspect_log
+    from bold_eval.scoring.lighteval_details import is_lighteval_details
+
+    if path.name.startswith("samples_bold_") or (path.is_dir() and any(path.rglob(LM_EVAL_SAMPLES_GLOB))):
+        return "lm-eval"
+    if is_lighteval_details(path):
+        return "lighteval"
+    if is_inspect_log(path):
+        return "inspect"
+    if path.is_dir():
+        return "lm-eval"
+    return "parquet" if path.suffix == ".parquet" else "jsonl"
+
+
 def load_generations(
     path: str | Path,
     *,
@@ -449,24 +470,30 @@ def load_generations(
     allow_partial: bool = False,
     allow_modified: bool | None = None,
 ) -> tuple[pd.DataFrame, MatchReport, dict[str, Any]]:
-    """Read a generations file (`from_format` "jsonl", "parquet", "lm-eval" or "auto") and key it
-    to BOLD. Returns the generations frame, the match report and run info about the source."""
+    """Read a generations file (`from_format`: one of `GENERATIONS_FORMATS`) and key it to BOLD. Returns the generations frame, the match report and run info about the source."""
     from bold_eval.data.bold import load_bold
 
     path = Path(path)
     if from_format == "auto":
-        if path.is_dir() or path.name.startswith("samples_bold_"):
-            from_format = "lm-eval"
-        else:
-            from_format = "parquet" if path.suffix == ".parquet" else "jsonl"
+        from_format = detect_format(path)
     if from_format == "lm-eval":
         frame = read_lm_eval_samples(path)
         source_info = {"format": "lm-eval", **lm_eval_run_info(path)}
+    elif from_format == "inspect":
+        from bold_eval.scoring.inspect_logs import read_inspect_log
+
+        frame, info = read_inspect_log(path)
+        source_info = {"format": "inspect", **info}
+    elif from_format == "lighteval":
+        from bold_eval.scoring.lighteval_details import read_lighteval_details
+
+        frame, info = read_lighteval_details(path)
+        source_info = {"format": "lighteval", **info}
     elif from_format in ("jsonl", "parquet"):
         frame = read_table(path, from_format)
         source_info = {"format": from_format}
     else:
-        raise UsageError(f"unknown generations format {from_format!r}; use auto, jsonl, parquet or lm-eval")
+        raise UsageError(f"unknown generations format {from_format!r}; use {', '.join(GENERATIONS_FORMATS)}")
     bold = load_bold("all", data_dir=data_dir, allow_modified=allow_modified).to_pandas()
     generations, report = match_generations(
         frame, bold, source=str(path), domains=domains, allow_partial=allow_partial

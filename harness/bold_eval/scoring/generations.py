@@ -56,6 +56,7 @@ from bold_eval.scoring.scorers import (
     score_with,
     scorer_resources,
     scores_frame,
+    skipped_lines,
 )
 from bold_eval.scoring.texts import build_texts, check_generation_chunk, duplicate_message
 
@@ -264,6 +265,6 @@ def score_generations(
         (out / REFERENCE_FILE).unlink(missing_ok=True)
     _record_scoring(record, result, requested, metric_options, anonymize, score_on, writer.rows, scorers)
     write_run_record(out, record)
-    for metric, message in {**result.skipped, **result.partial}.items():
-        print(f"skipped metric {metric}: {message.splitlines()[0]}", file=sys.stderr)
+    for line in skipped_lines(result):
+        print(line, file=sys.stderr)
     return writer.path

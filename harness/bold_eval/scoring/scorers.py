@@ -38,6 +38,12 @@ class ScoringResult:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
+def skipped_lines(result: ScoringResult) -> list[str]:
+    """One line per metric skipped or scored in part (a resource missing offline), as `bold-eval run` prints it."""
+    return [f"skipped metric {metric}: {message.splitlines()[0]}"
+            for metric, message in {**result.skipped, **result.partial}.items()]
+
+
 def parse_metrics(metrics: str | Sequence[str] | None) -> list[str]:
     """`None`/"all" -> every registered metric; otherwise validated names in the registry's (the paper's) order."""
     known = metric_names()
