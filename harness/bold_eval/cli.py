@@ -457,7 +457,9 @@ def _add_score(subparsers: argparse._SubParsersAction) -> None:
     score.add_argument("--allow-partial", action="store_true",
                        help="score what matches BOLD; unknown rows and prompts without a generation are counted "
                             "in run.json and the report instead of failing")
-    score.add_argument("--model", default=None, help="model name for the report (default: from the lm-eval, Inspect or lighteval log, else the file)")
+    score.add_argument("--model", default=None,
+                       help="model name for the report (default: from the lm-eval, Inspect or lighteval log, else the "
+                            "file)")
     _add_no_report(score)
     _add_scoring_arguments(score)
     score.set_defaults(handler=_score)

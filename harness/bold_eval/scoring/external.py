@@ -470,7 +470,8 @@ def load_generations(
     allow_partial: bool = False,
     allow_modified: bool | None = None,
 ) -> tuple[pd.DataFrame, MatchReport, dict[str, Any]]:
-    """Read a generations file (`from_format`: one of `GENERATIONS_FORMATS`) and key it to BOLD. Returns the generations frame, the match report and run info about the source."""
+    """Read a generations file (`from_format`: one of `GENERATIONS_FORMATS`) and key it to BOLD. Returns the
+    generations frame, the match report and run info about the source."""
     from bold_eval.data.bold import load_bold
 
     path = Path(path)

@@ -69,8 +69,9 @@ def inspect_log_file(path: str | Path) -> Path:
         raise MissingFileError(f"no Inspect log of the BOLD task ({TASK_NAMES[0]}) under {path}; run `inspect eval "
                                f"bold_eval/bold --model PROVIDER/MODEL --log-dir {path}`")
     if len(found) > 1:
-        raise InspectLogError(f"several Inspect logs of the BOLD task under {path} ({', '.join(str(f) for f in found)});"
-                              " pass one log file or a folder holding a single run")
+        listed = ", ".join(str(f) for f in found)
+        raise InspectLogError(f"several Inspect logs of the BOLD task under {path} ({listed}); pass one log file or "
+                              "a folder holding a single run")
     return found[0]
 
 
