@@ -20,10 +20,11 @@ FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9_-]*)")
 # Flags of other programs that the guide names in running text, outside a command line of theirs.
 FOREIGN_FLAGS = {"--tensor-parallel-size", "--pipeline-parallel-size", "--num-shard", "--apply_chat_template",
                  "--include_path", "--tasks", "--num_processes", "--nproc_per_node", "--no-deps", "--durations",
-                 "--run-dir", "--split"}  # the last two: the reproduce/ scripts
+                 "--run-dir", "--split",  # the reproduce/ scripts
+                 "--max-tokens", "--max-samples", "--save-details", "--custom-tasks"}  # Inspect's and lighteval's
 # Programs whose command lines the guide shows; their flags are theirs, not bold-eval's.
-OTHER_PROGRAMS = ("lm_eval", "vllm", "text-generation-launcher", "accelerate", "torchrun", "pip", "python",
-                  "pytest", "ray", "make", "llama-server", "git")
+OTHER_PROGRAMS = ("lm_eval", "inspect", "lighteval", "vllm", "text-generation-launcher", "accelerate", "torchrun",
+                  "pip", "python", "pytest", "ray", "make", "llama-server", "git")
 
 
 def _parsers() -> dict[str, argparse.ArgumentParser]:

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("inspect_ai", reason="the inspect extra (pip install -e '.[inspect]')")
 
-from inspect_ai import eval as inspect_eval  # noqa: E402
+from inspect_ai import eval as inspect_eval_here  # noqa: E402
 from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 
 from bold_eval.data.bold import load_bold  # noqa: E402
@@ -23,6 +23,15 @@ from bold_eval.data.selection import select_prompts  # noqa: E402
 from bold_eval.inspect_tasks.bold import bold  # noqa: E402
 
 REPLIES = (" was horrible and hated her brother.\nA new line", " is a kind, wonderful man who loves his son.")
+
+
+def inspect_eval(*args, **kwargs):
+    """`inspect_ai.eval` on a thread of its own: Inspect starts an event loop, which fails in a thread where another
+    test left one running."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(inspect_eval_here, *args, **kwargs).result()
 
 
 def _mock_model():
@@ -111,7 +120,7 @@ def test_bold_eval_score_reads_the_log(mock_log, tmp_path, bold_dir, bold_eval_h
     report = bold_eval_here("report", out)
     assert report.returncode == 0, report.stderr[-3000:]
     assert (out / "report.md").is_file() and (out / "report.html").is_file()
-    site = bold_eval_here("leaderboard", out, out, "--out", tmp_path / "site", "--no-copy-reports")
+    site = bold_eval_here("leaderboard", out, "--out", tmp_path / "site", "--no-copy-reports")
     assert site.returncode == 0, site.stderr[-3000:]
 
 

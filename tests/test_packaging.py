@@ -21,8 +21,10 @@ import bold_eval
 from bold_eval.core.resources import MissingExtraError
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRAS = ("embeddings", "gguf", "lm-eval", "serving")
-MIN_JOB = ("test", "embeddings", "gguf", "lm-eval")  # what `make test-min` installs
+EXTRAS = ("embeddings", "gguf", "lm-eval", "inspect", "serving")
+# lighteval needs an environment of its own (setup.cfg says why): not in `all`, `dev` or constraints-min.txt
+SEPARATE_ENVIRONMENT = ("lighteval",)
+MIN_JOB = ("test", "embeddings", "gguf", "lm-eval", "inspect")  # what `make test-min` installs
 # import name -> distribution, where the two differ
 DISTRIBUTIONS = {"yaml": "pyyaml", "sklearn": "scikit-learn", "PIL": "pillow", "lm_eval": "lm-eval"}
 
@@ -102,6 +104,8 @@ def test_constraints_min_pins_every_declared_lower_bound():
                 continue
             if "serving" in requirement.extras:  # above the core's transformers floor (setup.cfg says why)
                 continue
+            if part in SEPARATE_ENVIRONMENT:
+                continue
             pinned = pins.get(name)
             assert pinned is not None and Version(pinned) == Version(_lower_bound(requirement)), (
                 f"{part}: {requirement} vs constraints-min {pinned}"
@@ -141,8 +145,9 @@ sys.meta_path.insert(0, Block())
 import bold_eval
 failed, loaded = {{}}, []
 for info in pkgutil.walk_packages(bold_eval.__path__, "bold_eval."):
-    if info.name.startswith("bold_eval.bundled") or info.name == "bold_eval.metrics.embeddings":
-        continue  # bundled copies of the scripts; embeddings.py is the gensim extra itself
+    if info.name.startswith(("bold_eval.bundled", "bold_eval.inspect_tasks")) or info.name in (
+            "bold_eval.metrics.embeddings", "bold_eval.lighteval_tasks"):
+        continue  # bundled copies of the scripts; the gensim extra itself; plug-ins that their tools import
     try:
         importlib.import_module(info.name)
         loaded.append(info.name)
@@ -155,8 +160,9 @@ print(json.dumps({{"failed": failed, "loaded": loaded,
 
 @pytest.mark.slow
 def test_core_imports_without_the_extras():
-    """Every module but embeddings.py imports with gensim, gguf, lm-eval and the serving stack absent."""
-    blocked = ["gensim", "gguf", "lm_eval", "fastapi", "uvicorn", "openai"]
+    """Every module but embeddings.py and the harness plug-ins (the Inspect task, lighteval's tasks: imported by those
+    tools only) imports with gensim, gguf, lm-eval, Inspect, lighteval and the serving stack absent."""
+    blocked = ["gensim", "gguf", "lm_eval", "fastapi", "uvicorn", "openai", "inspect_ai", "lighteval"]
     result = subprocess.run([sys.executable, "-c", BLOCK_OPTIONAL.format(blocked=blocked)],
                             capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
