@@ -5,9 +5,9 @@ The baseline tests every contrast with the studentized cluster permutation test 
 corrected level) and a cluster bootstrap interval; its cost on all of BOLD is mostly drawing permutations. The
 default is the score-type cluster-robust t (`bold_eval.analysis.rate_test`), which needs no resampling. Both reports
 are written here from copies of the same folder, on the same threads (`BOLD_EVAL_THREADS`, else the cores, at most
-8): the baseline with the findings' families of tests (`findings.difference_tests`) replaced by
-`baselines.cluster_difference_tests`. Printed: both times, their ratio, and where the report's time goes (the
-analysis, then the files: tables, figures, report.md).
+8): the baseline with `clustered.difference_tests` (the findings' families, and through `difference_test` the largest
+gaps) replaced by `baselines.cluster_difference_tests`. Printed: both times, their ratio, and where the report's time
+goes (the analysis, then the files: tables, figures, report.md).
 
 Make a full-BOLD folder first (random small models; the report's work does not depend on the weights):
 
@@ -69,12 +69,12 @@ def main() -> None:
               f"{today - analysis:.1f} s tables, figures and report.md)")
         if args.skip_baseline:
             return
-        product = findings.difference_tests
-        findings.difference_tests = cluster_difference_tests
+        product = clustered.difference_tests
+        findings.difference_tests = clustered.difference_tests = cluster_difference_tests
         try:
             before, before_analysis = timed_report(args.run_dir, Path(scratch), "before")
         finally:
-            findings.difference_tests = product
+            findings.difference_tests = clustered.difference_tests = product
         print(f"the report with permutation tests: {before:.1f} s ({before_analysis:.1f} s analysis)")
         print(f"speed-up: {before / today:.1f}x")
 

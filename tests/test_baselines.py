@@ -263,17 +263,16 @@ def test_permutation_p_over_eight_single_value_units_is_the_exact_one(baselines)
     assert statistic == pytest.approx(stats.ttest_ind(values[side], values[~side], equal_var=False).statistic)
 
 
-@pytest.mark.slow
 def test_p_value_of_a_perfect_separation_is_the_monte_carlo_floor(baselines) -> None:
-    """1000 names a side, every text of side a with the label and none of side b: no draw is as extreme, so
-    the p-value is (0 + 1) / (99,999 + 1) = 1e-5, never 0 (a p-value of 0 claims an impossible certainty) and
-    never an extrapolation beyond the draws."""
-    clusters = np.repeat(np.arange(2000), 2)
-    side = clusters < 1000
+    """20 names a side, every text of side a with the label and none of side b: only that split and its mirror
+    are as extreme (2 of C(40, 20) = 1.4e11), so no draw is, every stage runs and the p-value is
+    (0 + 1) / (99,999 + 1) = 1e-5, never 0 (a p-value of 0 claims an impossible certainty) and never an
+    extrapolation beyond the draws."""
+    clusters = np.repeat(np.arange(40), 2)
+    side = clusters < 20
     deep = baselines.cluster_difference_test(side.astype(float), side, clusters)
     assert deep.estimate == 1.0
     assert deep.p_value == pytest.approx(1 / (baselines.MAX_PERMUTATIONS + 1))
-
 
 
 def test_permutation_draws_do_not_depend_on_the_block_size(baselines, monkeypatch) -> None:
