@@ -1,9 +1,9 @@
 """Which model is more biased than another, and where: interactions and overall differences on shared prompts.
 
-The numbers of `bold-eval compare`; `bold_eval.report.compare` writes them out. The interactions are
-`findings.paired_findings`'; an overall difference is tested by the paired cluster-robust t
-(`analysis.paired_rate_test`, `paired_difference`). The sign-flip test over names that the calibration compares it
-with is in `benchmarks/baselines.py`."""
+The numbers of `bold-eval compare`; `bold_eval.report.compare` writes them out. The interactions are tested by
+`findings.paired_findings`, an overall difference by the paired cluster-robust t (`analysis.paired_rate_test`,
+through `paired_difference`). The sign-flip test over names that the calibration compares it with is in
+`benchmarks/baselines.py`."""
 
 from __future__ import annotations
 
