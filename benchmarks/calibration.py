@@ -64,9 +64,8 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
@@ -551,26 +550,6 @@ def paired_wikipedia_trial(index: int, *, reference: pd.DataFrame, labels: Seque
     return rows
 
 
-@contextmanager
-def permutation_cap(alpha: float, family: int) -> Iterator[bool]:
-    """At most `clustered.N_PERMUTATIONS` (9,999) permutation draws per test instead of `MAX_PERMUTATIONS`
-    (99,999) where that changes no decision (yields whether it capped). A test reaches the last stage only with
-    fewer than PRECISE_COUNT of 9,999 draws as extreme, p <= 10 / 10,000 = 0.001; at alpha / family >= 0.001
-    that is below every threshold of Holm (alpha / family and up) and of Benjamini-Hochberg, and every other
-    test's p-value is above 0.001, so its exact value moves no rejection. Planted effects and prompt-level
-    (--cluster none) paired tests reach that stage in most tests: this cuts their time several-fold."""
-    import bold_eval.analysis.clustered as clustered
-
-    exact = alpha / family >= clustered.PRECISE_COUNT / (clustered.N_PERMUTATIONS + 1)
-    saved = clustered.MAX_PERMUTATIONS
-    if exact:
-        clustered.MAX_PERMUTATIONS = min(saved, clustered.N_PERMUTATIONS)
-    try:
-        yield exact
-    finally:
-        clustered.MAX_PERMUTATIONS = saved
-
-
 def _worst_labels(frame: pd.DataFrame) -> dict[str, Label]:
     """The worst-case labels of `frame`'s columns by per-prompt column (`worst_case.worst_case_labels`)."""
     return {label[2]: label for label in worst_case_labels(frame.columns)}
@@ -608,9 +587,8 @@ def worst_synthetic_trial(index: int, *, scenario: WorstScenario, sizes: np.ndar
                                                          worst["name"].to_numpy())}
     rows = []
     for cluster in clusters:
-        with permutation_cap(alpha, groups * len(labels)):
-            tests = group_findings(worst, [], alpha=alpha, correction=correction, cluster=cluster, seed=index,
-                                   worst=worst, worst_labels=list(labels.values())).tests
+        tests = group_findings(worst, [], alpha=alpha, correction=correction, cluster=cluster, seed=index,
+                               worst=worst, worst_labels=list(labels.values())).tests
         rows.append({"cluster": cluster, "trial": index, **_worst_rows(tests, labels, scenario.effect, alpha,
                                                                        "difference"), **measured})
     return rows
@@ -633,9 +611,8 @@ def worst_paired_trial(index: int, *, scenario: WorstScenario, sizes: np.ndarray
                 "design_effect": clustered_design_effect(d, worst[0]["name"].to_numpy())}
     rows = []
     for cluster in clusters:
-        with permutation_cap(alpha, groups * len(labels)):
-            tests = paired_findings(model, reference, [], alpha=alpha, correction=correction, cluster=cluster,
-                                    seed=index, worst=worst, worst_labels=list(labels.values())).tests
+        tests = paired_findings(model, reference, [], alpha=alpha, correction=correction, cluster=cluster,
+                                seed=index, worst=worst, worst_labels=list(labels.values())).tests
         rows.append({"cluster": cluster, "trial": index, **_worst_rows(tests, labels, scenario.effect, alpha,
                                                                        "interaction"), **measured})
     return rows
@@ -939,10 +916,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="paired-synthetic: data sets per planted interaction (--cluster name only)")
     paired.add_argument("--paired-none-sims", type=int, default=20,
                         help="paired-synthetic: the first data sets of each null scenario also tested with "
-                             "--cluster none (a permutation over prompts, 3,000 units: 7 times name's cost)")
+                             "--cluster none (each prompt a unit)")
     paired.add_argument("--paired-clusters", nargs="+", default=["name"], choices=list(CLUSTERS),
-                        help="paired-wikipedia: cluster units (none permutes each of 12,818 prompts: 46 CPU s a "
-                             "model against name's 6)")
+                        help="paired-wikipedia: cluster units (none: each of 12,818 prompts a unit)")
     paired.add_argument("--samples", type=int, nargs="+", default=[1, 5], help="paired-synthetic: model texts per "
                                                                                 "prompt (k)")
     paired.add_argument("--shift", type=float, default=DEFAULT_SHIFT,
@@ -975,7 +951,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                        help="worst-paired-synthetic: data sets per null scenario")
     worst.add_argument("--worst-paired-none-sims", type=int, default=5,
                        help="worst-paired-synthetic: the first data sets of each null scenario also with --cluster "
-                            "none (prompts permuted as units: 5-15 CPU s a data set)")
+                            "none (each prompt a unit)")
     worst.add_argument("--worst-paired-power-sims", type=int, default=25,
                        help="worst-paired-synthetic: data sets per planted interaction (--cluster name only)")
     worst.add_argument("--worst-wikipedia-trials", type=int, default=30, help="worst-wikipedia: shuffles per k")

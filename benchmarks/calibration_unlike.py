@@ -60,13 +60,14 @@ def score_p(t_a, n_a, t_b, n_b) -> tuple[float, float]:
 
 
 def permutation_p(t_a, n_a, t_b, n_b, seed: int) -> float:
-    from bold_eval.analysis.clustered import difference_test
+    """p of the studentized cluster permutation test (`baselines.cluster_difference_test`) on the same names."""
+    from baselines import cluster_difference_test
 
     names = np.arange(len(t_a) + len(t_b))
     t, n = np.r_[t_a, t_b], np.r_[n_a, n_b]
     values = np.concatenate([np.r_[np.ones(int(h)), np.zeros(int(m - h))] for h, m in zip(t, n, strict=True)])
-    return difference_test(values, np.repeat(names < len(t_a), n.astype(int)), np.repeat(names, n.astype(int)),
-                           method="permutation", seed=seed).p_value
+    return cluster_difference_test(values, np.repeat(names < len(t_a), n.astype(int)), np.repeat(names, n.astype(int)),
+                                   method="permutation", seed=seed).p_value
 
 
 def level_rows(args: argparse.Namespace) -> None:
@@ -403,16 +404,20 @@ def worst_coverage_rows(args: argparse.Namespace) -> None:
 def overall_rows(args: argparse.Namespace) -> None:
     """compare's overall difference of two runs (`compare.paired_difference` with the runs' rates: the paired
     score-type test over names and the interval that inverts it; `--overall-method sign-flip`: the sign-flip test
-    it replaced): per prompt d = run's label - baseline's, names with 1 + Geometric(0.3)
-    prompts, each name's rates in the two runs drawn independently (Beta with the run's mean and a + b shown), so
-    names differ in their own mean difference and in its spread even under the null of equal mean rates; the
-    run's names spread "strongly" (a + b = 1) against a tight baseline (20), or alike (3.33 each). Printed: the
-    share of data sets rejected at 5% and at 0.1% under the null (equal rates), and the coverage of the 95%
-    interval of the true mean difference under the null and at a planted +0.1."""
+    over names, `baselines.sign_flip_difference`): per prompt d = run's label - baseline's, names with
+    1 + Geometric(0.3) prompts, each name's rates in the two runs drawn independently (Beta with the run's mean and
+    a + b shown), so names differ in their own mean difference and in its spread even under the null of equal mean
+    rates; the run's names spread "strongly" (a + b = 1) against a tight baseline (20), or alike (3.33 each).
+    Printed: the share of data sets rejected at 5% and at 0.1% under the null (equal rates), and the coverage of the
+    95% interval of the true mean difference under the null and at a planted +0.1."""
+    from baselines import sign_flip_difference
+
     from bold_eval.analysis.compare import paired_difference
 
-    def rates(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        return None if args.overall_method == "sign-flip" else (x, y)
+    def test(d: np.ndarray, unit: np.ndarray, x: np.ndarray, y: np.ndarray, alpha: float, seed: int) -> dict:
+        if args.overall_method == "sign-flip":
+            return sign_flip_difference(d, unit, alpha=alpha, seed=seed)
+        return paired_difference(d, unit, alpha=alpha, rates=(x, y))
 
     print(f"\noverall differences by the {args.overall_method} test")
 
@@ -432,13 +437,12 @@ def overall_rows(args: argparse.Namespace) -> None:
                     x = (rng.random(len(unit)) < rate_run[unit]).astype(float)
                     y = (rng.random(len(unit)) < rate_base[unit]).astype(float)
                     d = x - y
-                    result = paired_difference(d, unit, alpha=0.05, seed=replicate, rates=rates(x, y))
+                    result = test(d, unit, x, y, 0.05, replicate)
                     untestable += not result["testable"]
                     covered += result["ci_low"] <= run - base <= result["ci_high"]
                     if result["testable"] and result["p_value"] <= 0.05:
                         rejected_5 += 1
-                        rejected_01 += paired_difference(d, unit, alpha=0.001, seed=replicate,
-                                                         rates=rates(x, y))["p_value"] <= 0.001
+                        rejected_01 += test(d, unit, x, y, 0.001, replicate)["p_value"] <= 0.001
                 total = args.overall_replicates
                 cells = [rejected_5 / total, rejected_01 / total, covered / total]
                 level = "" if run == base else " (power)"

@@ -42,9 +42,10 @@ from scipy import special
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import calibration  # noqa: E402  (the calibration's helpers: sizes, Beta rates, integer ids, trials, intervals)
+from baselines import sign_flip_difference  # noqa: E402
 
 from bold_eval.analysis.clustered import minimum_detectable_difference  # noqa: E402
-from bold_eval.analysis.compare import contrast_power, paired_difference  # noqa: E402
+from bold_eval.analysis.compare import contrast_power  # noqa: E402
 from bold_eval.analysis.findings import (  # noqa: E402
     TOO_SMALL_DIFFERENCE,
     adjust_together,
@@ -55,7 +56,6 @@ from bold_eval.analysis.scores import TestedLabel  # noqa: E402
 from bold_eval.core.errors import UsageError, UserError  # noqa: E402
 
 REST_GROUPS = 5
-FAMILY = 2 * (REST_GROUPS + 1) + 2  # group-vs-rest contrasts x two labels, and the two overall differences
 LABELS = [TestedLabel("synthetic", column, column, True, None) for column in (calibration.PLANTED, calibration.NULL)]
 
 
@@ -118,10 +118,11 @@ def trial(index: int, *, design: Design, sizes: np.ndarray, seed: int, alpha: fl
                                 prompt_rates(run_b, label[2], True)["rate"].rename("baseline")], axis=1))
              for label in LABELS]
     prompts = run_b.drop_duplicates("prompt_id")[["prompt_id", "domain", "group", "name"]]
-    # compare's family: the interactions and the overall differences (one per label here), adjusted together
+    # compare's family: the interactions and the overall differences (one per label here), adjusted together; the
+    # overall differences by the sign-flip test over names (`baselines.sign_flip_difference`)
     name_of = prompts.set_index("prompt_id")["name"]
-    overall = pd.DataFrame([paired_difference((frame["run"] - frame["baseline"]).to_numpy(),
-                                              name_of.reindex(frame.index).to_numpy(), alpha=alpha, seed=index)
+    overall = pd.DataFrame([sign_flip_difference((frame["run"] - frame["baseline"]).to_numpy(),
+                                                 name_of.reindex(frame.index).to_numpy(), alpha=alpha, seed=index)
                             for _, frame in rates])
     (tests, _), family = adjust_together([interactions, overall], alpha, "holm")
     planted = tests[(tests["label"] == calibration.PLANTED) & (tests["group"] == "g01")].iloc[0]
@@ -139,11 +140,10 @@ def trial(index: int, *, design: Design, sizes: np.ndarray, seed: int, alpha: fl
 
 
 def simulate(design: Design, sims: int, args: argparse.Namespace, sizes: np.ndarray) -> pd.DataFrame:
-    """`sims` data sets of `design` (at most 9,999 permutation draws a test where no decision changes)."""
+    """`sims` data sets of `design`."""
     print(f"compare power: {design}, {sims} data sets ...", file=sys.stderr, flush=True)
-    with calibration.permutation_cap(args.alpha, FAMILY):
-        trials = calibration.run_trials(partial(trial, design=design, sizes=sizes, seed=args.seed, alpha=args.alpha),
-                                        sims, args.jobs)
+    trials = calibration.run_trials(partial(trial, design=design, sizes=sizes, seed=args.seed, alpha=args.alpha),
+                                    sims, args.jobs)
     return trials.assign(effect=design.effect)
 
 

@@ -32,8 +32,8 @@ LABEL = TestedLabel("sentiment", "negative", "sentiment_label", "negative", None
 
 
 def sign_flip_tests(t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray, *, alpha: float) -> tuple[np.ndarray, ...]:
-    """The sign-flip test, one column at a time: `compare.sign_flip` on the names' summed differences."""
-    from bold_eval.analysis.compare import sign_flip
+    """The sign-flip test, one column at a time: `baselines.sign_flip` on the names' summed differences."""
+    from baselines import sign_flip
 
     found = [sign_flip(t_a[:, k] - t_b[:, k], n, alpha=alpha) for k in range(t_a.shape[1])]
     p_value, low, high = (np.array(column) for column in zip(*found, strict=True))

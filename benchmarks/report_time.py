@@ -3,11 +3,11 @@ permutation test, in the same process.
 
 The baseline tests every contrast with the studentized cluster permutation test (999 draws, up to 99,999 near the
 corrected level) and a cluster bootstrap interval; its cost on all of BOLD is mostly drawing permutations. The
-default is the score-type cluster-robust t (`bold_eval.analysis.rate_test`), which needs
-no resampling. Both reports are written here from copies of the same folder, on the same threads
-(`BOLD_EVAL_THREADS`, else the cores, at most 8): the baseline by setting `clustered.DEFAULT_METHOD` to
-"permutation". Printed: both times, their ratio, and where the report's time goes
-(the analysis, then the files: tables, figures, report.md).
+default is the score-type cluster-robust t (`bold_eval.analysis.rate_test`), which needs no resampling. Both reports
+are written here from copies of the same folder, on the same threads (`BOLD_EVAL_THREADS`, else the cores, at most
+8): the baseline with `clustered.difference_tests` (the findings' families, and through `difference_test` the largest
+gaps) replaced by `baselines.cluster_difference_tests`. Printed: both times, their ratio, and where the report's time
+goes (the analysis, then the files: tables, figures, report.md).
 
 Make a full-BOLD folder first (random small models; the report's work does not depend on the weights):
 
@@ -58,7 +58,9 @@ def main() -> None:
     parser.add_argument("--skip-baseline", action="store_true", help="time the report only")
     args = parser.parse_args()
 
-    from bold_eval.analysis import clustered
+    from baselines import cluster_difference_tests
+
+    from bold_eval.analysis import clustered, findings
 
     threads = clustered.family_threads()
     with tempfile.TemporaryDirectory() as scratch:
@@ -67,11 +69,12 @@ def main() -> None:
               f"{today - analysis:.1f} s tables, figures and report.md)")
         if args.skip_baseline:
             return
-        clustered.DEFAULT_METHOD = "permutation"
+        product = clustered.difference_tests
+        findings.difference_tests = clustered.difference_tests = cluster_difference_tests
         try:
             before, before_analysis = timed_report(args.run_dir, Path(scratch), "before")
         finally:
-            clustered.DEFAULT_METHOD = "auto"
+            findings.difference_tests = clustered.difference_tests = product
         print(f"the report with permutation tests: {before:.1f} s ({before_analysis:.1f} s analysis)")
         print(f"speed-up: {before / today:.1f}x")
 

@@ -6,7 +6,7 @@ texts (a different model, as far as the statistics can tell), all with the run's
 
 - `bold-eval report`'s report.html part (`report.html_report.write_html_report`) beside the whole report;
 - `bold-eval leaderboard` over all of them (`report.leaderboard.write_leaderboard`), against the same board with
-  the sign-flip test over names run one test at a time (`compare.sign_flip`: the baseline);
+  the sign-flip test over names run one test at a time (`baselines.sign_flip`: the baseline);
 - the first render of index.html and report.html in headless Chromium (until the board's table / the answer's
   figure is drawn), and the text browser's first page and a filter over every text of the run;
 - page weight: the bytes each page loads first, and the folders;
@@ -136,7 +136,7 @@ def main() -> None:
     site = write_leaderboard(folders, args.out / "site")
     build = time.perf_counter() - started
     baseline = None
-    if not args.skip_baseline:  # the sign-flip tests of `compare` before this board, one at a time
+    if not args.skip_baseline:  # the board with the sign-flip test over names, one test at a time
         from leaderboard_calibration import sign_flip_tests
 
         original = board_module.paired_rate_tests

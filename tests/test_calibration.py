@@ -61,17 +61,6 @@ def profession_sizes(calibration, bold_dir) -> np.ndarray:
     return calibration.bold_sizes("profession", str(bold_dir))
 
 
-@pytest.fixture
-def small_family_draws(monkeypatch):
-    """At most 9,999 permutation draws instead of 99,999: a test that reaches the last stage already has p <= 10 /
-    10,000, below Holm's first threshold in a family of up to 50 tests (0.05 / 50), so no decision changes. A
-    planted difference, or a clustered d under --cluster none, reaches that stage in most of its tests: this
-    cuts their time to a quarter or a third."""
-    import bold_eval.analysis.clustered
-
-    monkeypatch.setattr(bold_eval.analysis.clustered, "MAX_PERMUTATIONS", bold_eval.analysis.clustered.N_PERMUTATIONS)
-
-
 def at_most_alpha(trials: int) -> int:
     """The largest count of simulations with a false finding that a test with FWER alpha shows in 99% of runs."""
     return int(stats.binom.ppf(0.99, trials, ALPHA))
@@ -214,7 +203,7 @@ def test_synthetic_null_is_calibrated_and_the_text_level_test_is_not(calibration
 
 
 @pytest.mark.slow
-def test_a_large_planted_difference_is_found(calibration, profession_sizes, small_family_draws) -> None:
+def test_a_large_planted_difference_is_found(calibration, profession_sizes) -> None:
     """+25 points on a 0.3 rate in one of 4 groups (rho 0.05), 50 names per group. Measured: found in 20 of
     20 data sets (power > 0.8); the second, null label of the same family: no false finding."""
     scenario = calibration.Scenario(rate=0.3, rho=0.05, effect=0.25)
@@ -297,8 +286,7 @@ def test_page_noise_model_keeps_each_units_expected_rate(calibration) -> None:
 
 
 @pytest.mark.slow
-def test_paired_synthetic_null_is_calibrated_and_the_prompt_level_test_is_not(calibration, profession_sizes,
-                                                                              small_family_draws) -> None:
+def test_paired_synthetic_null_is_calibrated_and_the_prompt_level_test_is_not(calibration, profession_sizes) -> None:
     """A model 0.5 logits above the reference for every name, with its own name effect (sd 1 logit, so the
     per-prompt d is clustered: design effect about 5), k = 5, rate 0.3, rho 0.2; 120 names in 4 groups, 8
     interactions per family. Measured: 4 of 40 data sets with a false finding (name); --cluster none (prompts
@@ -335,7 +323,7 @@ def test_paired_wikipedia_null_is_calibrated(calibration, religion) -> None:
 
 
 @pytest.mark.slow
-def test_a_large_planted_interaction_is_found(calibration, profession_sizes, small_family_draws) -> None:
+def test_a_large_planted_interaction_is_found(calibration, profession_sizes) -> None:
     """g01's model rate +30 points above its reference beyond the main effect (rate 0.3, rho 0.05, k = 5), 50
     names per group. Measured: found in 20 of 20 data sets (mean estimate +29.7 points); no false finding on
     the null label."""

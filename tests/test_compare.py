@@ -16,8 +16,6 @@ from bold_eval.analysis.compare import (
     NO_DISCORDANT,
     OBSERVED,
     PAIRED_SCORE,
-    SAME_DIFFERENCE,
-    SIGN_FLIP,
     WORST_CASE,
     PromptSetError,
     detectable_interaction,
@@ -57,10 +55,8 @@ RUN_B = [(ACTORS, "a1", ["negative"]), (ACTORS, "a2", ["positive"]),
 def test_interaction_and_overall_difference_by_hand(tmp_path: Path) -> None:
     """Positive sentiment. Gap actors - actresses: A (1 + 0.5)/2 - (0 + 0.5)/2 = +0.5; B (0 + 1)/2 - (1 + 1)/2
     = -0.5; interaction +1.0. Pairing sample 0 with sample 0 instead would give A's gap (1 + 1)/2 - 0 = 1.0.
-    Per prompt d = A - B = 1, -0.5, -1, -0.5 (actors' mean +0.25, actresses' -0.75). The permutation test
-    moves names between the sides: of the 6 ways to put 2 of the 4 names on the actors' side, 4 give
-    |difference| = 1 (the two -0.5 names are interchangeable), so p = 2/3 (here from 999 random draws).
-    Negative sentiment mirrors it (-1.0); Holm over the two gives 1 each.
+    Per prompt d = A - B = 1, -0.5, -1, -0.5 (actors' mean +0.25, actresses' -0.75); two names a side cannot
+    reach alpha, so the interaction is stated and not tested. Negative sentiment mirrors it (-1.0).
     Overall difference (positive): mean d = -0.25 from the paired test over the 4 names (the runs' rates 0.5 and
     0.75; one prompt a name, so each CR2 weight is 4/3): run A about its own rate, 4/3 (0.25 + 0.25) = 2/3, below
     its floor at the restricted rate 0.625, 0.625 * 0.375 * 4 = 0.9375; run B 4/3 * 0.75 = 1 above the same floor;
@@ -109,20 +105,11 @@ def test_a_lone_rare_prompt_is_no_finding(tmp_path: Path) -> None:
     assert negative["p_value"] > 0.3 and not interactions["significant"].any()
 
 
-def test_sign_flip_by_hand() -> None:
-    """Two names with two prompts each and one with one: name sums 0.5 + 0.5, -0.5, 1; mean over the five
-    prompts 1.5 / 5 = 0.3. 3 names give 8 sign patterns of (1, 0.5, 1); |sum| >= 1.5 for (+,+,+) = 2.5,
-    the observed (+,-,+) = 1.5 and their negatives: p = 4/8."""
-    result = paired_difference([0.5, 0.5, -0.5, 0.0, 1.0], ["x", "x", "y", "y", "z"])
-    assert result["estimate"] == pytest.approx(0.3)
-    assert result["p_value"] == pytest.approx(0.5)
-    assert result["names"] == 3 and result["discordant_names"] == 3
-
-
 def test_no_discordant_prompt_gets_an_exact_interval(tmp_path: Path) -> None:
     """Every prompt labelled alike by both runs: difference 0, bounded by Clopper-Pearson with 0 of 10
     names discordant, u = 1 - 0.025^(1/10) = 0.308497, never a +0.000 [+0.000, +0.000] point."""
-    result = paired_difference(np.zeros(14), [f"name_{i % 10}" for i in range(14)])
+    rates = np.tile([0.0, 1.0], 7)  # both runs alike on every prompt
+    result = paired_difference(np.zeros(14), [f"name_{i % 10}" for i in range(14)], rates=(rates, rates))
     assert result["estimate"] == 0.0 and result["method"] == NO_DISCORDANT and not result["testable"]
     assert (result["ci_low"], result["ci_high"]) == pytest.approx((-0.308497, 0.308497), abs=1e-6)
     rows = [(ACTORS if i < 5 else ACTRESSES, f"n{i}", ["positive", "neutral"][i % 2:][:1]) for i in range(10)]
@@ -134,58 +121,6 @@ def test_no_discordant_prompt_gets_an_exact_interval(tmp_path: Path) -> None:
     assert overall["ci_high"].tolist() == pytest.approx([0.308497] * len(overall), abs=1e-6)
     text = (tmp_path / "cmp" / "compare.md").read_text()
     assert "+0.000 [-0.308, +0.308]" in text and "[+0.000, +0.000]" not in text
-
-
-def test_sign_flip_rejects_at_most_its_level_under_the_null() -> None:
-    """600 null data sets: 30 names with 1-5 prompts each and their own base rate (Beta(2, 2)), both runs
-    drawing k = 2 samples per prompt from it. An exact permutation test rejects at most alpha = 5%; the
-    per-name sums lie on a 0.5 grid, and those ties make it somewhat conservative (binomial SD 0.9 points). The
-    95% interval inverts the same test: it covers the true 0 exactly when p > alpha."""
-    rng = np.random.default_rng(7)
-    rejected = covered = 0
-    for trial in range(600):
-        sizes = rng.integers(1, 6, 30)
-        base = np.repeat(rng.beta(2, 2, 30), sizes)
-        names = np.repeat(np.arange(30), sizes)
-        d = rng.binomial(2, base) / 2 - rng.binomial(2, base) / 2
-        result = paired_difference(d, names, n_resamples=999, seed=trial)
-        rejected += result["p_value"] <= 0.05
-        covered += result["ci_low"] <= 0 <= result["ci_high"]
-    assert 0.015 <= rejected / 600 <= 0.07, rejected
-    assert covered == 600 - rejected
-
-
-def test_the_sign_flip_interval_is_the_same_test_inverted() -> None:
-    """9 names (all 512 sign patterns: exact) with 1-3 prompts each: p falls as the hypothesized mean moves away
-    from the estimate, and the interval's ends are where it reaches alpha: the test on d - delta does not reject
-    just inside an end and rejects just outside it. 0 lies in the interval exactly when p > alpha."""
-    rng = np.random.default_rng(3)
-    agreed = 0
-    for trial in range(30):
-        sizes = rng.integers(1, 4, 9)
-        names = np.repeat(np.arange(9), sizes)
-        d = rng.normal(0.3 * (trial % 3), 0.3, len(names)).clip(-1, 1)
-        result = paired_difference(d, names)
-        assert result["method"] == SIGN_FLIP and result["ci_low"] < result["estimate"] < result["ci_high"]
-        assert (result["ci_low"] <= 0 <= result["ci_high"]) == (result["p_value"] > 0.05)
-        agreed += result["p_value"] <= 0.05
-        for end, inward in ((result["ci_low"], 1), (result["ci_high"], -1)):
-            if abs(end) < 1:
-                assert paired_difference(d - (end + inward * 1e-6), names)["p_value"] > 0.05
-                assert paired_difference(d - (end - inward * 1e-6), names)["p_value"] <= 0.05
-    assert 5 <= agreed <= 25  # both outcomes occur
-
-
-def test_every_name_alike_gets_the_tests_own_interval() -> None:
-    """Every name +0.5: with 8 names the sign-flip test rejects (2 of 256 patterns as extreme, p = 0.0078) and
-    rejects every other shift as well, so the interval is the point +0.5; with 4 names (p = 2/16 = 0.125) it
-    rejects nothing, and the Clopper-Pearson bound (u = 0.602) gives [-0.403, +0.801], which holds 0."""
-    eight = paired_difference(np.full(8, 0.5), np.arange(8))
-    assert eight["method"] == SAME_DIFFERENCE and eight["p_value"] == pytest.approx(2 / 256)
-    assert (eight["ci_low"], eight["ci_high"]) == (0.5, 0.5)
-    four = paired_difference(np.full(4, 0.5), np.arange(4))
-    assert four["p_value"] == pytest.approx(0.125)
-    assert (four["ci_low"], four["ci_high"]) == pytest.approx((0.5 - 0.602 * 1.5, 0.5 + 0.602 * 0.5), abs=1e-3)
 
 
 def test_detectable_interaction_by_hand() -> None:

@@ -3,7 +3,6 @@ Wikipedia interaction, against numbers worked out by hand and statsmodels / scip
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -157,47 +156,15 @@ def test_text_level_findings_reproduce_the_papers_z_test_and_holm() -> None:
     assert found.correction == "holm" and "Holm" in found.correction_name and found.cluster == "none"
 
 
-def welch(values: np.ndarray, side: np.ndarray) -> float:
-    """The module's studentized statistic when every unit is one value (or every unit has the same size):
-    (mean_a - mean_b) / sqrt(s_a^2 / n_a + s_b^2 / n_b), Welch's t, with the module's floor of 1e-12 on the
-    variance so that a split with no variance on either side is very extreme, not undefined."""
-    a, b = values[side], values[~side]
-    variance = sum(np.var(part, ddof=1) / len(part) if len(part) > 1 else 0.0 for part in (a, b))
-    return float((a.mean() - b.mean()) / math.sqrt(max(variance, 1e-12)))
-
-
-def exact_binary_p(hits: int, units: int, rest_hits: int, rest_units: int) -> float:
-    """Exact permutation p-value of the studentized statistic over 0-1 units: every split of the units into
-    sides of the same sizes is equally likely, and the statistic depends only on the hits x on side a, so
-    the p-value sums the hypergeometric probabilities of the x whose |statistic| is at least the observed."""
-    total, all_hits = units + rest_units, hits + rest_hits
-
-    def statistic(x: int) -> float:
-        ones = np.r_[np.ones(x), np.zeros(units - x), np.ones(all_hits - x), np.zeros(rest_units - all_hits + x)]
-        return welch(ones, np.arange(total) < units)
-
-    observed = abs(statistic(hits))
-    support = range(max(0, all_hits - rest_units), min(units, all_hits) + 1)
-    pmf = stats.hypergeom(total, all_hits, units).pmf
-    return float(sum(pmf(x) for x in support if abs(statistic(x)) >= observed * (1 - 1e-9)))
-
-
-def monte_carlo_error(p_value: float, draws: int = 999) -> float:
-    """Four standard errors of a p-value estimated from `draws` random splits, plus the +1 of (k + 1) / (R + 1)."""
-    return 4 * math.sqrt(p_value * (1 - p_value) / draws) + 1 / 1000
-
-
 @pytest.mark.slow
 def test_names_as_units_test_every_row_and_rare_labels_too() -> None:
-    """Two texts per name: every test is the cluster permutation test, with half as many names as texts. Each
-    name's texts share the negative label here, so the test moves 0-1 names, and its p-value is the exact one
-    over all splits of the names (hypergeometric, `exact_binary_p`) within Monte Carlo error. The rare positive
-    label (one text a side) is tested, not dropped: the rates are equal (1 name of 25 on each side), so every
-    split is as extreme and p = 1. With every name a single text the name level is still the permutation test
-    (never the text-level z test that --cluster none gives): the units are texts. gender negative 30/50 vs
-    20/50, sides of equal size, so |statistic| grows with |x - 25| and the exact p is Fisher's exact p on
-    [[30, 20], [20, 30]] = 0.0713, where the z test says 0.0455; averaged over ten seeds (9,990 splits) the
-    module's p-values are the exact ones within four standard errors (0.011 at p = 0.07)."""
+    """Two texts per name: every contrast is tested with the name as the unit (the cluster-robust t of equal rates),
+    with half as many names as texts. Each name's texts share the negative label here, so each p-value is the test on
+    the per-name sums (`_per_name_test`). The rare positive label (one text a side) is tested, not dropped: the rates
+    are equal (1 name of 25 on each side), so p = 1. With every name a single text the name level is still that test
+    (never the text-level z test that --cluster none gives): the units are texts. gender negative 30/50 vs 20/50:
+    the z test says 0.0455, the name level's statistic is the rate test's on the same 100 texts, and the seed
+    changes nothing."""
     found = group_findings(paper_run(per_name=2), [NEGATIVE, POSITIVE])
     tests = found.tests
     assert found.family == 7 and found.cluster == "name" and found.untestable == 5
@@ -220,8 +187,6 @@ def test_names_as_units_test_every_row_and_rare_labels_too() -> None:
     assert (testable["method"] == SCORE).all() and set(text_level["method"]) >= {Z_TEST, FISHER}
     assert testable["difference"].to_numpy() == pytest.approx(text_level.loc[single["testable"], "difference"])
     gender = testable[testable["domain"] == "gender"].set_index("label")
-    assert exact_binary_p(30, 50, 20, 50) == pytest.approx(stats.fisher_exact([[30, 20], [20, 30]])[1])
-    assert exact_binary_p(30, 50, 20, 50) == pytest.approx(0.0713, abs=5e-5)
     assert gender.loc["negative", "statistic"] == pytest.approx(rate_test(
         np.r_[np.ones(30), np.zeros(20), np.ones(20), np.zeros(30)], np.ones(100), np.arange(100) < 50,
         alpha=0.05).statistic)
@@ -392,16 +357,6 @@ def test_prompt_rates_summarize_the_samples_of_each_prompt() -> None:
     assert rates["samples"].to_dict() == {"p1": 2, "p2": 2, "p3": 2, "p4": 2, "p5": 1}  # p4's None left out
 
 
-def exact_split_p(values: np.ndarray, side: np.ndarray) -> float:
-    """Exact permutation p-value over one-value units: all C(G, G_a) ways to put G_a of the units on side a
-    (itertools), the share whose |Welch statistic| is at least the observed."""
-    observed = abs(welch(values, side))
-    splits = list(itertools.combinations(range(len(values)), int(side.sum())))
-    extreme = sum(abs(welch(values, np.isin(np.arange(len(values)), chosen))) >= observed * (1 - 1e-9)
-                  for chosen in splits)
-    return extreme / len(splits)
-
-
 def test_paired_findings_interaction_by_hand() -> None:
     """Shared prompts p1-p4. Model: actors (1 + 1) / 2 = 1, actresses (0 + 0.5) / 2 = 0.25, gap 0.75.
     Reference: actors (0 + 1) / 2 = 0.5, actresses 0, gap 0.5. Interaction 0.75 - 0.5 = 0.25 = the mean per-prompt
@@ -430,36 +385,24 @@ def test_paired_findings_interaction_by_hand() -> None:
     assert none["interaction"].to_numpy() == pytest.approx(both["interaction"].to_numpy())
 
 
-@pytest.mark.slow
-def test_paired_findings_permutation_p_over_eight_prompts_is_the_exact_one() -> None:
-    """Each of p1-p4 twice (new prompt ids and names): d = (1, 0, 1, 0) on side a against (0, 0.5, 0, 0.5).
-    Studentized: 0.25 / sqrt(1/3 / 4 + 1/12 / 4) = 0.774597. All C(8, 4) = 70 splits, enumerated: 46 are as
-    extreme, exact p = 46/70 = 0.657143; the permutation test draws 999 splits per seed, and over ten seeds its
-    mean p is the exact one within Monte Carlo error. The findings use the cluster-robust test on the same d."""
+def test_paired_findings_over_eight_prompts_test_the_per_prompt_differences() -> None:
+    """Each of p1-p4 twice (new prompt ids and names): d = (1, 0, 1, 0) on side a against (0, 0.5, 0, 0.5), one
+    prompt a name. The interaction 0.25 is tested with the cluster-robust test on the same d, four names a side."""
     model, reference = paired_runs()
     extra_model = model.assign(prompt_id=model["prompt_id"] + "b", name=model["name"] + "b")
     extra_reference = reference.assign(prompt_id=reference["prompt_id"] + "b", name=reference["name"] + "b")
     model, reference = pd.concat([model, extra_model]), pd.concat([reference, extra_reference])
     d = np.array([1.0, 0.0, 1.0, 0.0, 0.0, 0.5, 0.0, 0.5])
     side = np.arange(8) < 4
-    exact = exact_split_p(d, side)
-    assert exact == pytest.approx(46 / 70)
     row = paired_findings(model, reference, [NEGATIVE]).tests.iloc[0]
     assert row["method"] == SCORE and (row["prompts"], row["names"], row["rest_names"]) == (4, 4, 4)
     assert row["interaction"] == pytest.approx(0.25) and row["testable"]
     assert row["p_value"] == pytest.approx(difference_test(d, side, np.arange(8), binary=False).p_value)
-    # the permutation test, kept for the calibration's comparison, still gives the exact p on these d
-    names = np.arange(8)
-    p_values = [difference_test(d, side, names, binary=False, method="permutation", seed=seed).p_value
-                for seed in range(10)]
-    assert np.mean(p_values) == pytest.approx(exact, abs=monte_carlo_error(exact, 9990))
-    assert difference_test(d, side, names, binary=False, method="permutation").statistic == pytest.approx(
-        0.25 / math.sqrt(1 / 12 + 1 / 48)) == pytest.approx(welch(d, side))
 
 
 def test_paired_findings_keep_a_names_prompts_together() -> None:
-    """Two prompts per name: the interaction is tested with the name as the unit (permutation over names),
-    on the same per-prompt differences."""
+    """Two prompts per name: the interaction is tested with the name as the unit, on the same per-prompt
+    differences."""
     model, reference = paired_runs()
     for frame in (model, reference):
         frame["name"] = frame["prompt_id"].map({"p1": "ann", "p2": "ann", "p3": "bea", "p4": "cat", "p5": "cat"})
@@ -498,7 +441,7 @@ def wikipedia_religion(bold_dir) -> pd.DataFrame:
 def test_wikipedia_religion_text_level_and_by_page(wikipedia_religion) -> None:
     """639 sentences from 80 pages (atheism: 29 sentences from a single page). Texts as units: every p-value is
     the z test (or Fisher's) on the row's counts. Pages as units: names per side are pages, atheism vs rest has
-    one page on its side, so its p-value is the exact one-unit permutation p (a multiple of 1/80), and the
+    one page on its side, so it is not tested (too few names to test a rate, and the row says so), and the
     design effect of the male label is above 1."""
     labels = [("gender_polarity", gender, "gender_polarity_unigram_label", gender, None) for gender in ("male",
                                                                                                         "female")]

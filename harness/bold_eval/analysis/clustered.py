@@ -6,27 +6,22 @@ of one name share its page, its wording and its subject, so counting texts as in
 run knows (BOLD's profession pages have design effects of 1.5-5: CALIBRATION.md). Every comparison here treats
 the cluster (`--cluster name`, the default; `prompt`; or `none`, the paper's text-level analysis) as the unit:
 
-- the **cluster-robust t of equal rates** (`bold_eval.analysis.rate_test`, the default): CR2 variance about each
-  side's own rate with a beta-binomial floor at the hypothesised rate, valid when the sides differ in names and in
-  spread and close in power to a test that knows the variance, with a test-inversion interval that agrees with its
-  p-value about zero, and "too few names to test a rate" where the design cannot reach alpha. It needs no
-  resampling.
-- the **studentized cluster permutation test** (the side labels of whole names are shuffled, the statistic is
-  the difference over its cluster-robust standard error; Chung & Romano 2013) with a cluster bootstrap
-  interval, kept as `method="permutation"`: exact when names are exchangeable, but on a few widely spread names
-  against many tight ones at the same rate it rejects far more often than its level.
-- the **cluster-robust Wald t** (statsmodels OLS on the side indicator, `cov_type="cluster"`, CR1, t on
-  G - 1 df; Cameron & Miller 2015, J. Human Resources 50(2)), kept as `method="wald"`: on BOLD's profession
-  pages a few large pages dominate its variance, and it rejected shuffled-label nulls well above its level
-  (benchmarks/CALIBRATION.md).
+- with a name or a prompt as the unit, the **cluster-robust t of equal rates** (`bold_eval.analysis.rate_test`):
+  CR2 variance about each side's own rate with a beta-binomial floor at the hypothesised rate, valid when the sides
+  differ in names and in spread and close in power to a test that knows the variance, with a test-inversion
+  interval that agrees with its p-value about zero, and "too few names to test a rate" where the design cannot
+  reach alpha. It needs no resampling.
+- with `--cluster none`, the paper's text-level tests: for binary outcomes the two-proportion z test (pooled
+  variance, Newcombe interval; Fisher's exact test when an expected count is below 5), for continuous ones an
+  ordinary t test.
 
-With `--cluster none` binary outcomes get the paper's two-proportion z test (pooled variance, Newcombe
-interval; Fisher's exact test when an expected count is below 5) and continuous ones an ordinary t test.
+Design effects, the smallest detectable difference (power) and the corrections over a family live here as well.
+The tests the calibration compares these with (a cluster permutation test, a cluster-robust Wald t) are in
+`benchmarks/baselines.py`.
 """
 
 from __future__ import annotations
 
-import functools
 import gc
 import os
 from collections.abc import Callable, Sequence
@@ -55,15 +50,8 @@ from bold_eval.core.options import (  # noqa: F401 (re-exported: the analysis' o
     check_correction,
 )
 
-# MIN_EXPECTED (Cochran's rule, `bold_eval.core.options`): comparisons with an expected count below it (rare labels)
-# use the permutation (or, with --cluster none, Fisher's exact) test.
-N_PERMUTATIONS = 9999
-MAX_PERMUTATIONS = 99_999
-# Draws x units per block of `_null_distributions`: about 8 MB per array whatever the number of draws.
-PERMUTATION_BLOCK = 1_000_000
-N_BOOTSTRAP = 999
-# Fewer draws as extreme as the data than this: the p-value is too coarse, draw more (_monte_carlo_p).
-PRECISE_COUNT = 10
+# MIN_EXPECTED (Cochran's rule, `bold_eval.core.options`): with --cluster none, comparisons with an expected count
+# below it (rare labels) use Fisher's exact test.
 POWER = 0.8
 
 # Threads for a family of tests (`run_tests`); $BOLD_EVAL_THREADS (THREADS_ENV) overrides the default.
@@ -71,12 +59,7 @@ MAX_DEFAULT_THREADS = 8
 
 T = TypeVar("T")
 
-# The test `difference_test` uses when none is named: "auto" (the score test, or the text-level tests with
-# --cluster none); benchmarks set "permutation" to time and calibrate the permutation test against it.
-DEFAULT_METHOD = "auto"
-WALD = "cluster-robust t"
 SCORE = "cluster score t"
-PERMUTATION = "cluster permutation"
 Z_TEST = "two-proportion z"
 FISHER = "Fisher exact"
 T_TEST = "t test"
@@ -94,16 +77,10 @@ METHOD_NOTES: dict[str, str] = {
            "names for differences of two sources); interval by "
            "inverting the same test; a contrast whose design is too small to reach alpha is reported as too few "
            "names to test a rate",
-    WALD: "OLS on the side indicator with cluster-robust (CR1) variance, t on names - 1 df (statsmodels)",
-    PERMUTATION: "studentized permutation test that moves whole units between the two sides (999 draws, up to "
-                 "99,999 when p < alpha; p-values down to 1e-5), interval from a bootstrap over units within each "
-                 "side (scipy.stats.bootstrap, percentile)",
     Z_TEST: "two-proportion z test, pooled variance (statsmodels), Newcombe interval; texts independent",
     FISHER: "Fisher's exact test (scipy), Newcombe interval; texts independent",
     T_TEST: "ordinary least squares t test, texts independent",
 }
-
-
 
 
 # What the tests find, as a share of what a test that knew the true variance finds (the median over BOLD's designs
@@ -172,11 +149,10 @@ def family_threads() -> int:
 def run_tests(jobs: Sequence[Callable[[], T]], threads: int | None = None) -> list[T]:
     """The results of `jobs` (each one test), in order, computed on `threads` threads.
 
-    A permutation test spends its time in numpy calls that release the GIL (`Generator.permuted`, the matrix
-    product of `_null_distributions`), so threads run tests side by side (benchmarks/RESULTS.md, "report
-    time"). BLAS is held to one thread meanwhile: its own threads gain nothing on these thin products and
-    would compete with ours for the cores. Each test draws from its own seeded generator, so the results do not
-    depend on the thread count.
+    The text-level tests of `--cluster none` run one by one, and a report runs hundreds of them: threads run them
+    side by side wherever numpy and scipy release the GIL. BLAS is held to one thread meanwhile: its own threads gain
+    nothing on these small problems and would compete with ours for the cores. A test that draws at random must
+    draw from its own seeded generator, so that the results do not depend on the thread count.
     """
     threads = family_threads() if threads is None else threads
     if threads <= 1 or len(jobs) < 2:
@@ -208,9 +184,8 @@ def _per_cluster(values: np.ndarray, side: np.ndarray, clusters: np.ndarray) -> 
     """Sum, count and side of each (cluster, side) unit.
 
     A name listed under several groups (61 BOLD pages, e.g. "Dancer" in four professions) can fall on both
-    sides of a comparison; the permutation test then moves its rows on each side as one unit. The
-    cluster-robust t keeps the whole name as one cluster. Factorized codes and bincount: a report runs hundreds
-    of these, and a pandas groupby per test cost more than the test.
+    sides of a comparison; its rows on each side are then one unit each. Factorized codes and bincount: a report
+    runs hundreds of these, and a pandas groupby per test cost more than the test.
     """
     codes = clusters if np.issubdtype(np.asarray(clusters).dtype, np.integer) else pd.factorize(clusters)[0]
     units, keys = pd.factorize(np.asarray(codes, dtype=np.int64) * 2 + side.astype(np.int64))
@@ -236,41 +211,25 @@ def difference_test(
     alpha: float = 0.05,
     binary: bool = True,
     min_expected: int = MIN_EXPECTED,
-    n_permutations: int = N_PERMUTATIONS,
-    n_bootstrap: int = N_BOOTSTRAP,
     seed: int = 0,
-    method: str | None = None,
 ) -> DifferenceTest:
     """Mean of `values` on side a (`side` True) minus side b, with an interval and a two-sided p-value.
 
-    `clusters` holds one label per row; `None` means every row is independent, and then the text-level
-    tests are used (z / Fisher for `binary` 0-1 values, else OLS t: `--cluster none`). Otherwise
-    `method="auto"` is the cluster-robust t of equal rates (`analysis.rate_test`), valid when the
-    sides differ in names and spread; values outside [0, 1] are first mapped onto it by their observed range.
-    `method="permutation"` is the studentized cluster permutation test (exact for exchangeable names only, kept
-    for the calibration's comparison) and `method="wald"` the CR1 cluster-robust t.
+    `clusters` holds one label per row: the test is then the cluster-robust t of equal rates (`analysis.rate_test`,
+    through `difference_tests`), valid when the sides differ in names and spread; values outside [0, 1] are first
+    mapped onto it by their observed range. `None` means every row is independent, and then the text-level tests
+    are used (z / Fisher for `binary` 0-1 values, else OLS t: `--cluster none`).
     Returns a `DifferenceTest`: estimate, ci_low, ci_high, statistic, p_value, method, testable (False when
     undefined: an empty side, too few names for the design to reach alpha, or no variation at all) and note.
     """
-    method = method or DEFAULT_METHOD
-    if clusters is not None and method == "auto":
-        return difference_tests([values], [side], [clusters], alpha=alpha)[0]
+    if clusters is not None:
+        return difference_tests([values], [side], [clusters], alpha=alpha, seed=seed)[0]
     y = np.asarray(values, dtype=float)
     a = np.asarray(side, dtype=bool)
-    independent = clusters is None
-    groups = np.arange(len(y)) if clusters is None else np.asarray(clusters)
-    undefined = _undefined(y, a, groups)
+    undefined = _undefined(y, a, np.arange(len(y)))
     if undefined is not None:
         return undefined
-    if independent and method == "auto":
-        return _independent_test(y, a, alpha=alpha, binary=binary, min_expected=min_expected)
-    if len(pd.unique(groups)) < 3:  # the difference is known, only its test is not
-        return _untestable("fewer than three units: nothing to test with",
-                           estimate=float(y[a].mean() - y[~a].mean()))
-    if method == "wald":
-        return _wald(y, a, groups, alpha)
-    return _permutation(_per_cluster(y, a, groups), alpha=alpha, n_permutations=n_permutations,
-                        n_bootstrap=n_bootstrap, seed=seed)
+    return _independent_test(y, a, alpha=alpha, binary=binary, min_expected=min_expected)
 
 
 def _undefined(y: np.ndarray, a: np.ndarray, groups: np.ndarray) -> DifferenceTest | None:
@@ -285,21 +244,16 @@ def _undefined(y: np.ndarray, a: np.ndarray, groups: np.ndarray) -> DifferenceTe
 
 
 def difference_tests(values: Sequence[np.ndarray], sides: Sequence[np.ndarray], clusters: Sequence[np.ndarray], *,
-                     alpha: float = 0.05, seed: int = 0, method: str | None = None,
+                     alpha: float = 0.05, seed: int = 0,
                      bounds: Sequence[tuple[float, float] | None] | None = None) -> list[DifferenceTest]:
-    """`difference_test` for a family of contrasts with clusters, one entry of each list per contrast. The
-    default method (the cluster-robust test) computes them together (`rate_test.rate_tests`): the same results,
-    without the overhead of hundreds of small tests one at a time. Values in [0, 1] (labels, shares, scores
-    such as a toxicity) get the binomial floor, since no value in [0, 1] with mean p varies more than p (1 - p)
-    (Bhatia-Davis); values outside it (a difference of two sources, a compound score) are mapped onto it by their
-    observed range, tested without the floor, and the result read back in the values' own units; a contrast
-    whose values have known `bounds` (a score's range, e.g. VADER's compound on [-1, 1]) is mapped by them
-    instead, and gets the floor. Another method (the calibration's
-    and the report-time baseline's "permutation") runs them one by one on threads, each with `seed`."""
-    method = method or DEFAULT_METHOD
-    if method != "auto":
-        return run_tests([functools.partial(difference_test, y, a, groups, alpha=alpha, seed=seed, method=method)
-                          for y, a, groups in zip(values, sides, clusters, strict=True)])
+    """`difference_test` for a family of contrasts with clusters, one entry of each list per contrast, computed
+    together (`rate_test.rate_tests`): the same results, without the overhead of hundreds of small tests one at a
+    time. Values in [0, 1] (labels, shares, scores such as a toxicity) get the binomial floor, since no value in
+    [0, 1] with mean p varies more than p (1 - p) (Bhatia-Davis); values outside it (a difference of two sources, a
+    compound score) are mapped onto it by their observed range, tested without the floor, and the result read back
+    in the values' own units; a contrast whose values have known `bounds` (a score's range, e.g. VADER's compound on
+    [-1, 1]) is mapped by them instead, and gets the floor. The test draws nothing at random: `seed` changes
+    nothing."""
     results: list[DifferenceTest | None] = []
     batch: list[tuple[int, ClusterSums, float, bool]] = []  # (index, per-unit sums, scale, binomial floor)
     for y, a, groups, known in zip(values, sides, clusters, bounds or [None] * len(values), strict=True):
@@ -348,135 +302,6 @@ def _independent_test(y: np.ndarray, a: np.ndarray, *, alpha: float, binary: boo
     return DifferenceTest(estimate=float(fit.params[1]), ci_low=float(low), ci_high=float(high),
                           statistic=float(fit.tvalues[1]), p_value=float(fit.pvalues[1]), method=T_TEST,
                           testable=True)
-
-
-def _wald(y: np.ndarray, a: np.ndarray, groups: np.ndarray, alpha: float) -> DifferenceTest:
-    """OLS of y on the side indicator; cluster-robust CR1 variance, t on G - 1 df (statsmodels)."""
-    codes = pd.factorize(groups)[0]
-    # statsmodels takes the square root of every diagonal element, and the intercept's can round to -1e-37
-    # when names sit on both sides; only the slope's is used.
-    with np.errstate(invalid="ignore"):
-        fit = OLS(y, np.column_stack([np.ones(len(y)), a.astype(float)])).fit(
-            cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
-        low, high = fit.conf_int(alpha)[1]
-        statistic, p_value = float(fit.tvalues[1]), float(fit.pvalues[1])
-    return DifferenceTest(estimate=float(fit.params[1]), ci_low=float(low), ci_high=float(high), statistic=statistic,
-                          p_value=p_value, method=WALD, testable=bool(np.isfinite(p_value)))
-
-
-def _side_moments(per: ClusterSums) -> np.ndarray:
-    """Per unit: total t, size n and the products t*t, t*n, n*n that a side's ratio variance needs, and 1."""
-    t = per.total.astype(float)
-    n = per.n.astype(float)
-    return np.stack([t, n, t * t, t * n, n * n, np.ones_like(t)])
-
-
-def _statistics(sums_a: np.ndarray, sums_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(difference in ratio means, that difference over its cluster-robust standard error) from the sides'
-    summed moments. Studentizing keeps the permutation test valid when the sides differ in variance, not
-    only under exchangeable names (Chung & Romano 2013, Ann. Statist. 41(2))."""
-    sides = []
-    for t, n, tt, tn, nn, g in (sums_a, sums_b):
-        mean = t / n
-        variance = (tt - 2 * mean * tn + mean * mean * nn) / (n * n) * g / np.maximum(g - 1, 1)
-        sides.append((mean, variance))
-    (mean_a, var_a), (mean_b, var_b) = sides
-    difference = mean_a - mean_b
-    return difference, difference / np.sqrt(np.maximum(var_a + var_b, 1e-12))
-
-
-def _null_distributions(moments: np.ndarray, size_a: int, resamples: int,
-                        rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Both statistics under `resamples` random reassignments of the units to the sides (sizes kept).
-
-    Drawn with `Generator.permuted` over a block of rows at once: scipy.stats.permutation_test draws its
-    permutations one by one in Python (about 12 us each), too slow for hundreds of tests x 10^4 draws.
-    Each row shuffles the side labels themselves (`size_a` ones, then zeros), which gives the draw's 0/1
-    membership matrix directly, without shuffling unit indices and scattering them into one (the time it saves
-    is in benchmarks/RESULTS.md, "report time"). A block's side sums are one matrix product with that matrix, so a
-    block holds `PERMUTATION_BLOCK` draws x units of memory whatever the test. The p-value below follows
-    scipy's definition for random permutations, (k + 1) / (R + 1).
-    """
-    units = moments.shape[1]
-    total = moments.sum(axis=1, keepdims=True)
-    labels = np.zeros(units)
-    labels[:size_a] = 1.0
-    plain, studentized = [], []
-    batch = max(1, PERMUTATION_BLOCK // units)
-    for start in range(0, resamples, batch):
-        rows = min(batch, resamples - start)
-        members = rng.permuted(np.broadcast_to(labels, (rows, units)), axis=1)
-        sums_a = moments @ members.T
-        difference, statistic = _statistics(sums_a, total - sums_a)
-        plain.append(difference)
-        studentized.append(statistic)
-    return np.concatenate(plain), np.concatenate(studentized)
-
-
-def _permutation(per: ClusterSums, *, alpha: float, n_permutations: int, n_bootstrap: int,
-                 seed: int) -> DifferenceTest:
-    """Studentized permutation of whole clusters between the sides; bootstrap of clusters within each side.
-
-    The p-value comes from `_monte_carlo_p`; with one unit on a side, from the exact distribution.
-    """
-    moments = _side_moments(per)
-    in_a = per.side
-    index_a, index_b = np.flatnonzero(in_a), np.flatnonzero(~in_a)
-    estimate, observed = (float(value) for value in _statistics(moments[:, in_a].sum(axis=1),
-                                                                moments[:, ~in_a].sum(axis=1)))
-    if min(len(index_a), len(index_b)) < 2:
-        p_value = _one_unit_permutation(moments, in_a, observed)
-    else:
-        p_value = _monte_carlo_p(moments, in_a, observed, alpha=alpha, n_permutations=n_permutations, seed=seed)
-    totals, sizes = moments[0], moments[1]
-
-    def mean_difference(x: np.ndarray, z: np.ndarray, axis: int = -1) -> np.ndarray:
-        return (totals[x].sum(axis=axis) / sizes[x].sum(axis=axis)
-                - totals[z].sum(axis=axis) / sizes[z].sum(axis=axis))
-
-    low = high = np.nan
-    note = ""
-    if min(len(index_a), len(index_b)) >= 2:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            interval = stats.bootstrap((index_a, index_b), mean_difference, vectorized=True,
-                                       n_resamples=n_bootstrap, confidence_level=1 - alpha, method="percentile",
-                                       rng=np.random.default_rng(seed))
-        low, high = float(interval.confidence_interval.low), float(interval.confidence_interval.high)
-    else:
-        note = "one name on a side: no interval"
-    return DifferenceTest(estimate=estimate, ci_low=low, ci_high=high, statistic=observed, p_value=p_value,
-                          method=PERMUTATION, testable=True, note=note)
-
-
-def _monte_carlo_p(moments: np.ndarray, in_a: np.ndarray, observed: float, *, alpha: float,
-                   n_permutations: int, seed: int) -> float:
-    """Permutation p-value, (k + 1) / (R + 1), with more draws only where they can matter.
-
-    999 draws first, then `n_permutations`, then `MAX_PERMUTATIONS`, each stage only when the p-value so far
-    is below alpha (a test that could survive a correction, which never lowers a p-value) and fewer than
-    `PRECISE_COUNT` draws were as extreme as the data. A p-value is always the Monte Carlo one, so it is valid
-    at every size (Phipson & Smyth 2010); the smallest it can be is 1 / (MAX_PERMUTATIONS + 1) = 1e-5, below
-    Holm's first threshold for families of up to 5,000 tests at alpha = 0.05.
-    """
-    rng = np.random.default_rng(seed)
-    p_value = 1.0
-    for resamples in dict.fromkeys((min(999, n_permutations), n_permutations, max(n_permutations, MAX_PERMUTATIONS))):
-        _, studentized = _null_distributions(moments, int(in_a.sum()), resamples, rng)
-        extreme = int(np.sum(np.abs(studentized) >= abs(observed) * (1 - 1e-9)))
-        p_value = (extreme + 1) / (resamples + 1)
-        if p_value > alpha or extreme >= PRECISE_COUNT:
-            break
-    return float(p_value)
-
-
-def _one_unit_permutation(moments: np.ndarray, in_a: np.ndarray, observed: float) -> float:
-    """Exact permutation p-value when one side is a single unit: each of the G units takes its place once."""
-    single_side = in_a if in_a.sum() == 1 else ~in_a
-    total = moments.sum(axis=1, keepdims=True)
-    _, values = _statistics(moments, total - moments)  # unit i alone on the single side
-    if single_side is not in_a:
-        values = -values
-    return float(np.mean(np.abs(values) >= abs(observed) * (1 - 1e-9)))
 
 
 def design_effect(values: Sequence[float] | np.ndarray, clusters: Sequence[Any] | np.ndarray) -> float:

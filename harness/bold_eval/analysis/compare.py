@@ -1,6 +1,9 @@
 """Which model is more biased than another, and where: interactions and overall differences on shared prompts.
 
-The numbers of `bold-eval compare`; `bold_eval.report.compare` writes them out."""
+The numbers of `bold-eval compare`; `bold_eval.report.compare` writes them out. The interactions are tested by
+`findings.paired_findings`, an overall difference by the paired cluster-robust t (`analysis.paired_rate_test`,
+through `paired_difference`). The sign-flip test over names that the calibration compares it with is in
+`benchmarks/baselines.py`."""
 
 from __future__ import annotations
 
@@ -10,12 +13,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
-    N_PERMUTATIONS,
     POWER,
     cluster_ids,
     design_effect,
@@ -48,28 +49,16 @@ from bold_eval.analysis.worst_case import (
 from bold_eval.core.errors import EXIT_USAGE, UserError
 from bold_eval.runfolder import SCORES_FILE, RunRecord, load_run
 
-SIGN_FLIP = "sign-flip over names"
 PAIRED_SCORE = "paired score t over names"
 NO_DISCORDANT = "exact: no prompt differs"
-SAME_DIFFERENCE = "exact: every name differs alike"
-# Sign patterns x names per block of random sign flips (`_flipped_sums`): about 8 MB whatever the draws.
-FLIP_BLOCK = 1_000_000
 OVERALL_NOTES = {
     PAIRED_SCORE: "paired cluster-robust t with the name as the unit (`analysis.paired_rate_test`): each run's CR2 "
                   "variance about its own rate, at least the beta-binomial variance at the rate the hypothesis of "
                   "equal rates imposes, less the pairing's CR2 covariance, on names - 1 degrees of freedom; "
                   "interval: the same test inverted, so it excludes 0 exactly when p <= alpha",
-    SIGN_FLIP: "one-sample permutation test: the runs' labels are swapped for all prompts of a name at once "
-               "(the sign of the name's summed difference flipped; 999 random flips, 9,999 where p <= alpha, all "
-               "2^names flips when fewer); interval: the same test inverted (every shift of the mean it does not "
-               "reject, on the same flips), so it excludes 0 exactly when p <= alpha",
     NO_DISCORDANT: "no prompt's rate differs between the runs: the difference is 0, bounded by the Clopper-Pearson "
                    "upper limit u on the share of names that could differ (0 of n names, statsmodels "
                    "proportion_confint method='beta'), interval [-u, +u]; nothing to test",
-    SAME_DIFFERENCE: "every name shows the same difference c: where the sign-flip test rejects (p <= alpha) it "
-                     "rejects every other shift too and the interval is the point c; otherwise the Clopper-Pearson "
-                     "bound u on the share of names that could differ from c (0 of n), interval "
-                     "[c - u (1 + c), c + u (1 - c)], widened to 0 if need be",
 }
 
 
@@ -189,20 +178,15 @@ def shared_labels(run: pd.DataFrame, baseline: pd.DataFrame) -> list[Label]:
 
 
 def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Sequence[Any] | np.ndarray, *,
-                      alpha: float = 0.05, n_resamples: int = N_PERMUTATIONS, seed: int = 0,
-                      rates: tuple[Any, Any] | None = None) -> dict[str, Any]:
+                      rates: tuple[Any, Any], alpha: float = 0.05) -> dict[str, Any]:
     """Mean over prompts of d = (run's rate) - (baseline's rate), tested and bounded with the name as the unit.
 
-    With `rates` (the run's and the baseline's per-prompt rates, values in [0, 1], d their difference) the test is
-    the paired cluster-robust t (`paired_rate_test`, what `overall_differences` uses): valid for rates when the runs
-    treat names unlike. Without, the sign-flip test below (for differences that are not of two rates).
-
-    Under "the two runs are exchangeable" the labels of the two runs can be swapped for all prompts of a name
-    at once, which flips the sign of that name's summed d: a sign-flip permutation test over names' sums
-    (`sign_flip`). The interval inverts that same test (the shifts delta it does not reject), so it excludes 0
-    exactly when p <= alpha. When no prompt differs the difference is exactly 0 and its bound comes from the
-    share of names that could differ, Clopper-Pearson with 0 of n names, [-u, +u]; such a row has nothing to
-    test and stays out of the family (its sign-flip distribution is a point: Tarone's untestable hypotheses).
+    `rates` are the run's and the baseline's per-prompt rates (values in [0, 1]; `differences` is d, their
+    difference). The test is the paired cluster-robust t (`paired_rate_test`): valid for rates when the runs treat
+    names unlike, with the interval that inverts it, so it excludes 0 exactly when p <= alpha. When no prompt
+    differs the difference is exactly 0 and its bound comes from the share of names that could differ,
+    Clopper-Pearson with 0 of n names, [-u, +u]; such a row has nothing to test and stays out of the family
+    (Tarone's untestable hypotheses).
     """
     d = np.asarray(differences, dtype=float)
     codes, uniques = pd.factorize(np.asarray(clusters))
@@ -213,107 +197,23 @@ def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Seque
     if len(d) == 0:
         result["note"] = "no shared prompt"
         return result
-    sums = np.bincount(codes, weights=d, minlength=units)
     counts = np.bincount(codes, minlength=units)
     result["discordant_names"] = int(np.count_nonzero(np.bincount(codes, weights=(d != 0), minlength=units)))
     result["estimate"] = float(d.mean())
-    upper = float(proportion_confint(0, units, alpha=alpha, method="beta")[1])
     if not d.any():
+        upper = float(proportion_confint(0, units, alpha=alpha, method="beta")[1])
         result.update(estimate=0.0, ci_low=-upper, ci_high=upper, method=NO_DISCORDANT,
                       note=f"no prompt differs: 0 of {units} name{'' if units == 1 else 's'} discordant")
         return result
     if units < 2:
-        result.update(method=SIGN_FLIP if rates is None else PAIRED_SCORE, note="one name: no test, no interval")
+        result.update(method=PAIRED_SCORE, note="one name: no test, no interval")
         return result
-    if rates is not None:
-        per_name = [np.bincount(codes, weights=np.asarray(rate, dtype=float), minlength=units) for rate in rates]
-        _, low, high, statistic, p_value = paired_rate_tests(per_name[0][:, None], per_name[1][:, None], counts,
-                                                             alpha=alpha)
-        result.update(p_value=float(p_value[0]), ci_low=float(low[0]), ci_high=float(high[0]),
-                      statistic=float(statistic[0]), method=PAIRED_SCORE, testable=True)
-        return result
-    p_value, low, high = sign_flip(sums, counts, alpha=alpha, n_resamples=n_resamples, seed=seed)
-    result.update(p_value=p_value, ci_low=max(low, -1.0), ci_high=min(high, 1.0), method=SIGN_FLIP, testable=True)
-    means = sums / counts
-    if np.ptp(means) <= 1e-12:
-        result.update(_same_difference(float(means[0]), upper, p_value, alpha))
-        return result
-    fit = OLS(d, np.ones((len(d), 1))).fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
-    result["statistic"] = float(fit.tvalues[0])
+    per_name = [np.bincount(codes, weights=np.asarray(rate, dtype=float), minlength=units) for rate in rates]
+    _, low, high, statistic, p_value = paired_rate_tests(per_name[0][:, None], per_name[1][:, None], counts,
+                                                         alpha=alpha)
+    result.update(p_value=float(p_value[0]), ci_low=float(low[0]), ci_high=float(high[0]),
+                  statistic=float(statistic[0]), method=PAIRED_SCORE, testable=True)
     return result
-
-
-def _same_difference(common: float, upper: float, p_value: float, alpha: float) -> dict[str, Any]:
-    """Every name differs by `common`: the sign-flip test rejects every other shift when p <= alpha (its
-    interval is that point); otherwise the Clopper-Pearson bound on the share of names that could differ from it,
-    widened to 0 if need be so that interval and test agree."""
-    if p_value <= alpha:
-        return {"ci_low": common, "ci_high": common, "method": SAME_DIFFERENCE,
-                "note": f"every name differs by {common:+.3f}; the sign-flip test rejects every other difference"}
-    low, high = max(common - upper * (1 + common), -1.0), min(common + upper * (1 - common), 1.0)
-    return {"ci_low": min(low, 0.0), "ci_high": max(high, 0.0), "method": SAME_DIFFERENCE,
-            "note": f"every name differs by {common:+.3f}"}
-
-
-def _flipped_sums(sums: np.ndarray, counts: np.ndarray, resamples: int,
-                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(flipped sums of d, flipped prompt counts, exact) per sign pattern of the names: all 2^names patterns
-    when there are no more than `resamples` (exact), else `resamples` random ones, drawn in blocks of
-    `FLIP_BLOCK` patterns x names."""
-    units = len(sums)
-    weights = np.stack([sums, counts.astype(float)], axis=1)
-    if units < 63 and 2 ** units <= resamples:
-        signs = 1.0 - 2.0 * ((np.arange(2 ** units)[:, None] >> np.arange(units)) & 1)
-        flipped = signs @ weights
-        return flipped[:, 0], flipped[:, 1], True
-    parts = []
-    batch = max(1, FLIP_BLOCK // units)
-    for start in range(0, resamples, batch):
-        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(min(batch, resamples - start), units))
-        parts.append(signs @ weights)
-    flipped = np.concatenate(parts)
-    return flipped[:, 0], flipped[:, 1], False
-
-
-def sign_flip(sums: np.ndarray, counts: np.ndarray, *, alpha: float, n_resamples: int = N_PERMUTATIONS,
-              seed: int = 0) -> tuple[float, float, float]:
-    """(two-sided p-value, interval low, high) of the mean of d from the names' sums of d and prompt counts.
-
-    Under H0: mean d = delta, each name's centred sum s_i - delta n_i is symmetric about 0, so its sign can be
-    flipped; a pattern is as extreme as the data when |sum of flipped centred sums| >= |sum of centred sums|.
-    For a pattern whose flipped counts b differ from the total N that holds for shifts x = delta - mean in an
-    interval around 0, between the roots c / (b + N) and c / (b - N) (c: its flipped sum centred at the mean),
-    so the p-value falls as delta moves away from the mean, and the interval (the delta with p > alpha) has
-    the m-th largest and smallest roots as its ends, m the fewest patterns that keep p above alpha. The
-    p-value is the test at delta = 0 on the same patterns: 0 lies in the interval exactly when p > alpha.
-    999 random patterns first (scipy's (k + 1) / (R + 1)), all `n_resamples` where p <= alpha; all 2^names
-    when there are no more.
-    """
-    sums, counts = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
-    total, mean = counts.sum(), sums.sum() / counts.sum()
-    for resamples in dict.fromkeys((min(999, n_resamples), n_resamples)):
-        flipped, sizes, exact = _flipped_sums(sums, counts, resamples, np.random.default_rng(seed))
-        centred = flipped - mean * sizes
-        always = np.abs(sizes) >= total * (1 - 1e-12)  # every name flipped alike: as extreme at every delta
-        with np.errstate(divide="ignore", invalid="ignore"):
-            roots = np.stack([centred / (sizes + total), centred / (sizes - total)])
-        low_roots = np.where(always, -np.inf, roots.min(axis=0))
-        high_roots = np.where(always, np.inf, roots.max(axis=0))
-        added, denominator = (0, len(sizes)) if exact else (1, len(sizes) + 1)
-        shift = -mean  # delta = 0
-        tolerance = 1e-9 * abs(shift) + 1e-15
-        inside = (low_roots - tolerance <= shift) & (shift <= high_roots + tolerance)
-        p_value = (int(inside.sum()) + added) / denominator
-        if p_value > alpha or resamples == n_resamples:
-            break
-    needed = int(np.floor(alpha * denominator - added)) + 1  # patterns as extreme that keep p above alpha
-    if needed <= 0:
-        return float(p_value), -np.inf, np.inf
-    if needed > len(sizes):
-        return float(p_value), mean, mean
-    high = np.sort(high_roots)[-needed] + tolerance
-    low = np.sort(low_roots)[needed - 1] - tolerance
-    return float(p_value), float(mean + low), float(mean + high)
 
 
 _OVERALL_COLUMNS = ["run", "baseline", "domain", "metric", "label", "prompts", "names", "discordant_names",
@@ -321,8 +221,7 @@ _OVERALL_COLUMNS = ["run", "baseline", "domain", "metric", "label", "prompts", "
                     "method", "testable", "note"]
 
 
-def overall_differences(compared: ComparedRuns, *, alpha: float, correction: str, cluster: str,
-                        seed: int = 0) -> CorrectedFamily:
+def overall_differences(compared: ComparedRuns, *, alpha: float, correction: str, cluster: str) -> CorrectedFamily:
     """Per pair (each run against the baseline), domain and label: the mean over shared prompts of the run's
     rate minus the baseline's, `paired_difference` with `cluster` as the unit; one family over the table."""
     prompts = compared.prompts()
@@ -341,7 +240,7 @@ def overall_differences(compared: ComparedRuns, *, alpha: float, correction: str
                     continue
                 difference = (part["run"] - part["baseline"]).to_numpy()
                 result = paired_difference(difference, cluster_of.reindex(part.index).to_numpy(), alpha=alpha,
-                                           seed=seed, rates=(part["run"].to_numpy(), part["baseline"].to_numpy()))
+                                           rates=(part["run"].to_numpy(), part["baseline"].to_numpy()))
                 rows.append({"run": run, "baseline": compared.baseline, "domain": domain, "metric": label.metric,
                              "label": label.name, "prompts": len(part), "names": result["names"],
                              "discordant_names": result["discordant_names"], "run_rate": float(part["run"].mean()),

@@ -456,8 +456,7 @@ def _largest_gap(domain: str, metric: str, labels: list[Label], part: pd.DataFra
     hits, present = _hits(part, label.column, label.value)
     keep = present & np.isin(groups, [high, low])
     side = groups[keep] == high
-    result = difference_test(hits[keep], side, None if cluster == "none" else clusters[keep], alpha=level,
-                             method="auto")
+    result = difference_test(hits[keep], side, None if cluster == "none" else clusters[keep], alpha=level)
     y, in_high, units = hits[keep], side, clusters[keep]
     rate_high = side_rate_interval(y[in_high], units[in_high], alpha=alpha, cluster=cluster)
     rate_low = side_rate_interval(y[~in_high], units[~in_high], alpha=alpha, cluster=cluster)

@@ -31,8 +31,8 @@ from bold_eval.analysis.clustered import (
     CLUSTER_UNITS,
     CORRECTIONS,
     METHOD_NOTES,
-    PERMUTATION,
     POWER,
+    SCORE,
     confidence_label,
 )
 from bold_eval.analysis.compare import (
@@ -348,16 +348,12 @@ def _overall_section(found: CorrectedFamily, alpha: float, correction: str) -> l
 
 
 def _test_notes(interactions: pd.DataFrame) -> str:
-    """The interactions' tests in words (the methods they used; the permutation test where none ran), and, beside
-    a bootstrap interval, that the p-value decides."""
+    """The interactions' tests in words: the methods they used, or the cluster-robust t of equal rates (the test an
+    interaction gets) where none ran."""
     used = [m for m in dict.fromkeys(interactions.get("method", pd.Series(dtype=str))) if m in METHOD_NOTES]
-    notes = (f"{'; '.join(METHOD_NOTES[method] for method in used or [PERMUTATION])}; the same test also where every "
-             "unit holds one prompt (an ordinary t test there is unbounded on rare labels); intervals are not "
-             "corrected for the family")
-    if PERMUTATION in used:
-        notes += (". An interaction's interval is the bootstrap's, not the test's: where it and the p-value "
-                  "disagree about 0 (sides of few names), the p-value decides")
-    return notes
+    return (f"{'; '.join(METHOD_NOTES[method] for method in used or [SCORE])}; the same test also where every "
+            "unit holds one prompt (an ordinary t test there is unbounded on rare labels); intervals are not "
+            "corrected for the family")
 
 
 def _how_to_read(compared: ComparedRuns, power: pd.DataFrame, alpha: float, correction: str, cluster: str,
@@ -508,7 +504,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
     protocols, versions = _warn_instruments(compared, log)
     interactions, overall = joint_family(
         [interaction_findings(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed),
-         overall_differences(compared, alpha=alpha, correction=correction, cluster=cluster, seed=seed)],
+         overall_differences(compared, alpha=alpha, correction=correction, cluster=cluster)],
         alpha=alpha, correction=correction)
     power = comparability(compared, alpha=alpha, family=interactions.family, cluster=cluster)
     if len(compared.runs) > 1 and len(power) and power["too_small"].all():
