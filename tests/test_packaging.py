@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXTRAS = ("embeddings", "gguf", "lm-eval", "inspect", "serving")
 # lighteval needs an environment of its own (setup.cfg says why): not in `all`, `dev` or constraints-min.txt
 SEPARATE_ENVIRONMENT = ("lighteval",)
-MIN_JOB = ("test", "embeddings", "gguf", "lm-eval", "inspect")  # what `make test-min` installs
+MIN_JOB = ("test", "embeddings", "gguf", "lm-eval")  # what `make test-min` installs
 # import name -> distribution, where the two differ
 DISTRIBUTIONS = {"yaml": "pyyaml", "sklearn": "scikit-learn", "PIL": "pillow", "lm_eval": "lm-eval"}
 
