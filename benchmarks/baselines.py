@@ -34,7 +34,7 @@ from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import ClusterSums, _per_cluster, _undefined, _untestable, run_tests
-from bold_eval.analysis.compare import NO_DISCORDANT
+from bold_eval.analysis.compare import difference_record
 from bold_eval.analysis.results import DifferenceTest
 
 N_PERMUTATIONS = 9999
@@ -259,26 +259,13 @@ def sign_flip_difference(differences: Sequence[float] | np.ndarray, clusters: Se
     test (its sign-flip distribution is a point). `statistic` is the CR1 cluster-robust t of the mean.
     """
     d = np.asarray(differences, dtype=float)
-    codes, uniques = pd.factorize(np.asarray(clusters))
-    units = len(uniques)
-    result: dict[str, Any] = {"estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan, "statistic": np.nan,
-                              "p_value": np.nan, "names": units, "discordant_names": 0, "method": "",
-                              "testable": False, "note": ""}
-    if len(d) == 0:
-        result["note"] = "no shared prompt"
+    result, codes, settled = difference_record(d, clusters, alpha=alpha, method=SIGN_FLIP)
+    if settled:
         return result
+    units = result["names"]
     sums = np.bincount(codes, weights=d, minlength=units)
     counts = np.bincount(codes, minlength=units)
-    result["discordant_names"] = int(np.count_nonzero(np.bincount(codes, weights=(d != 0), minlength=units)))
-    result["estimate"] = float(d.mean())
     upper = float(proportion_confint(0, units, alpha=alpha, method="beta")[1])
-    if not d.any():
-        result.update(estimate=0.0, ci_low=-upper, ci_high=upper, method=NO_DISCORDANT,
-                      note=f"no prompt differs: 0 of {units} name{'' if units == 1 else 's'} discordant")
-        return result
-    if units < 2:
-        result.update(method=SIGN_FLIP, note="one name: no test, no interval")
-        return result
     p_value, low, high = sign_flip(sums, counts, alpha=alpha, n_resamples=n_resamples, seed=seed)
     result.update(p_value=p_value, ci_low=max(low, -1.0), ci_high=min(high, 1.0), method=SIGN_FLIP, testable=True)
     means = sums / counts

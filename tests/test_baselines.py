@@ -8,11 +8,8 @@ the statistic is (m_a - m_b) / sqrt(var_a + var_b).
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,19 +18,15 @@ from scipy import stats
 from statsmodels.regression.linear_model import OLS
 
 from bold_eval.analysis.clustered import difference_test
+from bold_eval.testing.scripts import script_module
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "baselines.py"
 Z95 = 1.959963984540054
 
 
 @pytest.fixture(scope="module")
 def baselines():
-    spec = importlib.util.spec_from_file_location("baselines", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["baselines"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("baselines", None)
+    with script_module("baselines") as module:
+        yield module
 
 
 def studentized(totals: np.ndarray, sizes: np.ndarray, in_a: np.ndarray) -> float:

@@ -9,8 +9,6 @@ are the same on every run, and the thresholds leave them room only for a real ch
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,20 +18,16 @@ from scipy import stats
 
 from bold_eval.analysis.summary import finding_labels
 from bold_eval.core.errors import MissingFileError, UsageError
+from bold_eval.testing.scripts import script_module
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "calibration.py"
 ALPHA = 0.05
 LABELS = ["sentiment", "psycholinguistic:joy", "psycholinguistic:anger", "psycholinguistic:fear"]
 
 
 @pytest.fixture(scope="module")
 def calibration():
-    spec = importlib.util.spec_from_file_location("calibration", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["calibration"] = module  # dataclasses resolve their module's annotations through sys.modules
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("calibration", None)
+    with script_module("calibration") as module:
+        yield module
 
 
 def wikipedia_frame(bold_dir: Path, domains: list[str]) -> pd.DataFrame:

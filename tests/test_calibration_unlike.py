@@ -4,25 +4,18 @@ say, are in benchmarks/CALIBRATION.md."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "calibration_unlike.py"
+from bold_eval.testing.scripts import script_module
 
 
 @pytest.fixture(scope="module")
 def unlike():
-    spec = importlib.util.spec_from_file_location("calibration_unlike", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["calibration_unlike"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("calibration_unlike", None)
+    with script_module("calibration_unlike") as module:
+        yield module
 
 
 def _ceiling(rate: float, trials: int) -> float:

@@ -254,18 +254,10 @@ def test_two_shared_prompts_state_the_count_and_the_banner_before_any_number(
 
 def test_the_power_script_prints_prediction_and_power(bold_dir: Path) -> None:
     """benchmarks/compare_power.py, two data sets a row: the design, both predictions and the measured power."""
-    import importlib.util
-    import sys
+    from bold_eval.testing.scripts import script_module
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "compare_power.py"
-    spec = importlib.util.spec_from_file_location("compare_power", script)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["compare_power"] = module  # dataclasses resolve their module's annotations through sys.modules
-    try:
-        spec.loader.exec_module(module)
+    with script_module("compare_power") as module:
         text = module.main(["--designs", "4:30", "--sims", "2", "--effects", "0.3", "--data-dir", str(bold_dir)])
-    finally:
-        sys.modules.pop("compare_power", None)
     assert "| 4 vs 30 | 1 | " in text and "+30.0 points" in text and "power: found [95% CI]" in text
 
 

@@ -4,25 +4,21 @@ benchmarks/CALIBRATION.md, "Power against an oracle"."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "power_oracle.py"
+from bold_eval.testing.scripts import script_module
+
+CALIBRATION = Path(__file__).resolve().parents[1] / "benchmarks" / "CALIBRATION.md"
 
 
 @pytest.fixture(scope="module")
 def oracle():
-    spec = importlib.util.spec_from_file_location("power_oracle", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["power_oracle"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("power_oracle", None)
+    with script_module("power_oracle") as module:
+        yield module
 
 
 def _power(oracle, design, group: str, kind: str, method: str, replicates: int = 120,
@@ -77,6 +73,6 @@ def test_the_reports_promise_quotes_the_calibration_table() -> None:
     """The power a report promises (`clustered.POWER_AGAINST_ORACLE`) is the figure CALIBRATION.md's summary gives."""
     from bold_eval.analysis.clustered import POWER_AGAINST_ORACLE
 
-    summary = (SCRIPT.parent / "CALIBRATION.md").read_text().split("## The tests in use")[0]
+    summary = CALIBRATION.read_text().split("## The tests in use")[0]
     assert f"finds it {POWER_AGAINST_ORACLE['group vs rest']:.0%} as often as the oracle" in summary
     assert f"the model-vs-Wikipedia interactions: {POWER_AGAINST_ORACLE['model vs Wikipedia']:.0%} as often" in summary

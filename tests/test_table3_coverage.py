@@ -10,10 +10,7 @@ closed form at zero counts); the simulation is benchmarks/table3_coverage.py's, 
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -30,8 +27,8 @@ from bold_eval.analysis.table3 import (
     share_interval,
     typical_design_effects,
 )
+from bold_eval.testing.scripts import script_module
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "table3_coverage.py"
 ALPHA = 0.05
 
 
@@ -139,12 +136,8 @@ def test_typical_design_effects_are_the_groups_median() -> None:
 
 @pytest.fixture(scope="module")
 def coverage_script():
-    spec = importlib.util.spec_from_file_location("table3_coverage", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["table3_coverage"] = module  # dataclasses resolve their module's annotations through sys.modules
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("table3_coverage", None)
+    with script_module("table3_coverage") as module:
+        yield module
 
 
 def _synthetic_pages() -> pd.DataFrame:

@@ -177,6 +177,33 @@ def shared_labels(run: pd.DataFrame, baseline: pd.DataFrame) -> list[Label]:
 # --------------------------------------------------------------------------- how much overall
 
 
+def difference_record(differences: Sequence[float] | np.ndarray, clusters: Sequence[Any] | np.ndarray, *,
+                      alpha: float, method: str) -> tuple[dict[str, Any], np.ndarray, bool]:
+    """What an overall difference states before its test (`method`): (its record, the prompts' name codes, settled).
+    Settled records are final: no shared prompt; no prompt differs (0, with the Clopper-Pearson bound on the share
+    of names that could differ, [-u, +u]); or one name (no test, no interval)."""
+    d = np.asarray(differences, dtype=float)
+    codes, uniques = pd.factorize(np.asarray(clusters))
+    units = len(uniques)
+    result: dict[str, Any] = {"estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan, "statistic": np.nan,
+                              "p_value": np.nan, "names": units, "discordant_names": 0, "method": "",
+                              "testable": False, "note": ""}
+    if len(d) == 0:
+        result["note"] = "no shared prompt"
+        return result, codes, True
+    result["discordant_names"] = int(np.count_nonzero(np.bincount(codes, weights=(d != 0), minlength=units)))
+    result["estimate"] = float(d.mean())
+    if not d.any():
+        upper = float(proportion_confint(0, units, alpha=alpha, method="beta")[1])
+        result.update(estimate=0.0, ci_low=-upper, ci_high=upper, method=NO_DISCORDANT,
+                      note=f"no prompt differs: 0 of {units} name{'' if units == 1 else 's'} discordant")
+        return result, codes, True
+    if units < 2:
+        result.update(method=method, note="one name: no test, no interval")
+        return result, codes, True
+    return result, codes, False
+
+
 def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Sequence[Any] | np.ndarray, *,
                       rates: tuple[Any, Any], alpha: float = 0.05) -> dict[str, Any]:
     """Mean over prompts of d = (run's rate) - (baseline's rate), tested and bounded with the name as the unit.
@@ -188,26 +215,11 @@ def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Seque
     Clopper-Pearson with 0 of n names, [-u, +u]; such a row has nothing to test and stays out of the family
     (Tarone's untestable hypotheses).
     """
-    d = np.asarray(differences, dtype=float)
-    codes, uniques = pd.factorize(np.asarray(clusters))
-    units = len(uniques)
-    result: dict[str, Any] = {"estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan, "statistic": np.nan,
-                              "p_value": np.nan, "names": units, "discordant_names": 0, "method": "",
-                              "testable": False, "note": ""}
-    if len(d) == 0:
-        result["note"] = "no shared prompt"
+    result, codes, settled = difference_record(differences, clusters, alpha=alpha, method=PAIRED_SCORE)
+    if settled:
         return result
+    units = result["names"]
     counts = np.bincount(codes, minlength=units)
-    result["discordant_names"] = int(np.count_nonzero(np.bincount(codes, weights=(d != 0), minlength=units)))
-    result["estimate"] = float(d.mean())
-    if not d.any():
-        upper = float(proportion_confint(0, units, alpha=alpha, method="beta")[1])
-        result.update(estimate=0.0, ci_low=-upper, ci_high=upper, method=NO_DISCORDANT,
-                      note=f"no prompt differs: 0 of {units} name{'' if units == 1 else 's'} discordant")
-        return result
-    if units < 2:
-        result.update(method=PAIRED_SCORE, note="one name: no test, no interval")
-        return result
     per_name = [np.bincount(codes, weights=np.asarray(rate, dtype=float), minlength=units) for rate in rates]
     _, low, high, statistic, p_value = paired_rate_tests(per_name[0][:, None], per_name[1][:, None], counts,
                                                          alpha=alpha)
