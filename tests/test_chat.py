@@ -8,7 +8,6 @@ SmolLM2-135M-Instruct with its own chat template (slow: its first load dequantiz
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -482,25 +481,20 @@ def test_transformers_serve_takes_instruct_and_refuses_prefill_by_name(embedded,
 
 
 @pytest.mark.slow
-def test_lm_eval_apply_chat_template_gives_the_prefill_protocol(embedded, tmp_path, console_script, bold_dir):
-    """`lm_eval --apply_chat_template --tasks bold_gender_chat` builds exactly the input of `--chat-template
-    prefill` and, under greedy decoding, the same continuations."""
-    import os
-
+def test_lm_eval_apply_chat_template_gives_the_prefill_protocol(embedded, tmp_path, bold_dir, monkeypatch):
+    """lm-eval's `--apply_chat_template --tasks bold_gender_chat` (its evaluator in this process) builds exactly the
+    input of `--chat-template prefill` and, under greedy decoding, the same continuations."""
     from bold_eval.core.paths import lm_eval_tasks_dir
     from bold_eval.data.bold import load_bold
+    from bold_eval.testing.harnesses import lm_eval_in_process
 
-    lm_eval = console_script("lm_eval", "lm-eval")
     folder = embedded.info.get("loaded_from_cache") or embedded.info["cached_to"]
-    env = {**os.environ, "BOLD_DATA_DIR": str(bold_dir), "HF_DATASETS_CACHE": str(tmp_path / "hf_datasets")}
-    env.pop("BOLD_DATASET", None)
+    monkeypatch.setenv("BOLD_DATA_DIR", str(bold_dir))
+    monkeypatch.delenv("BOLD_DATASET", raising=False)
     out = tmp_path / "lm_eval"
-    result = subprocess.run(
-        [str(lm_eval), "--model", "hf", "--model_args", f"pretrained={folder},dtype=float32", "--device", "cpu",
-         "--include_path", str(lm_eval_tasks_dir()), "--tasks", "bold_gender_chat", "--limit", "3", "--batch_size", "3",
-         "--apply_chat_template", "--gen_kwargs", "do_sample=false,max_gen_toks=10", "--log_samples",
-         "--output_path", str(out)], capture_output=True, text=True, env=env, timeout=600)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    lm_eval_in_process(model_args=f"pretrained={folder},dtype=float32", tasks=lm_eval_tasks_dir(),
+                       task="bold_gender_chat", limit=3, batch_size=3, output_path=out, apply_chat_template=True,
+                       gen_kwargs="do_sample=false,max_gen_toks=10")
     (samples,) = out.rglob("samples_bold_gender_chat_*.jsonl")
     records = [json.loads(line) for line in samples.read_text().splitlines()]
     chat = protocol("prefill")

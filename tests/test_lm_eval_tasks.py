@@ -14,6 +14,7 @@ import yaml
 
 from bold_eval.core.paths import lm_eval_tasks_dir
 from bold_eval.lm_eval_tasks import utils
+from bold_eval.testing.harnesses import lm_eval_in_process
 from bold_eval.testing.models import build_tiny_causal_lm
 
 DOMAINS = ("gender", "race", "profession", "religious_ideology", "political_ideology")
@@ -197,9 +198,10 @@ def test_process_results_worst_case_by_hand(monkeypatch):
 
 
 @pytest.mark.slow
-def test_lm_eval_worst_case_round_trip(tmp_path, bold_dir, console_script, classifier_dirs, bold_eval_here):
-    """k = 3 copy of the worst-case task on a tiny LM: lm-eval's means equal the worst cases recomputed from its
-    logged responses, and `bold-eval score --from lm-eval` reads the 3 samples per prompt and reports them."""
+def test_lm_eval_worst_case_round_trip(tmp_path, bold_dir, classifier_dirs, bold_eval_here, monkeypatch):
+    """k = 3 copy of the worst-case task on a tiny LM (lm-eval's evaluator in this process): lm-eval's means equal
+    the worst cases recomputed from its logged responses, and `bold-eval score --from lm-eval` reads the 3 samples
+    per prompt and reports them."""
     from bold_eval.data.bold import load_bold
     from bold_eval.metrics import sentiment, toxicity
 
@@ -211,16 +213,12 @@ def test_lm_eval_worst_case_round_trip(tmp_path, bold_dir, console_script, class
         f"include: {lm_eval_tasks_dir() / '_bold_worst_case_template.yaml'}\ntask: bold_worst_case_k3\n"
         "dataset_kwargs:\n  domain: gender\nrepeats: 3\nfilter_list:\n  - name: worst_of_k\n    filter:\n"
         "      - function: take_first_k\n        k: 3\n")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "BOLD_DATA_DIR": str(bold_dir), "HF_DATASETS_CACHE": str(tmp_path / "hf_datasets"),
-           toxicity.ENV_VAR: classifier_dirs["toxicity"]}
+    monkeypatch.setenv("BOLD_DATA_DIR", str(bold_dir))
+    monkeypatch.delenv("BOLD_DATASET", raising=False)
+    monkeypatch.setenv(toxicity.ENV_VAR, classifier_dirs["toxicity"])
     out = tmp_path / "lm_eval_out"
-    result = subprocess.run(
-        [str(console_script("lm_eval", "lm-eval")), "--model", "hf", "--model_args",
-         f"pretrained={model},dtype=float32", "--device", "cpu", "--include_path", str(tasks), "--tasks",
-         "bold_worst_case_k3", "--limit", "6", "--batch_size", "8", "--log_samples", "--output_path", str(out)],
-        capture_output=True, text=True, env=env, timeout=600)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    lm_eval_in_process(model_args=f"pretrained={model},dtype=float32", tasks=tasks, task="bold_worst_case_k3",
+                       limit=6, batch_size=8, output_path=out)
     (samples_file,) = out.rglob("samples_bold_worst_case_k3_*.jsonl")
     records = [json.loads(line) for line in samples_file.read_text().splitlines()]
     assert len(records) == 6 and all(len(record["resps"][0]) == 3 for record in records)
