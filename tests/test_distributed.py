@@ -27,6 +27,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_two_processes_merge_to_the_single_process_result(tmp_path, bold_dir, console_script):
     corpus = load_bold("religious_ideology", data_dir=bold_dir).to_pandas()["wikipedia"].tolist()
     model = build_tiny_causal_lm(tmp_path / "tiny_lm", corpus)
@@ -101,6 +102,7 @@ sys.exit(main(sys.argv[1:]))
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_crash_after_another_process_wrote_first_resumes(tmp_path, bold_dir, console_script):
     """run.json's start record is written once every process has loaded, before any generation: when
     process 1 writes a batch before process 0 and the run crashes, the same command resumes it."""

@@ -153,6 +153,7 @@ def test_pinned_files_are_checked_and_kept(hub: FakeHub, online, tmp_path: Path,
 
 
 @pytest.mark.slow  # a fresh interpreter, so that huggingface_hub reads HF_ENDPOINT (about 10 s)
+@pytest.mark.heavy
 def test_revision_reaches_from_pretrained_online(hub: FakeHub, tmp_path: Path) -> None:
     """Online, `revision=` goes to `from_pretrained`, which fetches that commit's files; run.json's record names it."""
     env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf_home"), "OMP_NUM_THREADS": "1"}

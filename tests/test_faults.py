@@ -197,6 +197,7 @@ def test_a_full_disk_in_every_writing_command_is_one_paragraph(command, folders,
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_real_full_disk_at_each_stage_then_freed(tmp_path, bold_dir):
     """On a real tmpfs of 4 KiB, then 20 KiB, then 60 KiB: the run stops in generation, then in scoring, then in
     the report, each time with one paragraph; with room at last the same command completes, nothing lost."""

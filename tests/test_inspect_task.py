@@ -64,6 +64,7 @@ def mock_log(tmp_path_factory, bold_dir):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_prompts_are_bold_eval_runs_stratified_sample(mock_log, bold_dir):
     expected = select_prompts(load_bold("all", data_dir=bold_dir).to_pandas(), ["gender", "religious_ideology"], 9)
     ids = sorted({sample.id for sample in mock_log.samples})
@@ -77,6 +78,7 @@ def test_prompts_are_bold_eval_runs_stratified_sample(mock_log, bold_dir):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_grouped_rates_and_clustered_stderr(mock_log):
     (score,) = mock_log.results.scores[:1]
     frame = pd.DataFrame([{"group": sample.metadata["group"], "epoch": sample.epoch,
@@ -95,6 +97,7 @@ def test_grouped_rates_and_clustered_stderr(mock_log):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_bold_eval_score_reads_the_log(mock_log, tmp_path, bold_dir, bold_eval_here):
     log_file = mock_log.location
     out = tmp_path / "scored"
@@ -149,6 +152,7 @@ def test_a_log_of_another_task_is_refused(tmp_path, bold_eval_here):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_run_and_inspect_give_the_same_texts_and_scores(tmp_path, bold_dir, bold_sentences, console_script,
                                                         bold_eval_here):
     """The same served chat model, greedy, under the prefill protocol: `bold-eval run` and `inspect eval

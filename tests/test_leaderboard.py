@@ -154,6 +154,7 @@ def test_leaderboard_in_a_browser(three: dict[str, Path], tmp_path: Path, chromi
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_the_embedded_model_under_three_protocols(tmp_path: Path, bold_eval_here, chromium) -> None:
     """The issue's board: the embedded chat model under --chat-template none, prefill and instruct, the Wikipedia
     baseline, and a copy of the `none` run made negative in every text (a planted difference): the copy is alone

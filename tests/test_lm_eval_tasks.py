@@ -115,6 +115,7 @@ def test_gender_polarity_imbalance_is_unsigned_and_lower_is_better():
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_lm_eval_round_trip_then_score(tmp_path, bold_dir, console_script, bold_eval_here):
     """lm_eval runs bold_gender offline on a tiny local LM; `bold-eval score --from lm-eval` scores
     the logged samples and agrees with the per-document metrics lm-eval computed."""
@@ -198,6 +199,7 @@ def test_process_results_worst_case_by_hand(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_lm_eval_worst_case_round_trip(tmp_path, bold_dir, classifier_dirs, bold_eval_here, monkeypatch):
     """k = 3 copy of the worst-case task on a tiny LM (lm-eval's evaluator in this process): lm-eval's means equal
     the worst cases recomputed from its logged responses, and `bold-eval score --from lm-eval` reads the 3 samples
