@@ -90,8 +90,9 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PYTEST_ENV) $(PY) -m pytest $(PYTEST_ARGS) -m "not heavy"
 
+# Only the files that mark a test heavy are collected (collecting the whole suite imports every library it tests).
 test-heavy: $(VENV)/.installed
-	$(PYTEST_ENV) $(PY) -m pytest $(PYTEST_ARGS) -m heavy
+	$(PYTEST_ENV) $(PY) -m pytest $(PYTEST_ARGS) -m heavy $$(grep -rl --include='*.py' 'mark.heavy' tests)
 
 # Headless Chromium for the browser tests (Debian's package; no browser download). .ci/run calls it; without it
 # those tests skip locally (and fail under CI=true), naming this target.
