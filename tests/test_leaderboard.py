@@ -16,7 +16,8 @@ from bold_eval.core.errors import UserError
 from bold_eval.report.leaderboard import write_leaderboard
 from bold_eval.report.run_report import write_report
 from bold_eval.report.site import CSP
-from bold_eval.runfolder import load_run, write_scores
+from bold_eval.runfolder.loading import load_run
+from bold_eval.runfolder.parquet import write_scores
 from bold_eval.testing.browser import Page
 from bold_eval.testing.runs import HOSTILE_TEXTS, planted_runs, write_run_folder
 

@@ -47,7 +47,9 @@ from bold_eval.analysis.worst_case import (
     worst_case_view,
 )
 from bold_eval.core.errors import EXIT_USAGE, UserError
-from bold_eval.runfolder import SCORES_FILE, RunRecord, load_run
+from bold_eval.runfolder.layout import SCORES_FILE
+from bold_eval.runfolder.loading import load_run
+from bold_eval.runfolder.records import RunRecord
 
 PAIRED_SCORE = "paired score t over names"
 NO_DISCORDANT = "exact: no prompt differs"

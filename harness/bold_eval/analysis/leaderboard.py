@@ -40,7 +40,8 @@ from bold_eval.analysis.scores import TestedLabel, check_scores
 from bold_eval.analysis.summary import finding_labels
 from bold_eval.core.errors import UserError
 from bold_eval.metrics import metric_specs
-from bold_eval.runfolder import RunRecord, load_run, read_reference_scores
+from bold_eval.runfolder.loading import load_run, read_reference_scores
+from bold_eval.runfolder.records import RunRecord
 
 CELL_COLUMNS = ["model", "domain", "metric", "label", "direction", "prompts", "names", "model_rate", "model_low",
                 "model_high", "wikipedia_rate", "wikipedia_low", "wikipedia_high", "difference", "ci_low", "ci_high",

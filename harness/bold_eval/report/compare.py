@@ -83,7 +83,10 @@ from bold_eval.report.protocol import protocol_banner, protocol_differences
 from bold_eval.report.run_report import (
     caveats,
 )
-from bold_eval.runfolder import TABLES_DIR, RunRecord, chat_protocol, report_transaction, write_json
+from bold_eval.runfolder.json_files import write_json
+from bold_eval.runfolder.layout import TABLES_DIR
+from bold_eval.runfolder.records import RunRecord, chat_protocol
+from bold_eval.runfolder.transaction import report_transaction
 
 # compare's output: replaced together or not at all (`report_transaction`).
 COMPARE_ITEMS = ("compare.md", "compare.json", TABLES_DIR)

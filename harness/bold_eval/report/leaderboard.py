@@ -26,7 +26,7 @@ from bold_eval.core.version import __version__
 from bold_eval.metrics import metric_specs
 from bold_eval.report.markdown import quantity
 from bold_eval.report.site import clean, copy_assets, page, write_data, write_page
-from bold_eval.runfolder import HTML_REPORT_DIR, HTML_REPORT_FILE
+from bold_eval.runfolder.layout import HTML_REPORT_DIR, HTML_REPORT_FILE
 
 SITE_DIR = "leaderboard_files"
 ASSET_NAMES = ("style.css", "common.js", "leaderboard.js")

@@ -32,13 +32,9 @@ import pandas as pd
 
 from bold_eval.core.errors import InputError, MissingFileError, UsageError
 from bold_eval.core.options import GENERATIONS_FORMATS
-from bold_eval.runfolder import (
-    BOLD_COLUMNS,
-    GENERATION_COLUMNS,
-    TEXT_COLUMN,
-    parse_jsonl_line,
-    read_json_file,
-)
+from bold_eval.runfolder.json_files import read_json_file
+from bold_eval.runfolder.jsonl import parse_jsonl_line
+from bold_eval.runfolder.layout import BOLD_COLUMNS, GENERATION_COLUMNS, TEXT_COLUMN
 
 LM_EVAL_SAMPLES_GLOB = "samples_bold_*.jsonl"
 EXAMPLES_SHOWN = 5

@@ -36,15 +36,11 @@ from tqdm.auto import tqdm
 from bold_eval.core.errors import InputError
 from bold_eval.core.version import versions
 from bold_eval.metrics import metric_spec
-from bold_eval.runfolder import (
-    REFERENCE_FILE,
-    TRACE_COLUMN,
-    RunRecord,
-    ScoresWriter,
-    generation_frames,
-    write_run_record,
-    write_scores,
-)
+from bold_eval.runfolder.json_files import write_run_record
+from bold_eval.runfolder.jsonl import generation_frames
+from bold_eval.runfolder.layout import REFERENCE_FILE, TRACE_COLUMN
+from bold_eval.runfolder.parquet import ScoresWriter, write_scores
+from bold_eval.runfolder.records import RunRecord
 from bold_eval.scoring.dedupe import DIGEST_SIZE, TextMemo, repeated_digests, text_digests
 from bold_eval.scoring.reference import reference_skipped, score_reference
 from bold_eval.scoring.scorers import (
