@@ -113,7 +113,7 @@ def main() -> None:
     from bold_eval.analysis.summary import summarize
     from bold_eval.core.options import AnalysisOptions
     from bold_eval.report.html_report import write_html_report
-    from bold_eval.report.leaderboard import write_leaderboard
+    from bold_eval.report.leaderboard import load_board_runs, write_leaderboard
     from bold_eval.report.run_report import write_report
     from bold_eval.runfolder.loading import load_run, read_reference_scores
 
@@ -145,7 +145,7 @@ def main() -> None:
         board_module.paired_rate_tests = sign_flip_tests
         try:
             started = time.perf_counter()
-            board_module.build_leaderboard(folders)
+            board_module.build_leaderboard(load_board_runs(folders))
             baseline = time.perf_counter() - started
         finally:
             board_module.paired_rate_tests = original

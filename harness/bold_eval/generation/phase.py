@@ -2,7 +2,7 @@
 
 Select the prompts (`bold_eval.data.selection`), build the generator (`bold_eval.generation.base`), check that the
 folder resumes with these settings (`bold_eval.generation.resume`), generate what is missing, each process its
-share of the items into its own file, and merge the processes' files (`bold_eval.runfolder.merge_generations`).
+share of the items into its own file, and merge the processes' files (`bold_eval.runfolder.merge.merge_generations`).
 Everything the phase holds (the model, the BOLD rows, k work items per prompt) is freed when it returns, before
 scoring: memory must not grow with k beyond the stored texts.
 

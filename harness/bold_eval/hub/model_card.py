@@ -222,7 +222,7 @@ CARD_SECTION_END = "<!-- bold-eval results: end -->"
 
 def card_section(summary: Mapping[str, Any]) -> str:
     """The card's text about the published run: model, revision, decoding, seed, bold-eval version and
-    coverage of BOLD, from the typed run record in summary.json (`runfolder.RunRecord`)."""
+    coverage of BOLD, from the typed run record in summary.json (`runfolder.records.RunRecord`)."""
     from bold_eval.runfolder.layout import SCHEMA_VERSION
     from bold_eval.runfolder.records import RunRecord
 

@@ -417,7 +417,7 @@ def match_generations(
 ) -> tuple[pd.DataFrame, MatchReport]:
     """Key `generations` to the BOLD frame `bold` (from `load_bold(...).to_pandas()`).
 
-    Returns the generations frame (`runfolder.GENERATION_COLUMNS`), sorted in BOLD order, and a
+    Returns the generations frame (`runfolder.layout.GENERATION_COLUMNS`), sorted in BOLD order, and a
     `MatchReport`. The expected prompts are those of `domains` (default: every domain the matched
     rows touch). Raises `GenerationsError` on any unknown or unmatched row or missing prompt unless
     `allow_partial`, in which case unmatched rows are left out and counted in the report.

@@ -221,7 +221,7 @@ def score_generations(
 ) -> Path:
     """Score generations and write scores.parquet, reference_scores.parquet and run.json.
 
-    `generations`: one row per text with `runfolder.GENERATION_COLUMNS` (the `bold-eval run`
+    `generations`: one row per text with `runfolder.layout.GENERATION_COLUMNS` (the `bold-eval run`
     records, or bring-your-own generations matched back to BOLD), as a frame or as the path of a
     generations.jsonl. Either way they are scored `STREAM_ROWS` rows at a time, so that memory does not grow
     with the number of texts beyond a few bytes each, and each metric scores each distinct text
