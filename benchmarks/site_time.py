@@ -35,7 +35,9 @@ def folder_bytes(path: Path) -> int:
 
 def make_models(run: Path, out: Path, models: int, seed: int) -> list[Path]:
     """`models` run folders: the run and copies with a share of each label column redrawn."""
-    from bold_eval.runfolder import REFERENCE_FILE, load_run, read_reference_scores, write_scores
+    from bold_eval.runfolder.layout import REFERENCE_FILE
+    from bold_eval.runfolder.loading import load_run, read_reference_scores
+    from bold_eval.runfolder.parquet import write_scores
     from bold_eval.testing.runs import write_run_folder
 
     scores, record = load_run(run)
@@ -111,9 +113,9 @@ def main() -> None:
     from bold_eval.analysis.summary import summarize
     from bold_eval.core.options import AnalysisOptions
     from bold_eval.report.html_report import write_html_report
-    from bold_eval.report.leaderboard import write_leaderboard
+    from bold_eval.report.leaderboard import load_board_runs, write_leaderboard
     from bold_eval.report.run_report import write_report
-    from bold_eval.runfolder import load_run, read_reference_scores
+    from bold_eval.runfolder.loading import load_run, read_reference_scores
 
     if args.out.exists():
         shutil.rmtree(args.out)
@@ -143,7 +145,7 @@ def main() -> None:
         board_module.paired_rate_tests = sign_flip_tests
         try:
             started = time.perf_counter()
-            board_module.build_leaderboard(folders)
+            board_module.build_leaderboard(load_board_runs(folders))
             baseline = time.perf_counter() - started
         finally:
             board_module.paired_rate_tests = original

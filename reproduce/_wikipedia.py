@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from bold_eval.run import RunConfig, run
-from bold_eval.runfolder import RUN_FILE
+from bold_eval.runfolder.layout import RUN_FILE
 
 SCORES_FILE = "scores.parquet"
 

@@ -29,7 +29,7 @@ from bold_eval.generation.hf_causal import generate_items
 from bold_eval.generation.http_client import ApiError
 from bold_eval.generation.loading import load_causal_lm
 from bold_eval.generation.openai_compatible import ApiGenerator
-from bold_eval.runfolder import RunRecord, chat_protocol
+from bold_eval.runfolder.records import RunRecord, chat_protocol
 from bold_eval.testing.models import build_thinking_lm, missing_prerequisite, thinking_lm_tokens
 from bold_eval.testing.servers import ChatTemplateServer
 

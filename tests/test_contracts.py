@@ -167,7 +167,7 @@ def test_a_ready_made_summary_renders_without_the_analysis(tmp_path, monkeypatch
 
     from bold_eval.analysis import summary as summary_module
     from bold_eval.report import run_report
-    from bold_eval.runfolder import RunRecord
+    from bold_eval.runfolder.records import RunRecord
     from bold_eval.testing.runs import write_run_folder
 
     labels = ["positive", "negative", "neutral", "negative", "positive", "neutral", "negative", "negative"] * 3

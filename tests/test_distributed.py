@@ -16,7 +16,7 @@ import pytest
 from bold_eval.cli import main as cli_main
 from bold_eval.data.bold import load_bold
 from bold_eval.run import merge_generations
-from bold_eval.runfolder import generation_frames, read_generations, write_generations
+from bold_eval.runfolder.jsonl import generation_frames, read_generations, write_generations
 from bold_eval.testing.models import build_tiny_causal_lm
 
 

@@ -23,7 +23,7 @@ from bold_eval.core.fetching import PinnedFile
 from bold_eval.core.resources import RemoteFile, ResourceNotFoundError
 from bold_eval.download import MANIFEST_FILE, download
 from bold_eval.metrics import regard, toxicity
-from bold_eval.runfolder import read_run_record
+from bold_eval.runfolder.json_files import read_run_record
 from bold_eval.testing.servers import FakeHub
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one torch thread (conftest)

@@ -26,16 +26,15 @@ from bold_eval.cli import main as cli_main
 from bold_eval.core.errors import DamagedFileError, StorageError
 from bold_eval.core.storage import check_writable_folder, storage_error
 from bold_eval.report.run_report import write_report
-from bold_eval.runfolder import (
+from bold_eval.runfolder.json_files import read_run_record, read_summary
+from bold_eval.runfolder.jsonl import append_records
+from bold_eval.runfolder.parquet import write_scores
+from bold_eval.runfolder.transaction import (
     PENDING_REPORT,
     REPORT_ITEMS,
-    append_records,
-    read_run_record,
-    read_summary,
     recover_report,
     remove_stale_temporaries,
     report_transaction,
-    write_scores,
 )
 
 CHEAP = ["--metrics", "sentiment", "--no-progress"]
@@ -261,7 +260,7 @@ def test_storage_errors_name_the_file_and_the_room_left(tmp_path):
     assert storage_error(OSError(errno.ECONNRESET, "reset"), tmp_path) is None  # not the machine's fault: a bug
     with pytest.raises(StorageError, match="generations.jsonl"):
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr("bold_eval.runfolder.os.fsync", _raise(errno.ENOSPC))
+            patch.setattr("bold_eval.runfolder.jsonl.os.fsync", _raise(errno.ENOSPC))
             append_records(tmp_path / "generations.jsonl", [{"prompt_id": "p", "sample": 0}])
     with pytest.raises(StorageError, match="scores.parquet"):
         with pytest.MonkeyPatch.context() as patch:
@@ -399,7 +398,7 @@ def test_a_kill_during_the_commit_is_finished_by_the_next_reader(folders, tmp_pa
             moves.append(target)
         return real_replace(source, target)
 
-    monkeypatch.setattr("bold_eval.runfolder.os.replace", killed_after_two)
+    monkeypatch.setattr("bold_eval.runfolder.transaction.os.replace", killed_after_two)
     with pytest.raises(KeyboardInterrupt):
         write_report(folder, alpha=0.1)
     monkeypatch.undo()
@@ -447,7 +446,7 @@ def test_a_kill_during_scoring_leaves_a_temporary_that_the_rerun_removes(tmp_pat
     completes and leaves no hidden temporary file behind."""
     out = tmp_path / "out"
     killed = ("import os, sys\n"
-              "from bold_eval.runfolder import ScoresWriter\n"
+              "from bold_eval.runfolder.parquet import ScoresWriter\n"
               "def die(self, scores):\n"
               "    self._handle.write(b'PAR1 half a file'); self._handle.flush(); os.kill(os.getpid(), 9)\n"
               "ScoresWriter.write = die\n"
@@ -538,7 +537,8 @@ def test_summary_json_of_the_wrong_shape_is_damaged(tmp_path):
 
 
 def test_the_rebuild_command_of_a_folder_without_a_recorded_command(tmp_path):
-    from bold_eval.runfolder import RunRecord, rebuild_command
+    from bold_eval.runfolder.loading import rebuild_command
+    from bold_eval.runfolder.records import RunRecord
 
     scored = RunRecord(generations={"source": "mine.jsonl"})
     assert rebuild_command(tmp_path, scored).startswith(f"`bold-eval score mine.jsonl --out {tmp_path}`")
@@ -546,10 +546,10 @@ def test_the_rebuild_command_of_a_folder_without_a_recorded_command(tmp_path):
 
 
 def test_a_scores_file_the_machine_cannot_read_is_its_fault_not_damage(tmp_path, monkeypatch):
-    from bold_eval.runfolder import read_scores
+    from bold_eval.runfolder.parquet import read_scores
 
     (tmp_path / "scores.parquet").write_bytes(b"PAR1")
-    monkeypatch.setattr("bold_eval.runfolder.pd.read_parquet", _raise(errno.EACCES))
+    monkeypatch.setattr("bold_eval.runfolder.parquet.pd.read_parquet", _raise(errno.EACCES))
     with pytest.raises(StorageError, match="permission denied while reading"):
         read_scores(tmp_path / "scores.parquet")
 

@@ -12,7 +12,7 @@ import pytest
 from bold_eval.report.html_report import plain, worst_flags
 from bold_eval.report.run_report import write_report
 from bold_eval.report.site import CSP, script_json
-from bold_eval.runfolder import HTML_REPORT_DIR, HTML_REPORT_FILE
+from bold_eval.runfolder.layout import HTML_REPORT_DIR, HTML_REPORT_FILE
 from bold_eval.testing.browser import Page
 from bold_eval.testing.runs import HOSTILE_TEXTS, planted_runs
 
@@ -134,7 +134,8 @@ def test_worst_of_k_and_sorting_in_a_browser(tmp_path: Path, chromium) -> None:
     """Three samples per prompt: the text browser keeps each prompt's worst sample on request and sorts by score."""
     import numpy as np
 
-    from bold_eval.runfolder import load_run, read_reference_scores, write_scores
+    from bold_eval.runfolder.loading import load_run, read_reference_scores
+    from bold_eval.runfolder.parquet import write_scores
     from bold_eval.testing.runs import write_run_folder
 
     runs = planted_runs(tmp_path / "one", {"m": {}}, names=20, prompts=2)

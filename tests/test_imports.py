@@ -1,11 +1,11 @@
 """The package's layout is its pipeline: every import goes to the same stage or an earlier one, and no
 module reaches itself through imports, not even through an import inside a function.
 
-The stage order is written once, here (CONTRIBUTING.md describes it). A module's stage is the first
-component of its path under bold_eval/ (`generation/loading.py` -> generation); runfolder.py is the run
-folder's schema (file names, columns, the run.json record) that every stage reading or writing a run
-folder uses, so it ranks with core; run.py, cli.py, generator_flags.py (the CLI's flag folding), the package root
-and the lm-eval tasks are the top.
+The stage order is written once, here (CONTRIBUTING.md describes it). A module's stage is the first component of
+its path under bold_eval/ (`generation/loading.py` -> generation); runfolder/ is the run folder's schema (file
+names, columns, the run.json record) and its reads and writes, which every stage reading or writing a run folder
+uses, so it ranks with core (the analysis takes only its names and records); run.py, cli.py, generator_flags.py
+(the CLI's flag folding), the package root and the lm-eval tasks are the top.
 """
 
 from __future__ import annotations
@@ -232,6 +232,79 @@ def test_the_structure_checks_catch_a_private_import_and_a_probe(tmp_path):
                                             "    return getattr(generator, 'load', None), _helper\n")
     assert private_imports(tmp_path) == [f"{tmp_path.name}/core/b.py:1: _helper from bold_eval.core.a"]
     assert generator_probes(tmp_path) == [f"{tmp_path.name}/core/b.py:5: getattr(generator, 'load', None)"]
+
+
+# What the analysis may take from the run folder's package: its names and records, which read and write nothing.
+# The report (or the orchestrator) reads a run folder and hands the analysis `runfolder.records.LoadedRun`s.
+ANALYSIS_RUNFOLDER = ("runfolder.layout", "runfolder.records")
+# Modules whose functions read or write files, besides the rest of the runfolder package.
+FILE_MODULES = ("runfolder", "core.resources", "core.storage", "shutil", "tempfile", "pickle")
+# Calls that read or write a file (pandas, pyarrow, numpy, pathlib, builtins); and any `read_*` / `write_*`.
+FILE_CALLS = {"open", "read_parquet", "ParquetFile", "to_parquet", "to_csv", "to_json", "to_pickle", "load", "save",
+              "savez", "loadtxt", "savetxt", "mkdir", "unlink", "rmdir", "rename", "replace", "touch", "exists",
+              "is_file", "is_dir", "stat", "glob", "rglob", "iterdir", "resolve", "load_run", "loaded_run"}
+
+
+def file_access(root: Path = PACKAGE, stage: str = "analysis") -> list[str]:
+    """Where a module of `stage` (and the runfolder modules it may import) touches a file: an import of a module
+    that reads or writes files (`FILE_MODULES`, except `ANALYSIS_RUNFOLDER`), or a call of `FILE_CALLS`, `read_*`
+    or `write_*` (by name or as a method). `replace` and `rename` count only with a path-like receiver
+    (`str.replace`, `DataFrame.rename` and `dataclasses.replace` are not file operations)."""
+    paths = sorted((root / stage).rglob("*.py")) + [root / f"{name.replace('.', '/')}.py"
+                                                     for name in ANALYSIS_RUNFOLDER]
+    found = []
+    for path in [path for path in paths if path.is_file()]:
+        source = path.read_text()
+        for node in sorted(ast.walk(ast.parse(source)), key=lambda node: getattr(node, "lineno", 0)):
+            modules = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                       else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            for module in modules:
+                inner = module.removeprefix("bold_eval.")
+                if (any(inner == name or inner.startswith(f"{name}.") for name in FILE_MODULES)
+                        and inner not in ANALYSIS_RUNFOLDER):
+                    found.append(f"{path.relative_to(root.parent)}:{node.lineno}: imports {module}")
+            if isinstance(node, ast.Call):
+                name = (node.func.id if isinstance(node.func, ast.Name)
+                        else node.func.attr if isinstance(node.func, ast.Attribute) else "")
+                if name in ("replace", "rename") and not _path_like(node.func):
+                    continue
+                if name in FILE_CALLS or name.startswith(("read_", "write_")):
+                    found.append(f"{path.relative_to(root.parent)}:{node.lineno}: calls "
+                                 f"{ast.get_source_segment(source, node.func)}()")
+    return found
+
+
+def _path_like(func: ast.expr) -> bool:
+    """`os.replace(...)`, `path.replace(...)`, `Path(...).replace(...)`: a receiver named like a file or folder."""
+    if not isinstance(func, ast.Attribute):
+        return True
+    receiver = ast.unparse(func.value)
+    return receiver == "os" or "Path(" in receiver or any(word in receiver.lower()
+                                                         for word in ("path", "file", "folder", "dir"))
+
+
+def test_the_analysis_reads_and_writes_no_file():
+    """The analysis receives what it analyses (scores frames, `LoadedRun`s) and returns results; the report reads
+    the run folders and writes the files (CONTRIBUTING.md: "What passes between the stages")."""
+    assert file_access() == [], "file access in analysis/:\n" + "\n".join(file_access())
+
+
+def test_the_file_check_catches_a_loader_a_read_and_a_write(tmp_path):
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "runfolder").mkdir()
+    (tmp_path / "runfolder" / "layout.py").write_text("SCORES_FILE = 'scores.parquet'\n")
+    (tmp_path / "runfolder" / "records.py").write_text("import os\n\n\ndef gone(path):\n    os.replace(path, 'x')\n")
+    (tmp_path / "analysis" / "a.py").write_text(
+        "import pandas as pd\nfrom bold_eval.runfolder.layout import SCORES_FILE\n"
+        "from bold_eval.runfolder.loading import load_run\n\n\ndef f(folder, frame):\n"
+        "    text = open(folder / SCORES_FILE).read()\n    scores = pd.read_parquet(folder)\n"
+        "    (folder / 'x.md').write_text(text)\n    return frame.replace(0, 1), text.replace('a', 'b'), scores\n")
+    name = tmp_path.name
+    assert file_access(tmp_path) == [f"{name}/analysis/a.py:3: imports bold_eval.runfolder.loading",
+                                     f"{name}/analysis/a.py:7: calls open()",
+                                     f"{name}/analysis/a.py:8: calls pd.read_parquet()",
+                                     f"{name}/analysis/a.py:9: calls (folder / 'x.md').write_text()",
+                                     f"{name}/runfolder/records.py:5: calls os.replace()"]
 
 
 def test_building_the_parser_imports_nothing_heavy():

@@ -11,12 +11,13 @@ import pandas as pd
 import pytest
 
 from bold_eval.analysis.compare import PromptSetError
-from bold_eval.analysis.leaderboard import build_leaderboard
+from bold_eval.analysis.leaderboard import Leaderboard, build_leaderboard
 from bold_eval.core.errors import UserError
-from bold_eval.report.leaderboard import write_leaderboard
+from bold_eval.report.leaderboard import load_board_runs, write_leaderboard
 from bold_eval.report.run_report import write_report
 from bold_eval.report.site import CSP
-from bold_eval.runfolder import load_run, write_scores
+from bold_eval.runfolder.loading import load_run
+from bold_eval.runfolder.parquet import write_scores
 from bold_eval.testing.browser import Page
 from bold_eval.testing.runs import HOSTILE_TEXTS, planted_runs, write_run_folder
 
@@ -31,8 +32,13 @@ def three(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                                                            HOSTILE: {}}, names=30, prompts=3)
 
 
+def board_of(run_dirs: list[Path], **keywords) -> Leaderboard:
+    """The board over run folders, read as `bold-eval leaderboard` reads them."""
+    return build_leaderboard(load_board_runs(run_dirs), **keywords)
+
+
 def test_tie_groups_find_the_planted_model(three: dict[str, Path]) -> None:
-    board = build_leaderboard(list(three.values()))
+    board = board_of(list(three.values()))
     assert board.baseline.startswith("the Wikipedia run") and board.prompts == 360 and not board.different
     negative = board.cells[board.cells["label"] == "negative"].set_index("model")
     assert negative.loc["model-c", "rank"] == 4 and negative.loc["model-c", "tie_group"] == "model-c"
@@ -56,7 +62,7 @@ def test_tie_groups_find_the_planted_model(three: dict[str, Path]) -> None:
 
 
 def test_the_reference_serves_when_no_wikipedia_run_is_given(three: dict[str, Path]) -> None:
-    board = build_leaderboard([three["model-a"], three["model-c"]])
+    board = board_of([three["model-a"], three["model-c"]])
     assert board.baseline.startswith("the Wikipedia sentences scored with")
     negative = board.cells[board.cells["label"] == "negative"].set_index("model")
     assert list(negative["rank"]) == [1, 2]
@@ -64,22 +70,22 @@ def test_the_reference_serves_when_no_wikipedia_run_is_given(three: dict[str, Pa
 
 def test_bad_boards_say_what_to_do(three: dict[str, Path], tmp_path: Path) -> None:
     with pytest.raises(UserError, match="at least one model run"):
-        build_leaderboard([three["wikipedia"]])
+        board_of([three["wikipedia"]])
     scores, _ = load_run(three["model-a"])
     short = write_run_folder(tmp_path / "short", scores.iloc[:100], model="short")
     with pytest.raises(PromptSetError, match="--allow-different-prompts"):
-        build_leaderboard([three["wikipedia"], three["model-a"], short])
-    board = build_leaderboard([three["wikipedia"], three["model-a"], short], allow_different_prompts=True)
+        board_of([three["wikipedia"], three["model-a"], short])
+    board = board_of([three["wikipedia"], three["model-a"], short], allow_different_prompts=True)
     assert board.different and board.prompts == 100
     alone = write_run_folder(tmp_path / "alone", scores, model="alone")
     with pytest.raises(UserError, match="no Wikipedia baseline"):
-        build_leaderboard([alone])
+        board_of([alone])
 
 
 def test_a_run_given_twice_is_refused(three: dict[str, Path]) -> None:
     again = three["model-a"].parent / "." / three["model-a"].name  # the same folder, spelled another way
     with pytest.raises(UserError, match="given twice.*pass each run folder once"):
-        build_leaderboard([three["wikipedia"], three["model-a"], three["model-b"], again])
+        board_of([three["wikipedia"], three["model-a"], three["model-b"], again])
 
 
 def test_the_published_page_shows_run_names_not_paths(three: dict[str, Path], tmp_path: Path) -> None:
@@ -91,7 +97,7 @@ def test_the_published_page_shows_run_names_not_paths(three: dict[str, Path], tm
     published = "".join(path.read_text() for path in (site / "index.html", site / "README.md",
                                                        site / "leaderboard_files" / "board.js"))
     assert str(tmp_path) not in published and "/tmp" not in published
-    board = build_leaderboard([three["wikipedia"], three["model-a"], local, twin])
+    board = board_of([three["wikipedia"], three["model-a"], local, twin])
     assert [run.label for run in board.runs] == ["model-a", "tuned-7b (tuned)", "tuned-7b (tuned) 2"]
     assert board.baseline == "the Wikipedia run wikipedia"
     assert "1 model on" in build_leaderboard_card([three["model-a"]], tmp_path / "single")

@@ -21,7 +21,7 @@ from bold_eval.metrics import register_metric, unregister_metric
 from bold_eval.metrics.spec import CardRow, LabelRatio, LabelShares, MetricSpec, PaperTable
 from bold_eval.report.compare import compare_runs
 from bold_eval.report.run_report import write_report
-from bold_eval.runfolder import read_summary
+from bold_eval.runfolder.json_files import read_summary
 from bold_eval.testing.runs import write_run_folder
 
 LABELS = ("polite", "neutral", "rude")

@@ -134,6 +134,15 @@ def test_one_version():
     assert importlib.metadata.version("bold-eval") == bold_eval.__version__
 
 
+def test_every_subpackage_is_in_the_wheel():
+    """setup.cfg lists the packages a wheel holds: a folder of the harness with an __init__.py that is not listed
+    would be missing from an installed bold-eval (an editable install would not show it)."""
+    listed = set(_setup_cfg()["options"]["packages"].split())
+    harness = ROOT / "harness" / "bold_eval"
+    found = {".".join(("bold_eval", *path.parent.relative_to(harness).parts)) for path in harness.rglob("__init__.py")}
+    assert found - listed == set()
+
+
 BLOCK_OPTIONAL = """
 import importlib, json, pkgutil, sys
 blocked = {blocked!r}

@@ -24,7 +24,9 @@ from bold_eval.core.provenance import (
 from bold_eval.core.resources import ResourceNotFoundError
 from bold_eval.metrics import regard, toxicity
 from bold_eval.report.compare import compare_runs
-from bold_eval.runfolder import RUN_FILE, RunRecord, read_run_record, write_run_record
+from bold_eval.runfolder.json_files import read_run_record, write_run_record
+from bold_eval.runfolder.layout import RUN_FILE
+from bold_eval.runfolder.records import RunRecord
 from bold_eval.scoring.scorers import parse_metric_options
 from bold_eval.testing.runs import planted_runs
 

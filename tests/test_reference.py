@@ -18,7 +18,7 @@ from bold_eval.data.bold import load_bold
 from bold_eval.generation.decoding import make_decoding
 from bold_eval.metrics import toxicity
 from bold_eval.run import RunConfig, run
-from bold_eval.runfolder import RunRecord
+from bold_eval.runfolder.records import RunRecord
 from bold_eval.scoring.cache import ReferenceCache, reference_cache_dir
 from bold_eval.scoring.generations import score_generations
 from bold_eval.testing.models import build_metric_classifier, build_tiny_causal_lm

@@ -25,7 +25,7 @@ from bold_eval.data import bold as data
 from bold_eval.generation.base import GENERATORS, Generated, GenerationStats, Generator, register_generator
 from bold_eval.generation.decoding import make_decoding
 from bold_eval.run import RunConfig, run
-from bold_eval.runfolder import append_records, read_generations
+from bold_eval.runfolder.jsonl import append_records, read_generations
 from bold_eval.scoring.external import GenerationsError, load_generations
 from bold_eval.testing.models import build_tiny_causal_lm
 

@@ -385,7 +385,7 @@ def test_figures_take_intervals_that_end_a_rounding_error_past_their_value(tmp_p
 def test_counted_nouns_agree_with_their_number() -> None:
     from bold_eval.report.markdown import quantity
     from bold_eval.report.protocol import trace_lines
-    from bold_eval.runfolder import RunRecord
+    from bold_eval.runfolder.records import RunRecord
 
     assert quantity(1, "model") == "1 model" and quantity(24, "shared prompt") == "24 shared prompts"
     assert quantity(2000, "text") == "2,000 texts" and quantity(0, "test") == "0 tests"

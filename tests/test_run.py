@@ -15,7 +15,7 @@ from bold_eval.data.bold import load_bold
 from bold_eval.generation.decoding import make_decoding
 from bold_eval.generation.hf_causal import SHARED_PREFILL
 from bold_eval.run import ConfigMismatchError, RunConfig, run, select_prompts
-from bold_eval.runfolder import read_generations
+from bold_eval.runfolder.jsonl import read_generations
 from bold_eval.scoring.scorers import parse_metric_options
 from bold_eval.testing.models import build_tiny_causal_lm
 

@@ -17,14 +17,10 @@ from bold_eval.generation.choice import build_generator, generator_kind
 from bold_eval.generation.hf_causal import HFCausalGenerator
 from bold_eval.generation.wikipedia import WikipediaGenerator
 from bold_eval.run import RunConfig
-from bold_eval.runfolder import (
-    SCHEMA_VERSION,
-    RunRecord,
-    SummaryRecord,
-    load_run,
-    read_reference_scores,
-    read_run_record,
-)
+from bold_eval.runfolder.json_files import read_run_record
+from bold_eval.runfolder.layout import SCHEMA_VERSION
+from bold_eval.runfolder.loading import load_run, read_reference_scores
+from bold_eval.runfolder.records import RunRecord, SummaryRecord
 
 
 def _python(code: str) -> str:
@@ -117,7 +113,7 @@ def test_scores_writer_appends_chunks_with_one_schema_and_writes_nothing_on_fail
     without gender or race rows) takes the type it is given, whichever chunk comes first; an error leaves no file."""
     import pyarrow as pa
 
-    from bold_eval.runfolder import ScoresWriter, read_scores
+    from bold_eval.runfolder.parquet import ScoresWriter, read_scores
 
     first = pd.DataFrame({"prompt_id": ["a", "b"], "regard_label": pd.Series([None, None], dtype=object),
                           "regard_positive": [np.nan, np.nan]})

@@ -13,7 +13,7 @@ from bold_eval.core.errors import MissingFileError
 from bold_eval.core.options import ScoringOptions
 from bold_eval.metrics import sentiment
 from bold_eval.run import score_and_report
-from bold_eval.runfolder import RunRecord
+from bold_eval.runfolder.records import RunRecord
 from bold_eval.scoring.generations import score_generations
 from bold_eval.scoring.scorers import parse_metrics, score_texts
 from bold_eval.scoring.texts import build_texts
@@ -213,7 +213,8 @@ def test_streamed_scoring_equals_one_chunk_and_scores_each_distinct_text_once(tm
     """scores.parquet is written chunk by chunk, from a frame or from generations.jsonl, with the
     same rows and types as in one chunk, and each metric sees each distinct text of its rows once in all."""
     import bold_eval.scoring.generations as streaming
-    from bold_eval.runfolder import read_scores, write_generations
+    from bold_eval.runfolder.jsonl import write_generations
+    from bold_eval.runfolder.parquet import read_scores
 
     model = build_metric_classifier(tmp_path / "regard", "regard")
     options = {"regard": {"model": str(model)}, "gender_polarity": {"methods": ["unigram"]}}

@@ -330,7 +330,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _print_html_report(report: Path) -> None:
     """The browser report's path beside report.md's, when the report wrote one."""
-    from bold_eval.runfolder import HTML_REPORT_FILE, REPORT_FILE
+    from bold_eval.runfolder.layout import HTML_REPORT_FILE, REPORT_FILE
 
     page = report.with_name(HTML_REPORT_FILE)
     if report.name == REPORT_FILE and page.is_file():

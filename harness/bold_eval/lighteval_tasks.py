@@ -46,7 +46,7 @@ from bold_eval.core.resources import cache_dir
 from bold_eval.data.bold import DOMAINS
 from bold_eval.generation.decoding import finish_continuation, make_decoding
 from bold_eval.metrics import metric_names, metric_spec
-from bold_eval.runfolder import BOLD_COLUMNS
+from bold_eval.runfolder.layout import BOLD_COLUMNS
 from bold_eval.scoring.indicators import TextScorer, metric_indicators
 
 # What each document carries (BOLD's columns), for the metric and for `bold-eval score`.

@@ -25,7 +25,10 @@ from bold_eval.generation.base import WorkItem
 from bold_eval.generation.decoding import DecodingConfig, make_decoding
 from bold_eval.generation.phase import RunInterrupted, generation_phase, partial_state, timed
 from bold_eval.generation.resume import ConfigMismatchError
-from bold_eval.runfolder import GENERATIONS_FILE, RunRecord, merge_generations, write_run_record
+from bold_eval.runfolder.json_files import write_run_record
+from bold_eval.runfolder.layout import GENERATIONS_FILE
+from bold_eval.runfolder.merge import merge_generations
+from bold_eval.runfolder.records import RunRecord
 from bold_eval.scoring.generations import Generations, score_generations
 from bold_eval.scoring.scorers import check_metric_options, parse_metrics
 

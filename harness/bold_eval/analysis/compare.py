@@ -47,7 +47,8 @@ from bold_eval.analysis.worst_case import (
     worst_case_view,
 )
 from bold_eval.core.errors import EXIT_USAGE, UserError
-from bold_eval.runfolder import SCORES_FILE, RunRecord, load_run
+from bold_eval.runfolder.layout import SCORES_FILE
+from bold_eval.runfolder.records import LoadedRun, RunRecord
 
 PAIRED_SCORE = "paired score t over names"
 NO_DISCORDANT = "exact: no prompt differs"
@@ -79,21 +80,20 @@ def run_label(record: RunRecord, run_dir: Path) -> str:
 
 
 class ComparedRuns:
-    """Several runs on the prompts they all share, each with its scores (all samples of those prompts), run
-    record and per-metric views, keyed by its model label; the first is the baseline. `shared`,
-    `prompts_per_run`, `samples` and `different` say what was compared."""
+    """Several runs (`LoadedRun`s, read by the report) on the prompts they all share, each with its scores (all
+    samples of those prompts), run record and per-metric views, keyed by its model label; the first is the baseline.
+    `shared`, `prompts_per_run`, `samples` and `different` say what was compared."""
 
-    def __init__(self, run_dirs: Sequence[str | Path], alpha: float, allow_different_prompts: bool = False,
+    def __init__(self, runs: Sequence[LoadedRun], alpha: float, allow_different_prompts: bool = False,
                  seed: int = 0):
         loaded: dict[str, tuple[pd.DataFrame, RunRecord]] = {}
-        for run_dir in map(Path, run_dirs):
-            scores, record = load_run(run_dir)
-            scores = check_scores(scores, record.to_dict().get("label_columns"),
-                                     source=str(run_dir / SCORES_FILE))
-            label = run_label(record, run_dir)
+        for run in runs:
+            scores = check_scores(run.scores, run.record.to_dict().get("label_columns"),
+                                  source=str(run.folder / SCORES_FILE))
+            label = run_label(run.record, run.folder)
             if label in loaded:
-                label = f"{label} ({run_dir.name})"
-            loaded[label] = (scores, record)
+                label = f"{label} ({run.folder.name})"
+            loaded[label] = (scores, run.record)
         prompt_sets = {label: set(scores["prompt_id"].astype(str)) for label, (scores, _) in loaded.items()}
         self.prompts_per_run = {label: len(prompts) for label, prompts in prompt_sets.items()}
         self.texts_per_run = {label: len(scores) for label, (scores, _) in loaded.items()}

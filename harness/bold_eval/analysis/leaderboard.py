@@ -40,7 +40,7 @@ from bold_eval.analysis.scores import TestedLabel, check_scores
 from bold_eval.analysis.summary import finding_labels
 from bold_eval.core.errors import UserError
 from bold_eval.metrics import metric_specs
-from bold_eval.runfolder import RunRecord, load_run, read_reference_scores
+from bold_eval.runfolder.records import LoadedRun, RunRecord
 
 CELL_COLUMNS = ["model", "domain", "metric", "label", "direction", "prompts", "names", "model_rate", "model_low",
                 "model_high", "wikipedia_rate", "wikipedia_low", "wikipedia_high", "difference", "ci_low", "ci_high",
@@ -84,55 +84,46 @@ def directions() -> dict[tuple[str, str], int]:
     return {(spec.name, label): sign for spec in metric_specs() for label, sign in spec.directions.items()}
 
 
-def _load(run_dirs: Sequence[str | Path]) -> tuple[list[BoardRun], dict[str, pd.DataFrame], pd.DataFrame, str,
-                                                    dict[str, Any]]:
+def is_wikipedia(run: LoadedRun) -> bool:
+    """Whether `run` is the Wikipedia baseline (a run of `--model wikipedia`) rather than a model on the board."""
+    return board_label(run.record, run.folder) == "WIKI" or run.record.generator == "wikipedia"
+
+
+def _board_runs(loaded: Sequence[LoadedRun]) -> tuple[list[BoardRun], dict[str, pd.DataFrame], pd.DataFrame, str,
+                                                       dict[str, Any]]:
     """(model runs, their scores by label, the baseline's scores, where the baseline comes from, and the resources
     a Wikipedia run given as the baseline was scored with)."""
     runs, scores, baseline, source, resources = [], {}, None, "", {}
-    loaded = []
-    check_distinct(run_dirs)
-    for folder in map(Path, run_dirs):
-        frame, record = load_run(folder, texts=False)
-        frame = check_scores(frame, record.to_dict().get("label_columns"), source=str(folder))
-        label = board_label(record, folder)
-        if label == "WIKI" or record.generator == "wikipedia":
+    models: list[tuple[str, LoadedRun, pd.DataFrame]] = []
+    for run in loaded:
+        frame = check_scores(run.scores, run.record.to_dict().get("label_columns"), source=str(run.folder))
+        if is_wikipedia(run):
             if baseline is None:
-                baseline, source, resources = frame, f"the Wikipedia run {folder.name}", record.resources
+                baseline, source, resources = frame, f"the Wikipedia run {run.folder.name}", run.record.resources
             continue
-        loaded.append((label, folder, record, frame))
-    repeated = {label for label, *_ in loaded if sum(other == label for other, *_ in loaded) > 1}
-    for label, folder, record, frame in loaded:  # one model run several ways: each named by its folder too
-        label = f"{label} ({folder.name})" if label in repeated else label
+        models.append((board_label(run.record, run.folder), run, frame))
+    repeated = {label for label, *_ in models if sum(other == label for other, *_ in models) > 1}
+    references: dict[str, pd.DataFrame | None] = {}
+    for label, run, frame in models:  # one model run several ways: each named by its folder too
+        label = f"{label} ({run.folder.name})" if label in repeated else label
         base, number = label, 2
         while label in scores:  # two folders of one name in different places: numbered, never a local path
             label, number = f"{base} {number}", number + 1
-        runs.append(BoardRun(label, folder, record))
-        scores[label] = frame
+        runs.append(BoardRun(label, run.folder, run.record))
+        scores[label], references[label] = frame, run.reference
     if not runs:
         raise UserError("the leaderboard needs at least one model run besides the Wikipedia baseline; pass the run "
                         "folders written by `bold-eval run`")
     if baseline is None:
         for run in runs:
-            reference = read_reference_scores(run.folder, texts=False)
-            if reference is not None:
-                baseline, source = reference, f"the Wikipedia sentences scored with {run.label}"
+            if references[run.label] is not None:
+                baseline, source = references[run.label], f"the Wikipedia sentences scored with {run.label}"
                 break
     if baseline is None:
         raise UserError("no Wikipedia baseline: pass a run of `bold-eval run --model wikipedia` on the same prompts, "
                         "or runs scored with their Wikipedia reference (reference_scores.parquet, the default of "
                         "`bold-eval run`)")
     return runs, scores, baseline, source, resources
-
-
-def check_distinct(run_dirs: Sequence[str | Path]) -> None:
-    """Refuse a run folder given twice: it would stand beside itself as two models that cannot differ."""
-    seen: dict[Path, str] = {}
-    for given in run_dirs:
-        folder = Path(given).expanduser().resolve()
-        if folder in seen:
-            raise UserError(f"the run folder {given} was given twice (also as {seen[folder]}): a leaderboard ranks "
-                            "different runs; pass each run folder once")
-        seen[folder] = str(given)
 
 
 def board_label(record: RunRecord, folder: Path) -> str:
@@ -144,10 +135,11 @@ def board_label(record: RunRecord, folder: Path) -> str:
     return label
 
 
-def build_leaderboard(run_dirs: Sequence[str | Path], *, alpha: float = 0.05, correction: str = "holm",
+def build_leaderboard(loaded: Sequence[LoadedRun], *, alpha: float = 0.05, correction: str = "holm",
                       cluster: str = "name", allow_different_prompts: bool = False) -> Leaderboard:
-    """The board over `run_dirs` (model runs, and a Wikipedia run or the runs' own Wikipedia reference)."""
-    runs, scores, baseline, source, resources = _load(run_dirs)
+    """The board over `loaded` runs (model runs, and a Wikipedia run or a model run's own Wikipedia reference,
+    `LoadedRun.reference`; the report reads them: `report.leaderboard.load_board_runs`)."""
+    runs, scores, baseline, source, resources = _board_runs(loaded)
     prompt_sets = {label: set(frame["prompt_id"].astype(str)) for label, frame in scores.items()}
     per_run = {label: len(ids) for label, ids in prompt_sets.items()}
     shared = set.intersection(*prompt_sets.values()) & set(baseline["prompt_id"].astype(str))

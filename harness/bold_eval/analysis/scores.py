@@ -11,7 +11,7 @@ import pandas as pd
 from bold_eval.core.errors import InputError
 from bold_eval.data.bold import BOLD_PROMPTS
 from bold_eval.metrics import metric_specs
-from bold_eval.runfolder import ID_COLUMNS, SCORES_FILE
+from bold_eval.runfolder.layout import ID_COLUMNS, SCORES_FILE
 
 
 class TestedLabel(NamedTuple):

@@ -1,5 +1,5 @@
 """Where things live: the dataset script, metric modules and lm-eval tasks (in a checkout or a
-wheel). The files of a run folder are named in `bold_eval.runfolder`."""
+wheel). The files of a run folder are named in `bold_eval.runfolder.layout`."""
 
 from __future__ import annotations
 

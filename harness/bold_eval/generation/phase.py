@@ -2,7 +2,7 @@
 
 Select the prompts (`bold_eval.data.selection`), build the generator (`bold_eval.generation.base`), check that the
 folder resumes with these settings (`bold_eval.generation.resume`), generate what is missing, each process its
-share of the items into its own file, and merge the processes' files (`bold_eval.runfolder.merge_generations`).
+share of the items into its own file, and merge the processes' files (`bold_eval.runfolder.merge.merge_generations`).
 Everything the phase holds (the model, the BOLD rows, k work items per prompt) is freed when it returns, before
 scoring: memory must not grow with k beyond the stored texts.
 
@@ -38,20 +38,11 @@ from bold_eval.generation.base import (
 from bold_eval.generation.batching import BatchPlan
 from bold_eval.generation.choice import build_generator
 from bold_eval.generation.resume import check_resumable, folder_plans, generation_settings, resume_schedule
-from bold_eval.runfolder import (
-    GENERATIONS_FILE,
-    SHARD_PATTERN,
-    MergedGenerations,
-    RunRecord,
-    append_records,
-    generation_keys,
-    generation_record,
-    merge_generations,
-    read_run_record,
-    saved_generations,
-    shard_file,
-    write_run_record,
-)
+from bold_eval.runfolder.json_files import read_run_record, write_run_record
+from bold_eval.runfolder.jsonl import append_records, generation_keys, generation_record
+from bold_eval.runfolder.layout import GENERATIONS_FILE, SHARD_PATTERN, shard_file
+from bold_eval.runfolder.merge import MergedGenerations, merge_generations, saved_generations
+from bold_eval.runfolder.records import RunRecord
 
 
 class PhaseSettings(GenerationSettings, Protocol):

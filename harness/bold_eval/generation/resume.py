@@ -18,7 +18,10 @@ import pandas as pd
 
 from bold_eval.core.errors import UsageError
 from bold_eval.generation.base import Generator
-from bold_eval.runfolder import RUN_FILE, has_generations, implied_generator_settings, read_run_record
+from bold_eval.runfolder.json_files import read_run_record
+from bold_eval.runfolder.layout import RUN_FILE
+from bold_eval.runfolder.merge import has_generations
+from bold_eval.runfolder.records import implied_generator_settings
 
 
 class ConfigMismatchError(UsageError):

@@ -22,7 +22,7 @@ from bold_eval.hub.staging import PublishError, fresh_folder
 from bold_eval.hub.upload import hub_client
 from bold_eval.metrics import metric_specs
 from bold_eval.metrics.spec import CardRow, CardShares
-from bold_eval.runfolder import read_summary
+from bold_eval.runfolder.json_files import read_summary
 
 RESULTS_SOURCE = "bold-eval"
 
@@ -222,8 +222,9 @@ CARD_SECTION_END = "<!-- bold-eval results: end -->"
 
 def card_section(summary: Mapping[str, Any]) -> str:
     """The card's text about the published run: model, revision, decoding, seed, bold-eval version and
-    coverage of BOLD, from the typed run record in summary.json (`runfolder.RunRecord`)."""
-    from bold_eval.runfolder import SCHEMA_VERSION, RunRecord
+    coverage of BOLD, from the typed run record in summary.json (`runfolder.records.RunRecord`)."""
+    from bold_eval.runfolder.layout import SCHEMA_VERSION
+    from bold_eval.runfolder.records import RunRecord
 
     run = dict(summary.get("run") or {})
     if run.get("schema_version") is not None:  # a 0.1 run.json was already mapped onto the record

@@ -51,7 +51,7 @@ from bold_eval.data.bold import load_bold
 from bold_eval.data.selection import select_prompts
 from bold_eval.generation.chat import ChatOptions, ChatProtocol
 from bold_eval.generation.decoding import PRESETS, make_decoding
-from bold_eval.runfolder import BOLD_COLUMNS, TRACE_COLUMN
+from bold_eval.runfolder.layout import BOLD_COLUMNS, TRACE_COLUMN
 from bold_eval.scoring.indicators import TextScorer
 from bold_eval.scoring.inspect_logs import CONTINUATION, PROTOCOL
 

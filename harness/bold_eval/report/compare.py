@@ -83,7 +83,11 @@ from bold_eval.report.protocol import protocol_banner, protocol_differences
 from bold_eval.report.run_report import (
     caveats,
 )
-from bold_eval.runfolder import TABLES_DIR, RunRecord, chat_protocol, report_transaction, write_json
+from bold_eval.runfolder.json_files import write_json
+from bold_eval.runfolder.layout import TABLES_DIR
+from bold_eval.runfolder.loading import loaded_run
+from bold_eval.runfolder.records import RunRecord, chat_protocol
+from bold_eval.runfolder.transaction import report_transaction
 
 # compare's output: replaced together or not at all (`report_transaction`).
 COMPARE_ITEMS = ("compare.md", "compare.json", TABLES_DIR)
@@ -496,7 +500,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path, options: Analy
     if len(run_dirs) < 1:
         raise ValueError("compare needs at least one run folder")
     log = log if log is not None else (lambda message: print(message, file=sys.stderr))
-    compared = ComparedRuns(run_dirs, alpha, allow_different_prompts, seed)
+    compared = ComparedRuns([loaded_run(run_dir) for run_dir in run_dirs], alpha, allow_different_prompts, seed)
     if compared.different:
         sizes = ", ".join(f"{label}: {size}" for label, size in compared.prompts_per_run.items())
         log(f"WARNING: the runs have different prompt sets ({sizes} prompts); comparing them on the "

@@ -30,7 +30,7 @@ from bold_eval.report.markdown import (
     write_table,
 )
 from bold_eval.report.protocol import protocol_lines, trace_lines
-from bold_eval.runfolder import RunRecord
+from bold_eval.runfolder.records import RunRecord
 
 # Rows of a findings table shown in report.md; all of them are in tables/.
 FINDINGS_SHOWN = 15

@@ -31,7 +31,8 @@ from bold_eval.metrics import metric_specs
 from bold_eval.report.first_screen import method_lines, reading_details, reading_sentences, scope_lines
 from bold_eval.report.protocol import protocol_lines
 from bold_eval.report.site import RawJSON, clean, copy_assets, page, write_data, write_page
-from bold_eval.runfolder import HTML_REPORT_DIR, HTML_REPORT_FILE, REPORT_FILE, TEXT_COLUMNS, RunRecord
+from bold_eval.runfolder.layout import HTML_REPORT_DIR, HTML_REPORT_FILE, REPORT_FILE, TEXT_COLUMNS
+from bold_eval.runfolder.records import RunRecord
 
 ASSET_NAMES = ("style.css", "common.js", "report.js")
 CHUNK_TEXTS = 400  # texts per data chunk: a page of 25-100 texts loads one or two chunks

@@ -10,15 +10,18 @@ per-model layout: {"config": {...}, "results": {task: {metric: value}}}) and DIR
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bold_eval.analysis.leaderboard import Leaderboard, build_leaderboard
+from bold_eval.analysis.leaderboard import Leaderboard, build_leaderboard, is_wikipedia
+from bold_eval.core.errors import UserError
 from bold_eval.core.provenance import differences_warning, resource_differences, resource_lines
 from bold_eval.core.resources import atomic_writer
 from bold_eval.core.storage import storage_guard
@@ -26,7 +29,9 @@ from bold_eval.core.version import __version__
 from bold_eval.metrics import metric_specs
 from bold_eval.report.markdown import quantity
 from bold_eval.report.site import clean, copy_assets, page, write_data, write_page
-from bold_eval.runfolder import HTML_REPORT_DIR, HTML_REPORT_FILE
+from bold_eval.runfolder.layout import HTML_REPORT_DIR, HTML_REPORT_FILE
+from bold_eval.runfolder.loading import loaded_run, read_reference_scores
+from bold_eval.runfolder.records import LoadedRun
 
 SITE_DIR = "leaderboard_files"
 ASSET_NAMES = ("style.css", "common.js", "leaderboard.js")
@@ -43,7 +48,7 @@ def write_leaderboard(run_dirs: list[str | Path], out: str | Path, *, alpha: flo
                       copy_reports: bool = True) -> dict[str, Any]:
     """Build the board over `run_dirs` and write the site into `out`; returns paths, sizes and timings."""
     started = time.perf_counter()
-    board = build_leaderboard(run_dirs, alpha=alpha, correction=correction, cluster=cluster,
+    board = build_leaderboard(load_board_runs(run_dirs), alpha=alpha, correction=correction, cluster=cluster,
                               allow_different_prompts=allow_different_prompts)
     tested = time.perf_counter()
     out = Path(out)
@@ -67,6 +72,32 @@ def write_leaderboard(run_dirs: list[str | Path], out: str | Path, *, alpha: flo
     return {"index": out / "index.html", "results": results, "bytes": sizes, "models": len(board.runs),
             "warning": differences_warning(resource_versions(board)),
             "test_seconds": tested - started, "seconds": time.perf_counter() - started}
+
+
+def load_board_runs(run_dirs: Sequence[str | Path]) -> list[LoadedRun]:
+    """The board's runs as the analysis receives them, without their texts: each folder once (`check_distinct`),
+    and when no Wikipedia run is among them, the Wikipedia reference of the first model run that has one."""
+    check_distinct(run_dirs)
+    runs = [loaded_run(folder, texts=False) for folder in run_dirs]
+    if any(is_wikipedia(run) for run in runs):
+        return runs
+    for at, run in enumerate(runs):
+        reference = read_reference_scores(run.folder, texts=False)
+        if reference is not None:
+            runs[at] = dataclasses.replace(run, reference=reference)
+            break
+    return runs
+
+
+def check_distinct(run_dirs: Sequence[str | Path]) -> None:
+    """Refuse a run folder given twice: it would stand beside itself as two models that cannot differ."""
+    seen: dict[Path, str] = {}
+    for given in run_dirs:
+        folder = Path(given).expanduser().resolve()
+        if folder in seen:
+            raise UserError(f"the run folder {given} was given twice (also as {seen[folder]}): a leaderboard ranks "
+                            "different runs; pass each run folder once")
+        seen[folder] = str(given)
 
 
 def resource_versions(board: Leaderboard) -> list[str]:

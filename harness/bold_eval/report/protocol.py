@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from bold_eval.runfolder import RunRecord, chat_protocol
+from bold_eval.runfolder.records import RunRecord, chat_protocol
 
 PROTOCOL_WORDS = {
     "none": "the prompt fed raw, as the paper fed its models: the text is the prompt plus what the model added",

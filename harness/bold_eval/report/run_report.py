@@ -40,18 +40,11 @@ from bold_eval.report.sections import (
     metric_sections,
     write_view_tables,
 )
-from bold_eval.runfolder import (
-    FIGURES_DIR,
-    REPORT_FILE,
-    SCORES_FILE,
-    TABLES_DIR,
-    RunRecord,
-    SummaryRecord,
-    load_run,
-    read_reference_scores,
-    report_transaction,
-    write_summary,
-)
+from bold_eval.runfolder.json_files import write_summary
+from bold_eval.runfolder.layout import FIGURES_DIR, REPORT_FILE, SCORES_FILE, TABLES_DIR
+from bold_eval.runfolder.loading import load_run, read_reference_scores
+from bold_eval.runfolder.records import RunRecord, SummaryRecord
+from bold_eval.runfolder.transaction import report_transaction
 
 # What every report and comparison says about BOLD and its baseline; the metrics' own caveats come from their specs.
 BOLD_CAVEAT = (

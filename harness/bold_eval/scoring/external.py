@@ -32,13 +32,9 @@ import pandas as pd
 
 from bold_eval.core.errors import InputError, MissingFileError, UsageError
 from bold_eval.core.options import GENERATIONS_FORMATS
-from bold_eval.runfolder import (
-    BOLD_COLUMNS,
-    GENERATION_COLUMNS,
-    TEXT_COLUMN,
-    parse_jsonl_line,
-    read_json_file,
-)
+from bold_eval.runfolder.json_files import read_json_file
+from bold_eval.runfolder.jsonl import parse_jsonl_line
+from bold_eval.runfolder.layout import BOLD_COLUMNS, GENERATION_COLUMNS, TEXT_COLUMN
 
 LM_EVAL_SAMPLES_GLOB = "samples_bold_*.jsonl"
 EXAMPLES_SHOWN = 5
@@ -421,7 +417,7 @@ def match_generations(
 ) -> tuple[pd.DataFrame, MatchReport]:
     """Key `generations` to the BOLD frame `bold` (from `load_bold(...).to_pandas()`).
 
-    Returns the generations frame (`runfolder.GENERATION_COLUMNS`), sorted in BOLD order, and a
+    Returns the generations frame (`runfolder.layout.GENERATION_COLUMNS`), sorted in BOLD order, and a
     `MatchReport`. The expected prompts are those of `domains` (default: every domain the matched
     rows touch). Raises `GenerationsError` on any unknown or unmatched row or missing prompt unless
     `allow_partial`, in which case unmatched rows are left out and counted in the report.

@@ -36,15 +36,11 @@ from tqdm.auto import tqdm
 from bold_eval.core.errors import InputError
 from bold_eval.core.version import versions
 from bold_eval.metrics import metric_spec
-from bold_eval.runfolder import (
-    REFERENCE_FILE,
-    TRACE_COLUMN,
-    RunRecord,
-    ScoresWriter,
-    generation_frames,
-    write_run_record,
-    write_scores,
-)
+from bold_eval.runfolder.json_files import write_run_record
+from bold_eval.runfolder.jsonl import generation_frames
+from bold_eval.runfolder.layout import REFERENCE_FILE, TRACE_COLUMN
+from bold_eval.runfolder.parquet import ScoresWriter, write_scores
+from bold_eval.runfolder.records import RunRecord
 from bold_eval.scoring.dedupe import DIGEST_SIZE, TextMemo, repeated_digests, text_digests
 from bold_eval.scoring.reference import reference_skipped, score_reference
 from bold_eval.scoring.scorers import (
@@ -225,7 +221,7 @@ def score_generations(
 ) -> Path:
     """Score generations and write scores.parquet, reference_scores.parquet and run.json.
 
-    `generations`: one row per text with `runfolder.GENERATION_COLUMNS` (the `bold-eval run`
+    `generations`: one row per text with `runfolder.layout.GENERATION_COLUMNS` (the `bold-eval run`
     records, or bring-your-own generations matched back to BOLD), as a frame or as the path of a
     generations.jsonl. Either way they are scored `STREAM_ROWS` rows at a time, so that memory does not grow
     with the number of texts beyond a few bytes each, and each metric scores each distinct text

@@ -95,7 +95,7 @@ class TextScorer:
 
     def score(self, generations: pd.DataFrame) -> list[dict[str, float]]:
         """Each row's indicators ({key: 0.0 or 1.0, NaN where the metric does not apply}); `generations` has
-        `runfolder.GENERATION_COLUMNS` (prompt, continuation, domain, group, name, ...)."""
+        `runfolder.layout.GENERATION_COLUMNS` (prompt, continuation, domain, group, name, ...)."""
         texts = build_texts(generations, anonymize=self.anonymize, score_on=self.score_on)
         result = ScoringResult(columns=pd.DataFrame(index=range(len(generations))))
         score_with(self.scorers, texts.tolist(), generations["domain"].tolist(), result)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from bold_eval.core.errors import InputError, MissingFileError
 from bold_eval.core.resources import require_extra
-from bold_eval.runfolder import TEXT_COLUMN, TRACE_COLUMN
+from bold_eval.runfolder.layout import TEXT_COLUMN, TRACE_COLUMN
 
 # What the task's solver writes into each sample's metadata (bold_eval.inspect_tasks.bold).
 CONTINUATION, PROTOCOL = TEXT_COLUMN, "chat_template"

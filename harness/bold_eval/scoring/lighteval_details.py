@@ -20,7 +20,8 @@ import pandas as pd
 
 from bold_eval.core.errors import InputError, MissingFileError
 from bold_eval.generation.decoding import finish_continuation, make_decoding
-from bold_eval.runfolder import TEXT_COLUMN, read_json_file
+from bold_eval.runfolder.json_files import read_json_file
+from bold_eval.runfolder.layout import TEXT_COLUMN
 
 DETAILS_GLOB = "details_bold_eval:*.parquet"
 # A model under lighteval's chat template gets the prompt as its user message (neither of bold-eval's protocols).

@@ -9,13 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from bold_eval.runfolder import (
-    GENERATION_COLUMNS,
-    RECORD_COLUMNS,
-    REFERENCE_FILE,
-    RunRecord,
-    generation_record,
-)
+from bold_eval.runfolder.jsonl import generation_record
+from bold_eval.runfolder.layout import GENERATION_COLUMNS, RECORD_COLUMNS, REFERENCE_FILE
+from bold_eval.runfolder.records import RunRecord
 from bold_eval.scoring.cache import (
     ReferenceCache,
 )

@@ -17,9 +17,7 @@ from bold_eval.core.errors import MissingFileError, UsageError
 from bold_eval.core.resources import ResourceNotFoundError
 from bold_eval.metrics import check_scorer_options, metric_names, metric_spec
 from bold_eval.metrics.common import unique_with_inverse
-from bold_eval.runfolder import (
-    GENERATION_COLUMNS,
-)
+from bold_eval.runfolder.layout import GENERATION_COLUMNS
 from bold_eval.scoring.cache import (
     ReferenceCache,
 )

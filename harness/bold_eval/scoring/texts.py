@@ -6,9 +6,7 @@ import pandas as pd
 
 from bold_eval.core.errors import InputError, UsageError
 from bold_eval.core.options import SCORE_ON
-from bold_eval.runfolder import (
-    GENERATION_COLUMNS,
-)
+from bold_eval.runfolder.layout import GENERATION_COLUMNS
 
 # SCORE_ON: what the metrics read (Section 3.3 scores whole sentences; `continuation` drops the prompt).
 

@@ -14,7 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bold_eval.runfolder import REFERENCE_FILE, RunRecord, write_run_record, write_scores
+from bold_eval.runfolder.json_files import write_run_record
+from bold_eval.runfolder.layout import REFERENCE_FILE
+from bold_eval.runfolder.parquet import write_scores
+from bold_eval.runfolder.records import RunRecord
 
 # What a small `bold-eval run` of GPT-2 records, unless a test says otherwise.
 DEFAULT_GENERATOR_SETTINGS: Mapping[str, Any] = {
