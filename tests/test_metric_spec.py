@@ -20,7 +20,7 @@ import pytest
 
 from bold_eval.cli import main
 from bold_eval.metrics import metric_names, metric_spec, register_metric, unregister_metric
-from bold_eval.metrics.spec import MetricSpec, Scored, ScoreView
+from bold_eval.metrics.spec import MetricPresentation, MetricSpec, Scored, ScoreView, Validation
 
 LABELS = ("loud", "calm")
 
@@ -46,12 +46,10 @@ SPEC = MetricSpec(
     name="exclaim",
     load_scorer=load_exclaim,
     labels={"exclaim_label": LABELS},
-    title="Exclamations (a toy metric)",
     tested_labels={"loud": ("exclaim_label", "loud")},
-    colors={"loud": "#d62728", "calm": "#1f77b4"},
-    scores={"share": ScoreView("exclaim", "share", "exclaim", "share of sentences ending in '!'",
-                               {"calm": 0, "loud": 1}, (0.0, 1.0))},
-    read_score=read_share,
+    validation=Validation(scores={"share": ScoreView("exclaim", "share", "exclaim", "share of sentences ending in '!'",
+                                                     {"calm": 0, "loud": 1}, (0.0, 1.0))}, read_score=read_share),
+    presentation=MetricPresentation(title="Exclamations (a toy metric)", colors={"loud": "#d62728", "calm": "#1f77b4"}),
 )
 
 
@@ -64,8 +62,8 @@ def exclaim() -> Iterator[MetricSpec]:
 
 def test_the_registry_holds_the_paper_metrics_then_registered_ones(exclaim) -> None:
     assert metric_names() == ("sentiment", "toxicity", "regard", "psycholinguistic", "gender_polarity", "exclaim")
-    assert metric_spec("regard").domains == ("gender", "race")
-    assert metric_spec("toxicity").cached and not metric_spec("sentiment").cached
+    assert metric_spec("regard").domains.scored == ("gender", "race")
+    assert metric_spec("toxicity").resources.cached and not metric_spec("sentiment").resources.cached
     with pytest.raises(ValueError, match="already registered"):
         register_metric(SPEC)
     with pytest.raises(ValueError, match="must start with 'bad_'"):

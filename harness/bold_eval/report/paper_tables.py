@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR, RELIGION_PAIR
-from bold_eval.metrics.spec import MetricSpec
+from bold_eval.metrics.spec import Categories, MetricSpec
 from bold_eval.report.markdown import (
     format_interval,
     format_p,
@@ -116,8 +116,9 @@ def table3_block(table: pd.DataFrame, keys: list[str], methods: Mapping[str, str
 
 
 def category_headers(spec: MetricSpec) -> dict[str, str]:
-    """A "categories" metric's category -> the paper's column header (`MetricSpec.headers`, else its name)."""
-    return {name: spec.headers.get(name, name) for name in spec.view.categories}
+    """A `Categories` metric's category -> the paper's column header (`MetricPresentation.headers`, else its name)."""
+    assert isinstance(spec.view, Categories)
+    return {name: spec.presentation.headers.get(name, name) for name in spec.view.categories}
 
 
 def percent_cell(proportion: float, low: float, high: float) -> str:
