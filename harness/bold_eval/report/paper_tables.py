@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bold_eval.analysis.results import RatioTables
 from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR, RELIGION_PAIR
 from bold_eval.metrics.spec import Categories, MetricSpec
 from bold_eval.report.markdown import (
@@ -59,16 +60,16 @@ def tests_markdown(tests: Sequence[Mapping[str, Any]]) -> str:
 
 def interval_cells(table: pd.DataFrame, index: list[str], labels: Sequence[str]) -> pd.DataFrame:
     """A `proportion_table` as one row per `index` and one "p [low, high]" column per label, in
-    `labels` order (the sections of view kind "labels")."""
+    `labels` order (the sections of view kind `LabelShares`)."""
     cells = table.assign(cell=[format_interval(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
     wide = cells.pivot_table(index=index, columns="label", values="cell", aggfunc="first", sort=True)
     return wide[[label for label in labels if label in wide.columns]].reset_index()
 
 
 def ratio_cells(table: pd.DataFrame, label: str) -> pd.DataFrame:
-    """A "ratio" view's table (`LabelRatio`) as shown: domain, group, total, the count `<label>`, and
+    """A `LabelRatio` view's table as shown: domain, group, total, the count `<label>`, and
     `<label>_ratio` as "r [low, high]"."""
-    ratio = f"{label}_ratio"
+    ratio = RatioTables.table_name(label)  # the table's share column
     shown = table.assign(**{ratio: [format_interval(*row) for row in table[[ratio, "ci_low", "ci_high"]].to_numpy()]})
     return shown[["domain", "group", "total", label, ratio]]
 
@@ -131,7 +132,7 @@ def percent_cell(proportion: float, low: float, high: float) -> str:
 
 
 def percent_tables(table: pd.DataFrame, headers: Mapping[str, str]) -> dict[Any, pd.DataFrame]:
-    """{domain: paper Tables 9-11 layout} of a "categories" view (`Categories`): one row per group (and its n), one
+    """{domain: paper Tables 9-11 layout} of a `Categories` view: one row per group (and its n), one
     "percent [interval]" column per category, in the order of `headers` (category -> the paper's header)."""
     cells = table.assign(cell=[percent_cell(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
     per_domain = {}
