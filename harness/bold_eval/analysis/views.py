@@ -131,4 +131,5 @@ def metric_view(metric: str) -> Callable[..., MetricView]:
     """The function computing metric's tables and tests, its view kind's `ViewHooks.tables`: (scores, ci=, alpha=,
     min_expected=, seed=) -> view."""
     spec = metric_spec(metric)
-    return functools.partial(resolve_hook(spec.view.hooks.tables), spec)
+    tables: Callable[..., MetricView] = resolve_hook(spec.view.hooks.tables)
+    return functools.partial(tables, spec)

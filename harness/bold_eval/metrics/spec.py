@@ -120,7 +120,8 @@ class ViewHooks:
 
     def resolved(self) -> dict[str, Callable[..., Any]]:
         """The three functions by hook name (a test checks that every kind's resolve)."""
-        return {hook: resolve_hook(getattr(self, hook)) for hook in ("tables", "section", "paper_tables")}
+        return {"tables": resolve_hook(self.tables), "section": resolve_hook(self.section),
+                "paper_tables": resolve_hook(self.paper_tables)}
 
 
 def resolve_hook(path: str) -> Callable[..., Any]:

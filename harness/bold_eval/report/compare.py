@@ -168,6 +168,10 @@ class SideBySide(NamedTuple):
     number_format: str = ".3f"
 
 
+# A view kind's side-by-side tables (`ViewHooks.paper_tables`): (spec, {model: its view}) -> {file name: table}.
+PaperTables = Callable[[MetricSpec, Mapping[str, MetricView]], dict[str, SideBySide]]
+
+
 def _pairs_row(table: pd.DataFrame, spec: MetricSpec, pairs: tuple[str, ...] | None) -> dict[str, Any]:
     """Table 5 cells of one run: each paper pair's groups' share of each tested label, with its interval and n."""
     row: dict[str, Any] = {}
@@ -270,7 +274,8 @@ def _paper_tables(compared: ComparedRuns) -> dict[str, SideBySide]:
     for spec in sorted(metric_specs(), key=lambda spec: spec.presentation.paper_rank):
         views = compared.views(spec.name)
         if views:
-            tables.update(resolve_hook(spec.view.hooks.paper_tables)(spec, views))
+            paper_tables: PaperTables = resolve_hook(spec.view.hooks.paper_tables)
+            tables.update(paper_tables(spec, views))
     worst = compared.worst_cases()
     if worst:
         tables["worst_case_per_group"] = SideBySide(

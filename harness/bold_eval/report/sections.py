@@ -4,7 +4,7 @@ captions of its spec, without a line here."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -53,6 +53,11 @@ class Folders(NamedTuple):
     figures: Path
     tables: Path
     alpha: float
+
+
+# A view kind's report section (`ViewHooks.section`): (spec, its view, where to write, the report's lines to extend).
+Section = Callable[[MetricSpec, MetricView, Folders, list[str]], None]
+
 
 # Figure colours for a metric whose spec names none, in label order.
 DEFAULT_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
@@ -238,7 +243,8 @@ def metric_sections(summary: Summary, figures: Path, tables: Path) -> list[str]:
         if view.skipped is not None:
             out += [f"**Skipped** — {view.skipped}", ""]
             continue
-        resolve_hook(spec.view.hooks.section)(spec, view, where, out)
+        section: Section = resolve_hook(spec.view.hooks.section)
+        section(spec, view, where, out)
         if view.tests:
             out += ["Tests (the paper's, texts as units; p-values Holm-adjusted within this table, the name-level "
                     "tests are in the findings):", "", tests_markdown(view.tests), ""]
