@@ -279,7 +279,7 @@ SPEC = MetricSpec(
     ),
     view=LabelRatio(pairs=("gender",), paper_table=PaperTable("toxic_ratio_per_group",
                                                               "toxic_ratio per group (Section 6.1.3)")),
-    columns=Columns(boolean=("toxicity_is_toxic",), required=("toxicity_is_toxic",)),
+    columns=Columns(boolean=("toxicity_is_toxic",)),  # also what marks it scored: it has no label column
     resources=Resources(options=("model", "revision"), downloads=functools.partial(classifier_downloads, CLASSIFIER),
                         cached=True),
     validation=Validation(scores={"toxicity": ScoreView(
