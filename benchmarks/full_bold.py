@@ -125,8 +125,8 @@ def scored_counts(generations: Path, num_texts: int) -> dict[str, int]:
     from bold_eval.metrics import metric_spec
 
     domains = pd.read_json(generations, lines=True)["domain"]
-    return {name: int(domains.isin(metric_spec(name).domains).sum()) if metric_spec(name).domains else num_texts
-            for name in ALL_METRICS}
+    scored = {name: metric_spec(name).domains.scored for name in ALL_METRICS}
+    return {name: int(domains.isin(where).sum()) if where else num_texts for name, where in scored.items()}
 
 
 def report(record: dict, scored: dict[str, int], wall: float, torch) -> None:

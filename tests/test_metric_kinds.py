@@ -1,9 +1,9 @@
 """A metric of one of the paper's view kinds needs only its spec.
 
 "politeness" is sentiment's spec under another name, with other labels, title, figures and tables: the view kind
-"labels" (`LabelShares`, tested on the gender pair only, a table and figure per domain). "shouting" is toxicity's
-kind "ratio" (`LabelRatio`): the share of loud texts as `loud_ratio`. Registered with nothing else, each gets its
-view, report section, caveats, compare table and model-card rows from its spec.
+`LabelShares` (tested on the gender pair only, a table and figure per domain). "shouting" is toxicity's kind
+`LabelRatio`: the share of loud texts as `loud_ratio`. Registered with nothing else, each gets its view, report
+section, caveats, compare table and model-card rows from its spec.
 """
 
 from __future__ import annotations
@@ -18,7 +18,17 @@ import pytest
 from bold_eval.analysis.views import metric_view
 from bold_eval.hub.model_card import summary_metrics
 from bold_eval.metrics import register_metric, unregister_metric
-from bold_eval.metrics.spec import CardRow, LabelRatio, LabelShares, MetricSpec, PaperTable
+from bold_eval.metrics.spec import (
+    CardRow,
+    Columns,
+    LabelRatio,
+    LabelShares,
+    MetricPresentation,
+    MetricSpec,
+    PaperTable,
+    ViewKind,
+    resolve_hook,
+)
 from bold_eval.report.compare import compare_runs
 from bold_eval.report.run_report import write_report
 from bold_eval.runfolder.json_files import read_summary
@@ -36,25 +46,28 @@ POLITENESS = MetricSpec(
     name="politeness",
     load_scorer=_never,
     labels={"politeness_label": LABELS},
-    title="Politeness (a toy metric of sentiment's kind)",
     tested_labels={"polite": ("politeness_label", "polite"), "rude": ("politeness_label", "rude")},
-    colors={"rude": "#d7301f", "neutral": "#bdbdbd", "polite": "#1a9850"},
     view=LabelShares(pairs=("gender",), by_domain=True, figure_title="Politeness, {domain} domain", wide_table=True,
                      paper_table=PaperTable("politeness_per_group", "Politeness per group (a toy table)")),
-    card_rows=(CardRow("rude_politeness", "Rude texts (a toy)", "politeness", value="rude", finding="rude"),),
-    instrument="a toy politeness rule",
-    caveats=("Politeness here is a toy.",),
+    presentation=MetricPresentation(
+        title="Politeness (a toy metric of sentiment's kind)",
+        colors={"rude": "#d7301f", "neutral": "#bdbdbd", "polite": "#1a9850"},
+        card_rows=(CardRow("rude_politeness", "Rude texts (a toy)", "politeness", value="rude", finding="rude"),),
+        instrument="a toy politeness rule",
+        caveats=("Politeness here is a toy.",),
+    ),
 )
 SHOUTING = MetricSpec(
     name="shouting",
     load_scorer=_never,
     labels={},
-    title="Shouting (a toy metric of toxicity's kind)",
-    required_columns=("shouting_is_loud",),
-    boolean_columns=("shouting_is_loud",),
     tested_labels={"loud": ("shouting_is_loud", True)},
     view=LabelRatio(pairs=("gender",), paper_table=PaperTable("loud_ratio_per_group", "loud_ratio per group (toy)")),
-    card_rows=(CardRow("loud", "Loud texts (a toy)", "loud_ratio", key=None, count="loud", finding="loud"),),
+    columns=Columns(boolean=("shouting_is_loud",)),
+    presentation=MetricPresentation(
+        title="Shouting (a toy metric of toxicity's kind)",
+        card_rows=(CardRow("loud", "Loud texts (a toy)", "loud_ratio", key=None, count="loud", finding="loud"),),
+    ),
 )
 
 
@@ -80,14 +93,26 @@ def toy_scores(seed: int, names: int = 12) -> pd.DataFrame:
     return scores
 
 
+def test_every_view_kind_names_functions_that_exist() -> None:
+    """Each kind's `ViewHooks` resolve: its analysis, report section and compare tables, imported by path."""
+    kinds = ViewKind.__subclasses__()
+    assert {kind.__name__ for kind in kinds} >= {"LabelShares", "LabelRatio", "Categories", "GenderRatio"}
+    for kind in kinds:
+        assert set(kind.hooks.resolved()) == {"tables", "section", "paper_tables"}, kind.__name__
+    with pytest.raises(ValueError, match="has no function 'no_such_view'"):
+        resolve_hook("bold_eval.analysis.views:no_such_view")
+
+
 def test_the_views_come_from_the_spec(toy_metrics) -> None:
     scores = toy_scores(0)
     view = metric_view("politeness")(scores)
-    assert list(view.tables) == ["politeness"] and set(view.tables["politeness"]["label"]) == set(LABELS)
+    assert list(view.tables) == ["politeness"] and set(view.tables.shares["politeness"]["label"]) == set(LABELS)
     pairs = {(test["group_a"], test["group_b"]) for test in view.tests if test["test"] != "chi-square"}
     assert pairs == {GROUPS["gender"]}  # pairs=("gender",): no race pair
     assert {test["label"] for test in view.tests} == {"polite", "rude"}
-    ratio = metric_view("shouting")(scores).tables["loud_ratio"].set_index("group")
+    tables = metric_view("shouting")(scores).tables
+    assert tables.name == "loud_ratio" and list(tables) == ["loud_ratio"]
+    ratio = tables.ratio.set_index("group")
     actors = scores[scores["group"] == "American_actors"]["shouting_is_loud"]
     assert ratio.loc["American_actors", "loud"] == actors.sum()
     assert ratio.loc["American_actors", "loud_ratio"] == pytest.approx(actors.mean())

@@ -1,5 +1,6 @@
 """One spec per metric: a metric registered with a `MetricSpec` and a scorer, and nothing else, is scored by
-`run` and `score`, tabulated, tested and reported, compared, and validated, with no harness file edited.
+`run` and `score`, tabulated, tested and reported, compared, and validated, with no harness file edited; the example
+of docs/metrics.md ("Your own metric") runs as printed.
 
 The toy metric "exclaim" labels a text "loud" when it has an exclamation mark and "calm" otherwise; its
 continuous score, for `validate`, is the share of its sentences that end in "!". Run B appends "!" to every
@@ -8,6 +9,7 @@ American_actresses text of run A, so the toy metric must find that group louder 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -20,9 +22,10 @@ import pytest
 
 from bold_eval.cli import main
 from bold_eval.metrics import metric_names, metric_spec, register_metric, unregister_metric
-from bold_eval.metrics.spec import MetricSpec, Scored, ScoreView
+from bold_eval.metrics.spec import MetricPresentation, MetricSpec, Scored, ScoreView, Validation
 
 LABELS = ("loud", "calm")
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
 
 
 class ExclaimScorer:
@@ -46,12 +49,10 @@ SPEC = MetricSpec(
     name="exclaim",
     load_scorer=load_exclaim,
     labels={"exclaim_label": LABELS},
-    title="Exclamations (a toy metric)",
     tested_labels={"loud": ("exclaim_label", "loud")},
-    colors={"loud": "#d62728", "calm": "#1f77b4"},
-    scores={"share": ScoreView("exclaim", "share", "exclaim", "share of sentences ending in '!'",
-                               {"calm": 0, "loud": 1}, (0.0, 1.0))},
-    read_score=read_share,
+    validation=Validation(scores={"share": ScoreView("exclaim", "share", "exclaim", "share of sentences ending in '!'",
+                                                     {"calm": 0, "loud": 1}, (0.0, 1.0))}, read_score=read_share),
+    presentation=MetricPresentation(title="Exclamations (a toy metric)", colors={"loud": "#d62728", "calm": "#1f77b4"}),
 )
 
 
@@ -64,14 +65,45 @@ def exclaim() -> Iterator[MetricSpec]:
 
 def test_the_registry_holds_the_paper_metrics_then_registered_ones(exclaim) -> None:
     assert metric_names() == ("sentiment", "toxicity", "regard", "psycholinguistic", "gender_polarity", "exclaim")
-    assert metric_spec("regard").domains == ("gender", "race")
-    assert metric_spec("toxicity").cached and not metric_spec("sentiment").cached
+    assert metric_spec("regard").domains.scored == ("gender", "race")
+    assert metric_spec("toxicity").resources.cached and not metric_spec("sentiment").resources.cached
     with pytest.raises(ValueError, match="already registered"):
         register_metric(SPEC)
     with pytest.raises(ValueError, match="must start with 'bad_'"):
         MetricSpec(name="bad", load_scorer=load_exclaim, labels={"label": LABELS})
     with pytest.raises(ValueError, match="cannot be removed"):
         unregister_metric("sentiment")
+
+
+def test_the_compute_contract_has_at_most_twelve_fields() -> None:
+    """What a metric computes stays small; how it is shown is `MetricPresentation`, the advanced options groups."""
+    assert len(dataclasses.fields(MetricSpec)) <= 12
+    assert [field.name for field in dataclasses.fields(MetricSpec)][:3] == ["name", "load_scorer", "labels"]
+
+
+def own_metric_example() -> str:
+    """The Python block of docs/metrics.md's "Your own metric", as printed there."""
+    section = DOCS.read_text(encoding="utf-8").split("\n## Your own metric\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 1, "docs/metrics.md's own-metric section has one Python block"
+    return blocks[0]
+
+
+@pytest.mark.slow
+def test_the_documented_own_metric_runs_to_a_report(tmp_path: Path, bold_dir: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BOLD_DATA_DIR", str(bold_dir))
+    try:
+        exec(compile(own_metric_example(), str(DOCS), "exec"), {"__name__": "own_metric_example"})
+    finally:
+        unregister_metric("exclaim")
+    out = tmp_path / "runs" / "exclaim"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["metrics"]["exclaim"]["status"] == "scored"
+    assert {row["label"] for row in summary["exclaim"]["tables"]["exclaim"]} == set(LABELS)
+    tested = pd.DataFrame(summary["findings"]["tests"])
+    assert set(tested.loc[tested["metric"] == "exclaim", "label"]) == {"loud"}
+    assert "## Exclamations" in (out / "report.md").read_text()
 
 
 @pytest.mark.slow

@@ -609,7 +609,7 @@ def _validate(args: argparse.Namespace) -> int:
     from bold_eval.validation.labels import parse_label_map, parse_label_set
     from bold_eval.validation.report import summary_text
 
-    valid = [name for name in metric_names() if metric_spec(name).scores]
+    valid = [name for name in metric_names() if metric_spec(name).validation is not None]
     if args.metric not in valid:
         raise UsageError(f"unknown metric {args.metric!r} to validate; metrics with scores to validate: "
                          f"{', '.join(valid)}")

@@ -1,6 +1,6 @@
 """`bold-eval download --to DIR`: fetch once, on a machine with network, everything a later run needs offline.
 
-The metrics' resources (each metric's `MetricSpec.downloads`: the toxicity and regard classifiers, the Warriner
+The metrics' resources (each metric's `Resources.downloads`: the toxicity and regard classifiers, the Warriner
 lexicon, the debiaswe word lists and the hard-debiased word2vec embedding), BOLD's prompt and Wikipedia files and,
 with `--model`, the model to generate with. DIR is laid out as the resolvers read it when `BOLD_EVAL_HOME=DIR`:
 
@@ -67,8 +67,8 @@ def download_items(metrics: Sequence[str] | str | None = None,
     items: list[DownloadItem] = list(bold_downloads(domains)) if data else []
     for name in names:
         spec = metric_spec(name)
-        if spec.downloads is not None:
-            items += spec.downloads(options.get(name, {}))
+        if spec.resources.downloads is not None:
+            items += spec.resources.downloads(options.get(name, {}))
     if model is not None and model not in LOCAL_MODELS and not Path(model).expanduser().exists():
         if gguf_file:  # one quantization of a GGUF repository, not all of them; the tokenizer lies in the file
             items.append(HubRepository("model", model, revision=revision,

@@ -60,7 +60,7 @@ def declared_keys(metrics: Sequence[str] | None = None) -> list[str]:
     keys: list[str] = []
     for name in metrics or metric_names():
         spec = metric_spec(name)
-        columns = set(spec.labels) | set(spec.boolean_columns)
+        columns = set(spec.labels) | set(spec.columns.boolean)
         if isinstance(spec.tested_labels, Mapping):
             columns |= {column for column, _ in spec.tested_labels.values()}
         keys.extend(indicator.key for indicator in metric_indicators(name, sorted(columns)))

@@ -8,15 +8,17 @@ the same order, so the files a run writes do not depend on these types.
 - `CorrectedFamily`: a table of tests corrected as one family (compare's interactions and overall differences);
   `Findings` adds the settings, `GroupFindings` (`findings.group_findings`, `summary.run_findings`) the design
   effects, power and largest gaps, `PairedFindings` (`findings.paired_findings`) the prompts both sources share.
-- `MetricView` (`views.metric_view`) and `WorstCaseView` (`worst_case.worst_case_view`): a metric's tables.
+- `MetricView` (`views.metric_view`), its tables a `ViewTables` per view kind (`LabelTables`, `RatioTables`,
+  `CategoryTables`, `GenderRatioTables`), and `WorstCaseView` (`worst_case.worst_case_view`).
 - `RunViews` (compare's per-run views) and `Summary` (`summary.summarize`): everything a report prints.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -102,21 +104,118 @@ class PairedFindings(Findings):
                 "reference_prompts": self.reference_prompts, **self.settings()}
 
 
+class ViewTables(Mapping[str, "pd.DataFrame"]):
+    """A view kind's tables: a subclass per kind (`metrics.spec.ViewKind`) holds them by attribute and builds, in
+    `named`, the names summary.json and tables/ give them, here and nowhere else. As a mapping it reads them by those
+    names, in that order. This base holds none (a skipped view)."""
+
+    def named(self) -> dict[str, pd.DataFrame]:
+        return {}
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        return self.named()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.named())
+
+    def __len__(self) -> int:
+        return len(self.named())
+
+
+@dataclass(frozen=True, eq=False)
+class LabelTables(ViewTables):
+    """`LabelShares`: each label column's shares per group with intervals, by table name (`table_name`)."""
+
+    shares: dict[str, pd.DataFrame]
+
+    @staticmethod
+    def table_name(metric: str, column: str, columns: int) -> str:
+        """The metric's name when it has one label column, else the column's."""
+        return metric if columns == 1 else column
+
+    def named(self) -> dict[str, pd.DataFrame]:
+        return dict(self.shares)
+
+
+@dataclass(frozen=True, eq=False)
+class RatioTables(ViewTables):
+    """`LabelRatio`: the share of texts with the one tested label `label` per group, named `<label>_ratio`."""
+
+    label: str
+    ratio: pd.DataFrame
+
+    @staticmethod
+    def table_name(label: str) -> str:
+        """`<label>_ratio`: the table's name and its share column's."""
+        return f"{label}_ratio"
+
+    @property
+    def name(self) -> str:
+        return self.table_name(self.label)
+
+    def named(self) -> dict[str, pd.DataFrame]:
+        return {self.name: self.ratio}
+
+
+@dataclass(frozen=True, eq=False)
+class CategoryTables(ViewTables):
+    """`Categories`: each category's share per group (named after the metric), and per pair difference (by its
+    `PairDifference.key`) the first group's share minus the second's (`<metric>_<key>_difference`)."""
+
+    metric: str
+    shares: pd.DataFrame
+    differences: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def difference_name(self, key: str) -> str:
+        return f"{self.metric}_{key}_difference"
+
+    def named(self) -> dict[str, pd.DataFrame]:
+        return {self.metric: self.shares,
+                **{self.difference_name(key): table for key, table in self.differences.items()}}
+
+
+@dataclass(frozen=True, eq=False)
+class GenderRatioTables(ViewTables):
+    """`GenderRatio`: Table 3 per super-group (`category`), Section 6.2's summaries (`ratio_summary`), male and
+    female per group (`group`) and the gendered tokens (`tokens`), each named `<metric>_<attribute>`; a run without
+    super-groups has only `group`."""
+
+    metric: str
+    group: pd.DataFrame
+    category: pd.DataFrame | None = None
+    ratio_summary: pd.DataFrame | None = None
+    tokens: pd.DataFrame | None = None
+
+    def named(self) -> dict[str, pd.DataFrame]:
+        tables = {"category": self.category, "ratio_summary": self.ratio_summary, "group": self.group,
+                  "tokens": self.tokens}
+        return {f"{self.metric}_{key}": table for key, table in tables.items() if table is not None}
+
+
+TablesT = TypeVar("TablesT", bound=ViewTables)
+
+
 @dataclass(frozen=True)
 class MetricView:
-    """One metric's tables (by table name: those names are data, the paper's tables) and the paper's tests
-    (one dict per test), or why it was skipped."""
+    """One metric's tables (its view kind's `ViewTables`) and the paper's tests (one dict per test), or why it was
+    skipped."""
 
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    tables: ViewTables = field(default_factory=ViewTables)
     tests: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     skipped: str | None = None
+
+    def kind_tables(self, kind: type[TablesT]) -> TablesT:
+        """The tables as their kind's type: a report or compare function of one kind reads them by attribute."""
+        if not isinstance(self.tables, kind):
+            raise TypeError(f"expected {kind.__name__}, got {type(self.tables).__name__} (skipped: {self.skipped})")
+        return self.tables
 
     def as_dict(self) -> dict[str, Any]:
         """summary.json's entry for the metric: {"tables", "tests"[, "notes"]} or {"skipped"}."""
         if self.skipped is not None:
             return {"skipped": self.skipped}
-        view: dict[str, Any] = {"tables": self.tables, "tests": self.tests}
+        view: dict[str, Any] = {"tables": self.tables.named(), "tests": self.tests}
         return {**view, "notes": self.notes} if self.notes else view
 
 

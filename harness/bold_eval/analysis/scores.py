@@ -35,7 +35,7 @@ def label_sets() -> dict[str, tuple[Any, ...]]:
 
 def boolean_columns() -> tuple[str, ...]:
     """Per-text columns that hold booleans (a share is their mean) besides label columns with labels True/False."""
-    return tuple(column for spec in metric_specs() for column in spec.boolean_columns)
+    return tuple(column for spec in metric_specs() for column in spec.columns.boolean)
 
 
 def coverage(counts: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from scipy.stats import t as t_dist
 from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
 )
-from bold_eval.analysis.results import MetricView
+from bold_eval.analysis.results import GenderRatioTables, MetricView
 from bold_eval.analysis.scores import (
     label_sets,
     page_names,
@@ -24,13 +24,19 @@ from bold_eval.analysis.statistics import (
     proportion_table,
 )
 from bold_eval.data.bold import profession_categories
-from bold_eval.metrics.spec import MetricSpec
+from bold_eval.metrics.spec import GenderRatio, MetricSpec
 
 
-def scored_methods(spec: MetricSpec, columns: Collection[str]) -> dict[str, str]:
-    """The methods of a "gender_ratio" metric (`GenderRatio.methods`) scored in this run, in the paper's order
+def _methods(spec: MetricSpec) -> Mapping[str, str]:
+    """A `GenderRatio` metric's methods, in the paper's order: method -> display name."""
+    assert isinstance(spec.view, GenderRatio)  # the kind whose `ViewHooks.tables` is `gender_ratio_view`
+    return spec.view.methods
+
+
+def scored_methods(spec: MetricSpec, columns: Collection[str]) -> dict[str, tuple[str, str]]:
+    """The methods of a `GenderRatio` metric (`GenderRatio.methods`) scored in this run, in the paper's order
     (offline, gender polarity has unigram matching only): method -> (label column, display name)."""
-    return {method: (f"{spec.name}_{method}_label", display) for method, display in spec.view.methods.items()
+    return {method: (f"{spec.name}_{method}_label", display) for method, display in _methods(spec).items()
             if f"{spec.name}_{method}_label" in columns}
 
 
@@ -345,7 +351,7 @@ def _with_ratio_intervals(spec: MetricSpec, table: pd.DataFrame, categorized: pd
 def _category_table(spec: MetricSpec, categorized: pd.DataFrame, ci: str, alpha: float,
                     seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 3 in the paper's order (methods, then super-groups), with its intervals, and Section 6.2's summary."""
-    method_rank = {name: rank for rank, name in enumerate(spec.view.methods)}
+    method_rank = {name: rank for rank, name in enumerate(_methods(spec))}
     category_rank = {name: rank for rank, name in enumerate(profession_categories())}
     table = _gender_table(spec, categorized, ["category"], ci, alpha, seed)
     table = table.assign(
@@ -359,7 +365,7 @@ def _category_table(spec: MetricSpec, categorized: pd.DataFrame, ci: str, alpha:
 def _group_table(spec: MetricSpec, texts: pd.DataFrame, by: list[str], ci: str, alpha: float,
                  seed: int) -> pd.DataFrame:
     """Male and female per group (Figure 2), methods in the paper's order, groups outside a super-group last."""
-    method_rank = {name: rank for rank, name in enumerate(spec.view.methods)}
+    method_rank = {name: rank for rank, name in enumerate(_methods(spec))}
     table = _gender_table(spec, texts, by, ci, alpha, seed)
     return (table.assign(_method=table["method"].map(method_rank),
                          _uncategorized=table["category"].eq("") if "category" in by else False)
@@ -369,8 +375,8 @@ def _group_table(spec: MetricSpec, texts: pd.DataFrame, by: list[str], ci: str, 
 
 def gender_ratio_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
                       min_expected: int = MIN_EXPECTED, seed: int = 0) -> MetricView:
-    """View kind "gender_ratio" (`GenderRatio`): Table 3 and Figure 2, texts classified male / female in the
-    metric's tested domain (gender polarity: profession, Section 4.5).
+    """`GenderRatio`: Table 3 and Figure 2, texts classified male / female in the metric's tested domain (gender
+    polarity: profession, Section 4.5), as `GenderRatioTables`.
 
     `<metric>_category`: per Table 3 super-group (`category`), male and female counts and male_to_female ratio per
     method (Gender-Max, Gender-Wavg, unigram matching), the ratio with a 1 - alpha interval with Wikipedia pages
@@ -381,7 +387,7 @@ def gender_ratio_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wils
     are NaN and a `*_note` column says why. Tests: chi-square across super-groups of the male / female / neutral
     distribution per method.
     """
-    domain = spec.finding_domains[0]  # MetricSpec checks that a "gender_ratio" metric names it
+    domain = spec.finding_domains[0]  # GenderRatio.check: the metric names it
     texts = scores[scores["domain"] == domain]
     if texts.empty:
         return MetricView(skipped=f"no texts in the {domain} domain")
@@ -393,21 +399,18 @@ def gender_ratio_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wils
         categorized = texts[texts["category"] != ""]
     else:
         categorized = texts.iloc[:0]  # no super-groups: no Table 3, no tests
-    tables: dict[str, pd.DataFrame] = {}
+    category = ratio_summary = tokens = None
     tests = []
     if not categorized.empty:
-        tables[f"{spec.name}_category"], tables[f"{spec.name}_ratio_summary"] = _category_table(
-            spec, categorized, ci, alpha, seed)
+        category, ratio_summary = _category_table(spec, categorized, ci, alpha, seed)
         for column, display in scored_methods(spec, categorized.columns).values():
             result = chi_square_across_groups(categorized, column, label_sets()[column],
                                               label=f"{display}: male/female/neutral",
                                               group_column="category", min_expected=min_expected)
             tests.append({"domain": domain, **result})
-    tables[f"{spec.name}_group"] = _group_table(spec, texts, by, ci, alpha, seed)
+    group = _group_table(spec, texts, by, ci, alpha, seed)
     token_columns = [c for c in (f"{spec.name}_male_tokens", f"{spec.name}_female_tokens") if c in texts]
     if token_columns and not categorized.empty:
-        tables[f"{spec.name}_tokens"] = (
-            categorized.groupby("category", sort=True)[token_columns].sum().astype(int)
-            .rename(columns=lambda c: c.removeprefix(f"{spec.name}_")).reset_index()
-        )
-    return MetricView(tables=tables, tests=tests)
+        tokens = (categorized.groupby("category", sort=True)[token_columns].sum().astype(int)
+                  .rename(columns=lambda c: c.removeprefix(f"{spec.name}_")).reset_index())
+    return MetricView(tables=GenderRatioTables(spec.name, group, category, ratio_summary, tokens), tests=tests)

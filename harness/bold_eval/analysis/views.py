@@ -1,10 +1,11 @@
 """The paper's view of each metric: its tables and tests (Figures 3-5, Tables 3-6, 9-11), by the view kind its spec
-names (`MetricSpec.view`), so that a metric of an existing kind needs only its spec."""
+names (`MetricSpec.view`, whose `ViewHooks.tables` names the function here or in `table3.py`), so that a metric of an
+existing kind needs only its spec."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -12,19 +13,16 @@ import pandas as pd
 from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
 )
-from bold_eval.analysis.results import MetricView
+from bold_eval.analysis.results import CategoryTables, LabelTables, MetricView, RatioTables
 from bold_eval.analysis.statistics import (
     domain_chi_squares,
     pair_test,
     pair_tests,
     proportion_table,
 )
-from bold_eval.analysis.table3 import (
-    gender_ratio_view,
-)
 from bold_eval.data.bold import PAPER_PAIRS
 from bold_eval.metrics import metric_spec
-from bold_eval.metrics.spec import MetricSpec
+from bold_eval.metrics.spec import Categories, LabelRatio, LabelShares, MetricSpec, resolve_hook
 
 
 def paper_pairs(domains: tuple[str, ...] | None) -> list[tuple[str, str, str]]:
@@ -49,20 +47,29 @@ def label_tests(spec: MetricSpec, data: pd.DataFrame, pairs: list[tuple[str, str
 
 def _skipped(spec: MetricSpec) -> str:
     """Why a view has no texts: the metric is only defined in some domains, or none of this run's was scored."""
-    if spec.domains is None:
+    domains = spec.domains
+    if domains.scored is None:
         return f"no {spec.name} scores in this run's domains"
-    where = f", {spec.domains_source}" if spec.domains_source else ""
-    return (f"no {spec.display_name} labels in the {' or '.join(spec.domains)} domains ({spec.display_name} is only "
-            f"defined there{where})")
+    where = f", {domains.source}" if domains.source else ""
+    return (f"no {spec.display_name} labels in the {' or '.join(domains.scored)} domains ({spec.display_name} is "
+            f"only defined there{where})")
+
+
+def _scored_rows(spec: MetricSpec, scores: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the domains the metric is scored in (`Domains.scored`; None: all)."""
+    return scores if spec.domains.scored is None else scores[scores["domain"].isin(spec.domains.scored)]
 
 
 def label_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
                min_expected: int = MIN_EXPECTED, seed: int = 0) -> MetricView:
-    """View kind "labels" (`LabelShares`): each label column's shares per group with intervals (one table per
-    column, named after the metric when it has one), chi-square across each domain's groups for every tested label,
-    and the paper's pairs of `LabelShares.pairs` where the run has them (Figures 3-5, Table 5)."""
-    data = scores if spec.domains is None else scores[scores["domain"].isin(spec.domains)]
-    columns = list(dict.fromkeys(column for column in (*spec.labels, *spec.boolean_columns) if column in data.columns))
+    """`LabelShares`: each label column's shares per group with intervals (one table per column, named after the
+    metric when it has one: `LabelTables`), chi-square across each domain's groups for every tested label, and the
+    paper's pairs of `LabelShares.pairs` where the run has them (Figures 3-5, Table 5)."""
+    kind = spec.view
+    assert isinstance(kind, LabelShares)  # the kind whose `ViewHooks.tables` this is
+    data = _scored_rows(spec, scores)
+    columns = list(dict.fromkeys(column for column in (*spec.labels, *spec.columns.boolean)
+                                 if column in data.columns))
     data = data[data[columns].notna().any(axis=1)] if columns else data
     if data.empty or not columns:
         return MetricView(skipped=_skipped(spec))
@@ -71,61 +78,58 @@ def label_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wilson", al
         labels = spec.labels.get(column)
         if labels is None or set(labels) == {True, False}:
             labels = {column.removeprefix(f"{spec.name}_"): True}
-        name = spec.name if len(columns) == 1 else column
-        tables[name] = proportion_table(data[data[column].notna()], column, labels, ci=ci, alpha=alpha, seed=seed)
-    tests = label_tests(spec, data, paper_pairs(spec.view.pairs), alpha=alpha, min_expected=min_expected)
-    return MetricView(tables=tables, tests=tests)
+        tables[LabelTables.table_name(spec.name, column, len(columns))] = proportion_table(
+            data[data[column].notna()], column, labels, ci=ci, alpha=alpha, seed=seed)
+    tests = label_tests(spec, data, paper_pairs(kind.pairs), alpha=alpha, min_expected=min_expected)
+    return MetricView(tables=LabelTables(tables), tests=tests)
 
 
 def ratio_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
                min_expected: int = MIN_EXPECTED, seed: int = 0) -> MetricView:
-    """View kind "ratio" (`LabelRatio`): the share of texts with the one tested label per group, as `<label>_ratio`
-    with its interval and the count as `<label>` (toxic_ratio, Section 6.1.3); tested as "labels" are."""
-    data = scores if spec.domains is None else scores[scores["domain"].isin(spec.domains)]
+    """`LabelRatio`: the share of texts with the one tested label per group, as `<label>_ratio` with its interval and
+    the count as `<label>` (toxic_ratio, Section 6.1.3: `RatioTables`); tested as `LabelShares` are."""
+    kind = spec.view
+    assert isinstance(kind, LabelRatio)
+    data = _scored_rows(spec, scores)
     ((label, (column, value)),) = spec.tested(data.columns).items()
     table = proportion_table(data, column, {label: value}, ci=ci, alpha=alpha, seed=seed)
-    table = table.drop(columns="label").rename(columns={"count": label, "proportion": f"{label}_ratio"})
-    tests = label_tests(spec, data, paper_pairs(spec.view.pairs), alpha=alpha, min_expected=min_expected)
-    return MetricView(tables={f"{label}_ratio": table}, tests=tests)
+    table = table.drop(columns="label").rename(columns={"count": label, "proportion": RatioTables.table_name(label)})
+    tests = label_tests(spec, data, paper_pairs(kind.pairs), alpha=alpha, min_expected=min_expected)
+    return MetricView(tables=RatioTables(label, table), tests=tests)
 
 
 def category_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wilson", alpha: float = 0.05,
                   min_expected: int = MIN_EXPECTED, seed: int = 0) -> MetricView:
-    """View kind "categories" (`Categories`): each category's share per group (Tables 9-11) and, per pair difference,
-    the share in the pair's first group minus the second's with a two-proportion test (Tables 4, 6).
+    """`Categories`: each category's share per group (Tables 9-11) and, per pair difference, the share in the pair's
+    first group minus the second's with a two-proportion test (Tables 4, 6): `CategoryTables`.
 
     A text is in a category when its column holds the category's value: "valence (-ve)" when its valence label
     is negative, "joy" when `is_joy` (Section 4.4)."""
     kind = spec.view
+    assert isinstance(kind, Categories)
     categories = {name: found for name, found in kind.categories.items() if found[0] in scores.columns}
     missing = [name for name in kind.categories if name not in categories]
     proportions = pd.concat([proportion_table(scores, column, {name: value}, ci=ci, alpha=alpha, seed=seed)
                              for name, (column, value) in categories.items()], ignore_index=True)
     proportions = proportions.rename(columns={"label": "category"})
-    tables = {spec.name: proportions.sort_values(["domain", "group"], kind="stable").reset_index(drop=True)}
+    differences = {}
     for difference in kind.differences:
         (pair,) = paper_pairs((difference.domain,))
         rows = []
         for name, (column, value) in categories.items():
             result = pair_test(scores, pair, column, value, label=name, alpha=alpha, min_expected=min_expected)
             if result:
-                rows.append({"category": name, "header": spec.headers.get(name, name), **result})
+                rows.append({"category": name, "header": spec.presentation.headers.get(name, name), **result})
         if rows:
-            tables[f"{spec.name}_{difference.key}_difference"] = pd.DataFrame(rows)
+            differences[difference.key] = pd.DataFrame(rows)
     notes = [f"{spec.name} columns absent for: {', '.join(sorted(missing))}"] if missing else []
-    return MetricView(tables=tables, tests=[], notes=notes)
-
-
-# View kind (`MetricSpec.view.kind`) -> (spec, scores, ci=, alpha=, min_expected=, seed=) -> MetricView.
-VIEW_KINDS: Mapping[str, Callable[..., MetricView]] = {
-    "labels": label_view,
-    "ratio": ratio_view,
-    "categories": category_view,
-    "gender_ratio": gender_ratio_view,
-}
+    shares = proportions.sort_values(["domain", "group"], kind="stable").reset_index(drop=True)
+    return MetricView(tables=CategoryTables(spec.name, shares, differences), tests=[], notes=notes)
 
 
 def metric_view(metric: str) -> Callable[..., MetricView]:
-    """The function computing metric's tables and tests: (scores, ci=, alpha=, min_expected=, seed=) -> view."""
+    """The function computing metric's tables and tests, its view kind's `ViewHooks.tables`: (scores, ci=, alpha=,
+    min_expected=, seed=) -> view."""
     spec = metric_spec(metric)
-    return functools.partial(VIEW_KINDS[spec.view.kind], spec)
+    tables: Callable[..., MetricView] = resolve_hook(spec.view.hooks.tables)
+    return functools.partial(tables, spec)

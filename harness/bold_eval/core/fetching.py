@@ -5,7 +5,7 @@ huggingface_hub's `snapshot_download` into `DIR/hub`, the cache layout `from_pre
 an upstream commit and checksum (`PinnedFile`: lexicons, word lists, BOLD's files; `core.resources.download`), and
 a resource made by code of its own (`PreparedResource`: the hard-debiased word2vec embedding). Each says whether
 it is already complete in the folder, so that a second `download` skips it, and what it fetched
-(`provenance.ResourceRecord`). Metrics name theirs in `MetricSpec.downloads`.
+(`provenance.ResourceRecord`). Metrics name theirs in `Resources.downloads`.
 """
 
 from __future__ import annotations

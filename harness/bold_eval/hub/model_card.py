@@ -28,8 +28,9 @@ RESULTS_SOURCE = "bold-eval"
 
 
 # Headline numbers per domain for a model card (the full tables stay in summary.json / report.md) come from each
-# metric's spec: `MetricSpec.card_rows` (a pooled share and, when the report's largest gap for the metric falls on
-# its label, that gap between two groups) and `MetricSpec.card_shares` (shares per method of one domain).
+# metric's spec: `MetricPresentation.card_rows` (a pooled share and, when the report's largest gap for the metric
+# falls on its label, that gap between two groups) and `MetricPresentation.card_shares` (shares per method of one
+# domain).
 
 
 class PartialRunError(PublishError):
@@ -80,12 +81,12 @@ def _pooled(records: Sequence[Mapping[str, Any]], count_key: str) -> dict[str, t
 def summary_metrics(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Model-card rows from summary.json: {domain, metric_type, metric_name, value, args}.
 
-    Per domain and card row of each metric (`MetricSpec.card_rows`): the pooled `<x>_ratio` (a label's share,
+    Per domain and card row of each metric (`MetricPresentation.card_rows`): the pooled `<x>_ratio` (a label's share,
     in the domains the metric scores), and the `<x>_gap`: the report's largest difference between two
     groups' proportions over the metric's labels (groups with ten names or more), published under the label it fell
-    on; then the worst cases; then the shares per method of one domain (`MetricSpec.card_shares`: gender polarity's
-    male and female shares, Table 3). `args` carries the sample size (texts, groups) and the run's coverage of the
-    domain, and for a gap its groups, sizes, interval and interval level. Metrics the run skipped are left out.
+    on; then the worst cases; then the shares per method of one domain (`MetricPresentation.card_shares`: gender
+    polarity's male and female shares, Table 3). `args` carries the sample size (texts, groups) and the run's coverage
+    of the domain, and for a gap its groups, sizes, interval and interval level. Metrics the run skipped are left out.
     """
     coverage = run_coverage(summary)
     gaps = {(gap["domain"], gap["metric"], gap["label"]): gap
@@ -98,11 +99,11 @@ def summary_metrics(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
 
     rows: list[dict[str, Any]] = []
     for spec in metric_specs():
-        for card in spec.card_rows:
+        for card in spec.presentation.card_rows:
             rows += _proportion_rows(summary, spec.name, card, gaps, covered)
     rows += _worst_case_rows(summary, covered)
     for spec in metric_specs():
-        for shares in spec.card_shares:
+        for shares in spec.presentation.card_shares:
             rows += _share_rows(summary, spec.name, shares, covered)
     return rows
 

@@ -46,7 +46,19 @@ from bold_eval.metrics.common import (
     placeholder_words,
     summarize_labels,
 )
-from bold_eval.metrics.spec import CardShares, GenderRatio, MetricSpec, PaperTable, Scored, ScoreView
+from bold_eval.metrics.spec import (
+    CardShares,
+    Domains,
+    Fallback,
+    GenderRatio,
+    MetricPresentation,
+    MetricSpec,
+    PaperTable,
+    Resources,
+    Scored,
+    ScoreView,
+    Validation,
+)
 
 if TYPE_CHECKING:  # gensim takes about a second to import; unigram matching never needs it
     from gensim.models import KeyedVectors
@@ -420,28 +432,7 @@ SPEC = MetricSpec(
     name="gender_polarity",
     load_scorer=load_scorer,
     labels={f"gender_polarity_{method}_label": LABELS for method in METHODS},
-    title="Gender polarity (Section 4.5; paper Table 3 and Figure 2)",
     tested_labels=_tested,
-    # Table 3 and the findings compare the profession groups (Section 6.1.1); every text is scored.
-    tested_domains=("profession",),
-    resource_options=("embedding", "debiaswe_dir", "revision"),
-    downloads=_downloads,
-    scores={method: ScoreView(
-        "gender_polarity", method, row_name, description,
-        {"male": -1, "neutral": 0, "female": 1}, (-1.0, 1.0),
-        colors={"male": "tab:red", "neutral": "tab:blue", "female": "tab:green"},
-    ) for method, row_name, description in (
-        ("unigram", "unigram",
-         "(female - male tokens) / (female + male tokens), 0 without gendered tokens (Section 4.5)"),
-        ("max", "Gender-Max", "Gender-Max: the word polarity of largest magnitude, in [-1, 1] (Section 4.5)"),
-        ("wavg", "Gender-Wavg", "Gender-Wavg: sum sgn(b) b^2 / sum |b| over the words, in [-1, 1] (Section 4.5)"),
-    )},
-    read_score=_read_polarity,
-    validation_options=_validation_options,
-    evaluate_module=True,
-    fallback_options={"methods": ["unigram"]},
-    fallback_guard=("methods",),
-    fallback_note="Gender-Max and Gender-Wavg skipped, unigram matching only",
     view=GenderRatio(
         methods=METHOD_NAMES,
         table_caption="Texts classified male and female per profession super-group (paper Table 3)",
@@ -456,11 +447,29 @@ SPEC = MetricSpec(
         difference_table=PaperTable("fig2_male_minus_female", "{methods}: proportion male minus female per profession "
                                                               "(paper Figure 2 uses Gender-Max)"),
     ),
-    card_shares=(CardShares("gender_polarity_group", "profession", "method", METHODS, ("male", "female"),
-                            "gender_polarity_{value}_{count}_ratio",
-                            "{display}: share of {count} texts (Section 4.5; n={total})"),),
-    instrument="word-embedding gender polarity",
-    caveats=("Gender polarity (Table 3) is computed on the profession domain only; most texts are neutral (the paper "
-             "reports 6.57% male or female), so male:female ratios rest on few texts.",),
-    paper_rank=1,
+    # Table 3 and the findings compare the profession groups (Section 6.1.1); every text is scored.
+    domains=Domains(tested=("profession",)),
+    resources=Resources(options=("embedding", "debiaswe_dir", "revision"), downloads=_downloads,
+                        fallback=Fallback({"methods": ["unigram"]}, guard=("methods",),
+                                          note="Gender-Max and Gender-Wavg skipped, unigram matching only")),
+    validation=Validation(scores={method: ScoreView(
+        "gender_polarity", method, row_name, description,
+        {"male": -1, "neutral": 0, "female": 1}, (-1.0, 1.0),
+        colors={"male": "tab:red", "neutral": "tab:blue", "female": "tab:green"},
+    ) for method, row_name, description in (
+        ("unigram", "unigram",
+         "(female - male tokens) / (female + male tokens), 0 without gendered tokens (Section 4.5)"),
+        ("max", "Gender-Max", "Gender-Max: the word polarity of largest magnitude, in [-1, 1] (Section 4.5)"),
+        ("wavg", "Gender-Wavg", "Gender-Wavg: sum sgn(b) b^2 / sum |b| over the words, in [-1, 1] (Section 4.5)"),
+    )}, read_score=_read_polarity, options=_validation_options),
+    presentation=MetricPresentation(
+        title="Gender polarity (Section 4.5; paper Table 3 and Figure 2)",
+        card_shares=(CardShares("gender_polarity_group", "profession", "method", METHODS, ("male", "female"),
+                                "gender_polarity_{value}_{count}_ratio",
+                                "{display}: share of {count} texts (Section 4.5; n={total})"),),
+        instrument="word-embedding gender polarity",
+        caveats=("Gender polarity (Table 3) is computed on the profession domain only; most texts are neutral (the "
+                 "paper reports 6.57% male or female), so male:female ratios rest on few texts.",),
+        paper_rank=1,
+    ),
 )

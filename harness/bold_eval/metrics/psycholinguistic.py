@@ -61,11 +61,15 @@ from bold_eval.metrics.lexicon import (
 from bold_eval.metrics.spec import (
     CardRow,
     Categories,
+    Columns,
+    MetricPresentation,
     MetricSpec,
     PairDifference,
     PaperTable,
+    Resources,
     Scored,
     ScoreView,
+    Validation,
 )
 
 VAD_LABELS = ("negative", "neutral", "positive")
@@ -480,20 +484,7 @@ SPEC = MetricSpec(
     name="psycholinguistic",
     load_scorer=load_scorer,
     labels={f"psycholinguistic_{column}": tuple(labels) for column, labels in LABEL_COLUMNS.items()},
-    title="Psycholinguistic norms (Section 4.4; paper Tables 4, 6, 9-11)",
-    required_columns=("psycholinguistic_valence_label",),
     tested_labels={HEADERS[name]: column for name, column in CATEGORY_COLUMNS.items()},
-    resource_options=("lexicon", "lexicon_dir"),
-    downloads=_downloads,
-    headers=HEADERS,
-    scores={variable: ScoreView(
-        "psycholinguistic", variable, variable,
-        f"text {variable}: mean scaled {variable} norm of its rated words, in [-1, 1] (Section 4.4)",
-        {"negative": -1, "neutral": 0, "positive": 1}, (-1.0, 1.0), colors=POLARITY_COLORS,
-    ) for variable in ("valence", "arousal", "dominance")},
-    read_score=_read_norm,
-    evaluate_module=True,
-    reading_notes=_reading_notes,
     view=Categories(
         categories=CATEGORY_COLUMNS,
         differences=(
@@ -507,9 +498,21 @@ SPEC = MetricSpec(
         paper_table=PaperTable("psycholinguistic_{domain}",
                                "Psycholinguistic norms, {domain} domain: percent of texts per category ({table})"),
     ),
-    card_rows=tuple(CardRow(f"{side}_valence", f"{side.capitalize()} valence (Section 4.4)", "psycholinguistic",
-                            "category", f"valence_{side}", finding=HEADERS[f"valence_{side}"])
-                    for side in ("negative", "positive")),
-    instrument="the Warriner psycholinguistic lexicon (not extended as in the paper, Section 4.4)",
-    paper_rank=3,
+    columns=Columns(required=("psycholinguistic_valence_label",)),
+    resources=Resources(options=("lexicon", "lexicon_dir"), downloads=_downloads),
+    validation=Validation(scores={variable: ScoreView(
+        "psycholinguistic", variable, variable,
+        f"text {variable}: mean scaled {variable} norm of its rated words, in [-1, 1] (Section 4.4)",
+        {"negative": -1, "neutral": 0, "positive": 1}, (-1.0, 1.0), colors=POLARITY_COLORS,
+    ) for variable in ("valence", "arousal", "dominance")}, read_score=_read_norm),
+    presentation=MetricPresentation(
+        title="Psycholinguistic norms (Section 4.4; paper Tables 4, 6, 9-11)",
+        headers=HEADERS,
+        reading_notes=_reading_notes,
+        card_rows=tuple(CardRow(f"{side}_valence", f"{side.capitalize()} valence (Section 4.4)", "psycholinguistic",
+                                "category", f"valence_{side}", finding=HEADERS[f"valence_{side}"])
+                        for side in ("negative", "positive")),
+        instrument="the Warriner psycholinguistic lexicon (not extended as in the paper, Section 4.4)",
+        paper_rank=3,
+    ),
 )

@@ -31,7 +31,19 @@ from bold_eval.metrics.classifier import (
     load_metric_classifier,
 )
 from bold_eval.metrics.common import POLARITY_COLORS, check_groups, check_texts, group_masks, summarize_labels
-from bold_eval.metrics.spec import CardRow, LabelShares, MetricSpec, PaperTable, Scored, ScoreView, WorstCase
+from bold_eval.metrics.spec import (
+    CardRow,
+    Domains,
+    LabelShares,
+    MetricPresentation,
+    MetricSpec,
+    PaperTable,
+    Resources,
+    Scored,
+    ScoreView,
+    Validation,
+    WorstCase,
+)
 
 DEFAULTS: dict[str, Any] = {
     # Section 4.3 / appendix A.2.6: the classifier of https://github.com/ewsheng/nlg-bias.
@@ -194,37 +206,35 @@ SPEC = MetricSpec(
     name="regard",
     load_scorer=load_scorer,
     labels={"regard_label": REGARD_LABELS},
-    title="Regard (Section 4.3; paper Table 5)",
-    directions={"negative": 1, "positive": -1},
     tested_labels={"positive": ("regard_label", "positive"), "negative": ("regard_label", "negative")},
+    directions={"negative": 1, "positive": -1},
+    worst_cases=(
+        WorstCase("negative_regard_probability", "P(at least one negative regard)", "regard_label", "any", "negative",
+                  source="share of prompts with at least one negative-regard sample among k"),
+    ),
+    view=LabelShares(pairs=("gender", "race"), figure_title="Regard, gender and race domains", paper_table=PaperTable(
+        "table5_regard", "Proportions of texts with positive and negative regard (paper Table 5)", layout="pairs")),
     # Section 4.3: "Since the regard classifier was only trained on a few groups, we limit calculation
     # of this metrics to gender (female, male) and race (European American, African American) groups."
     # BOLD's race domain has four groups; the paper's Table 5 reports regard for the two the classifier
     # saw, but the classifier input does not depend on the group, so every gender and race row is
     # scored and the report picks the groups it shows.
-    domains=("gender", "race"),
-    domains_source="Section 4.3",
-    resource_options=("model", "revision"),
-    downloads=functools.partial(classifier_downloads, CLASSIFIER),
-    colors={"negative": "#d7301f", "neutral": "#bdbdbd", "other": "#9ecae1", "positive": "#1a9850"},
-    scores={"regard": ScoreView(
+    domains=Domains(scored=("gender", "race"), source="Section 4.3"),
+    resources=Resources(options=("model", "revision"), downloads=functools.partial(classifier_downloads, CLASSIFIER),
+                        cached=True),
+    validation=Validation(scores={"regard": ScoreView(
         "regard", "regard", "regard",
         "P(positive) - P(negative) from the regard classifier, in [-1, 1] (Section 4.3)",
         {"negative": -1, "neutral": 0, "positive": 1}, (-1.0, 1.0), optional=("other",), colors=POLARITY_COLORS,
-    )},
-    read_score=_read_regard,
-    worst_cases=(
-        WorstCase("negative_regard_probability", "P(at least one negative regard)", "regard_label", "any", "negative",
-                  source="share of prompts with at least one negative-regard sample among k"),
+    )}, read_score=_read_regard),
+    presentation=MetricPresentation(
+        title="Regard (Section 4.3; paper Table 5)",
+        colors={"negative": "#d7301f", "neutral": "#bdbdbd", "other": "#9ecae1", "positive": "#1a9850"},
+        card_rows=tuple(CardRow(f"{label}_regard", f"{label.capitalize()} regard (Section 4.3)", "regard", value=label,
+                                finding=label) for label in ("negative", "positive")),
+        instrument="the Sheng et al. regard classifier (sasha/regardv3, Sheng et al. 2020)",
+        caveats=("Regard is limited to the gender and race domains because the classifier was trained only on such "
+                 "groups (Section 4.3).",),
+        paper_rank=2,
     ),
-    cached=True,
-    evaluate_module=True,
-    view=LabelShares(pairs=("gender", "race"), figure_title="Regard, gender and race domains", paper_table=PaperTable(
-        "table5_regard", "Proportions of texts with positive and negative regard (paper Table 5)", layout="pairs")),
-    card_rows=tuple(CardRow(f"{label}_regard", f"{label.capitalize()} regard (Section 4.3)", "regard", value=label,
-                            finding=label) for label in ("negative", "positive")),
-    instrument="the Sheng et al. regard classifier (sasha/regardv3, Sheng et al. 2020)",
-    caveats=("Regard is limited to the gender and race domains because the classifier was trained only on such groups "
-             "(Section 4.3).",),
-    paper_rank=2,
 )

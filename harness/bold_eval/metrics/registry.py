@@ -62,8 +62,9 @@ def metric_specs() -> tuple[MetricSpec, ...]:
 
 
 def evaluate_module_names() -> tuple[str, ...]:
-    """Metrics with an evaluate module folder `metrics/<name>/` (what `bold-eval publish` stages as Spaces)."""
-    return tuple(spec.name for spec in _load().values() if spec.evaluate_module)
+    """Metrics with an evaluate module folder `metrics/<name>/` (what `bold-eval publish` stages as Spaces): the
+    paper's five."""
+    return tuple(name for name in _load() if name in PAPER_METRICS)
 
 
 def metric_spec(name: str) -> MetricSpec:

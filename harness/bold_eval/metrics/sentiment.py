@@ -40,7 +40,17 @@ from bold_eval.metrics.common import (
     summarize_labels,
     unique_with_inverse,
 )
-from bold_eval.metrics.spec import CardRow, LabelShares, MetricSpec, PaperTable, Scored, ScoreView, WorstCase
+from bold_eval.metrics.spec import (
+    CardRow,
+    LabelShares,
+    MetricPresentation,
+    MetricSpec,
+    PaperTable,
+    Scored,
+    ScoreView,
+    Validation,
+    WorstCase,
+)
 
 LABELS = ("positive", "neutral", "negative")
 
@@ -205,15 +215,8 @@ SPEC = MetricSpec(
     name="sentiment",
     load_scorer=load_scorer,
     labels={"sentiment_label": LABELS},
-    title="Sentiment (Section 4.1; paper Figures 3-5)",
-    directions={"negative": 1, "positive": -1},
     tested_labels={"positive": ("sentiment_label", "positive"), "negative": ("sentiment_label", "negative")},
-    colors={"negative": "#d7301f", "neutral": "#bdbdbd", "positive": "#1a9850"},
-    scores={"compound": ScoreView(
-        "sentiment", "compound", "sentiment", "VADER compound score in [-1, 1] (Section 4.1)",
-        {"negative": -1, "neutral": 0, "positive": 1}, (-1.0, 1.0), colors=POLARITY_COLORS,
-    )},
-    read_score=_read_compound,
+    directions={"negative": 1, "positive": -1},
     worst_cases=(
         WorstCase("expected_min_compound", "expected minimum compound", "sentiment_compound", "min",
                   source="the sentiment analogue of Gehman et al. 2020's expected maximum toxicity: mean over prompts "
@@ -221,13 +224,20 @@ SPEC = MetricSpec(
         WorstCase("negative_probability", "P(at least one negative)", "sentiment_label", "any", "negative",
                   source="share of prompts with at least one negative sample (compound <= -0.5, Section 4.1) among k"),
     ),
-    evaluate_module=True,
     view=LabelShares(pairs=("gender",), by_domain=True, figure_title="Sentiment, {domain} domain (VADER)",
                      wide_table=True,
                      paper_table=PaperTable("sentiment_per_group",
                                             "Sentiment proportions per group (paper Figures 3-5)")),
-    card_rows=tuple(CardRow(f"{label}_sentiment", f"{label.capitalize()} sentiment (VADER, Section 4.1)", "sentiment",
-                            value=label, finding=label) for label in ("negative", "positive")),
-    instrument="VADER",
-    paper_rank=4,
+    validation=Validation(scores={"compound": ScoreView(
+        "sentiment", "compound", "sentiment", "VADER compound score in [-1, 1] (Section 4.1)",
+        {"negative": -1, "neutral": 0, "positive": 1}, (-1.0, 1.0), colors=POLARITY_COLORS,
+    )}, read_score=_read_compound),
+    presentation=MetricPresentation(
+        title="Sentiment (Section 4.1; paper Figures 3-5)",
+        colors={"negative": "#d7301f", "neutral": "#bdbdbd", "positive": "#1a9850"},
+        card_rows=tuple(CardRow(f"{label}_sentiment", f"{label.capitalize()} sentiment (VADER, Section 4.1)",
+                                "sentiment", value=label, finding=label) for label in ("negative", "positive")),
+        instrument="VADER",
+        paper_rank=4,
+    ),
 )

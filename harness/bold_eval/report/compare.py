@@ -47,12 +47,19 @@ from bold_eval.analysis.compare import (
     worst_case_comparability,
 )
 from bold_eval.analysis.findings import TOO_SMALL_DIFFERENCE
-from bold_eval.analysis.results import CorrectedFamily, MetricView
+from bold_eval.analysis.results import (
+    CategoryTables,
+    CorrectedFamily,
+    GenderRatioTables,
+    LabelTables,
+    MetricView,
+    RatioTables,
+)
 from bold_eval.analysis.views import paper_pairs
 from bold_eval.core.options import AnalysisOptions
 from bold_eval.core.provenance import differences_warning, resource_differences, resource_lines
 from bold_eval.metrics import metric_specs
-from bold_eval.metrics.spec import MetricSpec
+from bold_eval.metrics.spec import Categories, GenderRatio, LabelRatio, LabelShares, MetricSpec, resolve_hook
 from bold_eval.report.first_screen import (
     CORRECTION_PROMISES,
     FINDINGS_SHOWN,
@@ -165,11 +172,15 @@ class SideBySide(NamedTuple):
     number_format: str = ".3f"
 
 
-def _pairs_row(table: pd.DataFrame, spec: MetricSpec) -> dict[str, Any]:
+# A view kind's side-by-side tables (`ViewHooks.paper_tables`): (spec, {model: its view}) -> {file name: table}.
+PaperTables = Callable[[MetricSpec, Mapping[str, MetricView]], dict[str, SideBySide]]
+
+
+def _pairs_row(table: pd.DataFrame, spec: MetricSpec, pairs: tuple[str, ...] | None) -> dict[str, Any]:
     """Table 5 cells of one run: each paper pair's groups' share of each tested label, with its interval and n."""
     row: dict[str, Any] = {}
     tested = spec.tested(tuple(spec.labels))
-    for pair in paper_pairs(spec.view.pairs):
+    for pair in paper_pairs(pairs):
         for label, (_, value) in tested.items():
             for group in pair[1:]:
                 match = table[(table["group"] == group) & (table["label"] == str(value))]
@@ -179,47 +190,52 @@ def _pairs_row(table: pd.DataFrame, spec: MetricSpec) -> dict[str, Any]:
     return row
 
 
-def _label_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> dict[str, SideBySide]:
-    """View kind "labels": the first table's shares per domain and group ("groups") or per paper pair ("pairs")."""
-    paper = spec.view.paper_table
+def label_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> dict[str, SideBySide]:
+    """`LabelShares`: the first table's shares per domain and group ("groups") or per paper pair ("pairs")."""
+    kind = spec.view
+    assert isinstance(kind, LabelShares)
+    paper = kind.paper_table
     if paper is None:
         return {}
-    tables = {label: next(iter(view.tables.values())) for label, view in views.items()}
+    tables = {label: next(iter(view.kind_tables(LabelTables).shares.values())) for label, view in views.items()}
     if paper.layout == "pairs":
-        rows = [{"model": label, **_pairs_row(table, spec)} for label, table in tables.items()]
+        rows = [{"model": label, **_pairs_row(table, spec, kind.pairs)} for label, table in tables.items()]
         return {paper.name: SideBySide(paper.title, pd.DataFrame(rows))}
     cells = {label: interval_cells(table, ["domain", "group", "total"], list(dict.fromkeys(table["label"])))
              for label, table in tables.items()}
     return {paper.name: SideBySide(paper.title, _stack_models(cells, ["domain", "group"]))}
 
 
-def _ratio_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> dict[str, SideBySide]:
-    """View kind "ratio": the ratio cells per domain, group and model."""
+def ratio_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> dict[str, SideBySide]:
+    """`LabelRatio`: the ratio cells per domain, group and model."""
+    assert isinstance(spec.view, LabelRatio)
     paper = spec.view.paper_table
     if paper is None:
         return {}
-    counted = next(iter(spec.tested_labels))  # the one tested label (MetricSpec checks it)
-    cells = {label: ratio_cells(view.tables[f"{counted}_ratio"], counted) for label, view in views.items()}
+    cells = {label: ratio_cells(tables.ratio, tables.label)
+             for label, tables in ((label, view.kind_tables(RatioTables)) for label, view in views.items())}
     return {paper.name: SideBySide(paper.title, _stack_models(cells, ["domain", "group"]))}
 
 
-def _category_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> dict[str, SideBySide]:
-    """View kind "categories": each pair difference (one row per model and a column per category: the difference in
-    points with its interval; Tables 4, 6), then the percent tables per domain (a row per group and model)."""
+def category_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> dict[str, SideBySide]:
+    """`Categories`: each pair difference (one row per model and a column per category: the difference in points with
+    its interval; Tables 4, 6), then the percent tables per domain (a row per group and model)."""
     kind, tables = spec.view, {}
+    assert isinstance(kind, Categories)
+    runs = {label: view.kind_tables(CategoryTables) for label, view in views.items()}
     for difference in kind.differences:
-        name, paper = f"{spec.name}_{difference.key}_difference", difference.paper_table
+        paper = difference.paper_table
         rows = [{"model": label, **{header: f"{diff * 100:+.2f} [{low * 100:+.2f}, {high * 100:+.2f}]"
-                                    for header, diff, low, high in view.tables[name][
+                                    for header, diff, low, high in run.differences[difference.key][
                                         ["header", "difference", "ci_low", "ci_high"]].to_numpy()}}
-                for label, view in views.items() if name in view.tables]
+                for label, run in runs.items() if difference.key in run.differences]
         if rows and paper is not None:
             tables[paper.name] = SideBySide(paper.title, pd.DataFrame(rows))
     if kind.paper_table is None:
         return tables
     per_domain: dict[str, dict[str, pd.DataFrame]] = {}
-    for label, view in views.items():
-        for domain, wide in percent_tables(view.tables[spec.name], category_headers(spec)).items():
+    for label, run in runs.items():
+        for domain, wide in percent_tables(run.shares, category_headers(spec)).items():
             per_domain.setdefault(str(domain), {})[label] = wide
     for domain, frames in per_domain.items():
         title = kind.paper_table.title.format(domain=domain, table=kind.table_numbers.get(domain, kind.layout))
@@ -227,11 +243,13 @@ def _category_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> dict[
     return tables
 
 
-def _gender_ratio_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> dict[str, SideBySide]:
-    """View kind "gender_ratio": Table 3 per model, and Figure 2's male minus female per group (with intervals)."""
+def gender_ratio_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> dict[str, SideBySide]:
+    """`GenderRatio`: Table 3 per model, and Figure 2's male minus female per group (with intervals)."""
     kind = spec.view
-    table3 = {label: table3_block(view.tables[f"{spec.name}_category"], ["category"], kind.methods)
-              for label, view in views.items() if f"{spec.name}_category" in view.tables}
+    assert isinstance(kind, GenderRatio)
+    runs = {label: view.kind_tables(GenderRatioTables) for label, view in views.items()}
+    table3 = {label: table3_block(run.category, ["category"], kind.methods)
+              for label, run in runs.items() if run.category is not None}
     if not table3:
         return {}
     tables = {}
@@ -240,8 +258,8 @@ def _gender_ratio_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> d
     # Figure 2 plots the paper's first method; a run without it contributes its first scored method instead,
     # named in the method_name column (and in the heading).
     fig2 = {}
-    for label, view in views.items():
-        rows = first_method(view.tables[f"{spec.name}_group"], kind.methods)
+    for label, run in runs.items():
+        rows = first_method(run.group, kind.methods)
         fig2[label] = rows.assign(**{"male minus female [interval]": [
             signed_cell(*row) for row in rows[["male_minus_female", "male_minus_female_ci_low",
                                                "male_minus_female_ci_high"]].to_numpy()]})[
@@ -253,22 +271,15 @@ def _gender_ratio_tables(spec: MetricSpec, views: Mapping[str, MetricView]) -> d
     return tables
 
 
-# View kind (`MetricSpec.view.kind`) -> its side-by-side tables: (spec, {model: view}) -> {file name: table}.
-PAPER_TABLES: dict[str, Callable[[MetricSpec, Mapping[str, MetricView]], dict[str, SideBySide]]] = {
-    "labels": _label_tables,
-    "ratio": _ratio_tables,
-    "categories": _category_tables,
-    "gender_ratio": _gender_ratio_tables,
-}
-
-
 def _paper_tables(compared: ComparedRuns) -> dict[str, SideBySide]:
-    """Every metric's side-by-side tables (in `MetricSpec.paper_rank` order), then the worst cases over k."""
+    """Every metric's side-by-side tables (its view kind's `ViewHooks.paper_tables`, in
+    `MetricPresentation.paper_rank` order), then the worst cases over k."""
     tables: dict[str, SideBySide] = {}
-    for spec in sorted(metric_specs(), key=lambda spec: spec.paper_rank):
+    for spec in sorted(metric_specs(), key=lambda spec: spec.presentation.paper_rank):
         views = compared.views(spec.name)
         if views:
-            tables.update(PAPER_TABLES[spec.view.kind](spec, views))
+            paper_tables: PaperTables = resolve_hook(spec.view.hooks.paper_tables)
+            tables.update(paper_tables(spec, views))
     worst = compared.worst_cases()
     if worst:
         tables["worst_case_per_group"] = SideBySide(

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from bold_eval.analysis.clustered import confidence_label
+from bold_eval.analysis.results import RatioTables
 
 
 def _error_extents(value: Any, low: Any, high: Any) -> np.ndarray:
@@ -67,9 +68,9 @@ def plot_stacked_proportions(table: pd.DataFrame, colors: Mapping[str, str], tit
 
 
 def plot_ratio(table: pd.DataFrame, path: Path, *, label: str, alpha: float = 0.05) -> Path:
-    """A "ratio" view's `<label>_ratio` per group with its interval, one panel per domain (toxic_ratio, Section
+    """A `LabelRatio` view's `<label>_ratio` per group with its interval, one panel per domain (toxic_ratio, Section
     6.1.3)."""
-    ratio = f"{label}_ratio"
+    ratio = RatioTables.table_name(label)  # the table's share column
     domains = list(dict.fromkeys(table["domain"]))
     sizes = [int((table["domain"] == domain).sum()) for domain in domains]
     fig = Figure(figsize=(8.5, 0.6 * len(domains) + 0.32 * sum(sizes) + 0.6))
@@ -100,7 +101,7 @@ def plot_ratio(table: pd.DataFrame, path: Path, *, label: str, alpha: float = 0.
 
 def plot_male_minus_female(table: pd.DataFrame, path: Path, *, methods: Mapping[str, str], title: str,
                            alpha: float = 0.05) -> Path:
-    """Figure 2: proportion male minus proportion female per fine-grained group of a "gender_ratio" view, with the
+    """Figure 2: proportion male minus proportion female per fine-grained group of a `GenderRatio` view, with the
     interval of the plotted method's difference and each group's number of texts."""
     wide = table.pivot_table(index="group", columns="method", values="male_minus_female", sort=False)
     totals = table.groupby("group", sort=False)["total"].first()

@@ -166,8 +166,9 @@ def reading_details(record: RunRecord, summary: Summary) -> list[str]:
                    "Smaller differences may exist and go unseen; rare labels need smaller differences.")
     for spec in metric_specs():
         view = summary.scored(spec.name)
-        if spec.reading_notes is not None and view is not None and view.tables:
-            out += spec.reading_notes((record.metric_options or {}).get(spec.name) or {})
+        notes = spec.presentation.reading_notes
+        if notes is not None and view is not None and view.tables:
+            out += notes((record.metric_options or {}).get(spec.name) or {})
     return out
 
 

@@ -169,10 +169,11 @@ def _score_columns(scores: pd.DataFrame) -> list[str]:
 
 def sort_columns(scores: pd.DataFrame) -> list[str]:
     """The continuous scores the text browser sorts on: the columns the worst cases reduce (VADER's compound,
-    the toxicity score) and each metric's continuous scores (`MetricSpec.scores`, named `<metric>_<score>`), those
+    the toxicity score) and each metric's continuous scores (`Validation.scores`, named `<metric>_<score>`), those
     the run has. Not every score column: the index of a full-BOLD run with 25 samples must stay small."""
     candidates = [case.column for _, case, _ in worst_cases(scores.columns)]
-    candidates += [f"{spec.name}_{view.score}" for spec in metric_specs() for view in spec.scores.values()]
+    candidates += [f"{spec.name}_{view.score}" for spec in metric_specs() if spec.validation is not None
+                   for view in spec.validation.scores.values()]
     return [column for column in dict.fromkeys(candidates) if column in scores
             and pd.api.types.is_numeric_dtype(scores[column]) and not pd.api.types.is_bool_dtype(scores[column])]
 

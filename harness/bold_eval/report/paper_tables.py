@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bold_eval.analysis.results import RatioTables
 from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR, RELIGION_PAIR
-from bold_eval.metrics.spec import MetricSpec
+from bold_eval.metrics.spec import Categories, MetricSpec
 from bold_eval.report.markdown import (
     format_interval,
     format_p,
@@ -59,16 +60,16 @@ def tests_markdown(tests: Sequence[Mapping[str, Any]]) -> str:
 
 def interval_cells(table: pd.DataFrame, index: list[str], labels: Sequence[str]) -> pd.DataFrame:
     """A `proportion_table` as one row per `index` and one "p [low, high]" column per label, in
-    `labels` order (the sections of view kind "labels")."""
+    `labels` order (the sections of view kind `LabelShares`)."""
     cells = table.assign(cell=[format_interval(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
     wide = cells.pivot_table(index=index, columns="label", values="cell", aggfunc="first", sort=True)
     return wide[[label for label in labels if label in wide.columns]].reset_index()
 
 
 def ratio_cells(table: pd.DataFrame, label: str) -> pd.DataFrame:
-    """A "ratio" view's table (`LabelRatio`) as shown: domain, group, total, the count `<label>`, and
+    """A `LabelRatio` view's table as shown: domain, group, total, the count `<label>`, and
     `<label>_ratio` as "r [low, high]"."""
-    ratio = f"{label}_ratio"
+    ratio = RatioTables.table_name(label)  # the table's share column
     shown = table.assign(**{ratio: [format_interval(*row) for row in table[[ratio, "ci_low", "ci_high"]].to_numpy()]})
     return shown[["domain", "group", "total", label, ratio]]
 
@@ -116,8 +117,9 @@ def table3_block(table: pd.DataFrame, keys: list[str], methods: Mapping[str, str
 
 
 def category_headers(spec: MetricSpec) -> dict[str, str]:
-    """A "categories" metric's category -> the paper's column header (`MetricSpec.headers`, else its name)."""
-    return {name: spec.headers.get(name, name) for name in spec.view.categories}
+    """A `Categories` metric's category -> the paper's column header (`MetricPresentation.headers`, else its name)."""
+    assert isinstance(spec.view, Categories)
+    return {name: spec.presentation.headers.get(name, name) for name in spec.view.categories}
 
 
 def percent_cell(proportion: float, low: float, high: float) -> str:
@@ -130,7 +132,7 @@ def percent_cell(proportion: float, low: float, high: float) -> str:
 
 
 def percent_tables(table: pd.DataFrame, headers: Mapping[str, str]) -> dict[Any, pd.DataFrame]:
-    """{domain: paper Tables 9-11 layout} of a "categories" view (`Categories`): one row per group (and its n), one
+    """{domain: paper Tables 9-11 layout} of a `Categories` view: one row per group (and its n), one
     "percent [interval]" column per category, in the order of `headers` (category -> the paper's header)."""
     cells = table.assign(cell=[percent_cell(*row) for row in table[["proportion", "ci_low", "ci_high"]].to_numpy()])
     per_domain = {}

@@ -61,12 +61,14 @@ BASELINE_CAVEATS = (
 
 
 def caveats() -> tuple[str, ...]:
-    """The report's and compare's caveats: BOLD's scope, the metrics' instruments (`MetricSpec.instrument`, in the
-    registry's order), the baseline and small groups, then each metric's own (`MetricSpec.caveats`, by `paper_rank`)."""
-    instruments = [spec.instrument for spec in metric_specs() if spec.instrument]
+    """The report's and compare's caveats: BOLD's scope, the metrics' instruments (`MetricPresentation.instrument`, in
+    the registry's order), the baseline and small groups, then each metric's own (`MetricPresentation.caveats`, by
+    `paper_rank`)."""
+    instruments = [spec.presentation.instrument for spec in metric_specs() if spec.presentation.instrument]
     measured = ([f"The metrics are classifiers and lexicons ({', '.join(instruments)}). They carry their own biases "
                  "and do not measure the degree of social bias (Section 7)."] if instruments else [])
-    own = [caveat for spec in sorted(metric_specs(), key=lambda spec: spec.paper_rank) for caveat in spec.caveats]
+    own = [caveat for spec in sorted(metric_specs(), key=lambda spec: spec.presentation.paper_rank)
+           for caveat in spec.presentation.caveats]
     return (BOLD_CAVEAT, *measured, *BASELINE_CAVEATS, *own)
 
 

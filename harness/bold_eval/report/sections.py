@@ -1,5 +1,6 @@
-"""One report section per metric, in the paper's order, by its view kind (`MetricSpec.view`): a metric of an
-existing kind gets its section, with the titles and captions of its spec, without a line here."""
+"""One report section per metric, in the paper's order, by its view kind (`MetricSpec.view`, whose
+`ViewHooks.section` names its function here): a metric of an existing kind gets its section, with the titles and
+captions of its spec, without a line here."""
 
 from __future__ import annotations
 
@@ -11,10 +12,17 @@ import numpy as np
 import pandas as pd
 
 from bold_eval.analysis.clustered import confidence_label
-from bold_eval.analysis.results import MetricView, Summary
+from bold_eval.analysis.results import (
+    CategoryTables,
+    GenderRatioTables,
+    LabelTables,
+    MetricView,
+    RatioTables,
+    Summary,
+)
 from bold_eval.analysis.statistics import wide_proportions, wilson_interval
 from bold_eval.metrics import metric_spec
-from bold_eval.metrics.spec import GenderRatio, MetricSpec
+from bold_eval.metrics.spec import Categories, GenderRatio, LabelShares, MetricSpec, resolve_hook
 from bold_eval.report.figures import (
     plot_male_minus_female,
     plot_ratio,
@@ -46,28 +54,34 @@ class Folders(NamedTuple):
     tables: Path
     alpha: float
 
+
+# A view kind's report section (`ViewHooks.section`): (spec, its view, where to write, the report's lines to extend).
+Section = Callable[[MetricSpec, MetricView, Folders, list[str]], None]
+
+
 # Figure colours for a metric whose spec names none, in label order.
 DEFAULT_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
 def label_colors(spec: MetricSpec, labels: list[Any]) -> dict[Any, str]:
-    """Figure colours: the spec's (`MetricSpec.colors`, in its order) for the labels it names, then a default per
-    remaining label."""
-    colors = {label: color for label, color in spec.colors.items() if label in labels}
+    """Figure colours: the spec's (`MetricPresentation.colors`, in its order) for the labels it names, then a default
+    per remaining label."""
+    colors = {label: color for label, color in spec.presentation.colors.items() if label in labels}
     colors.update((label, DEFAULT_COLORS[i % len(DEFAULT_COLORS)]) for i, label in enumerate(labels)
                   if label not in colors)
     return colors
 
 
-def _labels_section(spec: MetricSpec, view: MetricView, where: Folders, out: list[str]) -> None:
-    """View kind "labels" (`LabelShares`): each table's "p [interval]" cells per group and its stacked figures,
-    one per domain when the figure title names "{domain}"; with `by_domain`, a table and figure per domain."""
-    kind = spec.view
-    title = kind.figure_title or f"{spec.title or spec.name}, {{domain}} domain"
-    for name, table in view.tables.items():
+def labels_section(spec: MetricSpec, view: MetricView, where: Folders, out: list[str]) -> None:
+    """`LabelShares`: each table's "p [interval]" cells per group and its stacked figures, one per domain when the
+    figure title names "{domain}"; with `by_domain`, a table and figure per domain."""
+    kind, shares = spec.view, view.kind_tables(LabelTables).shares
+    assert isinstance(kind, LabelShares)
+    title = kind.figure_title or f"{spec.presentation.title or spec.name}, {{domain}} domain"
+    for name, table in shares.items():
         labels = list(dict.fromkeys(table["label"]))
         colors = label_colors(spec, labels)
-        if len(view.tables) > 1:
+        if len(shares) > 1:
             out += [f"### {name}", ""]
         if kind.by_domain:
             for domain, part in table.groupby("domain", sort=True):
@@ -90,21 +104,21 @@ def _labels_section(spec: MetricSpec, view: MetricView, where: Folders, out: lis
             write_table(wide_proportions(table), where.tables, f"{name}_wide")
 
 
-def _ratio_section(spec: MetricSpec, view: MetricView, where: Folders, out: list[str]) -> None:
-    """View kind "ratio" (`LabelRatio`): `<label>_ratio` per group with its interval, and its figure."""
-    label = next(iter(spec.tested_labels))  # the one tested label (MetricSpec checks it)
-    name = f"{label}_ratio"
-    table = view.tables[name]
-    figure = plot_ratio(table, where.figures / f"{name}.png", label=label, alpha=where.alpha)
-    out += [markdown(ratio_cells(table, label)), "", f"![{name.replace('_', ' ')}](figures/{figure.name})", ""]
+def ratio_section(spec: MetricSpec, view: MetricView, where: Folders, out: list[str]) -> None:
+    """`LabelRatio`: `<label>_ratio` per group with its interval, and its figure."""
+    tables = view.kind_tables(RatioTables)
+    label, name = tables.label, tables.name
+    figure = plot_ratio(tables.ratio, where.figures / f"{name}.png", label=label, alpha=where.alpha)
+    out += [markdown(ratio_cells(tables.ratio, label)), "", f"![{name.replace('_', ' ')}](figures/{figure.name})", ""]
 
 
-def _gender_ratio_section(spec: MetricSpec, view: MetricView, where: Folders, out: list[str]) -> None:
-    """View kind "gender_ratio" (`GenderRatio`): Table 3 with its page-level intervals and Section 6.2's
-    summaries, the gendered tokens, and male minus female per group (Figure 2)."""
-    kind, tables, level = spec.view, view.tables, confidence_label(where.alpha)
-    if f"{spec.name}_category" in tables:
-        table = tables[f"{spec.name}_category"]
+def gender_ratio_section(spec: MetricSpec, view: MetricView, where: Folders, out: list[str]) -> None:
+    """`GenderRatio`: Table 3 with its page-level intervals and Section 6.2's summaries, the gendered tokens, and
+    male minus female per group (Figure 2)."""
+    kind, tables, level = spec.view, view.kind_tables(GenderRatioTables), confidence_label(where.alpha)
+    assert isinstance(kind, GenderRatio)
+    if tables.category is not None:
+        table = tables.category
         out += [f"{kind.table_caption}. male : female is male # / female #, with its {level} interval with the "
                 "super-group's Wikipedia pages as units (BOLD `name`: a page's sentences are not independent): the "
                 "ratio is s / (1 - s) for s the male share of the texts classified male or female, and s gets Korn "
@@ -112,10 +126,10 @@ def _gender_ratio_section(spec: MetricSpec, view: MetricView, where: Folders, ou
                 "allows). Without female texts the ratio is infinite and its lower end comes from the upper bound "
                 "on the female share of those texts, at the effective number of pages.", "",
                 markdown(table3_block(table, ["category"], kind.methods), ".2f"), ""]
-        out += _ratio_summary_lines(kind, tables.get(f"{spec.name}_ratio_summary"), table, level)
-    if f"{spec.name}_tokens" in tables:
-        out += [kind.tokens_caption, "", markdown(tables[f"{spec.name}_tokens"]), ""]
-    group = tables[f"{spec.name}_group"]
+        out += _ratio_summary_lines(kind, tables.ratio_summary, table, level)
+    if tables.tokens is not None:
+        out += [kind.tokens_caption, "", markdown(tables.tokens), ""]
+    group = tables.group
     figure = plot_male_minus_female(group, where.figures / f"{spec.name}_male_minus_female.png",
                                     methods=kind.methods, title=kind.figure_title, alpha=where.alpha)
     cells = group.assign(cell=[signed_cell(*row) if not pd.isna(row[1]) else f"{row[0]:+.3f}" for row in
@@ -187,19 +201,19 @@ def _difference_rows(diff: pd.DataFrame, level: str, alpha: float) -> pd.DataFra
     })
 
 
-def _categories_section(spec: MetricSpec, view: MetricView, where: Folders, out: list[str]) -> None:
-    """View kind "categories" (`Categories`): percent of texts per category and group (Tables 9-11 layout), then
-    each pair difference with its test (Tables 4, 6)."""
-    kind, tables, level = spec.view, view.tables, confidence_label(where.alpha)
+def categories_section(spec: MetricSpec, view: MetricView, where: Folders, out: list[str]) -> None:
+    """`Categories`: percent of texts per category and group (Tables 9-11 layout), then each pair difference with
+    its test (Tables 4, 6)."""
+    kind, tables, level = spec.view, view.kind_tables(CategoryTables), confidence_label(where.alpha)
+    assert isinstance(kind, Categories)
     layout = f", {kind.layout}" if kind.layout else ""
-    for domain, wide in percent_tables(tables[spec.name], category_headers(spec)).items():
+    for domain, wide in percent_tables(tables.shares, category_headers(spec)).items():
         out += [f"### {domain} (percent of texts [{level} interval]{layout})", "", markdown(wide, ".2f"), ""]
     for difference in kind.differences:
-        name = f"{spec.name}_{difference.key}_difference"
-        if name not in tables:
+        diff = tables.differences.get(difference.key)
+        if diff is None:
             out += [f"### {difference.title}", "", "_(the groups are not in this run)_", ""]
             continue
-        diff = tables[name]
         first = diff.iloc[0]
         out += [f"### {difference.title}", "",
                 f"a = {first['group_a']} (n={first['total_a']}), b = {first['group_b']} (n={first['total_b']}); "
@@ -210,19 +224,10 @@ def _categories_section(spec: MetricSpec, view: MetricView, where: Folders, out:
         out += [f"_Note: {note}_", ""]
 
 
-# View kind (`MetricSpec.view.kind`) -> the section that shows its tables.
-SECTIONS: dict[str, Callable[[MetricSpec, MetricView, Folders, list[str]], None]] = {
-    "labels": _labels_section,
-    "ratio": _ratio_section,
-    "categories": _categories_section,
-    "gender_ratio": _gender_ratio_section,
-}
-
-
 def write_view_tables(summary: Summary, tables: Path) -> None:
     """Every metric's tables, and its tests as `<metric>_tests`, into tables/."""
     for metric, view in summary.views.items():
-        for name, table in view.tables.items():
+        for name, table in view.tables.named().items():
             write_table(table, tables, name)
         if view.tests:
             write_table(pd.DataFrame(to_jsonable(view.tests)), tables, f"{metric}_tests")
@@ -234,11 +239,12 @@ def metric_sections(summary: Summary, figures: Path, tables: Path) -> list[str]:
     where = Folders(figures, tables, summary.statistics.alpha)
     for metric, view in summary.views.items():
         spec = metric_spec(metric)
-        out += [f"## {spec.title or metric}", ""]
+        out += [f"## {spec.presentation.title or metric}", ""]
         if view.skipped is not None:
             out += [f"**Skipped** — {view.skipped}", ""]
             continue
-        SECTIONS[spec.view.kind](spec, view, where, out)
+        section: Section = resolve_hook(spec.view.hooks.section)
+        section(spec, view, where, out)
         if view.tests:
             out += ["Tests (the paper's, texts as units; p-values Holm-adjusted within this table, the name-level "
                     "tests are in the findings):", "", tests_markdown(view.tests), ""]

@@ -166,7 +166,7 @@ def _memo(survey: _Survey, scorers: Mapping[str, Any]) -> TextMemo:
 
 def _first_text(name: str, survey: _Survey) -> str | None:
     """A text metric `name` scores: the first of its domains (any domain when it scores all)."""
-    domains = metric_spec(name).domains
+    domains = metric_spec(name).domains.scored
     for domain, text in survey.first_text.items():
         if domains is None or domain in domains:
             return text

@@ -87,7 +87,7 @@ class TextScorer:
         """Which columns the loaded scorers give (gender polarity's methods depend on the resources found)."""
         indicators: list[Indicator] = []
         for name, scorer in self.scorers.items():
-            domains = metric_spec(name).domains
+            domains = metric_spec(name).domains.scored
             result = ScoringResult(columns=pd.DataFrame(index=range(1)))
             score_with({name: scorer}, [_PROBE], [domains[0] if domains else "gender"], result)
             indicators.extend(metric_indicators(name, list(result.columns.columns)))
@@ -116,5 +116,5 @@ def _indicator(value: Any, marked: Any) -> float:
 
 def _probe_domains(metrics: Sequence[str]) -> list[str]:
     """A domain each metric scores, so that `load_scorers` skips none for want of rows."""
-    domains = {(metric_spec(name).domains or ("gender",))[0] for name in metrics}
+    domains = {(metric_spec(name).domains.scored or ("gender",))[0] for name in metrics}
     return sorted(domains)

@@ -94,27 +94,28 @@ def check_metric_options(metric_options: Mapping[str, Mapping[str, Any]] | None)
 
 
 def _named_resources(name: str, options: Mapping[str, Any]) -> list[str]:
-    """The options the user gave that name one of the metric's resources (`MetricSpec.resource_options`)."""
-    keys = metric_spec(name).resource_options
+    """The options the user gave that name one of the metric's resources (`Resources.options`)."""
+    keys = metric_spec(name).resources.options
     return [f"{name}.{key}={options[key]}" for key in keys if options.get(key) is not None]
 
 
 def _load_scorer(name: str, options: Mapping[str, Any], result: ScoringResult) -> Any:
-    """The metric's scorer, or its fallback (`MetricSpec.fallback_options`) when its default resource is missing.
+    """The metric's scorer, or its fallback (`Resources.fallback`) when its default resource is missing.
 
     Gender polarity's unigram matching (Section 4.5) needs no resource, so when the user did not choose `methods`
     and the embedding for Gender-Max / Gender-Wavg is unavailable, the run keeps the unigram counts and records
     why the other two are missing instead of dropping the whole metric.
     """
     spec = metric_spec(name)
+    fallback = spec.resources.fallback
     try:
         return spec.load_scorer(**dict(options))
     except ResourceNotFoundError as error:
-        if (not spec.fallback_options or any(key in options for key in spec.fallback_guard)
+        if (fallback is None or any(key in options for key in fallback.guard)
                 or _named_resources(name, options)):
             raise
-        scorer = spec.load_scorer(**{**options, **spec.fallback_options})
-        result.partial[name] = f"{spec.fallback_note}: {error}"
+        scorer = spec.load_scorer(**{**options, **fallback.options})
+        result.partial[name] = f"{fallback.note}: {error}"
         return scorer
 
 
@@ -122,15 +123,15 @@ def load_scorers(metrics: Sequence[str], metric_options: Mapping[str, Mapping[st
                  result: ScoringResult) -> dict[str, Any]:
     """Every metric's scorer, loaded before any is run, so a resource the user named that is missing
     stops the run before minutes of scoring; unavailable defaults go to `result.skipped`, and so does a
-    metric none of whose domains (`MetricSpec.domains`) the texts are from."""
+    metric none of whose domains (`Domains.scored`) the texts are from."""
     scorers: dict[str, Any] = {}
     for name in metrics:
         options = metric_options.get(name, {})
         spec = metric_spec(name)
-        if spec.domains is not None and not len(metric_rows(name, domains)):
-            where = f", {spec.domains_source}" if spec.domains_source else ""
-            result.skipped[name] = (f"no {' or '.join(spec.domains)} rows in this run ({name} is computed only on "
-                                    f"them{where})")
+        if spec.domains.scored is not None and not len(metric_rows(name, domains)):
+            where = f", {spec.domains.source}" if spec.domains.source else ""
+            result.skipped[name] = (f"no {' or '.join(spec.domains.scored)} rows in this run ({name} is computed "
+                                    f"only on them{where})")
             continue
         try:
             scorers[name] = _load_scorer(name, options, result)
@@ -153,8 +154,8 @@ def scorer_resources(scorers: Mapping[str, Any]) -> dict[str, list[dict[str, str
 
 
 def metric_rows(name: str, domains: Sequence[str]) -> np.ndarray:
-    """Positions of the texts metric `name` scores: those of its domains (`MetricSpec.domains`)."""
-    spec_domains = metric_spec(name).domains
+    """Positions of the texts metric `name` scores: those of its domains (`Domains.scored`)."""
+    spec_domains = metric_spec(name).domains.scored
     if spec_domains is None:
         return np.arange(len(domains))
     return np.flatnonzero(np.isin(np.asarray(domains, dtype=object), spec_domains))
@@ -166,7 +167,7 @@ def score_texts(
     metrics: Sequence[str],
     metric_options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ScoringResult:
-    """Run each metric's scorer over `texts`, each on the rows of its domains (`MetricSpec.domains`)."""
+    """Run each metric's scorer over `texts`, each on the rows of its domains (`Domains.scored`)."""
     if len(texts) != len(domains):
         raise ValueError(f"texts and domains must have the same length, got {len(texts)} and {len(domains)}")
     metric_options = dict(metric_options or {})
@@ -199,7 +200,7 @@ def score_distinct(scorer: Any, texts: list[str], name: str = "metric", *,
 def score_with(scorers: Mapping[str, Any], texts: list[str], domains: Sequence[str], result: ScoringResult,
                 cache: ReferenceCache | None = None, memo: TextMemo | None = None) -> np.ndarray:
     """Fill `result` with every loaded scorer's columns for `texts`. With `cache`, the classifier
-    metrics (`MetricSpec.cached`) read and extend it; returns, per text, whether a cached metric applied
+    metrics (`Resources.cached`) read and extend it; returns, per text, whether a cached metric applied
     to it and every such metric found it in the cache. With `memo` (`texts` is one chunk of a streamed
     run), texts scored in an earlier chunk are not scored again, and every chunk's columns have one type
     (a metric of some domains gives nullable columns even in a chunk of its domains only)."""
@@ -208,7 +209,7 @@ def score_with(scorers: Mapping[str, Any], texts: list[str], domains: Sequence[s
     for name, scorer in scorers.items():
         started = time.perf_counter()
         rows = metric_rows(name, domains)
-        if cache is not None and metric_spec(name).cached:
+        if cache is not None and metric_spec(name).resources.cached:
             scored, cached = cache.score(name, scorer, [texts[i] for i in rows])
             applied[rows] = True
             hit[rows] &= cached
@@ -222,7 +223,7 @@ def score_with(scorers: Mapping[str, Any], texts: list[str], domains: Sequence[s
                 raise ValueError(f"metric {name} returned {len(values)} values for column {column}, expected "
                                  f"{len(rows)}")
             columns[f"{name}_{column}"] = _spread(values, rows, len(texts),
-                                                  memo is not None and metric_spec(name).domains is not None)
+                                                  memo is not None and metric_spec(name).domains.scored is not None)
         for column, labels in getattr(scorer, "label_columns", {}).items():
             result.label_columns[f"{name}_{column}"] = tuple(labels)
         result.seconds[name] = round(time.perf_counter() - started, 3)

@@ -13,30 +13,31 @@ __all__ = ["ScoreView", "Scored", "score_view", "validated_scores"]
 
 
 def validated_scores(metric: str) -> Mapping[str, ScoreView]:
-    """The scores of `metric` that `validate` can compare with human labels (`MetricSpec.scores`)."""
-    spec = metric_spec(metric)
-    if not spec.scores:
-        raise UsageError(f"{metric} declares no score to validate (its MetricSpec has no `scores`)")
-    return spec.scores
+    """The scores of `metric` that `validate` can compare with human labels (`Validation.scores`)."""
+    validation = metric_spec(metric).validation
+    if validation is None:
+        raise UsageError(f"{metric} declares no score to validate (its MetricSpec has no `validation`)")
+    return validation.scores
 
 
 def score_view(metric: str, texts: Sequence[str], score: str | None = None, **options: Any) -> Scored:
     """Run `metric` on `texts` through its scorer and return the `score` view of its output.
 
     `options` go to the metric's `load_scorer`. A metric may compute only the validated score
-    (`MetricSpec.validation_options`): for gender polarity `score` is the method (unigram, max, wavg;
+    (`Validation.options`): for gender polarity `score` is the method (unigram, max, wavg;
     default: the one in `methods`, else unigram) and only it is computed.
     """
     spec = metric_spec(metric)
     views = validated_scores(metric)
+    validation = spec.validation
+    assert validation is not None  # validated_scores checked it
     options = dict(options)
     check_scorer_options(metric, options)
-    if spec.validation_options is not None:
-        score, options = spec.validation_options(score, options)
-    score = spec.default_score if score is None else score
+    if validation.options is not None:
+        score, options = validation.options(score, options)
+    score = validation.default_score if score is None else score
     if score not in views:
         raise UsageError(f"{metric} has no score {score!r} to validate; valid: {', '.join(views)}")
     scorer = spec.load_scorer(**options)
     columns = scorer(texts)
-    assert spec.read_score is not None  # MetricSpec requires it with `scores`
-    return spec.read_score(views[score], scorer, columns, options)
+    return validation.read_score(views[score], scorer, columns, options)
