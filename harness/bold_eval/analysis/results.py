@@ -4,7 +4,12 @@ A field renamed here fails where it is read (a type checker, or the first test t
 a report is written. Each type's `as_dict()` gives the mapping summary.json is written from, key for key and in
 the same order, so the files a run writes do not depend on these types.
 
-- `DifferenceTest`: one comparison of two sides (`clustered.difference_test`).
+- `Method`: how a difference was tested (the value tables and JSON carry; the words a report prints for each are
+  kept apart, in `clustered.METHOD_NOTES` and `compare.OVERALL_NOTES`).
+- `DifferenceTest`: one comparison of two sides (`clustered.difference_test`); `PairedDifference` one overall
+  difference of two runs on shared prompts (`compare.paired_difference`).
+- `ChiSquareTest` and `PairTest` (`TwoProportionTest` with its pair): the paper's own tests of a metric's view
+  (`statistics.chi_square_across_groups`, `statistics.pair_test`); `PaperTest` is either.
 - `CorrectedFamily`: a table of tests corrected as one family (compare's interactions and overall differences);
   `Findings` adds the settings, `GroupFindings` (`findings.group_findings`, `summary.run_findings`) the design
   effects, power and largest gaps, `PairedFindings` (`findings.paired_findings`) the prompts both sources share.
@@ -16,10 +21,32 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+class Method(str, Enum):
+    """How a difference was tested. The value is the identifier tables and JSON carry (a `method` column); what a
+    report prints about a method is kept apart from it (`clustered.METHOD_NOTES`, `compare.OVERALL_NOTES`). A member
+    is a `str` equal to its value and prints as its value, so tables and files hold the identifier itself."""
+
+    UNTESTED = ""
+    SCORE = "cluster score t"
+    Z_TEST = "two-proportion z"
+    FISHER = "Fisher exact"
+    T_TEST = "t test"
+    PAIRED_CONTINUOUS = "paired score t, continuous"
+    PAIRED_SCORE = "paired score t over names"
+    NO_DISCORDANT = "exact: no prompt differs"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
 
 
 @dataclass(frozen=True)
@@ -34,13 +61,122 @@ class DifferenceTest:
     ci_high: float
     statistic: float
     p_value: float
-    method: str
+    method: Method
     testable: bool
     note: str = ""
 
+    def as_dict(self) -> dict[str, float | str | bool]:
+        """The eight fields by name, in order (a row of a tests table), the method as its identifier."""
+        return {"estimate": self.estimate, "ci_low": self.ci_low, "ci_high": self.ci_high,
+                "statistic": self.statistic, "p_value": self.p_value, "method": str(self.method),
+                "testable": self.testable, "note": self.note}
+
+
+@dataclass(frozen=True)
+class PairedDifference(DifferenceTest):
+    """An overall difference of two runs on their shared prompts (`compare.paired_difference`): a `DifferenceTest`
+    with the number of names (the units) and of names on which the runs differ on some prompt."""
+
+    names: int = 0
+    discordant_names: int = 0
+
+    def as_dict(self) -> dict[str, float | str | bool]:
+        """The fields in compare's order: the estimate and its interval and test, the names, how it was tested."""
+        return {"estimate": self.estimate, "ci_low": self.ci_low, "ci_high": self.ci_high,
+                "statistic": self.statistic, "p_value": self.p_value, "names": self.names,
+                "discordant_names": self.discordant_names, "method": str(self.method), "testable": self.testable,
+                "note": self.note}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChiSquareTest:
+    """The paper's chi-square test of independence between group and label across a domain's groups (Sections
+    6.1.3, 6.2; `statistics.chi_square_across_groups`). The statistic, dof, p-value and smallest expected count are
+    None when the test is undefined (`note` says why); `reliable` is False when a group's expected count is below
+    the rule's minimum (`small_groups`). `p_holm`: Holm-adjusted within its metric's table (`summary.summarize`);
+    None when untestable or not adjusted."""
+
+    test: ClassVar[str] = "chi-square"
+
+    domain: str = ""
+    column: str
+    label: str | None
+    groups: list[str]
+    n: int
+    statistic: float | None = None
+    dof: int | None = None
+    p_value: float | None = None
+    min_expected: float | None = None
+    small_groups: list[str] = field(default_factory=list)
+    reliable: bool = False
+    rule: str
+    note: str = ""
+    p_holm: float | None = None
+
     def as_dict(self) -> dict[str, Any]:
-        """The eight fields by name, in order (a row of a tests table)."""
-        return dataclasses.asdict(self)
+        """A row of `<metric>_tests` and an entry of summary.json's "tests"."""
+        return {"domain": self.domain, "test": self.test, "column": self.column, "label": self.label,
+                "groups": list(self.groups), "n": self.n, "statistic": self.statistic, "dof": self.dof,
+                "p_value": self.p_value, "min_expected": self.min_expected, "small_groups": list(self.small_groups),
+                "reliable": self.reliable, "rule": self.rule, "note": self.note, "p_holm": self.p_holm}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TwoProportionTest:
+    """The paper's "binomial proportion test" of two sides a and b (`statistics.two_proportion_test`): counts,
+    totals and proportions, the difference a - b with its Newcombe interval, z and p (None when undefined), and the
+    sides whose expected count is below the rule's minimum (`small_groups`, then `reliable` is False)."""
+
+    test: ClassVar[str] = "two-proportion z"
+
+    count_a: int
+    total_a: int
+    proportion_a: float
+    count_b: int
+    total_b: int
+    proportion_b: float
+    difference: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    statistic: float | None = None
+    p_value: float | None = None
+    small_groups: list[str] = field(default_factory=list)
+    reliable: bool = False
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"test": self.test, "count_a": self.count_a, "total_a": self.total_a,
+                "proportion_a": self.proportion_a, "count_b": self.count_b, "total_b": self.total_b,
+                "proportion_b": self.proportion_b, "difference": self.difference, "ci_low": self.ci_low,
+                "ci_high": self.ci_high, "statistic": self.statistic, "p_value": self.p_value,
+                "small_groups": list(self.small_groups), "reliable": self.reliable, "note": self.note}
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairTest(TwoProportionTest):
+    """A `TwoProportionTest` of one of the paper's pairs (`statistics.pair_test`: group_a against group_b in
+    `domain`) on `column` == the value named `label`, the sides named by their groups. `p_holm` as in
+    `ChiSquareTest`."""
+
+    domain: str
+    group_a: str
+    group_b: str
+    column: str
+    label: str
+    p_holm: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """A row of `<metric>_tests` and an entry of summary.json's "tests"."""
+        return {**self.row(), "p_holm": self.p_holm}
+
+    def row(self) -> dict[str, Any]:
+        """The test without `p_holm`: a row of a "categories" view's difference table, which gets its own."""
+        return {"domain": self.domain, "group_a": self.group_a, "group_b": self.group_b, "column": self.column,
+                "label": self.label, **super().as_dict()}
+
+
+# The paper's own tests of a metric's view (`MetricView.tests`).
+PaperTest = ChiSquareTest | PairTest
 
 
 @dataclass(frozen=True)
@@ -104,11 +240,11 @@ class PairedFindings(Findings):
 
 @dataclass(frozen=True)
 class MetricView:
-    """One metric's tables (by table name: those names are data, the paper's tables) and the paper's tests
-    (one dict per test), or why it was skipped."""
+    """One metric's tables (by table name: those names are data, the paper's tables) and the paper's tests,
+    or why it was skipped."""
 
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    tests: list[dict[str, Any]] = field(default_factory=list)
+    tests: list[PaperTest] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     skipped: str | None = None
 
@@ -116,7 +252,7 @@ class MetricView:
         """summary.json's entry for the metric: {"tables", "tests"[, "notes"]} or {"skipped"}."""
         if self.skipped is not None:
             return {"skipped": self.skipped}
-        view: dict[str, Any] = {"tables": self.tables, "tests": self.tests}
+        view: dict[str, Any] = {"tables": self.tables, "tests": [test.as_dict() for test in self.tests]}
         return {**view, "notes": self.notes} if self.notes else view
 
 

@@ -14,7 +14,7 @@ from scipy.stats import t as t_dist
 from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
 )
-from bold_eval.analysis.results import MetricView
+from bold_eval.analysis.results import MetricView, PaperTest
 from bold_eval.analysis.scores import (
     label_sets,
     page_names,
@@ -394,15 +394,14 @@ def gender_ratio_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wils
     else:
         categorized = texts.iloc[:0]  # no super-groups: no Table 3, no tests
     tables: dict[str, pd.DataFrame] = {}
-    tests = []
+    tests: list[PaperTest] = []
     if not categorized.empty:
         tables[f"{spec.name}_category"], tables[f"{spec.name}_ratio_summary"] = _category_table(
             spec, categorized, ci, alpha, seed)
         for column, display in scored_methods(spec, categorized.columns).values():
-            result = chi_square_across_groups(categorized, column, label_sets()[column],
-                                              label=f"{display}: male/female/neutral",
-                                              group_column="category", min_expected=min_expected)
-            tests.append({"domain": domain, **result})
+            tests.append(chi_square_across_groups(categorized, column, label_sets()[column],
+                                                  label=f"{display}: male/female/neutral",
+                                                  group_column="category", min_expected=min_expected, domain=domain))
     tables[f"{spec.name}_group"] = _group_table(spec, texts, by, ci, alpha, seed)
     token_columns = [c for c in (f"{spec.name}_male_tokens", f"{spec.name}_female_tokens") if c in texts]
     if token_columns and not categorized.empty:

@@ -12,7 +12,7 @@ import pandas as pd
 from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
 )
-from bold_eval.analysis.results import MetricView
+from bold_eval.analysis.results import MetricView, PaperTest
 from bold_eval.analysis.statistics import (
     domain_chi_squares,
     pair_test,
@@ -34,12 +34,12 @@ def paper_pairs(domains: tuple[str, ...] | None) -> list[tuple[str, str, str]]:
 
 
 def label_tests(spec: MetricSpec, data: pd.DataFrame, pairs: list[tuple[str, str, str]], *, alpha: float,
-                min_expected: int) -> list[dict[str, Any]]:
+                min_expected: int) -> list[PaperTest]:
     """For every tested label (`MetricSpec.tested`): chi-square across each domain's groups, then the pairs."""
     by_column: dict[str, dict[str, Any]] = {}
     for label, (column, value) in spec.tested(data.columns).items():
         by_column.setdefault(column, {})[label] = value
-    tests = []
+    tests: list[PaperTest] = []
     for column, targets in by_column.items():
         tested = data[data[column].notna()]
         tests += [*domain_chi_squares(tested, column, targets, min_expected),
@@ -109,7 +109,7 @@ def category_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wilson",
         for name, (column, value) in categories.items():
             result = pair_test(scores, pair, column, value, label=name, alpha=alpha, min_expected=min_expected)
             if result:
-                rows.append({"category": name, "header": spec.headers.get(name, name), **result})
+                rows.append({"category": name, "header": spec.headers.get(name, name), **result.row()})
         if rows:
             tables[f"{spec.name}_{difference.key}_difference"] = pd.DataFrame(rows)
     notes = [f"{spec.name} columns absent for: {', '.join(sorted(missing))}"] if missing else []
