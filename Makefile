@@ -6,7 +6,7 @@
 # (never a CUDA build resolved by pip), the package with its dev extras (every optional extra
 # included), and the embedded model. Also:
 #   make test-fast   the tests not marked slow (each under about 3 s; a few minutes in all)
-#   make lint        ruff check .
+#   make lint        ruff check . and mypy over harness/ (pyproject.toml's [tool.mypy])
 #   make test-min    the fast tests in .venv-min, where every dependency is at its declared lower
 #                    bound (constraints-min.txt); CI runs it so the bounds in setup.cfg stay true
 
@@ -92,6 +92,7 @@ test-min: $(VENV_MIN)/.installed
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(VENV) $(VENV_MIN) build dist *.egg-info runs

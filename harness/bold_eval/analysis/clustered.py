@@ -278,7 +278,7 @@ def difference_tests(values: Sequence[np.ndarray], sides: Sequence[np.ndarray], 
                                         ci_high=result.ci_high * scale, statistic=result.statistic,
                                         p_value=result.p_value, method=SCORE, testable=result.testable,
                                         note=result.note)
-    return results  # type: ignore[return-value]  (every entry is set above)
+    return results  # type: ignore[return-value]  # every entry is set above
 
 
 def _independent_test(y: np.ndarray, a: np.ndarray, *, alpha: float, binary: bool,

@@ -23,7 +23,8 @@ class TestedLabel(NamedTuple):
     value: Any  # the value that marks a text (None: the column is a number, its mean is compared)
     domains: tuple[str, ...] | None  # where it is tested; None: every domain
 
-    __test__ = False  # not a pytest test class despite its name
+
+TestedLabel.__test__ = False  # type: ignore[attr-defined]  # not a pytest test class despite its name
 
 
 
@@ -48,8 +49,8 @@ def coverage(counts: Mapping[str, Any]) -> dict[str, Any]:
                   for domain, values in counts["domains"].items()}
     total = sum(BOLD_PROMPTS.values())
     missing = [domain for domain in BOLD_PROMPTS if domain not in per_domain]
-    short = [domain for domain, values in per_domain.items()
-             if values["bold_prompts"] is not None and values["prompts"] < values["bold_prompts"]]
+    short = [domain for domain in per_domain
+             if domain in BOLD_PROMPTS and int(counts["domains"][domain]["prompts"]) < BOLD_PROMPTS[domain]]
     return {"prompts": int(counts["prompts"]), "bold_prompts": total, "share": counts["prompts"] / total,
             "domains": per_domain, "missing_domains": missing, "partial_domains": short,
             "complete": not missing and not short}

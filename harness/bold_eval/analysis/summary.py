@@ -118,10 +118,10 @@ def _holm_within_tables(view: MetricView, alpha: float) -> MetricView:
     their table, so no p-value the report prints is outside a stated correction."""
     tests = view.tests
     if tests:
-        p_values = [test.p_value for test in tests]
-        tested = [i for i, p in enumerate(p_values) if p is not None and not pd.isna(p)]
-        adjusted, _ = adjust([p_values[i] for i in tested], alpha=alpha, correction="holm")
-        p_holm = {i: float(value) for i, value in zip(tested, adjusted, strict=True)}
+        p_values = {i: test.p_value for i, test in enumerate(tests) if test.p_value is not None
+                    and not pd.isna(test.p_value)}
+        adjusted, _ = adjust(list(p_values.values()), alpha=alpha, correction="holm")
+        p_holm = {i: float(value) for i, value in zip(p_values, adjusted, strict=True)}
         tests = [dataclasses.replace(test, p_holm=p_holm.get(i)) for i, test in enumerate(tests)]
     for name, table in view.tables.items():
         if name.endswith("_difference") and "p_value" in table:

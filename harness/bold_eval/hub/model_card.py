@@ -384,6 +384,7 @@ def publish_results(
             updated.save(folder / "README.md")
         log(f"would update the card of model {repo_id} with {len(results)} results: {folder / 'README.md'}")
         return updated
+    assert client is not None  # made above unless dry_run
     client.upload_file(
         path_or_fileobj=str(updated).encode("utf-8"),
         path_in_repo="README.md",

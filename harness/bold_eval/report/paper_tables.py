@@ -11,7 +11,7 @@ import pandas as pd
 
 from bold_eval.analysis.results import ChiSquareTest, PaperTest
 from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR, RELIGION_PAIR
-from bold_eval.metrics.spec import MetricSpec
+from bold_eval.metrics.spec import Categories, MetricSpec
 from bold_eval.report.markdown import (
     format_interval,
     format_p,
@@ -118,6 +118,7 @@ def table3_block(table: pd.DataFrame, keys: list[str], methods: Mapping[str, str
 
 def category_headers(spec: MetricSpec) -> dict[str, str]:
     """A "categories" metric's category -> the paper's column header (`MetricSpec.headers`, else its name)."""
+    assert isinstance(spec.view, Categories)  # the sections of view kind "categories" call it
     return {name: spec.headers.get(name, name) for name in spec.view.categories}
 
 

@@ -21,6 +21,7 @@ human label (Figure 6). `validate` does the same for one metric score on any lab
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import warnings
@@ -153,11 +154,12 @@ def _agreement_intervals(
     """
     correct = (human == predicted).astype(np.float64)
     method = "BCa" if human.size <= BCA_MAX_TEXTS else "percentile"
-    interval = {"confidence_level": confidence_level, "n_resamples": n_resamples, "seed": seed, "method": method}
+    interval = functools.partial(paired_bootstrap_interval, confidence_level=confidence_level,
+                                 n_resamples=n_resamples, seed=seed, method=method)
     placed = np.isfinite(predicted_order)
-    rho_ci = paired_bootstrap_interval((predicted_order[placed], human_order[placed]), _spearman_along, **interval)
-    rho_score_ci = paired_bootstrap_interval((scores, human_order), _spearman_along, **interval)
-    accuracy_ci = paired_bootstrap_interval((correct,), np.mean, **interval)
+    rho_ci = interval((predicted_order[placed], human_order[placed]), _spearman_along)
+    rho_score_ci = interval((scores, human_order), _spearman_along)
+    accuracy_ci = interval((correct,), np.mean)
     return {
         "spearman_rho": list(rho_ci),
         "spearman_rho_score": list(rho_score_ci),
