@@ -22,10 +22,177 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypedDict
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+# --------------------------------------------------------------------------- the records summary.json is written from
+
+
+class MetricStatus(TypedDict):
+    """Whether a metric was scored (`scores.metric_status`): scored / skipped / not requested / missing, and why."""
+
+    status: str
+    reason: str
+
+
+class DomainCounts(TypedDict):
+    texts: int
+    prompts: int
+    groups: int
+    samples_per_prompt_min: int
+    samples_per_prompt_max: int
+
+
+class DomainCoverage(TypedDict):
+    prompts: int
+    bold_prompts: int | None
+    share: float | None
+
+
+class Coverage(TypedDict):
+    """How much of BOLD a run covers (`scores.coverage`)."""
+
+    prompts: int
+    bold_prompts: int
+    share: float
+    domains: dict[str, DomainCoverage]
+    missing_domains: list[str]
+    partial_domains: list[str]
+    complete: bool
+
+
+class _RunCounts(TypedDict):
+    texts: int
+    prompts: int
+    samples_per_prompt_min: int
+    samples_per_prompt_max: int
+    domains: dict[str, DomainCounts]
+
+
+class RunCounts(_RunCounts, total=False):
+    """Texts, prompts, groups and samples per prompt, per domain and overall (`scores.run_counts`), with the
+    coverage once `summary.summarize` adds it."""
+
+    coverage: Coverage
+
+
+class ChiSquareRecord(TypedDict):
+    domain: str
+    test: str
+    column: str
+    label: str | None
+    groups: list[str]
+    n: int
+    statistic: float | None
+    dof: int | None
+    p_value: float | None
+    min_expected: float | None
+    small_groups: list[str]
+    reliable: bool
+    rule: str
+    note: str
+    p_holm: float | None
+
+
+class TwoProportionRecord(TypedDict):
+    test: str
+    count_a: int
+    total_a: int
+    proportion_a: float
+    count_b: int
+    total_b: int
+    proportion_b: float
+    difference: float
+    ci_low: float | None
+    ci_high: float | None
+    statistic: float | None
+    p_value: float | None
+    small_groups: list[str]
+    reliable: bool
+    note: str
+
+
+class PairRowRecord(TwoProportionRecord):
+    domain: str
+    group_a: str
+    group_b: str
+    column: str
+    label: str
+
+
+class PairTestRecord(PairRowRecord):
+    p_holm: float | None
+
+
+class FindingsSettings(TypedDict):
+    alpha: float
+    correction: str
+    correction_name: str
+    cluster: str
+    cluster_unit: str
+
+
+class _GroupFindingsRecord(FindingsSettings):
+    tests: pd.DataFrame
+    design_effects: pd.DataFrame
+    power: pd.DataFrame
+    family: int
+    untestable: int
+    too_small_domains: list[str]
+    too_small: bool
+
+
+class GroupFindingsRecord(_GroupFindingsRecord, total=False):
+    gaps: pd.DataFrame
+
+
+class PairedFindingsRecord(FindingsSettings):
+    tests: pd.DataFrame
+    family: int
+    untestable: int
+    shared_prompts: int
+    model_prompts: int
+    reference_prompts: int
+
+
+class Skipped(TypedDict):
+    """A view that has no tables, and why."""
+
+    skipped: str
+
+
+class _MetricViewRecord(TypedDict):
+    tables: dict[str, pd.DataFrame]
+    tests: list[ChiSquareRecord | PairTestRecord]
+
+
+class MetricViewRecord(_MetricViewRecord, total=False):
+    notes: list[str]
+
+
+class WorstCaseDefinition(TypedDict):
+    """What one worst case is (`worst_case.WorstCase`): its title, metric, per-text column, reduction and source."""
+
+    title: str
+    metric: str
+    column: str
+    reduce: str
+    source: str
+
+
+class WorstCaseRecord(TypedDict):
+    tables: dict[str, pd.DataFrame]
+    k: int
+    k_min: int
+    notes: list[str]
+    interval: str
+    definitions: dict[str, WorstCaseDefinition]
+
+
+# --------------------------------------------------------------------------- the results
 
 
 class Method(str, Enum):
@@ -113,7 +280,7 @@ class ChiSquareTest:
     note: str = ""
     p_holm: float | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ChiSquareRecord:
         """A row of `<metric>_tests` and an entry of summary.json's "tests"."""
         return {"domain": self.domain, "test": self.test, "column": self.column, "label": self.label,
                 "groups": list(self.groups), "n": self.n, "statistic": self.statistic, "dof": self.dof,
@@ -144,7 +311,7 @@ class TwoProportionTest:
     reliable: bool = False
     note: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> TwoProportionRecord:
         return {"test": self.test, "count_a": self.count_a, "total_a": self.total_a,
                 "proportion_a": self.proportion_a, "count_b": self.count_b, "total_b": self.total_b,
                 "proportion_b": self.proportion_b, "difference": self.difference, "ci_low": self.ci_low,
@@ -165,11 +332,11 @@ class PairTest(TwoProportionTest):
     label: str
     p_holm: float | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> PairTestRecord:
         """A row of `<metric>_tests` and an entry of summary.json's "tests"."""
         return {**self.row(), "p_holm": self.p_holm}
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> PairRowRecord:
         """The test without `p_holm`: a row of a "categories" view's difference table, which gets its own."""
         return {"domain": self.domain, "group_a": self.group_a, "group_b": self.group_b, "column": self.column,
                 "label": self.label, **super().as_dict()}
@@ -198,7 +365,7 @@ class Findings(CorrectedFamily):
     cluster: str
     cluster_unit: str
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> FindingsSettings:
         return {"alpha": self.alpha, "correction": self.correction, "correction_name": self.correction_name,
                 "cluster": self.cluster, "cluster_unit": self.cluster_unit}
 
@@ -215,9 +382,9 @@ class GroupFindings(Findings):
     too_small: bool
     gaps: pd.DataFrame | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> GroupFindingsRecord:
         """summary.json's "findings"."""
-        found = {"tests": self.tests, "design_effects": self.design_effects, "power": self.power,
+        found: GroupFindingsRecord = {"tests": self.tests, "design_effects": self.design_effects, "power": self.power,
                  "family": self.family, "untestable": self.untestable, "too_small_domains": self.too_small_domains,
                  "too_small": self.too_small, **self.settings()}
         return found if self.gaps is None else {**found, "gaps": self.gaps}
@@ -231,7 +398,7 @@ class PairedFindings(Findings):
     model_prompts: int
     reference_prompts: int
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> PairedFindingsRecord:
         """summary.json's "reference_findings"."""
         return {"tests": self.tests, "family": self.family, "untestable": self.untestable,
                 "shared_prompts": self.shared_prompts, "model_prompts": self.model_prompts,
@@ -248,11 +415,11 @@ class MetricView:
     notes: list[str] = field(default_factory=list)
     skipped: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> MetricViewRecord | Skipped:
         """summary.json's entry for the metric: {"tables", "tests"[, "notes"]} or {"skipped"}."""
         if self.skipped is not None:
             return {"skipped": self.skipped}
-        view: dict[str, Any] = {"tables": self.tables, "tests": [test.as_dict() for test in self.tests]}
+        view: MetricViewRecord = {"tables": self.tables, "tests": [test.as_dict() for test in self.tests]}
         return {**view, "notes": self.notes} if self.notes else view
 
 
@@ -266,10 +433,10 @@ class WorstCaseView:
     k_min: int = 0
     notes: list[str] = field(default_factory=list)
     interval: str = ""
-    definitions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    definitions: dict[str, WorstCaseDefinition] = field(default_factory=dict)
     skipped: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> WorstCaseRecord | Skipped:
         """summary.json's "worst_case"."""
         if self.skipped is not None:
             return {"skipped": self.skipped}
@@ -296,7 +463,7 @@ class Statistics:
     unit: str
     samples_note: str
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, float | str]:
         """summary.json's "statistics"."""
         return dataclasses.asdict(self)
 
@@ -306,7 +473,7 @@ class RunViews:
     """Every metric's view of one run: `metrics` holds each metric's {"status", "reason"}
     (`scores.metric_status`), `views` its `MetricView` (skipped ones say why), `worst_case` the worst cases."""
 
-    metrics: dict[str, dict[str, Any]]
+    metrics: dict[str, MetricStatus]
     views: dict[str, MetricView]
     worst_case: WorstCaseView
 
@@ -322,17 +489,18 @@ class Summary(RunViews):
     how the statistics were computed, every view, and the findings (with `reference_findings` when the
     Wikipedia sentences of the same prompts were scored)."""
 
-    counts: dict[str, Any]
+    counts: RunCounts
     statistics: Statistics
     findings: GroupFindings
     reference_findings: PairedFindings | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """The mapping summary.json is written from (DataFrames still frames): counts, metrics, statistics, one
-        entry per metric, worst_case, findings and, when there are some, reference_findings."""
-        summary = {"counts": self.counts, "metrics": self.metrics, "statistics": self.statistics.as_dict(),
-                   **{metric: view.as_dict() for metric, view in self.views.items()},
-                   "worst_case": self.worst_case.as_dict(), "findings": self.findings.as_dict()}
+        entry per metric (named by the metric), worst_case, findings and, when there are some, reference_findings."""
+        summary: dict[str, object] = {
+            "counts": self.counts, "metrics": self.metrics, "statistics": self.statistics.as_dict(),
+            **{metric: view.as_dict() for metric, view in self.views.items()},
+            "worst_case": self.worst_case.as_dict(), "findings": self.findings.as_dict()}
         if self.reference_findings is not None:
             summary["reference_findings"] = self.reference_findings.as_dict()
         return summary
