@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -336,7 +336,26 @@ _POWER_COLUMNS = ["domain", "prompts", "names", "contrasts", "testable_contrasts
                   "detectable_interaction", "too_small"]
 
 
-def difference_design(rates: Sequence[pd.DataFrame], units: pd.Series) -> dict[str, Any]:
+class DifferenceDesign(TypedDict):
+    """What the runs' differences say about one domain's design (`difference_design`)."""
+
+    labels: int
+    base_rate: float
+    variance_ratio: float
+    design_effect: float
+    basis: str
+
+
+class Detectable(TypedDict):
+    """The smallest interaction one contrast could show and be found (`detectable_interaction`)."""
+
+    df: float
+    smallest_p: float
+    testable: bool
+    detectable_interaction: float
+
+
+def difference_design(rates: Sequence[pd.DataFrame], units: pd.Series) -> DifferenceDesign:
     """What the runs' own differences say about one domain's design, from each label's per-prompt rates
     (columns run and baseline, indexed by prompt) and each prompt's unit (`units`).
 
@@ -367,7 +386,7 @@ def difference_design(rates: Sequence[pd.DataFrame], units: pd.Series) -> dict[s
 
 def detectable_interaction(names: int, rest_names: int, prompts: int, rest_prompts: int, *, base_rate: float,
                            variance_ratio: float, deff: float, level: float, power: float = POWER,
-                           counts: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+                           counts: tuple[np.ndarray, np.ndarray] | None = None) -> Detectable:
     """The smallest interaction one contrast could show and be found with `power` at `level`.
 
     `counts` are the prompts of each name on each side (equal shares of `prompts` when not given). The domain's
@@ -382,7 +401,7 @@ def detectable_interaction(names: int, rest_names: int, prompts: int, rest_promp
     whose smallest attainable p-value (`rate_test.min_attainable_p`) is above the level.
     """
     smallest_p = float(min_attainable_p(names, rest_names, prompts, rest_prompts))
-    row = {"df": np.nan, "smallest_p": smallest_p, "testable": False, "detectable_interaction": np.nan}
+    row: Detectable = {"df": np.nan, "smallest_p": smallest_p, "testable": False, "detectable_interaction": np.nan}
     if min(names, rest_names) < 2 or smallest_p > level:
         return row
     if counts is None:
