@@ -250,7 +250,7 @@ def _one_unit_permutation(moments: np.ndarray, in_a: np.ndarray, observed: float
 def sign_flip_difference(differences: Sequence[float] | np.ndarray, clusters: Sequence[Any] | np.ndarray, *,
                          alpha: float = 0.05, n_resamples: int = N_PERMUTATIONS, seed: int = 0) -> PairedDifference:
     """Mean over prompts of d = (run's rate) - (baseline's rate), tested by the sign-flip test over names: the
-    `compare.PairedDifference` of `compare.paired_difference`, in its place.
+    `results.PairedDifference` of `compare.paired_difference`, in its place.
 
     Under "the two runs are exchangeable" the labels of the two runs can be swapped for all prompts of a name
     at once, which flips the sign of that name's summed d: a sign-flip permutation test over names' sums
