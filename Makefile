@@ -8,7 +8,7 @@
 #   make test-heavy  the heavy tests: lm-eval, Inspect, torchrun, transformers serve, a real full disk
 #                    (about 3 minutes); CI runs them after make test
 #   make test-fast   the tests not marked slow (each under about 3 s; a few minutes in all)
-#   make lint        ruff check .
+#   make lint        ruff check . and mypy over harness/ (pyproject.toml's [tool.mypy])
 #   make test-min    the fast tests in .venv-min, where every dependency is at its declared lower
 #                    bound (constraints-min.txt); CI's second job (.ci/run-min) runs it so the bounds in
 #                    setup.cfg stay true
@@ -107,6 +107,7 @@ test-min: $(VENV_MIN)/.installed
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(VENV) $(VENV_MIN) build dist *.egg-info runs

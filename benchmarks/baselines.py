@@ -16,13 +16,14 @@ measure those against:
   with the interval that inverts it. Exact when each name's difference is symmetric about the mean; not when the
   runs treat names unlike.
 
-Each returns what the product's test returns (a `DifferenceTest`, or `compare.paired_difference`'s dict), so a
-script can put it in the product's place. The scripts run from the repository root as
+Each returns what the product's test returns (a `DifferenceTest`, or the `PairedDifference` of
+`compare.paired_difference`), so a script can put it in the product's place. The scripts run from the repository root as
 `.venv/bin/python benchmarks/x.py` and import this module as `baselines`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -35,7 +36,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import ClusterSums, _per_cluster, _undefined, _untestable, run_tests
 from bold_eval.analysis.compare import difference_record
-from bold_eval.analysis.results import DifferenceTest
+from bold_eval.analysis.results import DifferenceTest, PairedDifference
 
 N_PERMUTATIONS = 9999
 MAX_PERMUTATIONS = 99_999
@@ -247,9 +248,9 @@ def _one_unit_permutation(moments: np.ndarray, in_a: np.ndarray, observed: float
 
 
 def sign_flip_difference(differences: Sequence[float] | np.ndarray, clusters: Sequence[Any] | np.ndarray, *,
-                         alpha: float = 0.05, n_resamples: int = N_PERMUTATIONS, seed: int = 0) -> dict[str, Any]:
+                         alpha: float = 0.05, n_resamples: int = N_PERMUTATIONS, seed: int = 0) -> PairedDifference:
     """Mean over prompts of d = (run's rate) - (baseline's rate), tested by the sign-flip test over names: the
-    dict of `compare.paired_difference`, in its place.
+    `results.PairedDifference` of `compare.paired_difference`, in its place.
 
     Under "the two runs are exchangeable" the labels of the two runs can be swapped for all prompts of a name
     at once, which flips the sign of that name's summed d: a sign-flip permutation test over names' sums
@@ -259,22 +260,21 @@ def sign_flip_difference(differences: Sequence[float] | np.ndarray, clusters: Se
     test (its sign-flip distribution is a point). `statistic` is the CR1 cluster-robust t of the mean.
     """
     d = np.asarray(differences, dtype=float)
-    result, codes, settled = difference_record(d, clusters, alpha=alpha, method=SIGN_FLIP)
+    result, codes, settled = difference_record(d, clusters, alpha=alpha, method=SIGN_FLIP)  # type: ignore[arg-type]
     if settled:
         return result
-    units = result["names"]
+    units = result.names
     sums = np.bincount(codes, weights=d, minlength=units)
     counts = np.bincount(codes, minlength=units)
     upper = float(proportion_confint(0, units, alpha=alpha, method="beta")[1])
     p_value, low, high = sign_flip(sums, counts, alpha=alpha, n_resamples=n_resamples, seed=seed)
-    result.update(p_value=p_value, ci_low=max(low, -1.0), ci_high=min(high, 1.0), method=SIGN_FLIP, testable=True)
+    result = dataclasses.replace(result, p_value=p_value, ci_low=max(low, -1.0), ci_high=min(high, 1.0),
+                                 method=SIGN_FLIP, testable=True)
     means = sums / counts
     if np.ptp(means) <= 1e-12:
-        result.update(_same_difference(float(means[0]), upper, p_value, alpha))
-        return result
+        return dataclasses.replace(result, **_same_difference(float(means[0]), upper, p_value, alpha))
     fit = OLS(d, np.ones((len(d), 1))).fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
-    result["statistic"] = float(fit.tvalues[0])
-    return result
+    return dataclasses.replace(result, statistic=float(fit.tvalues[0]))
 
 
 def _same_difference(common: float, upper: float, p_value: float, alpha: float) -> dict[str, Any]:

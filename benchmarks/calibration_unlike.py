@@ -413,8 +413,10 @@ def overall_rows(args: argparse.Namespace) -> None:
     from baselines import sign_flip_difference
 
     from bold_eval.analysis.compare import paired_difference
+    from bold_eval.analysis.results import PairedDifference
 
-    def test(d: np.ndarray, unit: np.ndarray, x: np.ndarray, y: np.ndarray, alpha: float, seed: int) -> dict:
+    def test(d: np.ndarray, unit: np.ndarray, x: np.ndarray, y: np.ndarray, alpha: float,
+             seed: int) -> PairedDifference:
         if args.overall_method == "sign-flip":
             return sign_flip_difference(d, unit, alpha=alpha, seed=seed)
         return paired_difference(d, unit, alpha=alpha, rates=(x, y))
@@ -438,11 +440,11 @@ def overall_rows(args: argparse.Namespace) -> None:
                     y = (rng.random(len(unit)) < rate_base[unit]).astype(float)
                     d = x - y
                     result = test(d, unit, x, y, 0.05, replicate)
-                    untestable += not result["testable"]
-                    covered += result["ci_low"] <= run - base <= result["ci_high"]
-                    if result["testable"] and result["p_value"] <= 0.05:
+                    untestable += not result.testable
+                    covered += result.ci_low <= run - base <= result.ci_high
+                    if result.testable and result.p_value <= 0.05:
                         rejected_5 += 1
-                        rejected_01 += test(d, unit, x, y, 0.001, replicate)["p_value"] <= 0.001
+                        rejected_01 += test(d, unit, x, y, 0.001, replicate).p_value <= 0.001
                 total = args.overall_replicates
                 cells = [rejected_5 / total, rejected_01 / total, covered / total]
                 level = "" if run == base else " (power)"

@@ -122,7 +122,8 @@ def trial(index: int, *, design: Design, sizes: np.ndarray, seed: int, alpha: fl
     # overall differences by the sign-flip test over names (`baselines.sign_flip_difference`)
     name_of = prompts.set_index("prompt_id")["name"]
     overall = pd.DataFrame([sign_flip_difference((frame["run"] - frame["baseline"]).to_numpy(),
-                                                 name_of.reindex(frame.index).to_numpy(), alpha=alpha, seed=index)
+                                                 name_of.reindex(frame.index).to_numpy(), alpha=alpha,
+                                                 seed=index).as_dict()
                             for _, frame in rates])
     (tests, _), family = adjust_together([interactions, overall], alpha, "holm")
     planted = tests[(tests["label"] == calibration.PLANTED) & (tests["group"] == "g01")].iloc[0]

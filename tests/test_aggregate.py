@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy import optimize, stats
 
+from bold_eval.analysis.results import ChiSquareTest, PairTest
 from bold_eval.analysis.scores import check_scores, metric_status, run_counts
 from bold_eval.analysis.statistics import (
     chi_square_across_groups,
@@ -150,34 +151,34 @@ def test_chi_square_two_groups_by_hand() -> None:
     # observed [[30, 20], [10, 40]]; expected [[20, 30], [20, 30]]
     # chi2 = 2 * (10²/20 + 10²/30) = 16.666...
     result = chi_square_across_groups(two_group_frame(30, 50, 10, 50), "sentiment_label", target="negative")
-    assert result["statistic"] == pytest.approx(2 * (100 / 20 + 100 / 30))
-    assert result["dof"] == 1
-    assert result["p_value"] == pytest.approx(chi2_sf_dof1(50 / 3))
-    assert result["min_expected"] == pytest.approx(20)
-    assert result["reliable"] is True and result["small_groups"] == []
+    assert result.statistic == pytest.approx(2 * (100 / 20 + 100 / 30))
+    assert result.dof == 1
+    assert result.p_value == pytest.approx(chi2_sf_dof1(50 / 3))
+    assert result.min_expected == pytest.approx(20)
+    assert result.reliable is True and result.small_groups == []
 
 
 def test_two_proportion_z_by_hand_and_equal_to_chi_square() -> None:
     result = two_proportion_test(30, 50, 10, 50)
     pooled = 40 / 100
     z = (0.6 - 0.2) / math.sqrt(pooled * (1 - pooled) * (1 / 50 + 1 / 50))
-    assert result["statistic"] == pytest.approx(z)
-    assert result["p_value"] == pytest.approx(math.erfc(abs(z) / math.sqrt(2)))
-    assert result["statistic"] ** 2 == pytest.approx(2 * (100 / 20 + 100 / 30))
-    assert result["difference"] == pytest.approx(0.4)
+    assert result.statistic == pytest.approx(z)
+    assert result.p_value == pytest.approx(math.erfc(abs(z) / math.sqrt(2)))
+    assert result.statistic ** 2 == pytest.approx(2 * (100 / 20 + 100 / 30))
+    assert result.difference == pytest.approx(0.4)
     # Newcombe's hybrid score interval from the two Wilson intervals
     low_a, high_a = wilson_by_hand(30, 50)
     low_b, high_b = wilson_by_hand(10, 50)
-    assert result["ci_low"] == pytest.approx(0.4 - math.sqrt((0.6 - low_a) ** 2 + (high_b - 0.2) ** 2))
-    assert result["ci_high"] == pytest.approx(0.4 + math.sqrt((high_a - 0.6) ** 2 + (0.2 - low_b) ** 2))
+    assert result.ci_low == pytest.approx(0.4 - math.sqrt((0.6 - low_a) ** 2 + (high_b - 0.2) ** 2))
+    assert result.ci_high == pytest.approx(0.4 + math.sqrt((high_a - 0.6) ** 2 + (0.2 - low_b) ** 2))
 
 
 def test_two_proportion_test_edge_cases() -> None:
     no_variation = two_proportion_test(0, 20, 0, 30)
-    assert no_variation["statistic"] is None and no_variation["p_value"] is None
-    assert "no variation" in no_variation["note"]
+    assert no_variation.statistic is None and no_variation.p_value is None
+    assert "no variation" in no_variation.note
     small = two_proportion_test(1, 8, 3, 9)  # pooled 4/17: 8 * 4/17 < 5
-    assert small["reliable"] is False and small["small_groups"] == ["a", "b"]
+    assert small.reliable is False and small.small_groups == ["a", "b"]
     with pytest.raises(ValueError, match="total_b"):
         two_proportion_test(1, 5, 0, 0)
     with pytest.raises(ValueError, match="count_a"):
@@ -192,29 +193,29 @@ def test_chi_square_flags_too_small_group_and_matches_formula() -> None:
     result = chi_square_across_groups(data, "sentiment_label", target="negative")
     observed = np.array([[12, 28], [0, 4], [6, 34]], dtype=float)  # groups sorted: christianity, hinduism, islam
     expected = observed.sum(axis=1, keepdims=True) * observed.sum(axis=0, keepdims=True) / observed.sum()
-    assert result["statistic"] == pytest.approx(((observed - expected) ** 2 / expected).sum())
-    assert result["dof"] == 2
-    assert result["p_value"] == pytest.approx(math.exp(-result["statistic"] / 2))  # chi2(2) survival
-    assert result["small_groups"] == ["hinduism"]  # expected negatives 4 * 18 / 84 < 5
-    assert result["reliable"] is False
-    assert "expected count < 5" in result["note"] and "below 5" in result["rule"]
+    assert result.statistic == pytest.approx(((observed - expected) ** 2 / expected).sum())
+    assert result.dof == 2
+    assert result.p_value == pytest.approx(math.exp(-result.statistic / 2))  # chi2(2) survival
+    assert result.small_groups == ["hinduism"]  # expected negatives 4 * 18 / 84 < 5
+    assert result.reliable is False
+    assert "expected count < 5" in result.note and "below 5" in result.rule
 
 
 def test_chi_square_undefined_cases_say_why() -> None:
     one_group = chi_square_across_groups(TEN_TEXTS[TEN_TEXTS["group"] == "A"], "sentiment_label", target="negative")
-    assert one_group["statistic"] is None and "at least 2 groups" in one_group["note"]
+    assert one_group.statistic is None and "at least 2 groups" in one_group.note
     constant = chi_square_across_groups(two_group_frame(0, 5, 0, 5), "sentiment_label", target="negative")
-    assert constant["statistic"] is None and "same label" in constant["note"]
+    assert constant.statistic is None and "same label" in constant.note
 
 
 def test_sentiment_view_male_vs_female_pair_test() -> None:
     data = two_group_frame(30, 50, 10, 50).replace({"A": "American_actors", "B": "American_actresses"})
     view = sentiment_view(data)
-    pair = next(t for t in view.tests if t["test"] == "two-proportion z" and t["label"] == "negative")
-    assert (pair["group_a"], pair["group_b"]) == ("American_actors", "American_actresses")
-    assert pair["difference"] == pytest.approx(0.4)
-    chi = next(t for t in view.tests if t["test"] == "chi-square" and t["label"] == "negative")
-    assert chi["p_value"] == pytest.approx(pair["p_value"])
+    pair = next(t for t in view.tests if isinstance(t, PairTest) and t.label == "negative")
+    assert (pair.group_a, pair.group_b) == ("American_actors", "American_actresses")
+    assert pair.difference == pytest.approx(0.4)
+    chi = next(t for t in view.tests if isinstance(t, ChiSquareTest) and t.label == "negative")
+    assert chi.p_value == pytest.approx(pair.p_value)
 
 
 def test_toxicity_view_toxic_ratio() -> None:

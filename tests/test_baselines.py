@@ -298,9 +298,9 @@ def test_sign_flip_by_hand(baselines) -> None:
     prompts 1.5 / 5 = 0.3. 3 names give 8 sign patterns of (1, 0.5, 1); |sum| >= 1.5 for (+,+,+) = 2.5,
     the observed (+,-,+) = 1.5 and their negatives: p = 4/8."""
     result = baselines.sign_flip_difference([0.5, 0.5, -0.5, 0.0, 1.0], ["x", "x", "y", "y", "z"])
-    assert result["estimate"] == pytest.approx(0.3)
-    assert result["p_value"] == pytest.approx(0.5)
-    assert result["names"] == 3 and result["discordant_names"] == 3
+    assert result.estimate == pytest.approx(0.3)
+    assert result.p_value == pytest.approx(0.5)
+    assert result.names == 3 and result.discordant_names == 3
 
 
 def test_sign_flip_rejects_at_most_its_level_under_the_null(baselines) -> None:
@@ -316,8 +316,8 @@ def test_sign_flip_rejects_at_most_its_level_under_the_null(baselines) -> None:
         names = np.repeat(np.arange(30), sizes)
         d = rng.binomial(2, base) / 2 - rng.binomial(2, base) / 2
         result = baselines.sign_flip_difference(d, names, n_resamples=999, seed=trial)
-        rejected += result["p_value"] <= 0.05
-        covered += result["ci_low"] <= 0 <= result["ci_high"]
+        rejected += result.p_value <= 0.05
+        covered += result.ci_low <= 0 <= result.ci_high
     assert 0.015 <= rejected / 600 <= 0.07, rejected
     assert covered == 600 - rejected
 
@@ -333,13 +333,13 @@ def test_the_sign_flip_interval_is_the_same_test_inverted(baselines) -> None:
         names = np.repeat(np.arange(9), sizes)
         d = rng.normal(0.3 * (trial % 3), 0.3, len(names)).clip(-1, 1)
         result = baselines.sign_flip_difference(d, names)
-        assert result["method"] == baselines.SIGN_FLIP and result["ci_low"] < result["estimate"] < result["ci_high"]
-        assert (result["ci_low"] <= 0 <= result["ci_high"]) == (result["p_value"] > 0.05)
-        agreed += result["p_value"] <= 0.05
-        for end, inward in ((result["ci_low"], 1), (result["ci_high"], -1)):
+        assert result.method == baselines.SIGN_FLIP and result.ci_low < result.estimate < result.ci_high
+        assert (result.ci_low <= 0 <= result.ci_high) == (result.p_value > 0.05)
+        agreed += result.p_value <= 0.05
+        for end, inward in ((result.ci_low, 1), (result.ci_high, -1)):
             if abs(end) < 1:
-                assert baselines.sign_flip_difference(d - (end + inward * 1e-6), names)["p_value"] > 0.05
-                assert baselines.sign_flip_difference(d - (end - inward * 1e-6), names)["p_value"] <= 0.05
+                assert baselines.sign_flip_difference(d - (end + inward * 1e-6), names).p_value > 0.05
+                assert baselines.sign_flip_difference(d - (end - inward * 1e-6), names).p_value <= 0.05
     assert 5 <= agreed <= 25  # both outcomes occur
 
 
@@ -348,8 +348,8 @@ def test_every_name_alike_gets_the_sign_flip_tests_own_interval(baselines) -> No
     rejects every other shift as well, so the interval is the point +0.5; with 4 names (p = 2/16 = 0.125) it
     rejects nothing, and the Clopper-Pearson bound (u = 0.602) gives [-0.403, +0.801], which holds 0."""
     eight = baselines.sign_flip_difference(np.full(8, 0.5), np.arange(8))
-    assert eight["method"] == baselines.SAME_DIFFERENCE and eight["p_value"] == pytest.approx(2 / 256)
-    assert (eight["ci_low"], eight["ci_high"]) == (0.5, 0.5)
+    assert eight.method == baselines.SAME_DIFFERENCE and eight.p_value == pytest.approx(2 / 256)
+    assert (eight.ci_low, eight.ci_high) == (0.5, 0.5)
     four = baselines.sign_flip_difference(np.full(4, 0.5), np.arange(4))
-    assert four["p_value"] == pytest.approx(0.125)
-    assert (four["ci_low"], four["ci_high"]) == pytest.approx((0.5 - 0.602 * 1.5, 0.5 + 0.602 * 0.5), abs=1e-3)
+    assert four.p_value == pytest.approx(0.125)
+    assert (four.ci_low, four.ci_high) == pytest.approx((0.5 - 0.602 * 1.5, 0.5 + 0.602 * 0.5), abs=1e-3)

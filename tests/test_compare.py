@@ -110,8 +110,8 @@ def test_no_discordant_prompt_gets_an_exact_interval(tmp_path: Path) -> None:
     names discordant, u = 1 - 0.025^(1/10) = 0.308497, never a +0.000 [+0.000, +0.000] point."""
     rates = np.tile([0.0, 1.0], 7)  # both runs alike on every prompt
     result = paired_difference(np.zeros(14), [f"name_{i % 10}" for i in range(14)], rates=(rates, rates))
-    assert result["estimate"] == 0.0 and result["method"] == NO_DISCORDANT and not result["testable"]
-    assert (result["ci_low"], result["ci_high"]) == pytest.approx((-0.308497, 0.308497), abs=1e-6)
+    assert result.estimate == 0.0 and result.method == NO_DISCORDANT and not result.testable
+    assert (result.ci_low, result.ci_high) == pytest.approx((-0.308497, 0.308497), abs=1e-6)
     rows = [(ACTORS if i < 5 else ACTRESSES, f"n{i}", ["positive", "neutral"][i % 2:][:1]) for i in range(10)]
     first = write_run(tmp_path / "one", texts(rows), "one")
     second = write_run(tmp_path / "two", texts(rows), "two")

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bold_eval.analysis.results import PairTest
 from bold_eval.analysis.views import metric_view
 from bold_eval.hub.model_card import summary_metrics
 from bold_eval.metrics import register_metric, unregister_metric
@@ -107,9 +108,9 @@ def test_the_views_come_from_the_spec(toy_metrics) -> None:
     scores = toy_scores(0)
     view = metric_view("politeness")(scores)
     assert list(view.tables) == ["politeness"] and set(view.tables.shares["politeness"]["label"]) == set(LABELS)
-    pairs = {(test["group_a"], test["group_b"]) for test in view.tests if test["test"] != "chi-square"}
+    pairs = {(test.group_a, test.group_b) for test in view.tests if isinstance(test, PairTest)}
     assert pairs == {GROUPS["gender"]}  # pairs=("gender",): no race pair
-    assert {test["label"] for test in view.tests} == {"polite", "rude"}
+    assert {test.label for test in view.tests} == {"polite", "rude"}
     tables = metric_view("shouting")(scores).tables
     assert tables.name == "loud_ratio" and list(tables) == ["loud_ratio"]
     ratio = tables.ratio.set_index("group")

@@ -13,7 +13,17 @@ import pytest
 import bold_eval
 from bold_eval import cli
 from bold_eval.core.resources import ResourceNotFoundError, sha256_of
-from bold_eval.validation.agreement import BCA_MAX_TEXTS, _spearman_along, agreement, run_validation
+from bold_eval.validation.agreement import (
+    BCA_MAX_TEXTS,
+    Agreement,
+    AgreementIntervals,
+    ClassScores,
+    ConfusionMatrix,
+    ValidationRecord,
+    _spearman_along,
+    agreement,
+    run_validation,
+)
 from bold_eval.validation.command import validate_against
 from bold_eval.validation.labels import canonical_label, parse_label_map, parse_label_set
 from bold_eval.validation.report import (
@@ -45,7 +55,7 @@ def test_agreement_on_a_hand_made_set():
     order = np.array([1, 1, 1, 0, 0, 0, -1, -1])  # the human label's place on the score axis
     predicted_order = np.array([1, 1, 0, 0, 0, -1, -1, 0])  # the metric label's place on the same axis
     classes = ["positive", "neutral", "negative"]
-    result = agreement(human, predicted, scores, order, predicted_order, classes, n_resamples=999)
+    result = agreement(human, predicted, scores, order, predicted_order, classes, n_resamples=999).as_dict()
 
     # positive: predicted for texts 0, 1, both right -> precision 2/2; 2 of 3 found -> recall 2/3;
     #   f1 = 2 * 1 * 2/3 / (1 + 2/3) = 0.8.
@@ -85,7 +95,7 @@ def test_agreement_on_a_hand_made_set():
     low, high = result["intervals"]["accuracy"]
     assert 0.0 <= low < high <= 1.0
     # Seeded: the same call gives the same intervals.
-    again = agreement(human, predicted, scores, order, predicted_order, classes, n_resamples=999)
+    again = agreement(human, predicted, scores, order, predicted_order, classes, n_resamples=999).as_dict()
     assert again["intervals"] == result["intervals"]
 
 
@@ -96,7 +106,7 @@ def test_a_prediction_outside_the_compared_classes_is_a_miss():
     result = agreement(
         np.array([0, 1, 2]), np.array([3, 1, 2]), np.array([0.2, 0.0, -0.5]), np.array([1, 0, -1]),
         np.array([np.nan, 0, -1]), ["positive", "neutral", "negative"], n_resamples=99,
-    )
+    ).as_dict()
     assert result["accuracy"] == pytest.approx(2 / 3)
     assert result["per_class"]["positive"] == pytest.approx({"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 1})
     assert result["per_class"]["neutral"]["precision"] == 1.0
@@ -112,10 +122,10 @@ def test_large_sets_use_the_percentile_interval():
     n = BCA_MAX_TEXTS + 1
     human = rng.integers(0, 2, n)
     result = agreement(human, human, human + rng.normal(size=n), human, human, ["a", "b"], n_resamples=99)
-    assert result["intervals"]["method"].startswith("percentile bootstrap")
-    assert result["accuracy"] == 1.0 and result["intervals"]["accuracy"] == [None, None]  # no spread: undefined
+    assert result.intervals.method.startswith("percentile bootstrap")
+    assert result.accuracy == 1.0 and result.intervals.accuracy == (None, None)  # no spread: undefined
     small = agreement(human[:50], human[:50], human[:50] + 0.5, human[:50], human[:50], ["a", "b"], n_resamples=99)
-    assert small["intervals"]["method"].startswith("BCa bootstrap")
+    assert small.intervals.method.startswith("BCa bootstrap")
 
 
 def test_sentiment_on_hand_made_texts():
@@ -133,7 +143,7 @@ def test_sentiment_on_hand_made_texts():
     # (the fifth more negative than the sixth).
     assert result.metric_labels.tolist() == ["positive", "positive", "neutral", "neutral", "negative", "negative"]
     assert result.scores[2] == result.scores[3] == 0.0 and result.scores[4] < result.scores[5] < 0
-    record = result.record
+    record = result.record.as_dict()
     # positive: P 1, R 1; neutral: predicted for 2 texts, both right, 2 of 3 found; negative: 1 of 2 right, R 1.
     assert record["per_class"]["positive"] == pytest.approx(
         {"label": 1, "precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 2})
@@ -211,7 +221,7 @@ def test_sheng2019_sources(shared_data):
 
 
 def test_sentiment_against_sheng2019_regard_and_sentiment(shared_data, tmp_path):
-    regard = validate_against("sentiment", "sheng2019-regard", tmp_path / "regard", **FAST).record
+    regard = validate_against("sentiment", "sheng2019-regard", tmp_path / "regard", **FAST).record.as_dict()
     assert regard["n"] == 302 and regard["excluded"] == 23 and regard["excluded_labels"] == {"other": 23}
     assert [entry["label"] for entry in regard["per_class"].values()] == [1, 0, -1]
     assert sum(entry["support"] for entry in regard["per_class"].values()) == 302
@@ -221,7 +231,8 @@ def test_sentiment_against_sheng2019_regard_and_sentiment(shared_data, tmp_path)
         assert 0.3 < regard[key] < 0.95 and regard[key.replace("rho", "p_value")] < 1e-6
         low, high = regard["intervals"][key]
         assert low < regard[key] < high
-    sentiment = validate_against("sentiment", "sheng2019-sentiment", tmp_path / "sentiment", **FAST).record
+    sentiment = validate_against("sentiment", "sheng2019-sentiment", tmp_path / "sentiment",
+                                 **FAST).record.as_dict()
     assert sentiment["n"] == 309 and sentiment["excluded"] == 0
     assert sentiment["source"]["commit"] == SHENG2019_COMMIT
     assert all(entry["sha256"] for entry in sentiment["source"]["files"])
@@ -284,7 +295,7 @@ def test_toxicity_with_a_tiny_classifier_on_a_user_file(classifier_dirs, bold_se
     pd.DataFrame({"comment": texts, "toxic": human}).to_csv(path, index=False)
     result = validate_against("toxicity", str(path), tmp_path / "out", text_column="comment", label_column="toxic",
                              model=model, **FAST)
-    record = result.record
+    record = result.record.as_dict()
     # Unnamed labels 0/1 take the paper's codes: toxic = 1, non-toxic (neutral) = 0 (Section 6.3).
     assert record["label_mapping"] == {"non-toxic": 0, "toxic": 1}
     assert record["accuracy"] == pytest.approx(30 / 40)
@@ -297,7 +308,7 @@ def test_toxicity_with_a_tiny_classifier_on_a_user_file(classifier_dirs, bold_se
     words = tmp_path / "toxic.jsonl"
     words.write_text("".join(json.dumps({"text": t, "label": "toxic" if h else "non-toxic"}) + "\n"
                              for t, h in zip(texts, human, strict=True)), encoding="utf-8")
-    named = validate_against("toxicity", str(words), tmp_path / "named", model=model, **FAST).record
+    named = validate_against("toxicity", str(words), tmp_path / "named", model=model, **FAST).record.as_dict()
     assert named["label_mapping"] == {"non-toxic": "non-toxic", "toxic": "toxic"}
     assert named["accuracy"] == record["accuracy"] and named["spearman_rho"] == pytest.approx(record["spearman_rho"])
     assert named["spearman_rho_score"] == pytest.approx(record["spearman_rho_score"])
@@ -309,7 +320,7 @@ def test_regard_with_a_tiny_classifier_against_sheng2019_regard(classifier_dirs,
 
     model = classifier_dirs["regard"]
     result = validate_against("regard", "sheng2019-regard", tmp_path, splits=["train_other"], model=model, **FAST)
-    record = result.record
+    record = result.record.as_dict()
     assert record["n"] == 212 and record["excluded"] == 23
     # Regard labels map by name; "other" goes to Sheng's 2, which is excluded, so predicting it is a miss.
     assert record["label_mapping"] == {"positive": 1, "negative": -1, "neutral": 0, "other": 2}
@@ -339,7 +350,7 @@ def test_cli_writes_json_table8_and_figure6(shared_data, tmp_path, capsys):
                 "label_mapping", "metric_options", "source"):
         assert key in record
     assert record["metric_options"] == {"positive_threshold": 0.5}
-    assert printed.startswith(summary_text(record))
+    assert printed.startswith(summary_text(ValidationRecord.from_dict(record)))
     assert f"| sentiment | {format_rho(record['spearman_rho'])} | {format_percent(record['accuracy'])} |" in printed
     markdown = (out / "validation.md").read_text(encoding="utf-8")
     assert "| metrics | Spearman's ρ | accuracy | precision | recall | f1 | per-class recall |" in markdown
@@ -419,13 +430,16 @@ def test_label_parsing():
 
 
 def test_table8_layout_pads_two_classes_like_the_paper():
-    record = {
-        "metric": "toxicity", "score": "toxicity", "table8_row": "toxicity", "spearman_rho": 0.5839,
-        "spearman_rho_score": 0.61, "accuracy": 0.8,
-        "weighted": {"precision": 0.8013, "recall": 0.8, "f1": 0.7963},
-        "per_class": {"non-toxic": {"precision": 0.7934, "recall": 0.8902}, "toxic": {"precision": 0.8125,
-                                                                                    "recall": 0.6724}},
-    }
+    found = Agreement(
+        n=152, spearman_rho=0.5839, spearman_p_value=None, spearman_n=152, spearman_rho_score=0.61,
+        spearman_p_value_score=None, accuracy=0.8, weighted={"precision": 0.8013, "recall": 0.8, "f1": 0.7963},
+        per_class={"non-toxic": ClassScores(precision=0.7934, recall=0.8902, f1=0.0, support=0),
+                   "toxic": ClassScores(precision=0.8125, recall=0.6724, f1=0.0, support=0)},
+        intervals=AgreementIntervals((None, None), (None, None), (None, None), 0.95, "BCa", 9, 0),
+        predicted_outside=0, confusion_matrix=ConfusionMatrix(columns=[], counts=[]))
+    record = ValidationRecord(metric="toxicity", score="toxicity", table8_row="toxicity", score_description="",
+                              metric_options={}, thresholds={}, source={}, classes=[], label_mapping={},
+                              excluded_labels={}, agreement=found)
     lines = table8_markdown([record]).splitlines()
     assert lines[0].endswith("| per-class precision |  |  | Spearman's ρ (continuous score vs label) |")
     assert lines[2] == "|  |  |  |  |  |  | non-toxic | toxic | - | non-toxic | toxic | - |  |"

@@ -742,7 +742,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as error:
         if debug:
             traceback.print_exc()
-        print(f"bold-eval: error: {_one_paragraph(error)}", file=sys.stderr)
+        print(f"bold-eval: error: {_one_paragraph(str(error))}", file=sys.stderr)
         return error.exit_status
     except SystemExit as error:
         if not isinstance(error.code, str):  # argparse's own exits (--help, usage errors) keep their status
@@ -756,7 +756,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if fault is not None:  # a full disk, no permission, ...: the machine's fault, not a bug
             if debug:
                 traceback.print_exc()
-            print(f"bold-eval: error: {_one_paragraph(fault)}", file=sys.stderr)
+            print(f"bold-eval: error: {_one_paragraph(str(fault))}", file=sys.stderr)
             return fault.exit_status
         traceback.print_exc()
         print(_bug_report_request(), file=sys.stderr)
@@ -791,13 +791,14 @@ def _environment_fault(error: BaseException) -> UserError | None:
     from bold_eval.core.storage import storage_error
 
     seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        if isinstance(error, OSError):
-            found = storage_error(error, action="reading or writing")
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError):
+            found = storage_error(current, action="reading or writing")
             if found is not None:
                 return found
-        error = error.__cause__ or error.__context__
+        current = current.__cause__ or current.__context__
     return None
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from bold_eval.core.environment import HOME_ENV, OFFLINE_ENV, env_flag
 from bold_eval.core.errors import UsageError
 from bold_eval.core.fetching import MANIFEST_FILE, DownloadItem, HubRepository, manifest_records
+from bold_eval.core.provenance import ResourceRecord
 from bold_eval.core.resources import ResourceNotFoundError, atomic_write_bytes
 from bold_eval.core.storage import check_writable_folder
 from bold_eval.data.bold import bold_downloads
@@ -100,7 +101,7 @@ def download(home: str | os.PathLike, items: Sequence[DownloadItem], *,
     for number, item in enumerate(items, 1):
         if item in needed:
             log(f"[{number}/{len(items)}] fetching {item.label} ...")
-            record = item.fetch(home)
+            record: ResourceRecord | None = item.fetch(home)
             result.fetched.append(item.label)
         else:
             record = item.recorded(home)

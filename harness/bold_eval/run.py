@@ -101,7 +101,7 @@ def run(config: RunConfig) -> Path | None:
     """Generate (resuming), score and report. Returns the report's path (scores.parquet's without
     `config.report`) on process 0, None elsewhere."""
     _check_config(config)
-    wall_started, timings = time.perf_counter(), {}
+    wall_started, timings = time.perf_counter(), dict[str, float]()
     state = partial_state(config.device)
     generated = generation_phase(config, state, timings)  # the model and the work items end with the phase
     if generated is None:
@@ -149,7 +149,7 @@ def score_file(path: str | os.PathLike, out: str | os.PathLike, scoring: Scoring
     parse_metrics(scoring.metrics)  # the metrics and their options before the generations are read
     check_metric_options(scoring.metric_options)
     generations, matched, source = load_generations(
-        path, from_format=from_format, data_dir=scoring.data_dir, domains=domains, allow_partial=allow_partial,
+        Path(path), from_format=from_format, data_dir=scoring.data_dir, domains=domains, allow_partial=allow_partial,
         allow_modified=scoring.allow_modified_data)
     for line in matched.problems():
         warn(line)
@@ -181,7 +181,7 @@ def score_and_report(generations: Generations, out: str | os.PathLike, scoring: 
     from bold_eval.report.run_report import write_report  # matplotlib: only once there is something to report
 
     started = time.perf_counter()
-    report_path = write_report(out, analysis)
+    report_path = write_report(Path(out), analysis)
     record.timings["report_s"] = round(time.perf_counter() - started, 3)
     write_run_record(Path(out), record)
     return Path(report_path)

@@ -37,7 +37,7 @@ from statsmodels.stats.power import NormalIndPower, ttest_power
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
 from bold_eval.analysis.rate_test import rate_tests
-from bold_eval.analysis.results import DifferenceTest
+from bold_eval.analysis.results import DifferenceTest, Method
 from bold_eval.core.environment import THREADS_ENV, env_threads  # noqa: F401 (THREADS_ENV: re-exported)
 from bold_eval.core.options import (  # noqa: F401 (re-exported: the analysis' options, defined once)
     CLUSTER_UNITS,
@@ -59,12 +59,13 @@ MAX_DEFAULT_THREADS = 8
 
 T = TypeVar("T")
 
-SCORE = "cluster score t"
-Z_TEST = "two-proportion z"
-FISHER = "Fisher exact"
-T_TEST = "t test"
-PAIRED_CONTINUOUS = "paired score t, continuous"
-METHOD_NOTES: dict[str, str] = {
+SCORE = Method.SCORE
+Z_TEST = Method.Z_TEST
+FISHER = Method.FISHER
+T_TEST = Method.T_TEST
+PAIRED_CONTINUOUS = Method.PAIRED_CONTINUOUS
+# What the report prints about each method of the findings (`Method` is the identifier tables carry).
+METHOD_NOTES: dict[Method, str] = {
     PAIRED_CONTINUOUS: "for two runs' continuous worst cases, each run's values and side kept apart "
                        "(`paired_rate_test.continuous_interaction_tests`): the variance under the hypothesis, per "
                        "side each run's at least its pooled within-name variance plus a between-name variance shrunk "
@@ -167,7 +168,7 @@ def run_tests(jobs: Sequence[Callable[[], T]], threads: int | None = None) -> li
 def _untestable(note: str, estimate: float = np.nan) -> DifferenceTest:
     """A comparison without a test (`note` says why); its difference may still be known."""
     return DifferenceTest(estimate=estimate, ci_low=np.nan, ci_high=np.nan, statistic=np.nan, p_value=np.nan,
-                          method="", testable=False, note=note)
+                          method=Method.UNTESTED, testable=False, note=note)
 
 
 class ClusterSums(NamedTuple):
@@ -277,7 +278,7 @@ def difference_tests(values: Sequence[np.ndarray], sides: Sequence[np.ndarray], 
                                         ci_high=result.ci_high * scale, statistic=result.statistic,
                                         p_value=result.p_value, method=SCORE, testable=result.testable,
                                         note=result.note)
-    return results  # type: ignore[return-value]  (every entry is set above)
+    return results  # type: ignore[return-value]  # every entry is set above
 
 
 def _independent_test(y: np.ndarray, a: np.ndarray, *, alpha: float, binary: bool,

@@ -7,9 +7,10 @@ through `paired_difference`). The sign-flip test over names that the calibration
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -33,7 +34,7 @@ from bold_eval.analysis.findings import (
 )
 from bold_eval.analysis.paired_rate_test import paired_rate_tests
 from bold_eval.analysis.rate_test import min_attainable_p
-from bold_eval.analysis.results import CorrectedFamily, MetricView, RunViews, WorstCaseView
+from bold_eval.analysis.results import CorrectedFamily, Method, MetricView, PairedDifference, RunViews, WorstCaseView
 from bold_eval.analysis.scores import (
     check_scores,
     metric_status,
@@ -50,9 +51,10 @@ from bold_eval.core.errors import EXIT_USAGE, UserError
 from bold_eval.runfolder.layout import SCORES_FILE
 from bold_eval.runfolder.records import LoadedRun, RunRecord
 
-PAIRED_SCORE = "paired score t over names"
-NO_DISCORDANT = "exact: no prompt differs"
-OVERALL_NOTES = {
+PAIRED_SCORE = Method.PAIRED_SCORE
+NO_DISCORDANT = Method.NO_DISCORDANT
+# What compare.md prints about each method of the overall differences.
+OVERALL_NOTES: dict[Method, str] = {
     PAIRED_SCORE: "paired cluster-robust t with the name as the unit (`analysis.paired_rate_test`): each run's CR2 "
                   "variance about its own rate, at least the beta-binomial variance at the rate the hypothesis of "
                   "equal rates imposes, less the pairing's CR2 covariance, on names - 1 degrees of freedom; "
@@ -178,34 +180,32 @@ def shared_labels(run: pd.DataFrame, baseline: pd.DataFrame) -> list[Label]:
 
 
 def difference_record(differences: Sequence[float] | np.ndarray, clusters: Sequence[Any] | np.ndarray, *,
-                      alpha: float, method: str) -> tuple[dict[str, Any], np.ndarray, bool]:
+                      alpha: float, method: Method) -> tuple[PairedDifference, np.ndarray, bool]:
     """What an overall difference states before its test (`method`): (its record, the prompts' name codes, settled).
     Settled records are final: no shared prompt; no prompt differs (0, with the Clopper-Pearson bound on the share
     of names that could differ, [-u, +u]); or one name (no test, no interval)."""
     d = np.asarray(differences, dtype=float)
     codes, uniques = pd.factorize(np.asarray(clusters))
     units = len(uniques)
-    result: dict[str, Any] = {"estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan, "statistic": np.nan,
-                              "p_value": np.nan, "names": units, "discordant_names": 0, "method": "",
-                              "testable": False, "note": ""}
+    result = PairedDifference(estimate=np.nan, ci_low=np.nan, ci_high=np.nan, statistic=np.nan, p_value=np.nan,
+                              names=units, discordant_names=0, method=Method.UNTESTED, testable=False, note="")
     if len(d) == 0:
-        result["note"] = "no shared prompt"
-        return result, codes, True
-    result["discordant_names"] = int(np.count_nonzero(np.bincount(codes, weights=(d != 0), minlength=units)))
-    result["estimate"] = float(d.mean())
+        return dataclasses.replace(result, note="no shared prompt"), codes, True
+    result = dataclasses.replace(
+        result, discordant_names=int(np.count_nonzero(np.bincount(codes, weights=(d != 0), minlength=units))),
+        estimate=float(d.mean()))
     if not d.any():
         upper = float(proportion_confint(0, units, alpha=alpha, method="beta")[1])
-        result.update(estimate=0.0, ci_low=-upper, ci_high=upper, method=NO_DISCORDANT,
-                      note=f"no prompt differs: 0 of {units} name{'' if units == 1 else 's'} discordant")
-        return result, codes, True
+        return dataclasses.replace(
+            result, estimate=0.0, ci_low=-upper, ci_high=upper, method=NO_DISCORDANT,
+            note=f"no prompt differs: 0 of {units} name{'' if units == 1 else 's'} discordant"), codes, True
     if units < 2:
-        result.update(method=method, note="one name: no test, no interval")
-        return result, codes, True
+        return dataclasses.replace(result, method=method, note="one name: no test, no interval"), codes, True
     return result, codes, False
 
 
 def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Sequence[Any] | np.ndarray, *,
-                      rates: tuple[Any, Any], alpha: float = 0.05) -> dict[str, Any]:
+                      rates: tuple[Any, Any], alpha: float = 0.05) -> PairedDifference:
     """Mean over prompts of d = (run's rate) - (baseline's rate), tested and bounded with the name as the unit.
 
     `rates` are the run's and the baseline's per-prompt rates (values in [0, 1]; `differences` is d, their
@@ -218,14 +218,13 @@ def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Seque
     result, codes, settled = difference_record(differences, clusters, alpha=alpha, method=PAIRED_SCORE)
     if settled:
         return result
-    units = result["names"]
+    units = result.names
     counts = np.bincount(codes, minlength=units)
     per_name = [np.bincount(codes, weights=np.asarray(rate, dtype=float), minlength=units) for rate in rates]
     _, low, high, statistic, p_value = paired_rate_tests(per_name[0][:, None], per_name[1][:, None], counts,
                                                          alpha=alpha)
-    result.update(p_value=float(p_value[0]), ci_low=float(low[0]), ci_high=float(high[0]),
-                  statistic=float(statistic[0]), method=PAIRED_SCORE, testable=True)
-    return result
+    return dataclasses.replace(result, p_value=float(p_value[0]), ci_low=float(low[0]), ci_high=float(high[0]),
+                               statistic=float(statistic[0]), method=PAIRED_SCORE, testable=True)
 
 
 _OVERALL_COLUMNS = ["run", "baseline", "domain", "metric", "label", "prompts", "names", "discordant_names",
@@ -254,11 +253,12 @@ def overall_differences(compared: ComparedRuns, *, alpha: float, correction: str
                 result = paired_difference(difference, cluster_of.reindex(part.index).to_numpy(), alpha=alpha,
                                            rates=(part["run"].to_numpy(), part["baseline"].to_numpy()))
                 rows.append({"run": run, "baseline": compared.baseline, "domain": domain, "metric": label.metric,
-                             "label": label.name, "prompts": len(part), "names": result["names"],
-                             "discordant_names": result["discordant_names"], "run_rate": float(part["run"].mean()),
-                             "baseline_rate": float(part["baseline"].mean()), "difference": result["estimate"],
-                             **{key: result[key] for key in ("ci_low", "ci_high", "statistic", "p_value", "method",
-                                                             "testable", "note")}})
+                             "label": label.name, "prompts": len(part), "names": result.names,
+                             "discordant_names": result.discordant_names, "run_rate": float(part["run"].mean()),
+                             "baseline_rate": float(part["baseline"].mean()), "difference": result.estimate,
+                             "ci_low": result.ci_low, "ci_high": result.ci_high, "statistic": result.statistic,
+                             "p_value": result.p_value, "method": str(result.method), "testable": result.testable,
+                             "note": result.note})
     tests = pd.DataFrame(rows, columns=_OVERALL_COLUMNS)
     return CorrectedFamily(tests=tests, family=adjust_family(tests, alpha, correction))
 
@@ -336,7 +336,26 @@ _POWER_COLUMNS = ["domain", "prompts", "names", "contrasts", "testable_contrasts
                   "detectable_interaction", "too_small"]
 
 
-def difference_design(rates: Sequence[pd.DataFrame], units: pd.Series) -> dict[str, Any]:
+class DifferenceDesign(TypedDict):
+    """What the runs' differences say about one domain's design (`difference_design`)."""
+
+    labels: int
+    base_rate: float
+    variance_ratio: float
+    design_effect: float
+    basis: str
+
+
+class Detectable(TypedDict):
+    """The smallest interaction one contrast could show and be found (`detectable_interaction`)."""
+
+    df: float
+    smallest_p: float
+    testable: bool
+    detectable_interaction: float
+
+
+def difference_design(rates: Sequence[pd.DataFrame], units: pd.Series) -> DifferenceDesign:
     """What the runs' own differences say about one domain's design, from each label's per-prompt rates
     (columns run and baseline, indexed by prompt) and each prompt's unit (`units`).
 
@@ -367,7 +386,7 @@ def difference_design(rates: Sequence[pd.DataFrame], units: pd.Series) -> dict[s
 
 def detectable_interaction(names: int, rest_names: int, prompts: int, rest_prompts: int, *, base_rate: float,
                            variance_ratio: float, deff: float, level: float, power: float = POWER,
-                           counts: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+                           counts: tuple[np.ndarray, np.ndarray] | None = None) -> Detectable:
     """The smallest interaction one contrast could show and be found with `power` at `level`.
 
     `counts` are the prompts of each name on each side (equal shares of `prompts` when not given). The domain's
@@ -382,7 +401,7 @@ def detectable_interaction(names: int, rest_names: int, prompts: int, rest_promp
     whose smallest attainable p-value (`rate_test.min_attainable_p`) is above the level.
     """
     smallest_p = float(min_attainable_p(names, rest_names, prompts, rest_prompts))
-    row = {"df": np.nan, "smallest_p": smallest_p, "testable": False, "detectable_interaction": np.nan}
+    row: Detectable = {"df": np.nan, "smallest_p": smallest_p, "testable": False, "detectable_interaction": np.nan}
     if min(names, rest_names) < 2 or smallest_p > level:
         return row
     if counts is None:

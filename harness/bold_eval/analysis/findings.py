@@ -585,7 +585,7 @@ def continuous_tests(cases: Sequence[tuple[Any, ...]], *, alpha: float) -> list[
             results[k] = DifferenceTest(estimate=float(estimate[row] * span), ci_low=float(ci_low[row] * span),
                                         ci_high=float(ci_high[row] * span), statistic=float(statistic[row]),
                                         p_value=float(p_value[row]), method=PAIRED_CONTINUOUS, testable=True)
-    return results  # type: ignore[return-value]  (every entry is set above)
+    return results  # type: ignore[return-value]  # every entry is set above
 
 
 class PairedDomain(NamedTuple):

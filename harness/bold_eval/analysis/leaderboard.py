@@ -20,11 +20,11 @@ Calibration under unlike spreads at BOLD's sizes: benchmarks/leaderboard_calibra
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -48,6 +48,51 @@ CELL_COLUMNS = ["model", "domain", "metric", "label", "direction", "prompts", "n
                 "tie_group"]
 PAIR_COLUMNS = ["domain", "metric", "label", "model_a", "model_b", "difference", "ci_low", "ci_high", "p_value",
                 "p_adjusted", "significant"]
+
+
+@dataclass(frozen=True)
+class BoardTest:
+    """One paired test of the board in a domain and label: side a's rate minus side b's over the shared prompts, its
+    name-level interval and p-value (NaN where no prompt differs: then the interval is the Clopper-Pearson bound)."""
+
+    domain: str
+    metric: str
+    label: str
+    difference: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+
+@dataclass(frozen=True)
+class BoardCell(BoardTest):
+    """A model against Wikipedia (a row of `Leaderboard.cells` before correction and ranks): both rates with their
+    name-level intervals, the label's direction (`MetricSpec.directions`), the prompts and names tested on."""
+
+    model: str
+    direction: int
+    prompts: int
+    names: int
+    model_rate: float
+    model_low: float
+    model_high: float
+    wikipedia_rate: float
+    wikipedia_low: float
+    wikipedia_high: float
+
+    def as_dict(self) -> dict[str, float | int | str]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class BoardPair(BoardTest):
+    """Model a against model b (a row of `Leaderboard.pairs` before correction)."""
+
+    model_a: str
+    model_b: str
+
+    def as_dict(self) -> dict[str, float | str]:
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -77,7 +122,7 @@ class Leaderboard:
     cluster: str
     family: int
     # run.json `resources` of a Wikipedia run given as the baseline ({} when the runs' own reference serves)
-    baseline_resources: dict[str, Any] = field(default_factory=dict)
+    baseline_resources: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
 
 def directions() -> dict[tuple[str, str], int]:
@@ -90,10 +135,13 @@ def is_wikipedia(run: LoadedRun) -> bool:
 
 
 def _board_runs(loaded: Sequence[LoadedRun]) -> tuple[list[BoardRun], dict[str, pd.DataFrame], pd.DataFrame, str,
-                                                       dict[str, Any]]:
+                                                       dict[str, list[dict[str, str]]]]:
     """(model runs, their scores by label, the baseline's scores, where the baseline comes from, and the resources
     a Wikipedia run given as the baseline was scored with)."""
-    runs, scores, baseline, source, resources = [], {}, None, "", {}
+    runs: list[BoardRun] = []
+    scores: dict[str, pd.DataFrame] = {}
+    baseline: pd.DataFrame | None = None
+    source, resources = "", dict[str, list[dict[str, str]]]()
     models: list[tuple[str, LoadedRun, pd.DataFrame]] = []
     for run in loaded:
         frame = check_scores(run.scores, run.record.to_dict().get("label_columns"), source=str(run.folder))
@@ -115,9 +163,10 @@ def _board_runs(loaded: Sequence[LoadedRun]) -> tuple[list[BoardRun], dict[str, 
         raise UserError("the leaderboard needs at least one model run besides the Wikipedia baseline; pass the run "
                         "folders written by `bold-eval run`")
     if baseline is None:
-        for run in runs:
-            if references[run.label] is not None:
-                baseline, source = references[run.label], f"the Wikipedia sentences scored with {run.label}"
+        for board_run in runs:
+            if references[board_run.label] is not None:
+                baseline = references[board_run.label]
+                source = f"the Wikipedia sentences scored with {board_run.label}"
                 break
     if baseline is None:
         raise UserError("no Wikipedia baseline: pass a run of `bold-eval run --model wikipedia` on the same prompts, "
@@ -162,7 +211,8 @@ def build_leaderboard(loaded: Sequence[LoadedRun], *, alpha: float = 0.05, corre
     names = list(scores)
     rates = {label: np.column_stack([_rates(scores[name], label, ids) for name in names]
                                     + [_rates(baseline, label, ids)]) for label in labels}
-    cells, pairs = [], []
+    cells: list[BoardCell] = []
+    pairs: list[BoardPair] = []
     for domain in sorted(prompts["domain"].astype(str).unique()):
         in_domain = (prompts["domain"].astype(str) == domain).to_numpy()
         cell_rows, pair_rows = _domain(domain, in_domain, units, names,
@@ -170,9 +220,11 @@ def build_leaderboard(loaded: Sequence[LoadedRun], *, alpha: float = 0.05, corre
                                        alpha=alpha)
         cells += cell_rows
         pairs += pair_rows
-    cell_frame = pd.DataFrame(cells, columns=[c for c in CELL_COLUMNS if c not in ("rank", "tie_group",
-                                                                                   "p_adjusted", "significant")])
-    pair_frame = pd.DataFrame(pairs, columns=[c for c in PAIR_COLUMNS if c not in ("p_adjusted", "significant")])
+    cell_frame = pd.DataFrame([cell.as_dict() for cell in cells],
+                              columns=[c for c in CELL_COLUMNS if c not in ("rank", "tie_group", "p_adjusted",
+                                                                            "significant")])
+    pair_frame = pd.DataFrame([pair.as_dict() for pair in pairs],
+                              columns=[c for c in PAIR_COLUMNS if c not in ("p_adjusted", "significant")])
     family = _adjust_cells(cell_frame, alpha, correction)
     _adjust_pairs(pair_frame, alpha, correction)
     _rank(cell_frame, pair_frame)
@@ -190,7 +242,7 @@ def _rates(scores: pd.DataFrame, label: TestedLabel, ids: np.ndarray) -> np.ndar
 
 def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[str],
             labelled: list[tuple[TestedLabel, np.ndarray]], *,
-            alpha: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            alpha: float) -> tuple[list[BoardCell], list[BoardPair]]:
     """The domain's tests: each model against Wikipedia, each pair of models, for every label, on the prompts
     where every run has the label; tests whose prompts are the same share one set of sign patterns."""
     against = [(m, len(names)) for m in range(len(names))]
@@ -203,7 +255,8 @@ def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[s
         if keep.sum() == 0:
             continue
         batches.setdefault(keep.tobytes(), []).append((label, part, keep))
-    cells, pairs = [], []
+    cells: list[BoardCell] = []
+    pairs: list[BoardPair] = []
     for group in batches.values():
         keep = group[0][2]
         codes, uniques = pd.factorize(units[in_domain][keep])
@@ -228,19 +281,20 @@ def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[s
                                 else (np.nan, np.nan) for m in range(part.shape[1])]
         for at, (label, part, a, b) in enumerate(cases):
             values = part[keep]
-            row = {"domain": domain, "metric": label.metric, "label": label.name,
-                   "difference": float(d[:, at].mean()), "ci_low": float(max(low[at], -1.0)),
-                   "ci_high": float(min(high[at], 1.0)), "p_value": float(p_value[at])}
+            test = BoardTest(domain=domain, metric=label.metric, label=label.name,
+                             difference=float(d[:, at].mean()), ci_low=float(max(low[at], -1.0)),
+                             ci_high=float(min(high[at], 1.0)), p_value=float(p_value[at]))
             if not d[:, at].any():  # no prompt differs: nothing to test, a Clopper-Pearson bound (compare's rule)
-                row.update(p_value=np.nan, ci_low=-upper, ci_high=upper)
+                test = dataclasses.replace(test, p_value=np.nan, ci_low=-upper, ci_high=upper)
             if b == len(names):
-                cells.append({"model": names[a], **row, "direction": direction.get((label.metric, label.name), 0),
-                              "prompts": int(keep.sum()), "names": len(uniques),
-                              "model_rate": float(values[:, a].mean()), "model_low": intervals[label][a][0],
-                              "model_high": intervals[label][a][1], "wikipedia_rate": float(values[:, b].mean()),
-                              "wikipedia_low": intervals[label][b][0], "wikipedia_high": intervals[label][b][1]})
+                cells.append(BoardCell(**vars(test), model=names[a],
+                                       direction=direction.get((label.metric, label.name), 0),
+                                       prompts=int(keep.sum()), names=len(uniques),
+                                       model_rate=float(values[:, a].mean()), model_low=intervals[label][a][0],
+                                       model_high=intervals[label][a][1], wikipedia_rate=float(values[:, b].mean()),
+                                       wikipedia_low=intervals[label][b][0], wikipedia_high=intervals[label][b][1]))
             else:
-                pairs.append({"model_a": names[a], "model_b": names[b], **row})
+                pairs.append(BoardPair(**vars(test), model_a=names[a], model_b=names[b]))
     return cells, pairs
 
 

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from bold_eval.analysis.results import Coverage, DomainCounts, DomainCoverage, MetricStatus, RunCounts
 from bold_eval.core.errors import InputError
 from bold_eval.data.bold import BOLD_PROMPTS
 from bold_eval.metrics import metric_specs
@@ -23,7 +24,8 @@ class TestedLabel(NamedTuple):
     value: Any  # the value that marks a text (None: the column is a number, its mean is compared)
     domains: tuple[str, ...] | None  # where it is tested; None: every domain
 
-    __test__ = False  # not a pytest test class despite its name
+
+TestedLabel.__test__ = False  # type: ignore[attr-defined]  # not a pytest test class despite its name
 
 
 
@@ -38,18 +40,19 @@ def boolean_columns() -> tuple[str, ...]:
     return tuple(column for spec in metric_specs() for column in spec.columns.boolean)
 
 
-def coverage(counts: Mapping[str, Any]) -> dict[str, Any]:
+def coverage(counts: RunCounts) -> Coverage:
     """How much of BOLD a run covers: prompts per domain over the paper's Table 1 counts, and overall.
 
     `counts` is `run_counts`' result. `complete` is true only when all five domains are there in full.
     """
-    per_domain = {domain: {"prompts": int(values["prompts"]), "bold_prompts": BOLD_PROMPTS.get(domain),
-                           "share": (values["prompts"] / BOLD_PROMPTS[domain]) if domain in BOLD_PROMPTS else None}
-                  for domain, values in counts["domains"].items()}
+    per_domain: dict[str, DomainCoverage] = {
+        domain: {"prompts": int(values["prompts"]), "bold_prompts": BOLD_PROMPTS.get(domain),
+                 "share": (values["prompts"] / BOLD_PROMPTS[domain]) if domain in BOLD_PROMPTS else None}
+        for domain, values in counts["domains"].items()}
     total = sum(BOLD_PROMPTS.values())
     missing = [domain for domain in BOLD_PROMPTS if domain not in per_domain]
-    short = [domain for domain, values in per_domain.items()
-             if values["bold_prompts"] is not None and values["prompts"] < values["bold_prompts"]]
+    short = [domain for domain in per_domain
+             if domain in BOLD_PROMPTS and int(counts["domains"][domain]["prompts"]) < BOLD_PROMPTS[domain]]
     return {"prompts": int(counts["prompts"]), "bold_prompts": total, "share": counts["prompts"] / total,
             "domains": per_domain, "missing_domains": missing, "partial_domains": short,
             "complete": not missing and not short}
@@ -151,7 +154,7 @@ def check_scores(scores: pd.DataFrame, label_columns: Mapping[str, Sequence[Any]
     return scores if "name" in scores.columns else scores.assign(name=names)
 
 
-def metric_status(scores: pd.DataFrame, run_info: Mapping[str, Any] | None = None) -> dict[str, dict[str, str]]:
+def metric_status(scores: pd.DataFrame, run_info: Mapping[str, Any] | None = None) -> dict[str, MetricStatus]:
     """For each metric: scored / skipped (with the module's message) / not requested / missing. A metric is scored
     when at least one of its `MetricSpec.scored_columns` is there (gender polarity runs unigram matching alone
     when no word embedding is available)."""
@@ -159,7 +162,7 @@ def metric_status(scores: pd.DataFrame, run_info: Mapping[str, Any] | None = Non
     skipped = run_info.get("skipped_metrics") or {}
     partial = run_info.get("partial_metrics") or {}
     requested = run_info.get("metrics")
-    status: dict[str, dict[str, str]] = {}
+    status: dict[str, MetricStatus] = {}
     for spec in metric_specs():
         metric, required = spec.name, spec.scored_columns
         missing = [column for column in required if column not in scores.columns]
@@ -177,10 +180,10 @@ def metric_status(scores: pd.DataFrame, run_info: Mapping[str, Any] | None = Non
     return status
 
 
-def run_counts(scores: pd.DataFrame) -> dict[str, Any]:
+def run_counts(scores: pd.DataFrame) -> RunCounts:
     """Texts, prompts, groups and samples per prompt, per domain and overall."""
     samples = scores.groupby("prompt_id").size()
-    per_domain = {}
+    per_domain: dict[str, DomainCounts] = {}
     for domain, part in scores.groupby("domain", sort=True):
         part_samples = part.groupby("prompt_id").size()
         per_domain[str(domain)] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -10,6 +11,7 @@ import pandas as pd
 from scipy.stats import bootstrap, chi2_contingency
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint, proportions_ztest
 
+from bold_eval.analysis.results import ChiSquareTest, PairTest, TwoProportionTest
 from bold_eval.analysis.scores import (
     label_sets,
 )
@@ -97,7 +99,8 @@ def chi_square_across_groups(
     label: str | None = None,
     group_column: str = "group",
     min_expected: int = MIN_EXPECTED,
-) -> dict[str, Any]:
+    domain: str = "",
+) -> ChiSquareTest:
     """Chi-square test of independence between group and label (Sections 6.1.3, 6.2).
 
     With `target`, the table is group x (target, not target): "is the proportion of negative
@@ -106,44 +109,30 @@ def chi_square_across_groups(
     No continuity correction, so with two groups the statistic equals the squared z of
     `two_proportion_test`. Groups with an expected count below `min_expected` are listed in
     `small_groups` and the result is flagged `reliable: False`. `label` names the test in the
-    result (default: the target as text).
+    result (default: the target as text), `domain` the domain the texts are from.
     """
     observed = _contingency_table(frame, column, labels, target, group_column)
-    result: dict[str, Any] = {
-        "test": "chi-square",
-        "column": column,
-        "label": str(target) if label is None and target is not None else label,
-        "groups": [str(group) for group in observed.index],
-        "n": int(observed.to_numpy().sum()),
-        "statistic": None,
-        "dof": None,
-        "p_value": None,
-        "min_expected": None,
-        "small_groups": [],
-        "reliable": False,
-        "rule": SMALL_GROUP_RULE.format(min_expected=min_expected),
-        "note": "",
-    }
+    untested = ChiSquareTest(domain=domain, column=column,
+                             label=str(target) if label is None and target is not None else label,
+                             groups=[str(group) for group in observed.index], n=int(observed.to_numpy().sum()),
+                             rule=SMALL_GROUP_RULE.format(min_expected=min_expected))
     if observed.shape[0] < 2:
-        result["note"] = f"needs at least 2 groups with texts, found {observed.shape[0]}"
-        return result
+        return dataclasses.replace(untested, note=f"needs at least 2 groups with texts, found {observed.shape[0]}")
     if observed.shape[1] < 2:
-        result["note"] = "every text has the same label; the test is undefined"
-        return result
+        return dataclasses.replace(untested, note="every text has the same label; the test is undefined")
     test = chi2_contingency(observed.to_numpy(), correction=False)
     expected = pd.DataFrame(test.expected_freq, index=observed.index, columns=observed.columns)
     small = expected.index[(expected < min_expected).any(axis=1)]
-    result.update(
+    return dataclasses.replace(
+        untested,
         statistic=float(test.statistic),
         dof=int(test.dof),
         p_value=float(test.pvalue),
         min_expected=float(expected.to_numpy().min()),
         small_groups=[str(group) for group in small],
         reliable=len(small) == 0,
+        note=f"expected count < {min_expected} in: {', '.join(map(str, small))}" if len(small) else "",
     )
-    if len(small):
-        result["note"] = f"expected count < {min_expected} in: {', '.join(map(str, small))}"
-    return result
 
 
 def two_proportion_test(
@@ -154,7 +143,7 @@ def two_proportion_test(
     *,
     alpha: float = 0.05,
     min_expected: int = MIN_EXPECTED,
-) -> dict[str, Any]:
+) -> TwoProportionTest:
     """Two-sided two-proportion z test (pooled variance), the paper's "binomial proportion test".
 
     Returns both proportions, the difference a - b with its Newcombe (Wilson-based) interval,
@@ -169,42 +158,24 @@ def two_proportion_test(
             raise ValueError(f"{name}={count} must lie between 0 and its total {total}")
     proportion_a, proportion_b = count_a / total_a, count_b / total_b
     pooled = (count_a + count_b) / (total_a + total_b)
-    result: dict[str, Any] = {
-        "test": "two-proportion z",
-        "count_a": int(count_a),
-        "total_a": int(total_a),
-        "proportion_a": proportion_a,
-        "count_b": int(count_b),
-        "total_b": int(total_b),
-        "proportion_b": proportion_b,
-        "difference": proportion_a - proportion_b,
-        "ci_low": None,
-        "ci_high": None,
-        "statistic": None,
-        "p_value": None,
-        "small_groups": [],
-        "reliable": False,
-        "note": "",
-    }
     low, high = confint_proportions_2indep(
         count_a, total_a, count_b, total_b, method="newcomb", compare="diff", alpha=alpha
     )
-    result.update(ci_low=float(low), ci_high=float(high))
+    untested = TwoProportionTest(count_a=int(count_a), total_a=int(total_a), proportion_a=proportion_a,
+                                 count_b=int(count_b), total_b=int(total_b), proportion_b=proportion_b,
+                                 difference=proportion_a - proportion_b, ci_low=float(low), ci_high=float(high))
     if pooled in (0.0, 1.0):
-        result["note"] = "no variation: every text in both groups has the same outcome; the test is undefined"
-        return result
+        return dataclasses.replace(
+            untested, note="no variation: every text in both groups has the same outcome; the test is undefined")
     statistic, p_value = proportions_ztest([count_a, count_b], [total_a, total_b])
     small = [
         side
         for side, total in (("a", total_a), ("b", total_b))
         if min(total * pooled, total * (1 - pooled)) < min_expected
     ]
-    result.update(
-        statistic=float(statistic), p_value=float(p_value), small_groups=small, reliable=not small
-    )
-    if small:
-        result["note"] = f"expected count < {min_expected} in group(s) {', '.join(small)}"
-    return result
+    return dataclasses.replace(
+        untested, statistic=float(statistic), p_value=float(p_value), small_groups=small, reliable=not small,
+        note=f"expected count < {min_expected} in group(s) {', '.join(small)}" if small else "")
 
 
 def _default_labels(column: str) -> tuple[Any, ...]:
@@ -307,7 +278,7 @@ def pair_test(
     label: str | None = None,
     alpha: float = 0.05,
     min_expected: int = MIN_EXPECTED,
-) -> dict[str, Any] | None:
+) -> PairTest | None:
     """Two-proportion test of `column == value` between the pair's groups (None if absent)."""
     values = _pair_values(scores, pair, column)
     if values is None:
@@ -317,11 +288,10 @@ def pair_test(
         int(a.eq(value).sum()), len(a), int(b.eq(value).sum()), len(b), alpha=alpha, min_expected=min_expected
     )
     # two_proportion_test calls the sides "a" and "b"; name the groups instead.
-    result["small_groups"] = [pair[1] if side == "a" else pair[2] for side in result["small_groups"]]
-    if result["small_groups"]:
-        result["note"] = f"expected count < {min_expected} in: {', '.join(result['small_groups'])}"
-    return {"domain": pair[0], "group_a": pair[1], "group_b": pair[2], "column": column,
-            "label": label if label is not None else str(value), **result}
+    small = [pair[1] if side == "a" else pair[2] for side in result.small_groups]
+    note = f"expected count < {min_expected} in: {', '.join(small)}" if small else result.note
+    return PairTest(**{**vars(result), "small_groups": small, "note": note}, domain=pair[0], group_a=pair[1],
+                    group_b=pair[2], column=column, label=label if label is not None else str(value))
 
 
 def domain_chi_squares(
@@ -331,7 +301,7 @@ def domain_chi_squares(
     min_expected: int = MIN_EXPECTED,
     *,
     group_column: str = "group",
-) -> list[dict[str, Any]]:
+) -> list[ChiSquareTest]:
     """Per domain with any `column` value, one chi-square test across `group_column` per target.
 
     `group_column="model"` on several runs' texts gives the cross-model tests (Section 6.2).
@@ -341,9 +311,8 @@ def domain_chi_squares(
         if part[column].notna().sum() == 0:
             continue
         for name, value in targets.items():
-            result = chi_square_across_groups(part, column, target=value, label=name, group_column=group_column,
-                                              min_expected=min_expected)
-            tests.append({"domain": str(domain), **result})
+            tests.append(chi_square_across_groups(part, column, target=value, label=name, group_column=group_column,
+                                                  min_expected=min_expected, domain=str(domain)))
     return tests
 
 
@@ -355,7 +324,7 @@ def pair_tests(
     *,
     alpha: float = 0.05,
     min_expected: int = MIN_EXPECTED,
-) -> list[dict[str, Any]]:
+) -> list[PairTest]:
     """`pair_test` for every pair and target label, leaving out pairs absent from the run."""
     results = (pair_test(scores, pair, column, value, label=name, alpha=alpha, min_expected=min_expected)
                for pair in pairs for name, value in targets.items())

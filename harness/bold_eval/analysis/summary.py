@@ -118,13 +118,11 @@ def _holm_within_tables(view: MetricView, alpha: float) -> MetricView:
     their table, so no p-value the report prints is outside a stated correction."""
     tests = view.tests
     if tests:
-        p_values = [test["p_value"] for test in tests]
-        known = [i for i, p in enumerate(p_values) if p is not None and not pd.isna(p)]
-        adjusted, _ = adjust([p_values[i] for i in known], alpha=alpha, correction="holm")
-        for test in tests:
-            test["p_holm"] = None
-        for i, value in zip(known, adjusted, strict=True):
-            tests[i]["p_holm"] = float(value)
+        p_values = {i: test.p_value for i, test in enumerate(tests) if test.p_value is not None
+                    and not pd.isna(test.p_value)}
+        adjusted, _ = adjust(list(p_values.values()), alpha=alpha, correction="holm")
+        p_holm = {i: float(value) for i, value in zip(p_values, adjusted, strict=True)}
+        tests = [dataclasses.replace(test, p_holm=p_holm.get(i)) for i, test in enumerate(tests)]
     for name, table in view.tables.items():
         if name.endswith("_difference") and "p_value" in table:
             p_values = pd.to_numeric(table["p_value"], errors="coerce")
@@ -132,7 +130,7 @@ def _holm_within_tables(view: MetricView, alpha: float) -> MetricView:
             holm = np.full(len(table), np.nan)
             holm[known] = adjust(p_values[known].to_numpy(), alpha=alpha, correction="holm")[0]
             table["p_holm"] = holm
-    return view
+    return dataclasses.replace(view, tests=tests)
 
 
 def _statistics(counts: Mapping[str, Any], ci: str, alpha: float, correction: str, cluster: str,

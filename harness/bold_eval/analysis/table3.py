@@ -14,7 +14,7 @@ from scipy.stats import t as t_dist
 from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
 )
-from bold_eval.analysis.results import GenderRatioTables, MetricView
+from bold_eval.analysis.results import GenderRatioTables, MetricView, PaperTest
 from bold_eval.analysis.scores import (
     label_sets,
     page_names,
@@ -267,10 +267,10 @@ def average_ratio(strata: Mapping[str, tuple[np.ndarray, np.ndarray]], *,
         return estimate, float(np.mean(lows)), float("inf"), (
             "infinite: a super-group has no female text; the lower end averages the super-groups' lower ends at "
             f"level 1 - alpha / {len(strata)} each (Bonferroni)")
-    ratios, lows, highs = (np.array([cell[i] for cell in cells]) for i in (0, 1, 2))
+    ratios, low_ends, high_ends = (np.array([cell[i] for cell in cells]) for i in (0, 1, 2))
     count = len(cells)
-    low = estimate - float(np.sqrt(np.sum((ratios - lows) ** 2))) / count
-    high = estimate + float(np.sqrt(np.sum((highs - ratios) ** 2))) / count
+    low = estimate - float(np.sqrt(np.sum((ratios - low_ends) ** 2))) / count
+    high = estimate + float(np.sqrt(np.sum((high_ends - ratios) ** 2))) / count
     return estimate, max(low, 0.0), high, ""
 
 
@@ -387,7 +387,9 @@ def gender_ratio_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wils
     are NaN and a `*_note` column says why. Tests: chi-square across super-groups of the male / female / neutral
     distribution per method.
     """
-    domain = spec.finding_domains[0]  # GenderRatio.check: the metric names it
+    domains = spec.finding_domains
+    assert domains, f"{spec.name}: GenderRatio.check requires the domain it compares"
+    domain = domains[0]
     texts = scores[scores["domain"] == domain]
     if texts.empty:
         return MetricView(skipped=f"no texts in the {domain} domain")
@@ -400,14 +402,13 @@ def gender_ratio_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wils
     else:
         categorized = texts.iloc[:0]  # no super-groups: no Table 3, no tests
     category = ratio_summary = tokens = None
-    tests = []
+    tests: list[PaperTest] = []
     if not categorized.empty:
         category, ratio_summary = _category_table(spec, categorized, ci, alpha, seed)
         for column, display in scored_methods(spec, categorized.columns).values():
-            result = chi_square_across_groups(categorized, column, label_sets()[column],
-                                              label=f"{display}: male/female/neutral",
-                                              group_column="category", min_expected=min_expected)
-            tests.append({"domain": domain, **result})
+            tests.append(chi_square_across_groups(categorized, column, label_sets()[column],
+                                                  label=f"{display}: male/female/neutral",
+                                                  group_column="category", min_expected=min_expected, domain=domain))
     group = _group_table(spec, texts, by, ci, alpha, seed)
     token_columns = [c for c in (f"{spec.name}_male_tokens", f"{spec.name}_female_tokens") if c in texts]
     if token_columns and not categorized.empty:

@@ -5,7 +5,7 @@ existing kind needs only its spec."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -13,7 +13,7 @@ import pandas as pd
 from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
 )
-from bold_eval.analysis.results import CategoryTables, LabelTables, MetricView, RatioTables
+from bold_eval.analysis.results import CategoryTables, LabelTables, MetricView, PaperTest, RatioTables
 from bold_eval.analysis.statistics import (
     domain_chi_squares,
     pair_test,
@@ -32,12 +32,12 @@ def paper_pairs(domains: tuple[str, ...] | None) -> list[tuple[str, str, str]]:
 
 
 def label_tests(spec: MetricSpec, data: pd.DataFrame, pairs: list[tuple[str, str, str]], *, alpha: float,
-                min_expected: int) -> list[dict[str, Any]]:
+                min_expected: int) -> list[PaperTest]:
     """For every tested label (`MetricSpec.tested`): chi-square across each domain's groups, then the pairs."""
     by_column: dict[str, dict[str, Any]] = {}
     for label, (column, value) in spec.tested(data.columns).items():
         by_column.setdefault(column, {})[label] = value
-    tests = []
+    tests: list[PaperTest] = []
     for column, targets in by_column.items():
         tested = data[data[column].notna()]
         tests += [*domain_chi_squares(tested, column, targets, min_expected),
@@ -75,9 +75,10 @@ def label_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wilson", al
         return MetricView(skipped=_skipped(spec))
     tables = {}
     for column in columns:
-        labels = spec.labels.get(column)
-        if labels is None or set(labels) == {True, False}:
-            labels = {column.removeprefix(f"{spec.name}_"): True}
+        declared = spec.labels.get(column)
+        labels: Mapping[str, Any] | Sequence[Any] = (
+            {column.removeprefix(f"{spec.name}_"): True} if declared is None or set(declared) == {True, False}
+            else declared)
         tables[LabelTables.table_name(spec.name, column, len(columns))] = proportion_table(
             data[data[column].notna()], column, labels, ci=ci, alpha=alpha, seed=seed)
     tests = label_tests(spec, data, paper_pairs(kind.pairs), alpha=alpha, min_expected=min_expected)
@@ -119,7 +120,7 @@ def category_view(spec: MetricSpec, scores: pd.DataFrame, *, ci: str = "wilson",
         for name, (column, value) in categories.items():
             result = pair_test(scores, pair, column, value, label=name, alpha=alpha, min_expected=min_expected)
             if result:
-                rows.append({"category": name, "header": spec.presentation.headers.get(name, name), **result})
+                rows.append({"category": name, "header": spec.presentation.headers.get(name, name), **result.row()})
         if rows:
             differences[difference.key] = pd.DataFrame(rows)
     notes = [f"{spec.name} columns absent for: {', '.join(sorted(missing))}"] if missing else []

@@ -10,7 +10,7 @@ that resamples names (a person's or page's prompts stay together, as in every ot
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TypedDict
 
 import pandas as pd
 
@@ -78,7 +78,19 @@ def worst_case_labels(columns: Sequence[str] | pd.Index) -> list[Label]:
                         domains) for metric, case, domains in worst_cases(columns)]
 
 
-def _summary(part: pd.DataFrame, clusters: pd.Series, case: WorstCase, alpha: float) -> dict[str, Any]:
+class WorstCaseSummary(TypedDict):
+    """One group's (or domain's) worst case: k, prompts, names, the mean over prompts and its interval."""
+
+    k: int
+    k_min: int
+    prompts: int
+    names: int
+    value: float
+    ci_low: float
+    ci_high: float
+
+
+def _summary(part: pd.DataFrame, clusters: pd.Series, case: WorstCase, alpha: float) -> WorstCaseSummary:
     values = part[case.prompt_column].astype(float)
     # The name-level interval of the group's mean, the one the findings print (a score mapped by its range);
     # none for a group of one name. Its coverage by number of names: benchmarks/CALIBRATION.md.

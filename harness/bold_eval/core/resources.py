@@ -159,8 +159,9 @@ def atomic_writer(path: Path, *, sync: bool = False) -> Iterator[BinaryIO]:
                     handle.flush()
                     os.fsync(handle.fileno())
         except OSError as error:  # the block's own writes: only the faults a write raises are named here
-            if error.errno in WRITE_FAULTS:
-                raise storage_error(error, path) from error
+            fault = storage_error(error, path) if error.errno in WRITE_FAULTS else None
+            if fault is not None:
+                raise fault from error
             raise
         with storage_guard(path):
             os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual mode
@@ -343,8 +344,9 @@ def hub_snapshot(repo_id: str, *, resource: str, revision: str | None = None, re
             ignore_patterns=list(ignore_patterns) if ignore_patterns else None,
             endpoint=os.environ.get("HF_ENDPOINT") or None))
     except OSError as error:
-        if storage_error(error) is not None:  # a full disk names the folder, whatever huggingface_hub wrapped
-            raise storage_error(error, folder) from error
+        fault = storage_error(error, folder)
+        if fault is not None:  # a full disk names the folder, whatever huggingface_hub wrapped
+            raise fault from error
         places = [f"Hugging Face cache {folder} for {shown!r}" + (" (missing)" if local_only else "")]
         places.append(f"the Hub, {repo_id}" + (" (not tried: offline mode is on)" if local_only
                                                 else f" (download failed: {type(error).__name__}: {error})"))

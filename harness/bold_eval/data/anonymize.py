@@ -141,15 +141,15 @@ class _PersonName:
                 continue  # particles and initials alone are not the name
             if text[start].islower() and not any(char.isspace() for char in text[start:end]):
                 continue  # one lower-case word is an ordinary word ("day", "king")
-            previous = _PREVIOUS_WORD.search(text, 0, start)
+            before = _PREVIOUS_WORD.search(text, 0, start)
             if (
-                previous
+                before
                 and self.first
                 and len(self.first) >= 3
-                and previous.group(1)[0].isupper()
-                and self.first in previous.group(1).lower()
+                and before.group(1)[0].isupper()
+                and self.first in before.group(1).lower()
             ):
-                start = previous.start(1)  # "Andrew Tarver", "Eugene Reynolds"
+                start = before.start(1)  # "Andrew Tarver", "Eugene Reynolds"
             if text[end : end + 1] == "." and len(text[start:end].split()[-1]) == 1:
                 end += 1  # a closing initial: "Robert E."
             suffix = _TRAILING_SUFFIX.match(text, end)

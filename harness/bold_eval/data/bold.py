@@ -45,6 +45,7 @@ def dataset_script() -> ModuleType:
     """
     path = dataset_script_dir() / "bold.py"
     spec = importlib.util.spec_from_file_location(_SCRIPT_MODULE, path)
+    assert spec is not None and spec.loader is not None  # a .py file always has a spec and a loader
     module = importlib.util.module_from_spec(spec)
     # datasets re-imports the builder's module by name (streaming support), so register it.
     sys.modules[_SCRIPT_MODULE] = module

@@ -43,7 +43,7 @@ def group_requests(items: Sequence[WorkItem], use_n: bool) -> list[list[WorkItem
     by_prompt: dict[str, list[WorkItem]] = {}
     for item in items:
         by_prompt.setdefault(item.prompt_id, []).append(item)
-    requests = []
+    requests: list[list[WorkItem]] = []
     for samples in by_prompt.values():
         samples.sort(key=lambda item: item.sample)
         requests.extend(samples[start:start + MAX_N] for start in range(0, len(samples), MAX_N))
@@ -62,7 +62,7 @@ def split_tokens(total: int | None, texts: Sequence[str]) -> list[int | None]:
     by_remainder = sorted(range(len(texts)), key=lambda index: counts[index] - shares[index])
     for index in by_remainder[: total - sum(counts)]:
         counts[index] += 1
-    return counts
+    return list[int | None](counts)
 
 
 class Answer(NamedTuple):
@@ -81,7 +81,8 @@ def parse_choices(answer: Mapping[str, Any], api: str, what: str) -> list[Answer
     choices = answer.get("choices")
     if not isinstance(choices, list) or not choices or not all(isinstance(c, Mapping) for c in choices):
         raise ApiError(f"{what}: the server's answer has no choices: {str(answer)[:300]!r}")
-    usage = answer.get("usage") if isinstance(answer.get("usage"), Mapping) else {}
+    found = answer.get("usage")
+    usage: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     tokens, prompt_tokens = usage.get("completion_tokens"), usage.get("prompt_tokens")
     ordered = sorted(enumerate(choices), key=lambda pair: (_index(pair[1].get("index")), pair[0]))
     return [_choice(choice, api, int(tokens) if isinstance(tokens, int) else None,
@@ -95,7 +96,8 @@ def _index(value: Any) -> int:
 
 
 def _choice(choice: Mapping[str, Any], api: str, tokens: int | None, prompt_tokens: int | None) -> Answer:
-    message = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
+    found = choice.get("message")
+    message: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     text = message.get("content") if api == "chat" else choice.get("text")
     # vLLM's and transformers serve's reasoning parsers: `reasoning_content`; newer vLLM: `reasoning`.
     reasoning = message.get("reasoning_content") or message.get("reasoning")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from bold_eval.core.errors import UsageError
 from bold_eval.generation.base import (
@@ -14,6 +14,9 @@ from bold_eval.generation.base import (
     GenerationStats,
     WorkItem,
 )
+
+# A generator's own statistics (a GenerationStats subclass), handed back to it filled in.
+Stats = TypeVar("Stats", bound=GenerationStats)
 
 CPU_GENERATION_BATCH_SIZE = 64
 
@@ -90,7 +93,7 @@ def _segment(schedule: Sequence[tuple[int, int]], position: int, total: int) -> 
 def run_batch_plan(todo: Sequence[WorkItem], plan: BatchPlan | None, *, lengths: Callable[[list[WorkItem]], list[int]],
                    batch_size: int | str, default_size: int, generate_batch: Callable[[list[WorkItem]],
                                                                                       list[Generated]],
-                   on_batch: BatchCallback, stats: GenerationStats, bar: Any) -> GenerationStats:
+                   on_batch: BatchCallback, stats: Stats, bar: Any) -> Stats:
     """Run the batches of `plan` that hold an item of `todo`, each exactly as planned (done items
     included, their results discarded); `on_batch` receives only the `todo` items of each batch.
 
@@ -144,5 +147,5 @@ def run_batch_plan(todo: Sequence[WorkItem], plan: BatchPlan | None, *, lengths:
         position = end
     stats.seconds = time.perf_counter() - started
     stats.batch_size = min(plan.schedule[-1][1], len(ordered))
-    stats.batch_schedule = [tuple(segment) for segment in plan.schedule]
+    stats.batch_schedule = [(segment[0], segment[1]) for segment in plan.schedule]
     return stats

@@ -212,7 +212,7 @@ def prompt_lengths(tokenizer: Any, prompts: Sequence[str], decoding: DecodingCon
     position: dict[str, int] = {}
     for prompt in prompts:
         position.setdefault(prompt, len(position))
-    distinct, found = list(position), []
+    distinct, found = list(position), list[int]()
     for start in range(0, len(distinct), LENGTH_CHUNK):
         part = distinct[start:start + LENGTH_CHUNK]
         if chat is None or not chat.chat:
@@ -256,7 +256,8 @@ def row_bytes(model: Any) -> int | None:
     config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
     layers, heads, hidden, vocab = (getattr(config, name, None) for name in
                                     ("num_hidden_layers", "num_attention_heads", "hidden_size", "vocab_size"))
-    if not all(isinstance(value, int) and value > 0 for value in (layers, heads, hidden, vocab)):
+    if not (isinstance(layers, int) and isinstance(heads, int) and isinstance(hidden, int) and isinstance(vocab, int)
+            and min(layers, heads, hidden, vocab) > 0):
         return None
     kv_heads = getattr(config, "num_key_value_heads", None) or heads
     head_dim = getattr(config, "head_dim", None) or hidden // heads

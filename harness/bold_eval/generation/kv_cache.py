@@ -51,6 +51,7 @@ class _InPlace:
         end = self.length + key_states.shape[-2]
         if self._buffers is None or end > self._buffers[0].shape[-2]:
             self._reserve(key_states, value_states, end)
+        assert self._buffers is not None  # reserved above
         for buffer, states in zip(self._buffers, (key_states, value_states), strict=True):
             buffer[..., self.length:end, :] = states
         self.length = end
@@ -69,6 +70,7 @@ class _InPlace:
         self.is_initialized = True
 
     def _expose(self) -> tuple[Any, Any]:
+        assert self._buffers is not None  # `update` reserves them first
         self.keys = self._buffers[0][..., : self.length, :]
         self.values = self._buffers[1][..., : self.length, :]
         return self.keys, self.values

@@ -131,7 +131,8 @@ def _generator_for(out: Path, config: PhaseSettings, context: GeneratorContext,
     generator, settings = built(config)
     implied = folder_plans(out, settings, config.generator_options)
     if implied:
-        config = replace(config, generator_options={**config.generator_options, **implied})
+        # the settings are a dataclass (RunConfig) that satisfies the protocol
+        config = replace(config, generator_options={**config.generator_options, **implied})  # type: ignore[type-var]
         generator, settings = built(config)
     return config, generator, settings
 
@@ -247,7 +248,8 @@ def _run_record(config: PhaseSettings, generator: Generator, settings: dict[str,
         model=config.model, generator=generator.kind, generator_settings=generator.settings(), model_info=info,
         generation_settings=settings, num_samples=config.num_samples, domains=settings["domains"],
         limit=config.limit, generated_tokens=generations.new_tokens, versions=versions(),
-        modified_data=modified_data, command=config.command, **counts,
+        modified_data=modified_data, command=config.command, processes=counts["processes"],
+        generated_now=counts["generated_now"], resumed=counts["resumed"],
     )
     if previous is not None:  # nothing generated now: keep how the folder's texts were batched
         record.batch_size, record.batch_schedule = previous.batch_size, previous.batch_schedule

@@ -14,6 +14,7 @@ from huggingface_hub import (
 )
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
+from bold_eval.analysis.results import Coverage
 from bold_eval.core.options import DEFAULT_RESULTS_DATASET
 from bold_eval.core.provenance import resource_lines
 from bold_eval.core.storage import storage_guard
@@ -37,11 +38,11 @@ class PartialRunError(PublishError):
     """The run covers only part of BOLD; its numbers are not the benchmark's (--allow-partial-run)."""
 
 
-def run_coverage(summary: Mapping[str, Any]) -> dict[str, Any]:
+def run_coverage(summary: Mapping[str, Any]) -> Coverage:
     """The run's coverage of BOLD (`bold_eval.analysis.scores.coverage`), from summary.json's counts."""
     from bold_eval.analysis.scores import coverage
 
-    counts = summary.get("counts") or {}
+    counts: Any = summary.get("counts") or {}
     return counts.get("coverage") or coverage(counts)
 
 
@@ -93,9 +94,11 @@ def summary_metrics(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
             for gap in ((summary.get("findings") or {}).get("gaps") or []) if gap.get("gap") is not None}
 
     def covered(domain: str) -> dict[str, Any]:
-        values = coverage["domains"].get(domain) or {}
-        return {"prompts": values.get("prompts"), "bold_prompts": values.get("bold_prompts"),
-                "bold_coverage": None if values.get("share") is None else round(values["share"], 4)}
+        values = coverage["domains"].get(domain)
+        share = values.get("share") if values else None
+        return {"prompts": values.get("prompts") if values else None,
+                "bold_prompts": values.get("bold_prompts") if values else None,
+                "bold_coverage": None if share is None else round(share, 4)}
 
     rows: list[dict[str, Any]] = []
     for spec in metric_specs():
@@ -386,6 +389,7 @@ def publish_results(
             updated.save(folder / "README.md")
         log(f"would update the card of model {repo_id} with {len(results)} results: {folder / 'README.md'}")
         return updated
+    assert client is not None  # made above unless dry_run
     client.upload_file(
         path_or_fileobj=str(updated).encode("utf-8"),
         path_in_repo="README.md",

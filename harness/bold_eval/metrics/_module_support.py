@@ -31,7 +31,12 @@ BOLD_CITATION = """\
 """
 
 
-class ChecksTextsFirst:
+# The mixins below come before `evaluate.Metric` in a module's bases and call its methods: to the type checker they
+# are that class (evaluate is not type-checked, so Any).
+_MetricBase: Any = object
+
+
+class ChecksTextsFirst(_MetricBase):
     """Check what `compute`, `add_batch` and `add` receive before evaluate and `datasets` do.
 
     evaluate's own errors are cryptic for the common mistakes ("cache file doesn't exist" for
@@ -122,7 +127,7 @@ class ChecksTextsFirst:
         return super().add(**kwargs)
 
 
-class ModelFromConfigName:
+class ModelFromConfigName(_MetricBase):
     """A classifier module whose config name may be a Hub model id or a local model folder.
 
     Loading options arrive through `evaluate.load(..., model=, batch_size=, device=, dtype=, model_revision=)`;

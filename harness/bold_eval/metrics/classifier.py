@@ -138,7 +138,7 @@ class SequenceClassifier:
         device_type = "cuda" if self.device.startswith("cuda") else "cpu"
         return torch.autocast(device_type=device_type, dtype=getattr(torch, self.dtype))
 
-    def _batch(self, encodings: dict[str, list[list[int]]], rows: Sequence[int]) -> dict[str, Any]:
+    def _batch(self, encodings: dict[str, list[list[int]]], rows: Sequence[int] | np.ndarray) -> dict[str, Any]:
         """Pad the token ids of `rows` to their longest member (dynamic padding), rounded up to a multiple of
         `GPU_PAD_MULTIPLE` on a GPU (never past the model's limit)."""
         import torch

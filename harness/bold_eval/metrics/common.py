@@ -171,7 +171,7 @@ def worst_over_samples(values: np.ndarray, codes: np.ndarray, reduce: str) -> np
     return out
 
 
-def group_masks(groups: Sequence[str]) -> dict[str, np.ndarray]:
+def group_masks(groups: Sequence[str] | Sequence[int]) -> dict[Any, np.ndarray]:
     """{group: bool mask over the texts}, in first-seen group order.
 
     Built once per call so that every per-group summary of the same texts shares the masks.
@@ -183,7 +183,7 @@ def group_masks(groups: Sequence[str]) -> dict[str, np.ndarray]:
 def summarize_labels(
     labels: Sequence[str] | np.ndarray,
     label_names: Sequence[str],
-    groups: Sequence[str] | None = None,
+    groups: Sequence[str] | Sequence[int] | None = None,
     *,
     masks: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:

@@ -26,7 +26,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,8 +44,11 @@ from bold_eval.core.resources import (
 )
 
 # gensim is the `embeddings` extra: without it, importing this module says which extra to install.
-KeyedVectors = require_extra("gensim.models", extra="embeddings",
-                             purpose="word2vec for Gender-Max and Gender-Wavg").KeyedVectors
+if TYPE_CHECKING:
+    from gensim.models import KeyedVectors
+else:
+    KeyedVectors = require_extra("gensim.models", extra="embeddings",
+                                 purpose="word2vec for Gender-Max and Gender-Wavg").KeyedVectors
 
 WORD2VEC_ENV = "BOLD_WORD2VEC"
 DEBIASWE_ENV = "BOLD_DEBIASWE_DIR"

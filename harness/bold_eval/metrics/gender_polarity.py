@@ -136,7 +136,8 @@ def gender_direction_vector(keyed_vectors: KeyedVectors) -> np.ndarray:
     return vectors[index["she"]].astype(np.float64) - vectors[index["he"]].astype(np.float64)
 
 
-def word_polarity(keyed_vectors: KeyedVectors, words: Sequence[str], g: np.ndarray | None = None) -> np.ndarray:
+def word_polarity(keyed_vectors: KeyedVectors, words: Sequence[str] | np.ndarray,
+                  g: np.ndarray | None = None) -> np.ndarray:
     """b = cos(w, g) for each word (surface form, lowercase, then both without 's); NaN for unknown words.
 
     Only the given words are touched, so a 3M-word memory-mapped embedding costs one row read per word.

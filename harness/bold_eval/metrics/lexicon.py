@@ -161,7 +161,7 @@ class Lexicon:
     words: np.ndarray  # object array of lowercase words
     values: np.ndarray  # float64 [n_words, 8], columns in VARIABLES order, Section 4.4 scales
     source: str = "custom"
-    index: dict[str, int] = field(default=None, repr=False)  # type: ignore[assignment]
+    index: dict[str, int] = field(default=None, repr=False)  # type: ignore[arg-type]
     # The files it was read from, with their checksums (run.json's `resources`); () for a table given in memory.
     resources: tuple[ResourceRecord, ...] = ()
 

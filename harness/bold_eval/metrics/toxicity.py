@@ -158,7 +158,8 @@ def load_scorer(
     return ToxicityScorer(classifier, toxic_label=toxic_label, threshold=threshold)
 
 
-def summarize(score: np.ndarray, is_toxic: np.ndarray, groups: Sequence[str] | None = None) -> dict[str, Any]:
+def summarize(score: np.ndarray, is_toxic: np.ndarray,
+              groups: Sequence[str] | Sequence[int] | None = None) -> dict[str, Any]:
     """Toxic ratio and maximum toxicity, overall and (with groups) per group in first-seen order."""
     score = np.asarray(score, dtype=np.float64)
     is_toxic = np.asarray(is_toxic, dtype=bool)

@@ -119,7 +119,7 @@ def plot_male_minus_female(table: pd.DataFrame, path: Path, *, methods: Mapping[
         errors = _error_extents(values, bounds["male_minus_female_ci_low"], bounds["male_minus_female_ci_high"])
     ax.barh(positions, values, color=np.where(values >= 0, male_color, female_color), alpha=0.85, xerr=errors,
             error_kw={"ecolor": "#333333", "capsize": 3, "lw": 1})
-    handles = [Patch(color=male_color, alpha=0.85, label=f"{methods[bars]}: more male"),
+    handles: list[Any] = [Patch(color=male_color, alpha=0.85, label=f"{methods[bars]}: more male"),
                Patch(color=female_color, alpha=0.85, label=f"{methods[bars]}: more female")]
     # The other methods as markers, each with its own (the paper's first method is always the bars when scored).
     for method, marker in zip(list(methods)[1:], "ox+^", strict=False):

@@ -10,14 +10,12 @@ markdown and writes the findings' and worst cases' tables and figures into the r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from bold_eval.analysis.clustered import METHOD_NOTES, POWER_AGAINST_ORACLE, SCORE, confidence_label
-from bold_eval.analysis.results import Summary
+from bold_eval.analysis.results import Coverage, Summary
 from bold_eval.core.errors import UsageError
 from bold_eval.metrics import metric_spec, metric_specs
 from bold_eval.report.figures import plot_worst_case
@@ -50,7 +48,7 @@ def metric_title(metric: str) -> str:
 def scope_lines(record: RunRecord, summary: Summary) -> list[str]:
     """What this run can and cannot say, in plain words and before any number."""
     found = summary.findings
-    coverage = summary.counts.get("coverage") or {}
+    coverage = summary.counts.get("coverage")
     lines: list[str] = []
     power = found.power
     if found.too_small:
@@ -65,7 +63,7 @@ def scope_lines(record: RunRecord, summary: Summary) -> list[str]:
         lines.append("> **Some domains are too small for claims about their groups:** " + ", ".join(parts) +
                      " is the smallest group-versus-rest difference a typical group could show and be found "
                      "(80% power, after correction). Smaller differences there go unseen.")
-    if coverage and not coverage.get("complete", True):
+    if coverage is not None and not coverage["complete"]:
         lines.append(_partial_line(record, coverage))
     lines += trace_lines(record)[:1]  # texts that ended inside a thinking trace are in no number below
     reference = summary.reference_findings
@@ -82,13 +80,13 @@ def _points(value: float) -> str:
     return f"{100 * value:.0f} percentage points"
 
 
-def _partial_line(record: RunRecord, coverage: Mapping[str, Any]) -> str:
+def _partial_line(record: RunRecord, coverage: Coverage) -> str:
     parts = []
     if record.limit is not None:
         seed = (record.generation_settings or {}).get("limit_sample_seed")
         parts.append(f"`--limit {record.limit}`: a random sample of at most {quantity(record.limit, 'prompt')} per "
                      "domain, stratified by group" + (f" (`--sample-seed {seed}`)" if seed is not None else ""))
-    if coverage.get("missing_domains"):
+    if coverage["missing_domains"]:
         parts.append(f"domains not in this run: {', '.join(coverage['missing_domains'])}")
     if (record.generations or {}).get("missing_prompts"):
         parts.append(f"{record.generations['missing_prompts']} selected prompts had no generation")

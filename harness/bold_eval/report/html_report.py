@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -45,8 +45,16 @@ def plain(line: str) -> str:
     return re.sub(r"\*\*|`", "", line).strip()
 
 
+class HtmlReportWritten(TypedDict):
+    """What `write_html_report` wrote: the texts in it, each file's size in bytes, and the seconds it took."""
+
+    texts: int
+    bytes: dict[str, int]
+    seconds: float
+
+
 def write_html_report(staging: Path, record: RunRecord, summary: Summary, scores: pd.DataFrame | None,
-                      reference: pd.DataFrame | None) -> dict[str, Any]:
+                      reference: pd.DataFrame | None) -> HtmlReportWritten:
     """report.html and report_files/ into `staging`; `scores` and `reference` with their texts (None: the page
     says the texts are not in the folder). Returns sizes and timings for the benchmark."""
     started = time.perf_counter()
@@ -78,7 +86,7 @@ def write_html_report(staging: Path, record: RunRecord, summary: Summary, scores
 
 
 def summary_payload(record: RunRecord, summary: Summary, rates: pd.DataFrame,
-                    labels: Sequence[TestedLabel]) -> dict[str, Any]:
+                    labels: Sequence[TestedLabel]) -> dict[str, object]:
     """Everything but the texts: the answer, findings, forest-plot rates, provenance and method notes."""
     stats = summary.statistics
     own = summary.findings.tests
@@ -125,7 +133,7 @@ _ROW_COLUMNS = ("domain", "metric", "label", "contrast", "kind", "group", "rest"
                 "interaction", "ci_low", "ci_high", "p_value", "p_adjusted", "method", "note")
 
 
-def _rows(tests: pd.DataFrame, *, significant_only: bool) -> list[dict[str, Any]]:
+def _rows(tests: pd.DataFrame, *, significant_only: bool) -> list[dict[str, object]]:
     """The findings' rows (significant ones, largest first), with the columns the page shows."""
     if tests is None or not len(tests):
         return []
@@ -183,7 +191,7 @@ def _values(series: pd.Series) -> RawJSON:
 
 
 def text_data(scores: pd.DataFrame, reference: pd.DataFrame | None,
-              labels: Sequence[TestedLabel]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+              labels: Sequence[TestedLabel]) -> tuple[dict[str, object], list[dict[str, object]]]:
     """(the index the text browser filters and sorts on, the chunks of texts it shows). Rows are ordered by
     domain, group, name, prompt and sample; row i of the index is row i % CHUNK_TEXTS of chunk i // CHUNK_TEXTS.
     A chunk is a table (`columns`, one `data` row per text: prompt id, continuation and every score) and its
@@ -192,7 +200,7 @@ def text_data(scores: pd.DataFrame, reference: pd.DataFrame | None,
     scores = scores.sort_values(order, kind="stable").reset_index(drop=True)
     if "category" in scores:
         scores["category"] = scores["category"].fillna("")
-    codes: dict[str, Any] = {}
+    codes: dict[str, RawJSON] = {}
     values: dict[str, list[Any]] = {}
     for column in ("domain", "group", "category", "name"):
         if column in scores:
@@ -214,7 +222,7 @@ def text_data(scores: pd.DataFrame, reference: pd.DataFrame | None,
     table = pd.concat([table, scores[_score_columns(scores)]], axis=1)
     prompt_text = scores["prompt"].astype(str).to_numpy() if "prompt" in scores else np.full(len(scores), "")
     prompt_ids = table["prompt_id"].to_numpy()
-    chunks = []
+    chunks: list[dict[str, object]] = []
     for start in range(0, len(table), CHUNK_TEXTS):
         part = table.iloc[start:start + CHUNK_TEXTS]
         # a prompt's text and its Wikipedia sentence once per chunk, not once per sample

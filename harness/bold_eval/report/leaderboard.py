@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from bold_eval.analysis.leaderboard import Leaderboard, build_leaderboard, is_wikipedia
 from bold_eval.core.errors import UserError
@@ -43,9 +43,22 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")[:80] or "model"
 
 
+class LeaderboardWritten(TypedDict):
+    """What `write_leaderboard` wrote: the page, the results files, each file's size in bytes, the number of models,
+    the warning when the runs were scored with different resources ("" when not), and the seconds it took."""
+
+    index: Path
+    results: list[Path]
+    bytes: dict[str, int]
+    models: int
+    warning: str
+    test_seconds: float
+    seconds: float
+
+
 def write_leaderboard(run_dirs: list[str | Path], out: str | Path, *, alpha: float = 0.05, correction: str = "holm",
                       cluster: str = "name", allow_different_prompts: bool = False,
-                      copy_reports: bool = True) -> dict[str, Any]:
+                      copy_reports: bool = True) -> LeaderboardWritten:
     """Build the board over `run_dirs` and write the site into `out`; returns paths, sizes and timings."""
     started = time.perf_counter()
     board = build_leaderboard(load_board_runs(run_dirs), alpha=alpha, correction=correction, cluster=cluster,
@@ -130,7 +143,7 @@ def _display() -> dict[str, str]:
     return {spec.name: spec.display_name for spec in metric_specs()}
 
 
-def board_payload(board: Leaderboard, reports: dict[str, str]) -> dict[str, Any]:
+def board_payload(board: Leaderboard, reports: dict[str, str]) -> dict[str, object]:
     """What index.html reads: the models (with their report links and run settings), the cells and pairs."""
     models = []
     for run in board.runs:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bold_eval.analysis.results import RatioTables
+from bold_eval.analysis.results import ChiSquareTest, PaperTest, RatioTables
 from bold_eval.data.bold import GENDER_PAIR, RACE_PAIR, RELIGION_PAIR
 from bold_eval.metrics.spec import Categories, MetricSpec
 from bold_eval.report.markdown import (
@@ -30,30 +30,30 @@ PAPER_GROUP_NAMES = {
 }
 
 
-def tests_markdown(tests: Sequence[Mapping[str, Any]]) -> str:
+def tests_markdown(tests: Sequence[PaperTest]) -> str:
     """One line per test: what was compared, the statistic, p and whether groups were big enough."""
     rows = []
     for test in tests:
-        if test["test"] == "chi-square":
-            compared = quantity(len(test["groups"]), "group")
-            statistic = "n/a" if test["statistic"] is None else f"chi2={test['statistic']:.3f}, dof={test['dof']}"
+        if isinstance(test, ChiSquareTest):
+            compared = quantity(len(test.groups), "group")
+            statistic = "n/a" if test.statistic is None else f"chi2={test.statistic:.3f}, dof={test.dof}"
             detail = ""
         else:
-            compared = f"{test['group_a']} vs {test['group_b']}"
-            statistic = "n/a" if test["statistic"] is None else f"z={test['statistic']:.3f}"
-            detail = (f"{test['proportion_a']:.3f} vs {test['proportion_b']:.3f}, "
-                      f"difference {test['difference']:+.3f} [{test['ci_low']:+.3f}, {test['ci_high']:+.3f}]")
+            compared = f"{test.group_a} vs {test.group_b}"
+            statistic = "n/a" if test.statistic is None else f"z={test.statistic:.3f}"
+            detail = (f"{test.proportion_a:.3f} vs {test.proportion_b:.3f}, "
+                      f"difference {test.difference:+.3f} [{test.ci_low:+.3f}, {test.ci_high:+.3f}]")
         rows.append({
-            "domain": test.get("domain", ""),
-            "label": " ".join(filter(None, (test.get("metric"), test.get("label")))),
-            "test": test["test"],
+            "domain": test.domain,
+            "label": test.label or "",
+            "test": test.test,
             "compared": compared,
             "proportions": detail,
             "statistic": statistic,
-            "p_value": format_p(test["p_value"]),
-            "p (Holm within table)": format_p(test.get("p_holm")),
-            "reliable": "yes" if test["reliable"] else "no",
-            "note": test.get("note", ""),
+            "p_value": format_p(test.p_value),
+            "p (Holm within table)": format_p(test.p_holm),
+            "reliable": "yes" if test.reliable else "no",
+            "note": test.note,
         })
     return markdown(pd.DataFrame(rows)) if rows else "_(no tests: groups missing from this run)_"
 

@@ -80,7 +80,7 @@ def small_groups(summary: Summary) -> list[str]:
     names: dict[str, None] = {}
     for view in summary.views.values():
         for test in view.tests:
-            names.update(dict.fromkeys(test.get("small_groups", [])))
+            names.update(dict.fromkeys(test.small_groups))
         for table in view.tables.values():
             if "small_groups" in table:
                 for groups in table["small_groups"]:

@@ -230,7 +230,7 @@ def write_view_tables(summary: Summary, tables: Path) -> None:
         for name, table in view.tables.named().items():
             write_table(table, tables, name)
         if view.tests:
-            write_table(pd.DataFrame(to_jsonable(view.tests)), tables, f"{metric}_tests")
+            write_table(pd.DataFrame(to_jsonable([test.as_dict() for test in view.tests])), tables, f"{metric}_tests")
 
 
 def metric_sections(summary: Summary, figures: Path, tables: Path) -> list[str]:

@@ -73,9 +73,9 @@ class TextMemo:
             for column, values in columns.items():
                 values[todo] = np.asarray(fresh[column])
         seen = [i for i, digest in enumerate(digests) if digest in known]
-        for position, column in enumerate(columns.values()):
+        for position, array in enumerate(columns.values()):
             for i in seen:
-                column[i] = known[digests[i]][position]
+                array[i] = known[digests[i]][position]
         for i in todo:
             if digests[i] in self.repeated:
                 known[digests[i]] = tuple(column[i] for column in columns.values())

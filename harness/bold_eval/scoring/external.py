@@ -335,6 +335,7 @@ def _key_by_prompt_text(
         if len(ids) > 1:
             shared.add(key_values)
         if has_sample:
+            assert sample_values is not None  # has_sample
             counter_key = (key_values, sample_values[position])
             occurrence = seen.get(counter_key, 0)
             seen[counter_key] = occurrence + 1

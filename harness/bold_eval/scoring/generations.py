@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -60,7 +60,7 @@ from bold_eval.scoring.texts import build_texts, check_generation_chunk, duplica
 STREAM_ROWS = 2_000
 
 # What `score_generations` scores: a frame (one row per text), or a generations.jsonl path, read in chunks.
-Generations = pd.DataFrame | str | os.PathLike
+Generations: TypeAlias = "pd.DataFrame | str | os.PathLike"
 
 
 def without_traces(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:

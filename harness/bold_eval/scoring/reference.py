@@ -40,7 +40,7 @@ def wikipedia_generations(prompt_ids: Sequence[str], bold: pd.DataFrame) -> pd.D
         records.extend(generation_record(rows[item.prompt_id], item.sample, result.continuation, result.num_new_tokens)
                        for item, result in zip(items, results, strict=True))
 
-    generator = WikipediaGenerator(SimpleNamespace(num_samples=1), GeneratorContext(rows=rows))  # type: ignore[arg-type]
+    generator = WikipediaGenerator(SimpleNamespace(num_samples=1), GeneratorContext(rows=rows))
     generator.generate([WorkItem(prompt_id, 0, rows[prompt_id]["prompt"]) for prompt_id in wanted], on_batch=keep,
                        progress=False)
     return pd.DataFrame(records, columns=list(RECORD_COLUMNS))[list(GENERATION_COLUMNS)]

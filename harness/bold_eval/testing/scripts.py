@@ -17,6 +17,7 @@ def script_module(name: str, folder: str = "benchmarks") -> Iterator[ModuleType]
     """`folder/name.py` of a checkout, loaded as the module `name` and registered in sys.modules while in use
     (dataclasses resolve their module's annotations through it)."""
     spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
+    assert spec is not None and spec.loader is not None  # a .py file always has a spec and a loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:

@@ -247,7 +247,7 @@ class _LoopbackServer:
     def start(self) -> Any:
         owner = self
 
-        class Handler(self.handler):  # type: ignore[misc,valid-type]
+        class Handler(self.handler):  # type: ignore[name-defined]
             server_owner = owner
 
         self.httpd = _QuietServer((LOOPBACK, 0), Handler)
@@ -684,7 +684,7 @@ class BatchingServer(_LoopbackServer):
             if self._stopping:
                 return []
             first = self._waiting[0]
-            batch, rows = [], 0
+            batch, rows = list[Any](), 0
             for job in list(self._waiting):
                 if job.sampling() == first.sampling() and (not batch or rows + job.n <= self.max_batch):
                     batch.append(job)
@@ -808,6 +808,7 @@ class _FakeHubHandler(_Handler):
                 return
             folder, commit = found
             files = FakeHub.files(folder)
+            body: object
             if kind == "revision":
                 body = {"id": repo_id, "modelId": repo_id, "sha": commit, "private": False,
                         "siblings": [{"rfilename": name} for name in files]}

@@ -21,12 +21,14 @@ human label (Figure 6). `validate` does the same for one metric score on any lab
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -69,6 +71,153 @@ _BOOTSTRAP_BATCH_ELEMENTS = 2_000_000
 
 
 # --------------------------------------------------------------------------- label mapping
+
+
+# --------------------------------------------------------------------------- what a validation finds
+
+
+@dataclass(frozen=True)
+class ClassScores:
+    """One human class's precision, recall, F1 and support (Section 6.3), and its human label once known."""
+
+    precision: float
+    recall: float
+    f1: float
+    support: int
+    label: Label | None = None
+
+    def as_dict(self) -> dict[str, Label | float]:
+        scores: dict[str, Label | float] = {"precision": self.precision, "recall": self.recall, "f1": self.f1,
+                                            "support": self.support}
+        return scores if self.label is None else {"label": self.label, **scores}
+
+
+@dataclass(frozen=True)
+class AgreementIntervals:
+    """Paired bootstrap intervals (low, high; None when undefined) of both ρ and accuracy, and how they were drawn."""
+
+    spearman_rho: tuple[float | None, float | None]
+    spearman_rho_score: tuple[float | None, float | None]
+    accuracy: tuple[float | None, float | None]
+    confidence_level: float
+    method: str
+    n_resamples: int
+    seed: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {"spearman_rho": list(self.spearman_rho), "spearman_rho_score": list(self.spearman_rho_score),
+                "accuracy": list(self.accuracy), "confidence_level": self.confidence_level, "method": self.method,
+                "n_resamples": self.n_resamples, "seed": self.seed}
+
+
+@dataclass(frozen=True)
+class ConfusionMatrix:
+    """Counts of texts per human class (rows) and the class the metric's label maps to (columns, the last one
+    for a label that maps to no compared class)."""
+
+    columns: list[str]
+    counts: list[list[int]]
+    rows: ClassVar[str] = "human class"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"rows": self.rows, "columns": self.columns, "counts": self.counts}
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Section 6.3's comparison of a metric with human labels (`agreement`): Table 8's ρ between the metric's and
+    the human labels over the `spearman_n` texts whose metric label is on the label order (and its p-value), ρ of
+    the continuous score, accuracy, per-class and class-size-weighted scores, intervals, the texts whose label maps
+    to no compared class, and the confusion matrix. ρ and p-values are None when undefined."""
+
+    n: int
+    spearman_rho: float | None
+    spearman_p_value: float | None
+    spearman_n: int
+    spearman_rho_score: float | None
+    spearman_p_value_score: float | None
+    accuracy: float
+    per_class: dict[str, ClassScores]
+    weighted: dict[str, float]
+    intervals: AgreementIntervals
+    predicted_outside: int
+    confusion_matrix: ConfusionMatrix
+
+    def as_dict(self) -> dict[str, object]:
+        return {"n": self.n, "spearman_rho": self.spearman_rho, "spearman_p_value": self.spearman_p_value,
+                "spearman_n": self.spearman_n, "spearman_rho_score": self.spearman_rho_score,
+                "spearman_p_value_score": self.spearman_p_value_score, "accuracy": self.accuracy,
+                "per_class": {name: scores.as_dict() for name, scores in self.per_class.items()},
+                "weighted": dict(self.weighted), "intervals": self.intervals.as_dict(),
+                "predicted_outside": self.predicted_outside, "confusion_matrix": self.confusion_matrix.as_dict()}
+
+
+@dataclass(frozen=True)
+class ComparedClass:
+    """A human class compared: its label, its name (Table 8's column) and its place on the label order."""
+
+    label: Label
+    name: str
+    axis_position: float
+
+
+@dataclass(frozen=True)
+class ValidationRecord:
+    """validation.json (`as_dict`): what was compared and how (the metric, its score, options and thresholds, the
+    source of the human labels, the classes, the label mapping, the excluded texts), then the `Agreement`."""
+
+    metric: str
+    score: str
+    table8_row: str
+    score_description: str
+    metric_options: Any  # the options as JSON (`_jsonable`)
+    thresholds: dict[str, float]
+    source: dict[str, Any]  # the labelled source's own description (files, checksums, citation)
+    classes: list[ComparedClass]
+    label_mapping: dict[str, Label | None]
+    excluded_labels: dict[str, int]
+    agreement: Agreement
+    bold_eval_version: str = __version__
+
+    @property
+    def excluded(self) -> int:
+        return int(sum(self.excluded_labels.values()))
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> ValidationRecord:
+        """A record read back from validation.json (`as_dict`'s mapping)."""
+        intervals, matrix = record["intervals"], record["confusion_matrix"]
+        found = Agreement(
+            n=record["n"], spearman_rho=record["spearman_rho"], spearman_p_value=record["spearman_p_value"],
+            spearman_n=record["spearman_n"], spearman_rho_score=record["spearman_rho_score"],
+            spearman_p_value_score=record["spearman_p_value_score"], accuracy=record["accuracy"],
+            per_class={name: ClassScores(**scores) for name, scores in record["per_class"].items()},
+            weighted=dict(record["weighted"]),
+            intervals=AgreementIntervals(
+                spearman_rho=tuple(intervals["spearman_rho"]),
+                spearman_rho_score=tuple(intervals["spearman_rho_score"]),
+                accuracy=tuple(intervals["accuracy"]), confidence_level=intervals["confidence_level"],
+                method=intervals["method"], n_resamples=intervals["n_resamples"], seed=intervals["seed"]),
+            predicted_outside=record["predicted_outside"],
+            confusion_matrix=ConfusionMatrix(columns=list(matrix["columns"]), counts=list(matrix["counts"])))
+        return cls(metric=record["metric"], score=record["score"], table8_row=record["table8_row"],
+                   score_description=record["score_description"], metric_options=record["metric_options"],
+                   thresholds=dict(record["thresholds"]), source=dict(record["source"]),
+                   classes=[ComparedClass(**entry) for entry in record["classes"]],
+                   label_mapping=dict(record["label_mapping"]), excluded_labels=dict(record["excluded_labels"]),
+                   agreement=found, bold_eval_version=record["bold_eval_version"])
+
+    def as_dict(self) -> dict[str, object]:
+        numbers = self.agreement.as_dict()
+        return {
+            "metric": self.metric, "score": self.score, "table8_row": self.table8_row,
+            "score_description": self.score_description, "metric_options": self.metric_options,
+            "thresholds": self.thresholds, "source": self.source,
+            "classes": [{"label": entry.label, "name": entry.name, "axis_position": entry.axis_position}
+                        for entry in self.classes],
+            "label_mapping": dict(self.label_mapping), "n": numbers.pop("n"), "excluded": self.excluded,
+            "excluded_labels": self.excluded_labels, **numbers, "bold_eval_version": self.bold_eval_version,
+        }
 
 
 # --------------------------------------------------------------------------- statistics
@@ -119,7 +268,7 @@ def paired_bootstrap_interval(
 
 def _per_class_scores(
     human: np.ndarray, predicted: np.ndarray, class_names: Sequence[str]
-) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+) -> tuple[dict[str, ClassScores], dict[str, float]]:
     """Per-class precision / recall / F1 / support and their class-size-weighted averages (Section 6.3)."""
     from sklearn.metrics import precision_recall_fscore_support
 
@@ -129,8 +278,8 @@ def _per_class_scores(
     )
     weighted = precision_recall_fscore_support(human, predicted, labels=classes, average="weighted", zero_division=0.0)
     per_class = {
-        name: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
-               "support": int(support[i])}
+        name: ClassScores(precision=float(precision[i]), recall=float(recall[i]), f1=float(f1[i]),
+                          support=int(support[i]))
         for i, name in enumerate(class_names)
     }
     return per_class, {"precision": float(weighted[0]), "recall": float(weighted[1]), "f1": float(weighted[2])}
@@ -146,28 +295,26 @@ def _agreement_intervals(
     confidence_level: float,
     n_resamples: int,
     seed: int,
-) -> dict[str, Any]:
+) -> AgreementIntervals:
     """Paired bootstrap intervals for both ρ and accuracy; BCa up to BCA_MAX_TEXTS texts, percentile above.
 
     The label-level ρ resamples the texts whose metric label has a place on the label order.
     """
     correct = (human == predicted).astype(np.float64)
     method = "BCa" if human.size <= BCA_MAX_TEXTS else "percentile"
-    interval = {"confidence_level": confidence_level, "n_resamples": n_resamples, "seed": seed, "method": method}
+    interval = functools.partial(paired_bootstrap_interval, confidence_level=confidence_level,
+                                 n_resamples=n_resamples, seed=seed, method=method)
     placed = np.isfinite(predicted_order)
-    rho_ci = paired_bootstrap_interval((predicted_order[placed], human_order[placed]), _spearman_along, **interval)
-    rho_score_ci = paired_bootstrap_interval((scores, human_order), _spearman_along, **interval)
-    accuracy_ci = paired_bootstrap_interval((correct,), np.mean, **interval)
-    return {
-        "spearman_rho": list(rho_ci),
-        "spearman_rho_score": list(rho_score_ci),
-        "accuracy": list(accuracy_ci),
-        "confidence_level": confidence_level,
-        "method": f"{method} bootstrap (scipy.stats.bootstrap), texts resampled with their human label, "
-                  "metric label and score (paired)",
-        "n_resamples": n_resamples,
-        "seed": seed,
-    }
+    rho_ci = interval((predicted_order[placed], human_order[placed]), _spearman_along)
+    rho_score_ci = interval((scores, human_order), _spearman_along)
+    accuracy_ci = interval((correct,), np.mean)
+    return AgreementIntervals(
+        spearman_rho=rho_ci, spearman_rho_score=rho_score_ci, accuracy=accuracy_ci,
+        confidence_level=confidence_level,
+        method=f"{method} bootstrap (scipy.stats.bootstrap), texts resampled with their human label, "
+               "metric label and score (paired)",
+        n_resamples=n_resamples, seed=seed,
+    )
 
 
 def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float | None, float | None]:
@@ -193,7 +340,7 @@ def agreement(
     confidence_level: float = DEFAULTS["confidence_level"],
     n_resamples: int = DEFAULTS["n_resamples"],
     seed: int = DEFAULTS["seed"],
-) -> dict[str, Any]:
+) -> Agreement:
     """Section 6.3's comparison of one metric with human labels, taken as truth.
 
     `human`: class index per text (0..k-1, the order of `class_names`); `predicted`: the class
@@ -223,23 +370,21 @@ def agreement(
         confidence_level=confidence_level, n_resamples=n_resamples, seed=seed,
     )
     matrix = confusion_matrix(human, predicted, labels=[*range(k), k])[:k]
-    return {
-        "n": int(human.size),
-        "spearman_rho": rho,
-        "spearman_p_value": p_value,
-        "spearman_n": int(placed.sum()),
-        "spearman_rho_score": rho_score,
-        "spearman_p_value_score": p_value_score,
-        "accuracy": float(accuracy_score(human, predicted)),
-        "per_class": per_class,
-        "weighted": weighted,
-        "intervals": intervals,
-        "predicted_outside": int((predicted == k).sum()),
-        "confusion_matrix": {
-            "rows": "human class", "columns": [*class_names, "(no compared class)"],
-            "counts": matrix.astype(int).tolist(),
-        },
-    }
+    return Agreement(
+        n=int(human.size),
+        spearman_rho=rho,
+        spearman_p_value=p_value,
+        spearman_n=int(placed.sum()),
+        spearman_rho_score=rho_score,
+        spearman_p_value_score=p_value_score,
+        accuracy=float(accuracy_score(human, predicted)),
+        per_class=per_class,
+        weighted=weighted,
+        intervals=intervals,
+        predicted_outside=int((predicted == k).sum()),
+        confusion_matrix=ConfusionMatrix(columns=[*class_names, "(no compared class)"],
+                                         counts=matrix.astype(int).tolist()),
+    )
 
 
 # --------------------------------------------------------------------------- the validation
@@ -249,7 +394,7 @@ def agreement(
 class Validation:
     """The validation record (validation.json) and the per-text arrays behind it (figures, predictions)."""
 
-    record: dict[str, Any]
+    record: ValidationRecord
     texts: list[str]
     human_labels: list[Label]
     included: np.ndarray  # bool per text: not excluded
@@ -293,32 +438,29 @@ def _check_inputs(
 
 def _validation_record(
     scored: Scored,
-    stats: dict[str, Any],
+    stats: Agreement,
     classes: Mapping[Label, str],
     compared: list[Label],
     order: Mapping[Label, float],
     mapping: Mapping[str, Label | None],
     excluded_counts: dict[str, int],
     source: Mapping[str, Any] | None,
-) -> dict[str, Any]:
+) -> ValidationRecord:
     """validation.json: what was compared and how, then `agreement`'s numbers."""
     view = scored.view
-    return {
-        "metric": view.metric,
-        "score": view.score,
-        "table8_row": view.row_name,
-        "score_description": view.description,
-        "metric_options": _jsonable(scored.options),
-        "thresholds": scored.thresholds,
-        "source": dict(source) if source is not None else {"name": "texts and human_labels passed to validate"},
-        "classes": [{"label": label, "name": classes[label], "axis_position": order[label]} for label in compared],
-        "label_mapping": {metric_label: human_label for metric_label, human_label in mapping.items()},
-        "n": stats.pop("n"),
-        "excluded": int(sum(excluded_counts.values())),
-        "excluded_labels": excluded_counts,
-        **stats,
-        "bold_eval_version": __version__,
-    }
+    return ValidationRecord(
+        metric=view.metric,
+        score=view.score,
+        table8_row=view.row_name,
+        score_description=view.description,
+        metric_options=_jsonable(scored.options),
+        thresholds=scored.thresholds,
+        source=dict(source) if source is not None else {"name": "texts and human_labels passed to validate"},
+        classes=[ComparedClass(label=label, name=classes[label], axis_position=order[label]) for label in compared],
+        label_mapping=dict(mapping),
+        excluded_labels=excluded_counts,
+        agreement=stats,
+    )
 
 
 def run_validation(
@@ -361,15 +503,16 @@ def run_validation(
         human_index, predicted_index, scores[included], human_order, predicted_order, class_names,
         confidence_level=confidence_level, n_resamples=int(n_resamples), seed=seed,
     )
-    for name, label in zip(class_names, compared, strict=True):
-        stats["per_class"][name] = {"label": label, **stats["per_class"][name]}
+    stats = dataclasses.replace(stats, per_class={
+        name: dataclasses.replace(stats.per_class[name], label=label)
+        for name, label in zip(class_names, compared, strict=True)})
 
     excluded_counts = {classes[label]: int(sum(1 for h in human if h == label)) for label in excluded_set}
     record = _validation_record(scored, stats, classes, compared, order, mapping, excluded_counts, source)
     return Validation(record, texts, human, included, scores, np.asarray(scored.labels, dtype=object), scored.view)
 
 
-def validate(metric: str, texts: Sequence[str], human_labels: Sequence[Any], **options: Any) -> dict[str, Any]:
+def validate(metric: str, texts: Sequence[str], human_labels: Sequence[Any], **options: Any) -> dict[str, object]:
     """Table 8 for one metric: agreement of `metric` on `texts` with `human_labels` (taken as truth).
 
     Returns the record written as validation.json: n, spearman_rho (Table 8's ρ between the metric's
@@ -381,6 +524,6 @@ def validate(metric: str, texts: Sequence[str], human_labels: Sequence[Any], **o
     source, confidence_level, n_resamples, seed; every other keyword is a metric option
     (`bold_eval.metrics.<metric>.load_scorer`), e.g. model= for toxicity and regard.
     """
-    return run_validation(metric, texts, human_labels, **options).record
+    return run_validation(metric, texts, human_labels, **options).record.as_dict()
 
 

@@ -157,7 +157,7 @@ def class_indices(
     0..k-1 are the compared human classes (Table 8 order), k a metric label that maps to no compared
     class; a text with an excluded human label is not included.
     """
-    index_of = {label: i for i, label in enumerate(compared)}
+    index_of: dict[Label | None, int] = {label: i for i, label in enumerate(compared)}
     k = len(compared)
     human_index = np.array([index_of.get(label, -1) for label in human], dtype=np.int64)
     included = human_index >= 0

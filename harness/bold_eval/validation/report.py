@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ import numpy as np
 from bold_eval.core.resources import atomic_write_bytes
 from bold_eval.validation.agreement import (
     Validation,
+    ValidationRecord,
 )
 
 VALIDATION_FILE = "validation.json"
@@ -82,33 +83,33 @@ def _table_rows(name: str, values: Sequence[str], classes: Sequence[str], recall
     ]
 
 
-def table8_markdown(records: Sequence[Mapping[str, Any]], *, paper: bool = False) -> str:
+def table8_markdown(records: Sequence[ValidationRecord], *, paper: bool = False) -> str:
     """Table 8 for one or more validation records: a row naming the classes, then the row of numbers.
 
     Spearman's ρ is Table 8's, between the metric's labels and the human labels (Section 6.3); the
     last column is ρ between the continuous score and the human label ("-" in the paper's row).
     `paper=True` adds, under each record, the paper's own row for the same metric when Table 8 has one.
     """
-    width = max(3, *(len(record["per_class"]) for record in records))
+    width = max(3, *(len(record.agreement.per_class) for record in records))
     header = ["metrics", "Spearman's ρ", "accuracy", "precision", "recall", "f1",
               "per-class recall", *[""] * (width - 1), "per-class precision", *[""] * (width - 1), SCORE_RHO_HEADER]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for record in records:
-        per_class = record["per_class"]
-        weighted = record["weighted"]
-        values = [format_rho(record["spearman_rho"]), format_percent(record["accuracy"]),
-                  *(format_percent(weighted[key]) for key in ("precision", "recall", "f1"))]
+        found = record.agreement
+        per_class = found.per_class
+        values = [format_rho(found.spearman_rho), format_percent(found.accuracy),
+                  *(format_percent(found.weighted[key]) for key in ("precision", "recall", "f1"))]
         lines += _table_rows(
-            record["table8_row"], values, list(per_class),
-            [format_percent(scores["recall"]) for scores in per_class.values()],
-            [format_percent(scores["precision"]) for scores in per_class.values()], width,
-            format_rho(record.get("spearman_rho_score")),
+            record.table8_row, values, list(per_class),
+            [format_percent(scores.recall) for scores in per_class.values()],
+            [format_percent(scores.precision) for scores in per_class.values()], width,
+            format_rho(found.spearman_rho_score),
         )
-        reference = PAPER_TABLE8.get((record["metric"], record["score"])) if paper else None
+        reference = PAPER_TABLE8.get((record.metric, record.score)) if paper else None
         if reference is not None:
             rho, *rest = reference["values"]
             lines += _table_rows(
-                f"{record['table8_row']} (paper, Table 8)", [format_rho(rho), *(f"{v:.2f}" for v in rest)],
+                f"{record.table8_row} (paper, Table 8)", [format_rho(rho), *(f"{v:.2f}" for v in rest)],
                 reference["classes"],
                 [f"{v:.2f}" if v is not None else "NA" for v in reference["recall"]],
                 [f"{v:.2f}" if v is not None else "NA" for v in reference["precision"]], width, "-",
@@ -116,43 +117,44 @@ def table8_markdown(records: Sequence[Mapping[str, Any]], *, paper: bool = False
     return "\n".join(lines)
 
 
-def intervals_line(record: Mapping[str, Any]) -> str:
-    intervals = record["intervals"]
-    rho_low, rho_high = intervals["spearman_rho"]
-    score_low, score_high = intervals["spearman_rho_score"]
-    accuracy_low, accuracy_high = intervals["accuracy"]
+def intervals_line(record: ValidationRecord) -> str:
+    intervals = record.agreement.intervals
+    rho_low, rho_high = intervals.spearman_rho
+    score_low, score_high = intervals.spearman_rho_score
+    accuracy_low, accuracy_high = intervals.accuracy
     return (
-        f"{100 * intervals['confidence_level']:g}% bootstrap intervals ({intervals['method'].split(' ')[0]}, "
-        f"{intervals['n_resamples']} paired resamples, seed {intervals['seed']}): "
+        f"{100 * intervals.confidence_level:g}% bootstrap intervals ({intervals.method.split(' ')[0]}, "
+        f"{intervals.n_resamples} paired resamples, seed {intervals.seed}): "
         f"ρ [{format_rho(rho_low)}, {format_rho(rho_high)}], "
         f"accuracy [{format_percent(accuracy_low)}, {format_percent(accuracy_high)}], "
         f"ρ (continuous score vs label) [{format_rho(score_low)}, {format_rho(score_high)}]"
     )
 
 
-def counts_line(record: Mapping[str, Any]) -> str:
-    source = record["source"].get("name", "the labelled texts")
-    excluded = ", ".join(f"{name}: {count}" for name, count in record["excluded_labels"].items() if count)
-    line = (f"{record['metric']} ({record['score']}) vs {source}: n = {record['n']} compared, "
-            f"{record['excluded']} excluded" + (f" ({excluded})" if excluded else ""))
-    if record["predicted_outside"]:
-        line += (f"; {record['predicted_outside']} text(s) with a metric label that maps to no compared class "
+def counts_line(record: ValidationRecord) -> str:
+    found = record.agreement
+    source = record.source.get("name", "the labelled texts")
+    excluded = ", ".join(f"{name}: {count}" for name, count in record.excluded_labels.items() if count)
+    line = (f"{record.metric} ({record.score}) vs {source}: n = {found.n} compared, "
+            f"{record.excluded} excluded" + (f" ({excluded})" if excluded else ""))
+    if found.predicted_outside:
+        line += (f"; {found.predicted_outside} text(s) with a metric label that maps to no compared class "
                  "(counted as misses)")
-    unplaced = record["n"] - record.get("spearman_n", record["n"])
+    unplaced = found.n - found.spearman_n
     if unplaced:
         line += f"; {unplaced} text(s) with a metric label off the label order left out of the label ρ"
     return line
 
 
-def summary_text(record: Mapping[str, Any]) -> str:
+def summary_text(record: ValidationRecord) -> str:
     """What `bold-eval validate` prints: counts, Table 8 and the intervals."""
     return "\n".join([counts_line(record), table8_markdown([record]), intervals_line(record)])
 
 
-def _overview_lines(record: Mapping[str, Any]) -> list[str]:
+def _overview_lines(record: ValidationRecord) -> list[str]:
     """Title, what the score is, the counts, Table 8 with the paper's row, and the intervals."""
-    source = record["source"]
-    p_value, p_value_score = record["spearman_p_value"], record["spearman_p_value_score"]
+    source = record.source
+    p_value, p_value_score = record.agreement.spearman_p_value, record.agreement.spearman_p_value_score
     rho_note = (
         "Spearman's ρ is Table 8's rank correlation between the metric's labels and the human labels, both "
         "placed on the label order (Section 6.3: \"between labels computed with automatic metrics and labels "
@@ -163,9 +165,9 @@ def _overview_lines(record: Mapping[str, Any]) -> list[str]:
         + (f" (p = {p_value_score:.2g})" if p_value_score is not None else " (undefined: a constant score or label)")
     )
     lines = [
-        f"# Validation of {record['metric']} ({record['score']}) against {source.get('name', 'human labels')}",
+        f"# Validation of {record.metric} ({record.score}) against {source.get('name', 'human labels')}",
         "",
-        f"Score: {record['score_description']}. Human labels are taken as truth; {rho_note}.",
+        f"Score: {record.score_description}. Human labels are taken as truth; {rho_note}.",
         "",
         counts_line(record) + ".",
         "",
@@ -177,33 +179,33 @@ def _overview_lines(record: Mapping[str, Any]) -> list[str]:
         "Aggregate precision, recall and f1 are per-class scores averaged with weights equal to the "
         "class sizes (Section 6.3), so weighted recall equals accuracy.",
     ]
-    if (record["metric"], record["score"]) in PAPER_TABLE8:
-        reference = PAPER_TABLE8[(record["metric"], record["score"])]
+    if (record.metric, record.score) in PAPER_TABLE8:
+        reference = PAPER_TABLE8[(record.metric, record.score)]
         lines.append(f"The paper's row comes from {reference['n']:,} BOLD texts labelled by crowd workers "
                      "(Section 6.3), not from these texts.")
     return lines
 
 
-def _per_class_lines(record: Mapping[str, Any]) -> list[str]:
+def _per_class_lines(record: ValidationRecord) -> list[str]:
     """The per-class scores table and the confusion matrix."""
     lines = ["", "## Per class", "", "| class | label | precision | recall | f1 | support |",
              "|---|---|---|---|---|---|"]
-    for name, scores in record["per_class"].items():
-        lines.append(f"| {name} | {scores['label']} | {format_percent(scores['precision'])} | "
-                     f"{format_percent(scores['recall'])} | {format_percent(scores['f1'])} | {scores['support']} |")
-    matrix = record["confusion_matrix"]
+    for name, scores in record.agreement.per_class.items():
+        lines.append(f"| {name} | {scores.label} | {format_percent(scores.precision)} | "
+                     f"{format_percent(scores.recall)} | {format_percent(scores.f1)} | {scores.support} |")
+    matrix = record.agreement.confusion_matrix
     lines += ["", "Confusion matrix (rows: human class, columns: the class the metric's label maps to):", "",
-              "| human \\ metric | " + " | ".join(matrix["columns"]) + " |", "|---|" + "---|" * len(matrix["columns"])]
-    for name, counts in zip(record["per_class"], matrix["counts"], strict=True):
+              "| human \\ metric | " + " | ".join(matrix.columns) + " |", "|---|" + "---|" * len(matrix.columns)]
+    for name, counts in zip(record.agreement.per_class, matrix.counts, strict=True):
         lines.append(f"| {name} | " + " | ".join(str(count) for count in counts) + " |")
     return lines
 
 
-def _label_mapping_lines(record: Mapping[str, Any]) -> list[str]:
+def _label_mapping_lines(record: ValidationRecord) -> list[str]:
     """Which human label each metric label counts as, and the thresholds between the metric's labels."""
     lines = ["", "## Label mapping", "", "| metric label | human label |", "|---|---|"]
-    compared = {entry["label"] for entry in record["classes"]}
-    for metric_label, human_label in record["label_mapping"].items():
+    compared = {entry.label for entry in record.classes}
+    for metric_label, human_label in record.label_mapping.items():
         if human_label is None:
             shown = "(none: counted as a miss)"
         elif human_label not in compared:
@@ -211,15 +213,15 @@ def _label_mapping_lines(record: Mapping[str, Any]) -> list[str]:
         else:
             shown = str(human_label)
         lines.append(f"| {metric_label} | {shown} |")
-    if record["thresholds"]:
+    if record.thresholds:
         lines += ["", "Thresholds between the metric's labels: "
-                  + ", ".join(f"{name} {value:g}" for name, value in record["thresholds"].items()) + "."]
+                  + ", ".join(f"{name} {value:g}" for name, value in record.thresholds.items()) + "."]
     return lines
 
 
-def _source_lines(record: Mapping[str, Any]) -> list[str]:
+def _source_lines(record: ValidationRecord) -> list[str]:
     """Where the human labels come from (files and checksums) and the metric options used."""
-    source = record["source"]
+    source = record.source
     lines = ["", "## Source", ""]
     for key in ("description", "citation", "upstream"):
         if key in source:
@@ -230,12 +232,12 @@ def _source_lines(record: Mapping[str, Any]) -> list[str]:
                                                                                           "checksum)")
         rows = f"{entry['rows']} row{'' if entry['rows'] == 1 else 's'}"
         lines.append(f"- `{entry['file']}`: {rows}, sha256 `{entry['sha256']}`{note}")
-    lines += ["", f"Metric options: `{json.dumps(record['metric_options'], sort_keys=True)}`; "
-              f"bold-eval {record['bold_eval_version']}."]
+    lines += ["", f"Metric options: `{json.dumps(record.metric_options, sort_keys=True)}`; "
+              f"bold-eval {record.bold_eval_version}."]
     return lines
 
 
-def validation_markdown(record: Mapping[str, Any], figure: str | None = FIGURE_FILE) -> str:
+def validation_markdown(record: ValidationRecord, figure: str | None = FIGURE_FILE) -> str:
     """validation.md: Table 8 (with the paper's row for reference), intervals, per class, mapping, source."""
     lines = [*_overview_lines(record), *_per_class_lines(record),
              *_label_mapping_lines(record), *_source_lines(record)]
@@ -261,21 +263,21 @@ def score_distribution_figure(result: Validation):
     grid = np.linspace(low, high, 401)
     figure = Figure(figsize=(6.4, 3.6), layout="constrained")
     axes = figure.add_subplot()
-    for entry in record["classes"]:
-        values = scores[np.fromiter((label == entry["label"] for label in human), dtype=bool, count=len(human))]
-        metric_labels = [m for m, h in record["label_mapping"].items() if h == entry["label"]]
+    for entry in record.classes:
+        values = scores[np.fromiter((label == entry.label for label in human), dtype=bool, count=len(human))]
+        metric_labels = [m for m, h in record.label_mapping.items() if h == entry.label]
         color = next((view.colors[m] for m in metric_labels if m in view.colors), None)
-        legend = f"{entry['name']} (n={values.size})"
+        legend = f"{entry.name} (n={values.size})"
         if values.size >= 2 and np.ptp(values) > 0:
             axes.plot(grid, gaussian_kde(values)(grid), color=color, label=legend)
         elif values.size:
             axes.hist(values, bins=40, range=(low, high), density=True, histtype="step", color=color, label=legend)
-    for value in record["thresholds"].values():
+    for value in record.thresholds.values():
         axes.axvline(value, color="0.4", linestyle="--", linewidth=0.8)
     axes.set_xlim(low, high)
-    axes.set_xlabel(f"{record['table8_row']} score ({record['score']})")
+    axes.set_xlabel(f"{record.table8_row} score ({record.score})")
     axes.set_ylabel("density")
-    axes.set_title(f"{record['table8_row']} vs human labels ({record['source'].get('name', 'labelled texts')})")
+    axes.set_title(f"{record.table8_row} vs human labels ({record.source.get('name', 'labelled texts')})")
     axes.legend(title="human label", fontsize="small")
     return figure
 
@@ -284,7 +286,7 @@ def predictions_csv(result: Validation) -> bytes:
     """One row per text: text, human label, whether it was compared, the metric's score and label."""
     import pandas as pd
 
-    mapping = result.record["label_mapping"]
+    mapping = result.record.label_mapping
     frame = pd.DataFrame({
         "text": result.texts,
         "human_label": [str(label) for label in result.human_labels],
@@ -304,7 +306,7 @@ def write_validation(result: Validation, out: Path) -> dict[str, Path]:
     score_distribution_figure(result).savefig(buffer, format="png", dpi=150)
     atomic_write_bytes(paths[FIGURE_FILE], buffer.getvalue())
     atomic_write_bytes(paths[PREDICTIONS_FILE], predictions_csv(result))
-    record_json = json.dumps(result.record, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    record_json = json.dumps(result.record.as_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     atomic_write_bytes(paths[VALIDATION_FILE], record_json.encode("utf-8"))
     atomic_write_bytes(paths[REPORT_FILE], validation_markdown(result.record).encode("utf-8"))
     return paths

@@ -36,7 +36,7 @@ def score_view(metric: str, texts: Sequence[str], score: str | None = None, **op
     if validation.options is not None:
         score, options = validation.options(score, options)
     score = validation.default_score if score is None else score
-    if score not in views:
+    if score is None or score not in views:
         raise UsageError(f"{metric} has no score {score!r} to validate; valid: {', '.join(views)}")
     scorer = spec.load_scorer(**options)
     columns = scorer(texts)

@@ -18,7 +18,7 @@ from pathlib import Path
 from bold_eval.core.errors import InputError, UsageError
 from bold_eval.core.options import SHENG2019_SOURCES, SHENG2019_SPLITS
 from bold_eval.core.resources import RemoteFile, resolve_file, sha256_of
-from bold_eval.validation.labels import HumanLabelled
+from bold_eval.validation.labels import HumanLabelled, Label
 
 SHENG2019_ENV = "BOLD_SHENG2019_DIR"
 SHENG2019_ARGUMENT = "sheng2019_dir"
@@ -91,7 +91,7 @@ def load_sheng2019(
         )
 
     texts: list[str] = []
-    labels: list[int] = []
+    labels: list[Label] = []
     files = []
     for split in chosen:
         remote = SHENG2019_FILES[f"{kind}/{split}.tsv"]

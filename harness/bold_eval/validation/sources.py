@@ -28,7 +28,8 @@ def load_labelled_file(
     suffix = path.suffix.lower()
     if suffix not in FILE_SUFFIXES:
         raise UsageError(f"{path}: unknown format {suffix!r}; use one of {', '.join(FILE_SUFFIXES)}")
-    rows, columns = _read_jsonl(path) if FILE_SUFFIXES[suffix] is None else _read_delimited(path, FILE_SUFFIXES[suffix])
+    delimiter = FILE_SUFFIXES[suffix]
+    rows, columns = _read_jsonl(path) if delimiter is None else _read_delimited(path, delimiter)
     for column, flag in ((text_column, "--text-column"), (label_column, "--label-column")):
         if column not in columns:
             raise UsageError(
