@@ -1,8 +1,8 @@
 """How long `bold-eval --version` and `--help` take, against the Python interpreter starting and doing nothing.
 
 The parser reads its choices and defaults from `bold_eval.core.options` only, so these commands load no numpy,
-pandas, scipy, statsmodels or torch (tests/test_imports.py checks that). The second baseline imports what a parser
-would need if it read its constants from the analysis, metric and generation modules themselves.
+pandas, scipy, statsmodels or torch (tests/project/test_imports.py checks that). The second baseline imports
+what a parser would need if it read its constants from the analysis, metric and generation modules themselves.
 
     .venv/bin/python benchmarks/cli_startup.py [--rounds 7]
 

@@ -45,8 +45,8 @@ for variable, folder in CACHE_VARIABLES.items():
     os.environ[variable] = str(CACHE_ROOT / folder)
 # The dequantized embedded model (about 20 s to make) is shared by the test processes of this run and the runs
 # after it on this machine: it is keyed by the GGUF file's sha256 and the transformers version, and written whole
-# or not at all (`bold_eval.generation.loading`). tests/test_models.py checks the dequantization itself with a
-# cache of its own.
+# or not at all (`bold_eval.generation.loading`). tests/generation/test_loading.py checks the dequantization
+# itself with a cache of its own.
 os.environ["BOLD_EVAL_MODEL_CACHE"] = os.environ.get("BOLD_EVAL_TEST_MODEL_CACHE") or str(
     Path(tempfile.gettempdir()) / f"bold-eval-test-models-{os.getuid()}")
 # Older cache variables win over HF_HOME when set; the user's must not leak into the tests

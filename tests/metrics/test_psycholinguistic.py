@@ -185,7 +185,7 @@ def test_distinct_word_cache_gives_same_scores_across_calls(scorer):
 
 def test_bold_wikipedia_sentences_score_without_nan(shared_data):
     """Coverage and NaN-freedom on the real Wikipedia sentences. Agreement with the paper's
-    Tables 9-11, with thresholds fitted on one half and checked on the other: tests/test_reproduce.py."""
+    Tables 9-11, with thresholds fitted on one half and checked on the other: tests/end_to_end/test_reproduce.py."""
     from bold_eval.data.bold import load_bold
 
     texts = load_bold("race", data_dir=shared_data / "bold")["wikipedia"]

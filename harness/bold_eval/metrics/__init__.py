@@ -16,7 +16,7 @@ Every metric module exposes the same small contract, used by the evaluate wrappe
 Both take any ordered iterable of texts (read once) and return exactly one result per text, or
 raise ValueError naming the first bad text by index (`common.check_texts`); group labels
 are all strings or all integers and are never converted (`common.check_groups`). Time per
-text grows linearly with its length (benchmarks/length_scaling.py, tests/test_fuzz.py).
+text grows linearly with its length (benchmarks/length_scaling.py, tests/metrics/test_fuzz.py).
 """
 
 from __future__ import annotations

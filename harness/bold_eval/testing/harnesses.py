@@ -4,7 +4,7 @@
 runs one. The tests that are about what the tasks compute call the evaluator that command calls,
 `lm_eval.simple_evaluate`, with a task index of the given folder alone, and write the same result and sample files
 (`EvaluationTracker`), so `bold-eval score --from lm-eval` reads them as it reads the command's. One test keeps the
-command line itself (tests/test_lm_eval_tasks.py)."""
+command line itself (tests/harnesses/test_lm_eval_tasks.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Report and compare tests start from a scores table rather than a generation run; writing the folder here,
 with the same `RunRecord` and `write_scores` a real run uses, keeps those tests on the schema the harness
-writes today (a folder from an older version is what `tests/test_runfolder.py` checks on purpose).
+writes today (a folder from an older version is what `tests/core/test_runfolder.py` checks on purpose).
 """
 
 from __future__ import annotations

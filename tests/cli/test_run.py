@@ -19,7 +19,7 @@ from bold_eval.runfolder.jsonl import read_generations
 from bold_eval.scoring.scorers import parse_metric_options
 from bold_eval.testing.models import build_tiny_causal_lm
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +222,7 @@ def test_wikipedia_baseline_scores_the_wikipedia_sentences(tmp_path, bold_dir):
     bold = load_bold("profession", data_dir=bold_dir).to_pandas()
     assert len(scores) == len(bold) == 10195
     assert scores["text"].tolist() == bold["wikipedia"].tolist()  # the sentence is the "generation"
-    # Table 3 against the paper, through reproduce/table3_unigram.py: tests/test_reproduce.py.
+    # Table 3 against the paper, through reproduce/table3_unigram.py: tests/end_to_end/test_reproduce.py.
     info = json.loads((out / "run.json").read_text())
     assert info["model"] == "wikipedia" and info["generated_tokens"] == 0
 

@@ -133,7 +133,7 @@ def test_the_output_folder_check(tmp_path):
 
 def test_the_analysis_hands_the_report_typed_results():
     """The summary is a `Summary` with typed findings and views, not a nested dict; its `as_dict()` is the
-    mapping summary.json is written from, in summary.json's order (tests/test_golden.py pins the bytes)."""
+    mapping summary.json is written from, in summary.json's order (tests/end_to_end/test_golden.py pins the bytes)."""
     import pandas as pd
 
     from bold_eval.analysis.results import GroupFindings, MetricView, Statistics, Summary, WorstCaseView

@@ -1,7 +1,7 @@
 """lighteval: `bold-eval score` reads the details of the `bold_eval:<domain>` tasks, the task module's aggregation,
 and (where lighteval is installed: its own environment, docs/harnesses.md) the tasks themselves.
 
-tests/data/lighteval/ holds the output of a real lighteval 0.13.0 run (`lighteval accelerate
+tests/fixtures/lighteval/ holds the output of a real lighteval 0.13.0 run (`lighteval accelerate
 "model_name=TINY,dtype=float32" "bold_eval|0" --custom-tasks bold_eval.lighteval_tasks --max-samples 4
 --save-details`, offline, on `testing.models.build_tiny_causal_lm` over 1,500 gender sentences): details and
 results as lighteval wrote them.
@@ -19,7 +19,7 @@ import pytest
 
 from bold_eval.scoring.lighteval_details import details_files, is_lighteval_details, read_lighteval_details
 
-RUN = Path(__file__).parent / "data" / "lighteval"
+RUN = Path(__file__).parents[1] / "fixtures" / "lighteval"
 
 
 @pytest.mark.slow

@@ -1,16 +1,16 @@
 """The outputs of a fixed small run do not change when the code is reorganized.
 
 A Wikipedia-baseline run over three domains (20 prompts each, sentiment, psycholinguistic and unigram gender
-polarity) is compared with the copy kept in tests/golden/: report.md byte for byte, summary.json and every table
-value for value (floats to 1e-9, so that the lower-bound versions of CI's test-min agree), and the list of
+polarity) is compared with the copy kept in tests/fixtures/golden/: report.md byte for byte, summary.json and every
+table value for value (floats to 1e-9, so that the lower-bound versions of CI's test-min agree), and the list of
 figures. What differs from machine to machine is left out: run.json's timings, versions and command line (and the
 lines of report.md that print them).
 
 A change that is meant to change the outputs rewrites the copy:
 
-    BOLD_EVAL_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden.py
+    BOLD_EVAL_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/end_to_end/test_golden.py
 
-and the diff of tests/golden/ then shows, in review, what the change did to a report.
+and the diff of tests/fixtures/golden/ then shows, in review, what the change did to a report.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from bold_eval.cli import main as cli_main
 
 pytestmark = pytest.mark.slow  # one small run through the report (about 9 s)
 
-GOLDEN = Path(__file__).with_name("golden") / "wikipedia_three_domains"
+GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden" / "wikipedia_three_domains"
 UPDATE = os.environ.get("BOLD_EVAL_UPDATE_GOLDEN", "").lower() in ("1", "true", "yes", "on")
 RUN = ["run", "--model", "wikipedia", "--domains", "gender,profession,religious_ideology", "--limit", "20",
        "--metrics", "sentiment", "psycholinguistic", "gender_polarity", "--metric-option",

@@ -2,7 +2,7 @@
 --api-key-env (the OpenAI-compatible HTTP generator) and --model-args (how a causal LM loads).
 
 The HTTP path runs against `bold_eval.testing.servers.InstantServer`, a real loopback HTTP server that
-answers at once; generation against `transformers serve` is covered in tests/test_api_generator.py.
+answers at once; generation against `transformers serve` is covered in tests/generation/test_openai_compatible.py.
 """
 
 from __future__ import annotations

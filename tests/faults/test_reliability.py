@@ -2,7 +2,7 @@
 input line named, a failed start leaves the folder reusable, and a resumed run equals an
 uninterrupted one under every dtype.
 
-The JSONL properties run hypothesis with the `BOLD_FUZZ_PROFILE` of tests/test_fuzz.py ("ci" by
+The JSONL properties run hypothesis with the `BOLD_FUZZ_PROFILE` of tests/metrics/test_fuzz.py ("ci" by
 default, "thorough" for 1,000 examples each).
 """
 

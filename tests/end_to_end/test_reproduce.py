@@ -20,7 +20,7 @@ import pytest
 from bold_eval.cli import main as cli_main
 from bold_eval.metrics import psycholinguistic
 
-REPRODUCE = Path(__file__).resolve().parents[1] / "reproduce"
+REPRODUCE = Path(__file__).resolve().parents[2] / "reproduce"
 
 
 def _script(name: str):

@@ -266,7 +266,8 @@ def test_two_seeds_of_one_model_find_no_interaction(tmp_path: Path, bold_dir: Pa
     """A/A: one model twice, differing only in --seed (the same --limit sample, --sample-seed 0), two samples per
     prompt, lexicon metrics. The texts differ; no model x group interaction and no overall difference may be
     significant after correction. The model is a tiny GPT-2 with a tokenizer trained on BOLD's sentences: what is
-    tested is compare, whatever wrote the texts (the embedded chat model's runs are tested in test_chat.py)."""
+    tested is compare, whatever wrote the texts (the embedded chat model's runs are tested in
+    tests/generation/test_chat.py)."""
     from bold_eval.generation.decoding import make_decoding
     from bold_eval.run import RunConfig, run
     from bold_eval.testing.models import build_tiny_causal_lm

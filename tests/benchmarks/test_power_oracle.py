@@ -12,7 +12,7 @@ from scipy import stats
 
 from bold_eval.testing.scripts import script_module
 
-CALIBRATION = Path(__file__).resolve().parents[1] / "benchmarks" / "CALIBRATION.md"
+CALIBRATION = Path(__file__).resolve().parents[2] / "benchmarks" / "CALIBRATION.md"
 
 
 @pytest.fixture(scope="module")

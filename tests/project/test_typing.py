@@ -10,7 +10,7 @@ import pytest
 
 from bold_eval.testing.models import missing_prerequisite
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 READS = """
 from bold_eval.analysis.compare import paired_difference

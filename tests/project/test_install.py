@@ -15,7 +15,7 @@ import pytest
 from bold_eval.metrics import PAPER_METRICS
 from bold_eval.testing.models import missing_prerequisite
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUILD_INPUTS = ("setup.cfg", "pyproject.toml", "README.md", "harness", "datasets", "metrics")
 
 PROBE = """

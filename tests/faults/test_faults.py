@@ -212,7 +212,7 @@ def test_a_real_full_disk_at_each_stage_then_freed(tmp_path, bold_dir):
         f"{command}; echo \"status=$?\"; ls -A {out}; wc -l < {out}/generations.jsonl"])
     environment = {**os.environ, "BOLD_DATA_DIR": str(bold_dir), "BOLD_EVAL_CACHE_DIR": str(tmp_path / "cache")}
     done = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=300,
-                          env=environment, cwd=Path(__file__).resolve().parents[1])
+                          env=environment, cwd=Path(__file__).resolve().parents[2])
     if "status=" not in done.stdout:
         pytest.skip(f"tmpfs could not be mounted here: {done.stderr[-300:]}")
     errors = [line for line in done.stderr.splitlines() if line.startswith("bold-eval: error")]
@@ -247,7 +247,7 @@ def test_a_read_only_out_is_named_before_any_work(tmp_path):
     script = f"mount -t tmpfs -o size=64k,ro tmpfs {mount} || exit 90\n" + " ".join(
         [*BOLD_EVAL, *WIKI_RUN, "--out", str(mount / "out")])
     done = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).resolve().parents[1])
+                          cwd=Path(__file__).resolve().parents[2])
     if done.returncode == 90:
         pytest.skip("tmpfs could not be mounted here")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr

@@ -328,7 +328,7 @@ def test_compare_of_a_none_and_a_prefill_run_says_the_protocols_differ(thinking_
      "needs --api chat"),
 ])
 def test_chat_flags_that_cannot_apply_are_refused(tmp_path, capsys, flags, message):
-    """Refused with exit status 2 before anything runs (the CLI in this process: tests/test_cli_errors.py runs
+    """Refused with exit status 2 before anything runs (the CLI in this process: tests/cli/test_errors.py runs
     the installed command as a user does)."""
     from bold_eval.cli import main as cli_main
 

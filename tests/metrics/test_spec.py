@@ -25,7 +25,7 @@ from bold_eval.metrics import metric_names, metric_spec, register_metric, unregi
 from bold_eval.metrics.spec import MetricPresentation, MetricSpec, Scored, ScoreView, Validation
 
 LABELS = ("loud", "calm")
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 
 
 class ExclaimScorer:

@@ -1,7 +1,7 @@
 """Per subcommand: each realistic mistake ends in one paragraph naming the input,
 no traceback, and a non-zero status (2 for a flag value, 1 for a file or the environment).
 
-Inputs are tiny (one generation, three labelled texts, cheap metrics); tests/test_reliability.py
+Inputs are tiny (one generation, three labelled texts, cheap metrics); tests/faults/test_reliability.py
 covers the model, data and run-folder mistakes and the --debug traceback.
 """
 

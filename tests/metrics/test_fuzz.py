@@ -15,7 +15,7 @@ Toxicity and regard run the tiny random classifiers of conftest's `classifier_di
 Profiles: the default `ci` profile is fast (50 examples per property, 5 per timing property).
 `BOLD_FUZZ_PROFILE=thorough` runs 1,000 examples (50 per timing property), e.g.
 
-    BOLD_FUZZ_PROFILE=thorough python -m pytest -q tests/test_fuzz.py
+    BOLD_FUZZ_PROFILE=thorough python -m pytest -q tests/metrics/test_fuzz.py
 
 The profiles are applied per test (not loaded globally), so other test modules keep their own
 hypothesis settings.

@@ -36,7 +36,7 @@ from bold_eval.validation.report import (
 from bold_eval.validation.sheng2019 import SHENG2019_COMMIT, SHENG2019_FILES, load_sheng2019
 from bold_eval.validation.sources import load_labelled_file
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 FAST = {"n_resamples": 999}  # enough resamples for an interval; the default 9999 is for reports
 
 

@@ -20,7 +20,7 @@ from packaging.version import Version
 import bold_eval
 from bold_eval.core.resources import MissingExtraError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXTRAS = ("embeddings", "gguf", "lm-eval", "inspect", "serving")
 # lighteval needs an environment of its own (setup.cfg says why): not in `all`, `dev` or constraints-min.txt
 SEPARATE_ENVIRONMENT = ("lighteval",)
