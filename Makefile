@@ -6,7 +6,7 @@
 # (never a CUDA build resolved by pip), the package with its dev extras (every optional extra
 # included), and the embedded model. Also:
 #   make test-heavy  the heavy tests: lm-eval, Inspect, torchrun, transformers serve, a real full disk
-#                    (about 3 minutes); CI runs them after make test
+#                    (about 3 minutes on 2 cores); CI runs them after make test
 #   make test-fast   the tests not marked slow (each under about 3 s; a few minutes in all)
 #   make lint        ruff check . and mypy over harness/ (pyproject.toml's [tool.mypy])
 #   make test-min    the fast tests in .venv-min, where every dependency is at its declared lower

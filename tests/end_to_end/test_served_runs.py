@@ -27,7 +27,7 @@ from bold_eval.testing.servers import (
     serving_available,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 BOLD_EVAL = Path(sys.executable).with_name("bold-eval")
 LIMIT = 10  # prompts of one domain
@@ -109,7 +109,6 @@ def _assert_complete(out: Path) -> list[tuple[str, int]]:
     return keys
 
 
-@pytest.mark.heavy
 def test_a_limit_run_completes_and_the_report_names_the_api_and_the_server(served, tmp_path, run_here):
     out = tmp_path / "run"
     with FaultProxy(served.base_url, rates={}) as proxy:
@@ -128,7 +127,6 @@ def test_a_limit_run_completes_and_the_report_names_the_api_and_the_server(serve
     assert "- **server's handling of the decoding**:" in report and '"seed": "honoured"' in report
 
 
-@pytest.mark.heavy
 def test_a_killed_run_resumes_without_re_requesting_finished_prompts(served, tmp_path):
     out = tmp_path / "run"
     # Each request is held 0.3 s, so the run is still going when its first batch is on disk.

@@ -185,6 +185,7 @@ def _collect(generator: ApiGenerator, work: list[WorkItem], **kwargs) -> tuple[d
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_completions_land_with_usage_and_server_record(served, items):
     generator = _generator(served, concurrency=3, flush_every=5, decoding=make_decoding(max_new_tokens=12))
     with pytest.warns(UserWarning, match="top_k=40 is not applied"):
@@ -203,6 +204,7 @@ def test_completions_land_with_usage_and_server_record(served, items):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_resume_requests_only_the_rest_and_equals_an_uninterrupted_run(served, items):
     """Concurrency 1: transformers serve seeds torch once per request, so texts are reproducible."""
     whole, _ = _collect(_generator(served, concurrency=1, probe=False), items)
@@ -231,6 +233,7 @@ def test_resume_requests_only_the_rest_and_equals_an_uninterrupted_run(served, i
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_injected_faults_are_retried_through_nothing_lost_or_duplicated(served, items):
     reference, _ = _collect(_generator(served, concurrency=1, probe=False), items)
     # High rates so that every kind occurs (the pattern hashes request bodies, which hold the model's tmp path).
@@ -251,6 +254,7 @@ def test_injected_faults_are_retried_through_nothing_lost_or_duplicated(served, 
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_retry_after_is_honoured(served, items):
     with FaultProxy(served.base_url, rates={"429": 1.0}, max_faults=1, retry_after="1") as proxy:
         generator = _generator(served, proxy.base_url, probe=False)
@@ -262,6 +266,7 @@ def test_retry_after_is_honoured(served, items):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_prompt_that_keeps_failing_names_itself_and_the_rest_is_kept(served, items):
     target = items[5]
     with FaultProxy(served.base_url, rates={}, fail_matching=target.prompt) as proxy:
@@ -282,6 +287,7 @@ def test_a_prompt_that_keeps_failing_names_itself_and_the_rest_is_kept(served, i
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_bad_key_gives_a_clear_error_without_the_key(served, items, monkeypatch, caplog, capsys):
     secret = "sk-bold-eval-test-9f8e7d6c5b4a"
     monkeypatch.setenv("BOLD_TEST_API_KEY", secret)
@@ -306,6 +312,7 @@ def test_a_bad_key_gives_a_clear_error_without_the_key(served, items, monkeypatc
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_bad_url_gives_a_clear_error(served, items):
     nobody = f"http://127.0.0.1:{free_port()}/v1"
     generator = ApiGenerator.create("m", nobody, retry=RetryPolicy(max_attempts=2, backoff_base_s=0.01), probe=False)
@@ -319,6 +326,7 @@ def test_a_bad_url_gives_a_clear_error(served, items):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_chat_mode_against_transformers_serve(served, items):
     # The tiny GPT-2 has 128 positions: a short instruction keeps the chat-templated prompt inside them.
     generator = _generator(served, api="chat", concurrency=2, decoding=make_decoding(max_new_tokens=12),
@@ -336,6 +344,7 @@ def test_chat_mode_against_transformers_serve(served, items):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_probe_catches_a_server_that_decodes_greedily(tmp_path, bold_sentences, items):
     """A model whose generation_config says do_sample=false: transformers serve then ignores
     temperature and top_p. The probe notices; strict_decoding refuses to go on."""
