@@ -58,7 +58,6 @@ compile = $(1) -m compileall -q -j 0 "$$($(1) -c 'import sysconfig; print(syscon
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) $(PIP_INSTALL) --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) $(PIP_INSTALL) torch==2.13.0
 	$(PY) $(PIP_INSTALL) uv
 	$(call pin_torch,$(PY))
@@ -71,7 +70,6 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 # the core's floor, 4.56).
 $(VENV_MIN)/.installed: setup.cfg pyproject.toml constraints-min.txt
 	test -x $(VENV_MIN)/bin/python || $(PYTHON) -m venv $(VENV_MIN)
-	$(VENV_MIN)/bin/python $(PIP_INSTALL) --upgrade pip
 	$(VENV_MIN)/bin/python -c "import torch" 2>/dev/null || $(VENV_MIN)/bin/python $(PIP_INSTALL) torch==2.13.0
 	$(VENV_MIN)/bin/python $(PIP_INSTALL) uv
 	$(call pin_torch,$(VENV_MIN)/bin/python)
