@@ -89,8 +89,11 @@ test: $(VENV)/.installed
 	$(PYTEST_ENV) $(PY) -m pytest $(PYTEST_ARGS) -m "not heavy"
 
 # Only the files that mark a test heavy are collected (collecting the whole suite imports every library it tests).
+# Tests go to the processes one by one, except those sharing a costly fixture (an xdist_group: one
+# `transformers serve`, one Inspect log), which stay together.
 test-heavy: $(VENV)/.installed
-	$(PYTEST_ENV) $(PY) -m pytest $(PYTEST_ARGS) -m heavy $$(grep -rl --include='*.py' 'mark.heavy' tests)
+	$(PYTEST_ENV) $(PY) -m pytest $(subst loadfile,loadgroup,$(PYTEST_ARGS)) -m heavy \
+		$$(grep -rl --include='*.py' 'mark.heavy' tests)
 
 # Headless Chromium for the browser tests (Debian's package; no browser download). .ci/run calls it; without it
 # those tests skip locally (and fail under CI=true), naming this target.

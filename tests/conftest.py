@@ -121,6 +121,21 @@ def bold_sentences() -> list[str]:
 
 
 @pytest.fixture(scope="session")
+def served(tmp_path_factory, bold_sentences: list[str]):
+    """`transformers serve` with a tiny sampling GPT-2 (a chat template too), for every test of this process that
+    needs a real OpenAI-compatible server; stopped at the end. `make test-heavy` puts those tests in one process
+    (xdist group "transformers-serve"), so the server starts once."""
+    from bold_eval.testing.servers import build_served_model, local_server, serving_available
+
+    if not serving_available():
+        missing_prerequisite("transformers serve needs pip install 'transformers[serving]'")
+    tmp = tmp_path_factory.mktemp("served")
+    folder = build_served_model(tmp / "model", bold_sentences[:300], do_sample=True)
+    with local_server(folder, tmp) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def classifier_dirs(tmp_path_factory, bold_sentences: list[str]) -> dict[str, str]:
     """Tiny toxic-bert-, regardv3- and hate-speech-shaped classifiers, built once for the whole run."""
     from bold_eval.testing.models import build_metric_classifier

@@ -18,16 +18,12 @@ from pathlib import Path
 import pytest
 
 from bold_eval.generation.openai_compatible import request_seed
-from bold_eval.testing.models import missing_prerequisite
 from bold_eval.testing.servers import (
     FaultProxy,
-    build_served_model,
     free_port,
-    local_server,
-    serving_available,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.xdist_group("transformers-serve")]
 
 BOLD_EVAL = Path(sys.executable).with_name("bold-eval")
 LIMIT = 10  # prompts of one domain
@@ -37,17 +33,6 @@ RUN_TIMEOUT_S = 300
 RUN_FLAGS = ["--domains", "religious_ideology", "--limit", str(LIMIT), "--metrics", "sentiment", "--top-k", "0",
              "--max-new-tokens", "12", "--batch-size", "2", "--no-progress",
              "--generator-option", "backoff_base_s=0.02"]
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory, bold_sentences):
-    """`transformers serve` with a tiny sampling GPT-2 for this module (stopped at its end)."""
-    if not serving_available():
-        missing_prerequisite("transformers serve needs pip install 'transformers[serving]'")
-    tmp = tmp_path_factory.mktemp("cli-served")
-    folder = build_served_model(tmp / "model", bold_sentences[:300])
-    with local_server(folder, tmp) as server:
-        yield server
 
 
 def _env(**extra: str) -> dict[str, str]:

@@ -143,15 +143,6 @@ def _server(folder: Path, tmp: Path) -> TransformersServer:
 
 
 @pytest.fixture(scope="session")
-def served(tmp_path_factory, bold_sentences):
-    """`transformers serve` with a tiny sampling GPT-2 for the whole test run (stopped at the end)."""
-    tmp = tmp_path_factory.mktemp("served")
-    folder = build_served_model(tmp / "model", bold_sentences[:300], do_sample=True)
-    with _server(folder, tmp) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
 def items(bold_sentences) -> list[WorkItem]:
     """BOLD Wikipedia sentences cut to their first six words, as prompts; two samples of the first four."""
     prompts = [" ".join(sentence.split()[:6]) for sentence in bold_sentences[:16]]
@@ -186,6 +177,7 @@ def _collect(generator: ApiGenerator, work: list[WorkItem], **kwargs) -> tuple[d
 
 @pytest.mark.slow
 @pytest.mark.heavy
+@pytest.mark.xdist_group("transformers-serve")
 def test_completions_land_with_usage_and_server_record(served, items):
     generator = _generator(served, concurrency=3, flush_every=5, decoding=make_decoding(max_new_tokens=12))
     with pytest.warns(UserWarning, match="top_k=40 is not applied"):
@@ -205,6 +197,7 @@ def test_completions_land_with_usage_and_server_record(served, items):
 
 @pytest.mark.slow
 @pytest.mark.heavy
+@pytest.mark.xdist_group("transformers-serve")
 def test_resume_requests_only_the_rest_and_equals_an_uninterrupted_run(served, items):
     """Concurrency 1: transformers serve seeds torch once per request, so texts are reproducible."""
     whole, _ = _collect(_generator(served, concurrency=1, probe=False), items)
@@ -234,6 +227,7 @@ def test_resume_requests_only_the_rest_and_equals_an_uninterrupted_run(served, i
 
 @pytest.mark.slow
 @pytest.mark.heavy
+@pytest.mark.xdist_group("transformers-serve")
 def test_injected_faults_are_retried_through_nothing_lost_or_duplicated(served, items):
     reference, _ = _collect(_generator(served, concurrency=1, probe=False), items)
     # High rates so that every kind occurs (the pattern hashes request bodies, which hold the model's tmp path).
@@ -255,6 +249,7 @@ def test_injected_faults_are_retried_through_nothing_lost_or_duplicated(served, 
 
 @pytest.mark.slow
 @pytest.mark.heavy
+@pytest.mark.xdist_group("transformers-serve")
 def test_retry_after_is_honoured(served, items):
     with FaultProxy(served.base_url, rates={"429": 1.0}, max_faults=1, retry_after="1") as proxy:
         generator = _generator(served, proxy.base_url, probe=False)
@@ -267,6 +262,7 @@ def test_retry_after_is_honoured(served, items):
 
 @pytest.mark.slow
 @pytest.mark.heavy
+@pytest.mark.xdist_group("transformers-serve")
 def test_a_prompt_that_keeps_failing_names_itself_and_the_rest_is_kept(served, items):
     target = items[5]
     with FaultProxy(served.base_url, rates={}, fail_matching=target.prompt) as proxy:
@@ -288,6 +284,7 @@ def test_a_prompt_that_keeps_failing_names_itself_and_the_rest_is_kept(served, i
 
 @pytest.mark.slow
 @pytest.mark.heavy
+@pytest.mark.xdist_group("transformers-serve")
 def test_a_bad_key_gives_a_clear_error_without_the_key(served, items, monkeypatch, caplog, capsys):
     secret = "sk-bold-eval-test-9f8e7d6c5b4a"
     monkeypatch.setenv("BOLD_TEST_API_KEY", secret)
@@ -313,6 +310,7 @@ def test_a_bad_key_gives_a_clear_error_without_the_key(served, items, monkeypatc
 
 @pytest.mark.slow
 @pytest.mark.heavy
+@pytest.mark.xdist_group("transformers-serve")
 def test_a_bad_url_gives_a_clear_error(served, items):
     nobody = f"http://127.0.0.1:{free_port()}/v1"
     generator = ApiGenerator.create("m", nobody, retry=RetryPolicy(max_attempts=2, backoff_base_s=0.01), probe=False)
@@ -327,6 +325,7 @@ def test_a_bad_url_gives_a_clear_error(served, items):
 
 @pytest.mark.slow
 @pytest.mark.heavy
+@pytest.mark.xdist_group("transformers-serve")
 def test_chat_mode_against_transformers_serve(served, items):
     # The tiny GPT-2 has 128 positions: a short instruction keeps the chat-templated prompt inside them.
     generator = _generator(served, api="chat", concurrency=2, decoding=make_decoding(max_new_tokens=12),

@@ -65,6 +65,7 @@ def mock_log(tmp_path_factory, bold_dir):
 
 @pytest.mark.slow
 @pytest.mark.heavy
+@pytest.mark.xdist_group("inspect-mock-log")
 def test_prompts_are_bold_eval_runs_stratified_sample(mock_log, bold_dir):
     expected = select_prompts(load_bold("all", data_dir=bold_dir).to_pandas(), ["gender", "religious_ideology"], 9)
     ids = sorted({sample.id for sample in mock_log.samples})
@@ -79,6 +80,7 @@ def test_prompts_are_bold_eval_runs_stratified_sample(mock_log, bold_dir):
 
 @pytest.mark.slow
 @pytest.mark.heavy
+@pytest.mark.xdist_group("inspect-mock-log")
 def test_grouped_rates_and_clustered_stderr(mock_log):
     (score,) = mock_log.results.scores[:1]
     frame = pd.DataFrame([{"group": sample.metadata["group"], "epoch": sample.epoch,
@@ -98,6 +100,7 @@ def test_grouped_rates_and_clustered_stderr(mock_log):
 
 @pytest.mark.slow
 @pytest.mark.heavy
+@pytest.mark.xdist_group("inspect-mock-log")
 def test_bold_eval_score_reads_the_log(mock_log, tmp_path, bold_dir, bold_eval_here):
     log_file = mock_log.location
     out = tmp_path / "scored"
