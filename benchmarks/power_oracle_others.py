@@ -38,6 +38,10 @@ n_i E[Var(y | name)] + n_i^2 Var(E[y | name]) to the variance of its summed per-
 over 200,000 draws of a name's rates; for the worst cases by quadrature, `WorstMoments`), weighted as the estimate
 weights it. The shift is solved so that the oracle finds the plant with `TARGET_POWER` (the worst cases: on
 P(>= 1 toxic of k); the expected maximum is read at the same shift, with an oracle of its own).
+
+Two columns say where a shortfall comes from: the report's standard error (|estimate / t|, median over the data
+sets) over the true sd(D), above 1 where its variance overstates the truth; and how often the report's t passes the
+oracle's normal quantile, which is the report's power less what its degrees of freedom cost.
 """
 
 from __future__ import annotations
@@ -198,12 +202,17 @@ def solve_shift(gap: Callable[[float], float], upper: float) -> float:
 
 @dataclass(frozen=True)
 class Found:
-    """The report's tests of the data sets: p-values, interval ends, testable, estimates."""
+    """The report's tests of the data sets: estimates, t statistics, p-values, interval ends, whether testable."""
 
+    estimate: np.ndarray
+    statistic: np.ndarray
     p_value: np.ndarray
     low: np.ndarray
     high: np.ndarray
     testable: np.ndarray
+
+    def take(self, index: slice) -> Found:
+        return Found(*(getattr(self, key)[index] for key in self.__dataclass_fields__))
 
 
 def difference_found(values: np.ndarray, side: np.ndarray, units: np.ndarray, alpha: float,
@@ -214,17 +223,18 @@ def difference_found(values: np.ndarray, side: np.ndarray, units: np.ndarray, al
     rows = len(values)
     tests = difference_tests(list(values), [side] * rows, [units] * rows, alpha=alpha,
                              bounds=None if bounds is None else [bounds] * rows)
-    return Found(*(np.array([getattr(t, key) for t in tests], dtype=float) for key in ("p_value", "ci_low", "ci_high")),
+    return Found(*(np.array([getattr(t, key) for t in tests], dtype=float)
+                   for key in ("estimate", "statistic", "p_value", "ci_low", "ci_high")),
                  np.array([t.testable for t in tests]))
 
 
-def paired_found(t_a: np.ndarray, t_b: np.ndarray, texts: np.ndarray, alpha: float) -> tuple[Found, np.ndarray]:
+def paired_found(t_a: np.ndarray, t_b: np.ndarray, texts: np.ndarray, alpha: float) -> Found:
     """`paired_rate_test.paired_rate_tests` of each column (names x tests) of the two sources' per-name sums; the
-    tests with no name differing have nothing to test (`compare.paired_difference`). Also the estimates."""
+    tests with no name differing have nothing to test (`compare.paired_difference`)."""
     from bold_eval.analysis.paired_rate_test import paired_rate_tests
 
-    estimate, low, high, _, p_value = paired_rate_tests(t_a, t_b, texts, alpha=alpha)
-    return Found(p_value, low, high, (t_a != t_b).any(axis=0)), estimate
+    estimate, low, high, statistic, p_value = paired_rate_tests(t_a, t_b, texts, alpha=alpha)
+    return Found(estimate, statistic, p_value, low, high, (t_a != t_b).any(axis=0))
 
 
 # --------------------------------------------------------------------------- one design of each kind
@@ -262,6 +272,8 @@ class Row:
     oracle: float
     found: float
     covered: float  # NaN when no test was possible
+    se_ratio: float  # the report's standard error (estimate / t) over the true sd, median over the data sets
+    on_z: float  # the report's t against the oracle's normal quantile: what its degrees of freedom cost
     tied: float = math.nan  # the leaderboard: m0 and m1 in one tie group
     oracle_tied: float = math.nan
 
@@ -275,8 +287,12 @@ def _row(kind: str, shift: float, truth: float, sd: float, setting: Setting, est
     level = setting.alpha / setting.family
     hits = found.testable & (found.p_value <= level)
     covered = found.testable & (found.low <= truth) & (truth <= found.high)
+    finite = found.testable & np.isfinite(found.statistic) & (found.statistic != 0)
+    se = np.abs(found.estimate[finite] / found.statistic[finite])
+    on_z = found.testable & (np.abs(np.nan_to_num(found.statistic)) >= setting.critical)
     return Row(kind, shift, truth, float(np.mean(np.abs(estimate) / sd >= setting.critical)), float(hits.mean()),
-               float(covered.sum() / found.testable.sum()) if found.testable.any() else math.nan, **extra)
+               float(covered.sum() / found.testable.sum()) if found.testable.any() else math.nan,
+               float(np.median(se)) / sd if len(se) else math.nan, float(on_z.mean()), **extra)
 
 
 def per_name(setting: Setting, moments: Callable[[float, bool], T]) -> list[T]:
@@ -338,8 +354,8 @@ def overall_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
     q = _model_rates(rng, setting, shift, 2)
     q[1] = np.where(planted, raised(q[1], shift), q[1])
     t = _name_sums(rng, q, texts)
-    found, estimate = paired_found(t[1].T, t[0].T, texts, setting.alpha)
-    return [_row("overall", shift, truth, sd, setting, estimate, found)]
+    found = paired_found(t[1].T, t[0].T, texts, setting.alpha)
+    return [_row("overall", shift, truth, sd, setting, found.estimate, found)]
 
 
 def leaderboard_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
@@ -358,12 +374,12 @@ def leaderboard_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
     columns = len(pairs) * setting.replicates  # data set-major: each data set's pairs together
     t_a = t[first].transpose(1, 0, 2).reshape(columns, -1).T
     t_b = t[second].transpose(1, 0, 2).reshape(columns, -1).T
-    found, estimate = paired_found(t_a, t_b, texts, setting.alpha)
+    found = paired_found(t_a, t_b, texts, setting.alpha)
     sets = np.repeat(np.arange(setting.replicates), len(pairs)).astype(str)
     table = pd.DataFrame({"domain": sets, "metric": "m", "label": "l",
                           "model_a": np.tile([f"m{a}" for a in first], setting.replicates),
                           "model_b": np.tile([f"m{b}" for b in second], setting.replicates),
-                          "difference": estimate, "ci_low": found.low, "ci_high": found.high,
+                          "difference": found.estimate, "ci_low": found.low, "ci_high": found.high,
                           "p_value": np.where(found.testable, found.p_value, np.nan)})
     _adjust_pairs(table, setting.alpha, "holm")
     cells = pd.DataFrame({"domain": np.repeat(np.arange(setting.replicates), BOARD_MODELS).astype(str),
@@ -372,9 +388,9 @@ def leaderboard_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
     _rank(cells, table)
     ranks = cells["rank"].to_numpy(dtype=float).reshape(setting.replicates, BOARD_MODELS)
     at = slice(0, None, len(pairs))  # the pair (m0, m1) of every data set
-    planted_pair = Found(found.p_value[at], found.low[at], found.high[at], found.testable[at])
-    oracle_found = np.abs(estimate[at]) / sd >= setting.critical
-    return [_row("leaderboard", shift, truth, sd, setting, estimate[at], planted_pair,
+    planted_pair = found.take(at)
+    oracle_found = np.abs(planted_pair.estimate) / sd >= setting.critical
+    return [_row("leaderboard", shift, truth, sd, setting, planted_pair.estimate, planted_pair,
                  tied=float(np.mean(ranks[:, 0] == ranks[:, 1])), oracle_tied=float(np.mean(~oracle_found)))]
 
 
@@ -443,8 +459,9 @@ def rows(args: argparse.Namespace, kinds: list[str]) -> None:
     """Print the table of `kinds` (power_oracle.py's arguments)."""
     designs: dict[str, Design] = {}
     print("\n| kind | domain | planted | names / texts | rate | spread | shift | true difference | oracle | "
-          "report: found (ratio) | report: 95% CI covers | leaderboard: m0 and m1 tied (oracle: not separated) |")
-    print("|" + "---|" * 12)
+          "report: found (ratio) | report: 95% CI covers | report's SE / true sd | report's t on z: found | "
+          "leaderboard: m0 and m1 tied (oracle: not separated) |")
+    print("|" + "---|" * 14)
     for kind in kinds:
         for domain, group in plants(kind, args.domains):
             design = designs.setdefault(domain, Design.load(domain))
@@ -458,4 +475,4 @@ def rows(args: argparse.Namespace, kinds: list[str]) -> None:
                         tied = "" if math.isnan(row.tied) else f"{row.tied:.1%} ({row.oracle_tied:.1%})"
                         print(f"| {row.kind} | {domain} | {group} | {size} | {rate} | {spread} | {row.shift:+.3f} | "
                               f"{row.truth:+.3f} | {row.oracle:.1%} | {row.found:.1%}{ratio} | "
-                              f"{_percent(row.covered)} | {tied} |", flush=True)
+                              f"{_percent(row.covered)} | {row.se_ratio:.2f} | {row.on_z:.1%} | {tied} |", flush=True)
