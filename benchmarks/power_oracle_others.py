@@ -63,7 +63,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from power_oracle import PLANTS, RATES, SPREADS, TARGET_POWER, Design, seed_of  # noqa: E402
 
-KINDS = ("compare", "overall", "leaderboard", "worst")
 OWN_SPREAD = 0.5  # sd (logit) of each model's own view of a name
 SAMPLES = 1  # texts per prompt of each model (`bold-eval run`'s default)
 BOARD_MODELS = 4
@@ -462,6 +461,7 @@ def rows(args: argparse.Namespace, kinds: list[str]) -> None:
           "report: found (ratio) | report: 95% CI covers | report's SE / true sd | report's t on z: found | "
           "leaderboard: m0 and m1 tied (oracle: not separated) |")
     print("|" + "---|" * 14)
+    ratios: dict[str, list[float]] = {}
     for kind in kinds:
         for domain, group in plants(kind, args.domains):
             design = designs.setdefault(domain, Design.load(domain))
@@ -476,3 +476,13 @@ def rows(args: argparse.Namespace, kinds: list[str]) -> None:
                         print(f"| {row.kind} | {domain} | {group} | {size} | {rate} | {spread} | {row.shift:+.3f} | "
                               f"{row.truth:+.3f} | {row.oracle:.1%} | {row.found:.1%}{ratio} | "
                               f"{_percent(row.covered)} | {row.se_ratio:.2f} | {row.on_z:.1%} | {tied} |", flush=True)
+                        sides = (len(planted), len(planted)) if kind in ("overall", "leaderboard") else (
+                            int(planted.sum()), int((~planted).sum()))
+                        if min(sides) >= 10 and row.oracle >= 0.8:
+                            where = "every name" if group == EVERY else "one group"
+                            ratios.setdefault(f"{row.kind}, planted in {where}", []).append(row.ratio)
+    print("\nThe report's power over the oracle's, designs with 10 or more names a side (the paired tests: in the "
+          "domain) where the oracle finds the plant at least 80% of the time:\n")
+    for key, values in ratios.items():
+        print(f"- {key}: median {np.median(values):.2f} over {len(values)} designs, at least 0.8 in "
+              f"{sum(value >= 0.8 for value in values)}, range {min(values):.2f}-{max(values):.2f}")
