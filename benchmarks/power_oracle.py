@@ -22,6 +22,10 @@ where the targets apply (the report at >= 80% of the oracle with 10 or more name
     .venv/bin/python benchmarks/power_oracle.py                 # all designs, 400 data sets each
     .venv/bin/python benchmarks/power_oracle.py --fast          # 100 data sets each (CI-sized)
     .venv/bin/python benchmarks/power_oracle.py --methods score,wald --kinds rest
+    .venv/bin/python benchmarks/power_oracle.py --fast --kinds compare,overall,leaderboard,worst
+
+The kinds compare, overall, leaderboard and worst (compare's interactions and overall differences, the leaderboard's
+pair tests, the worst cases over k samples) are simulated by `power_oracle_others.py`, on the same designs.
 """
 
 from __future__ import annotations
@@ -184,7 +188,7 @@ def rows(args: argparse.Namespace) -> None:
     header = " | ".join(f"{m}: found (ratio) | {m}: 95% CI covers" for m in methods)
     print(f"\n| kind | domain | planted | names / texts | rate | spread | shift | oracle | {header} |")
     print("|" + "---|" * (8 + 2 * len(methods)))
-    for kind in [kind for kind in args.kinds.split(",") if kind != "planning"]:
+    for kind in [kind for kind in args.kinds.split(",") if kind in ("rest", "wikipedia")]:
         family = args.family * (2 if kind == "wikipedia" else 1)
         level = args.alpha / family
         for domain, group in PLANTS:
@@ -279,18 +283,29 @@ def main() -> None:
     parser.add_argument("--fast", action="store_true", help="100 data sets per design (CI-sized)")
     parser.add_argument("--methods", default="product,score", help="comma list of product, score")
     parser.add_argument("--kinds", default="rest,wikipedia,planning",
-                        help="comma list of rest, wikipedia (power against the oracle) and planning (the report's "
-                             "smallest detectable difference against simulated power)")
+                        help="comma list of rest, wikipedia, compare, overall, leaderboard, worst (power against the "
+                             "oracle) and planning (the report's smallest detectable difference against simulated "
+                             "power)")
     parser.add_argument("--domains", default="", help="comma list of domains (default: all)")
     parser.add_argument("--family", type=int, default=36, help="tests in the family (the interactions' is twice)")
     parser.add_argument("--alpha", type=float, default=0.05)
     args = parser.parse_args()
     args.replicates = 100 if args.fast else 400
     args.oracle_draws = 2000 if args.fast else 20000
+    kinds = args.kinds.split(",")
+    others = ("compare", "overall", "leaderboard", "worst")
+    unknown = [kind for kind in kinds if kind not in ("rest", "wikipedia", "planning", *others)]
+    if unknown:
+        parser.error(f"unknown --kinds {', '.join(unknown)}: choose from rest, wikipedia, planning, "
+                     f"{', '.join(others)}")
     started = time.perf_counter()
-    if set(args.kinds.split(",")) & {"rest", "wikipedia"}:
+    if set(kinds) & {"rest", "wikipedia"}:
         rows(args)
-    if "planning" in args.kinds.split(","):
+    if set(kinds) & set(others):
+        import power_oracle_others
+
+        power_oracle_others.rows(args, [kind for kind in kinds if kind in others])
+    if "planning" in kinds:
         planning_rows(args)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
