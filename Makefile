@@ -44,11 +44,12 @@ export HF_HUB_OFFLINE ?= 1
 endif
 
 # pip installs torch (the pinned local CPU wheel, torch==2.13.0, so no resolver ever picks a build itself) and uv;
-# uv installs the rest, downloading and unpacking in parallel (a fresh .venv in 1.5 min against 3.3 min with pip on
-# 2 cores, RESULTS.md "install"). A constraint holds torch at the version installed, so uv keeps it or fails, and
-# never fetches another build. Nothing is byte-compiled on install; compileall then writes the .pyc files on every
-# core at once, but for the packages' own test suites (tests/, test/: 4,000 files no run imports; 56 s against 72 s) (without them each test process compiles what it imports: the suite 2 min slower, and an old
-# dependency's invalid escape sequence warns at import, which the suite's warning filters make an error).
+# uv installs the rest, downloading and unpacking in parallel (a fresh .venv in 1.5 min, where pip's install and lint
+# took 3.75 min on 2 cores: RESULTS.md, "install with uv"). A constraint holds torch at the version installed, so uv
+# keeps it or fails, and never fetches another build. Nothing is byte-compiled on install; compileall then writes the
+# .pyc files on every core at once, but for the packages' own test suites (tests/, test/: 4,000 files no run imports;
+# 56 s against 72 s). Without the .pyc files each test process compiles what it imports (the suite 2 min slower), and
+# an old dependency's invalid escape sequence warns at import, which the suite's warning filters make an error.
 PIP_INSTALL := -m pip install -q --no-compile
 uv_install = $(1) -m uv pip install -q --python $(1) --constraint $(dir $(1)).torch-pin.txt
 pin_torch = $(1) -W ignore -c "import torch; print('torch==' + torch.__version__)" > $(dir $(1)).torch-pin.txt
