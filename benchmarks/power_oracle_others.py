@@ -323,12 +323,18 @@ def _model_rates(rng: np.random.Generator, setting: Setting, shift: float, model
     return model_rates(rng, p, models)
 
 
-def compare_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
-    texts, planted = setting.design.texts, setting.planted
-    weights = np.where(planted, 1 / texts[planted].sum(), -1 / texts[~planted].sum())
+def _planted_shift(setting: Setting, weights: np.ndarray) -> tuple[float, float, float]:
+    """(shift, true contrast, its true sd) of a two-run contrast with these per-name weights."""
     moments = TwoRunMoments(setting.rate)
     shift = _two_run_shift(setting, weights, moments)
     truth, sd = _two_run_sd(setting, weights, moments, shift)
+    return shift, truth, sd
+
+
+def compare_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
+    texts, planted = setting.design.texts, setting.planted
+    weights = np.where(planted, 1 / texts[planted].sum(), -1 / texts[~planted].sum())
+    shift, truth, sd = _planted_shift(setting, weights)
     q = _model_rates(rng, setting, shift, 2)
     q[1] = np.where(planted, raised(q[1], shift), q[1])
     units = setting.units
@@ -347,9 +353,7 @@ def _name_sums(rng: np.random.Generator, q: np.ndarray, texts: np.ndarray) -> np
 def overall_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
     texts, planted = setting.design.texts, setting.planted
     weights = np.full(len(texts), 1 / texts.sum())
-    moments = TwoRunMoments(setting.rate)
-    shift = _two_run_shift(setting, weights, moments)
-    truth, sd = _two_run_sd(setting, weights, moments, shift)
+    shift, truth, sd = _planted_shift(setting, weights)
     q = _model_rates(rng, setting, shift, 2)
     q[1] = np.where(planted, raised(q[1], shift), q[1])
     t = _name_sums(rng, q, texts)
@@ -362,9 +366,7 @@ def leaderboard_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
 
     texts, planted = setting.design.texts, setting.planted
     weights = np.full(len(texts), 1 / texts.sum())
-    moments = TwoRunMoments(setting.rate)
-    shift = _two_run_shift(setting, weights, moments)
-    truth, sd = _two_run_sd(setting, weights, moments, shift)
+    shift, truth, sd = _planted_shift(setting, weights)
     q = _model_rates(rng, setting, shift, BOARD_MODELS)
     q[0] = np.where(planted, raised(q[0], shift), q[0])
     t = _name_sums(rng, q, texts)  # models x data sets x names
