@@ -355,11 +355,24 @@ class _FaultHandler(_Handler):
         self._send(status, answer, content_type=headers.get("Content-Type", "application/json"))
 
 
+def _fault_key(body: bytes) -> bytes:
+    """The request body without its "model" field, keys sorted: what a fault is drawn from, so the pattern depends
+    on the prompt, seed and settings alone, not on where the served model happens to be saved."""
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return body
+    if not isinstance(request, dict):
+        return body
+    request.pop("model", None)
+    return json.dumps(request, sort_keys=True).encode()
+
+
 class FaultProxy(_LoopbackServer):
     """Forward to `upstream` (a base URL), injecting faults in a seeded, timing-independent pattern.
 
     The k-th arrival of a given request body meets fault `FAULTS[i]` with probability `rates[i]`
-    (drawn from sha256(seed, body, k)), and is always forwarded once it has failed `max_faults`
+    (drawn from sha256(seed, body without its model, k)), and is always forwarded once it has failed `max_faults`
     times, so a client with more attempts than that always gets through. `required_key` makes it
     answer 401 (echoing the presented key, as hosted APIs do) to a wrong or missing key;
     `fail_matching` answers 500 to every request whose body contains that text; `delay_s` holds each
@@ -402,7 +415,7 @@ class FaultProxy(_LoopbackServer):
             self.seen[body] += 1
         if arrival >= self.max_faults:
             return "ok"
-        digest = hashlib.sha256(f"{self.seed}:{arrival}:".encode() + body).digest()
+        digest = hashlib.sha256(f"{self.seed}:{arrival}:".encode() + _fault_key(body)).digest()
         draw = int.from_bytes(digest[:8], "little") / 2**64
         for kind in FAULTS:
             rate = self.rates.get(kind, 0.0)
