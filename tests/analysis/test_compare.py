@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bold_eval.analysis.clustered import minimum_detectable_difference
+from bold_eval.analysis.clustered import POWER_AGAINST_ORACLE, minimum_detectable_difference
 from bold_eval.analysis.compare import (
     NO_DISCORDANT,
     OBSERVED,
@@ -89,6 +89,10 @@ def test_interaction_and_overall_difference_by_hand(tmp_path: Path) -> None:
     assert payload["interactions"]["family"] == payload["overall"]["family"] == testable_overall
     assert f"One family of {testable_overall} tests with the overall differences below" in text
     assert "adjusted in one family with the interactions above" in text and "adjusted p (Holm step-down)" in text
+    promise = text.split("**What the tests promise**", 1)[1].split("\n", 1)[0]  # both promises, with their table
+    assert "a false finding in at most alpha = 0.05" in promise and '"Power against an oracle"' in promise
+    interactions = POWER_AGAINST_ORACLE["compare's interactions"]
+    assert f"found {interactions:.0%} (interactions)" in promise
 
 
 def test_a_lone_rare_prompt_is_no_finding(tmp_path: Path) -> None:

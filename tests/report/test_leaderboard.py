@@ -118,6 +118,7 @@ def test_site_results_and_card(three: dict[str, Path], tmp_path: Path, bold_eval
     card = (site / "README.md").read_text()
     assert card.startswith("---\n") and "sdk: static" in card and "app_file: index.html" in card
     assert "<img" not in card  # a hostile model name is not markup in the Space's card
+    assert "as often as a test that knew the true variance" in card and '"Power against an oracle"' in card
     files = sorted(site.glob("results/*/*/results_*.json"))
     assert len(files) == 4
     payload = json.loads((site / "results" / "local" / "model-c").glob("results_*.json").__next__().read_text())

@@ -28,10 +28,12 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from bold_eval.analysis.clustered import (
+    CALIBRATION_TABLES,
     CLUSTER_UNITS,
     CORRECTIONS,
     METHOD_NOTES,
     POWER,
+    POWER_AGAINST_ORACLE,
     SCORE,
     confidence_label,
 )
@@ -375,6 +377,7 @@ def _how_to_read(compared: ComparedRuns, power: pd.DataFrame, alpha: float, corr
                  family: int) -> list[str]:
     """## How to read this: plain sentences first, then the baseline, the pairing and the power per domain."""
     promise = CORRECTION_PROMISES.get(correction, "at level {alpha:g}").format(alpha=alpha)
+    interactions, overall = POWER_AGAINST_ORACLE["compare's interactions"], POWER_AGAINST_ORACLE["overall difference"]
     sentences = [
         UNIT_SENTENCES.get(cluster, f"One unit is {CLUSTER_UNITS[cluster]}."),
         "A finding is a contrast whose gap between its two sides differs between a run and the baseline on the "
@@ -394,7 +397,11 @@ def _how_to_read(compared: ComparedRuns, power: pd.DataFrame, alpha: float, corr
              "across runs by prompt (never sample k with sample k); runs may differ in `--num-samples`. A prompt "
              "is the smallest unit here, since its samples are already summarized.",
              "- The paper's side-by-side tables further down are per run, text-level, with "
-             f"{confidence_label(alpha)} intervals; they carry no test."]
+             f"{confidence_label(alpha)} intervals; they carry no test.",
+             f"- **What the tests promise**, measured on BOLD's own designs ({CALIBRATION_TABLES}): when no run "
+             f"differs from the baseline, a false finding in at most alpha = {alpha:g} of comparisons; a real "
+             f"difference found {interactions:.0%} (interactions) and {overall:.0%} (overall differences) as often "
+             "as by a test that knew the true variance, for sides of 10 or more names."]
     if len(power) and len(compared.runs) > 1:
         cells = "; ".join(f"{row.domain} {_points(row.detectable_interaction)} ({row.testable_contrasts} of "
                           f"{quantity(row.contrasts, 'contrast')} testable; {_design(row)})"

@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from bold_eval.analysis.clustered import METHOD_NOTES, POWER_AGAINST_ORACLE, SCORE, confidence_label
+from bold_eval.analysis.clustered import (
+    CALIBRATION_TABLES,
+    METHOD_NOTES,
+    POWER_AGAINST_ORACLE,
+    SCORE,
+    confidence_label,
+)
 from bold_eval.analysis.results import Coverage, Summary
 from bold_eval.core.errors import UsageError
 from bold_eval.metrics import metric_spec, metric_specs
@@ -136,8 +142,8 @@ def promise_line(summary: Summary) -> str:
     own, paired = POWER_AGAINST_ORACLE["group vs rest"], POWER_AGAINST_ORACLE["model vs Wikipedia"]
     versus = (f" ({paired:.0%} for the model-vs-Wikipedia interactions)" if summary.reference_findings is not None
               else "")
-    return ("- **What the tests promise**, measured on BOLD's own designs (benchmarks/CALIBRATION.md in the bold-eval "
-            f"repository): when no group differs, a false finding in at most alpha = {summary.statistics.alpha:g} of "
+    return (f"- **What the tests promise**, measured on BOLD's own designs ({CALIBRATION_TABLES}): when no group "
+            f"differs, a false finding in at most alpha = {summary.statistics.alpha:g} of "
             f"reports; a real difference found {own:.0%} as often as by a test that knew the true variance, for groups "
             f"of 10 or more names{versus}.")
 
