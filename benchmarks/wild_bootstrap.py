@@ -80,20 +80,22 @@ def bootstrap_t(t: np.ndarray, n: np.ndarray, sides: np.ndarray, weights: np.nda
                 rademacher: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(D, t, t*): the contrasts' estimates (K,), CR1 t statistics (K,) and WCR bootstrap t statistics (B, K).
 
-    t, n: per-name sums of the values and texts (G,); sides: (G, K), True where the name is on side A of contrast
-    k; weights: (B, G), one weight per name and draw (`rademacher`: all +-1, so a name's squared bootstrap
+    t, n: per-name sums of the values and texts, (G,) for a family sharing its data, or (G, K), one data set per
+    contrast (many simulated data sets on the same names at once); sides: (G, K) or (G,), True where the name is
+    on side A; weights: (B, G), one weight per name and draw (`rademacher`: all +-1, so a name's squared bootstrap
     residual sum is its own, u_i^2, and needs no product). One product of the weights with 4K columns (6K for
     other weights): each draw's W_s = sum_s v_i u_i and sum_s n_i v_i u_i per side (and sum_s v_i^2 u_i^2)."""
-    t, n = np.asarray(t, dtype=float), np.asarray(n, dtype=float)
-    side_a = np.asarray(sides, dtype=float).reshape(len(t), -1)
-    side_b = 1.0 - side_a
-    contrasts = side_a.shape[1]
-    names, texts = len(t), n.sum()
-    correction = names / max(names - 1, 1) * (texts - 1) / max(texts - 2, 1)
-    both = np.c_[side_a, side_b]  # (G, 2K): side A's columns, then side B's
-    n_s = n @ both
-    q_s = (t @ both) / n_s
-    nn_s = (n * n) @ both
+    names = len(np.asarray(n))
+    columns = [np.asarray(value, dtype=float).reshape(names, -1) for value in (t, n, sides)]
+    contrasts = max(column.shape[1] for column in columns)
+    t, n, side_a = (np.broadcast_to(column, (names, contrasts)) for column in columns)
+    texts = n.sum(axis=0)
+    correction = names / max(names - 1, 1) * (texts - 1) / np.maximum(texts - 2, 1)
+    both = np.c_[side_a, 1.0 - side_a]  # (G, 2K): side A's columns, then side B's
+    t, n = np.c_[t, t], np.c_[n, n]
+    n_s = (n * both).sum(axis=0)
+    q_s = (t * both).sum(axis=0) / n_s
+    nn_s = (n * n * both).sum(axis=0)
 
     def squares(tt: np.ndarray, tn: np.ndarray, rate: np.ndarray) -> np.ndarray:
         return np.maximum(tt - 2 * rate * tn + rate * rate * nn_s, 0.0)
@@ -103,12 +105,12 @@ def bootstrap_t(t: np.ndarray, n: np.ndarray, sides: np.ndarray, weights: np.nda
         return correction * (scaled[..., :contrasts] + scaled[..., contrasts:])
 
     estimate = q_s[:contrasts] - q_s[contrasts:]
-    statistic = _ratio(estimate, cr1(squares((t * t) @ both, (t * n) @ both, q_s)))
-    u = t - n * t.sum() / texts  # restricted residual sums: one common rate
-    columns = [u[:, None] * both, (n * u)[:, None] * both]
-    products = np.asarray(weights, dtype=float) @ np.concatenate(columns, axis=1)  # (B, 4K)
+    statistic = _ratio(estimate, cr1(squares((t * t * both).sum(axis=0), (t * n * both).sum(axis=0), q_s)))
+    rate = np.tile(t[:, :contrasts].sum(axis=0) / texts, 2)  # the null's common rate, per data set
+    u = (t - n * rate) * both  # restricted residual sums, on their side's columns
+    products = np.asarray(weights, dtype=float) @ np.c_[u, n * u]  # (B, 4K)
     w_s, nw_s = products[:, : 2 * contrasts], products[:, 2 * contrasts:]
-    ww_s = ((u * u) @ both)[None, :] if rademacher else (np.asarray(weights) ** 2) @ ((u * u)[:, None] * both)
+    ww_s = (u * u).sum(axis=0)[None, :] if rademacher else (np.asarray(weights) ** 2) @ (u * u)
     shift = w_s / n_s  # each side's bootstrap rate less p
     star = shift[:, :contrasts] - shift[:, contrasts:]
     return estimate, statistic, _ratio(star, cr1(squares(ww_s, nw_s, shift)))
@@ -129,6 +131,16 @@ def monte_carlo_p(statistic: np.ndarray, star: np.ndarray) -> np.ndarray:
     return (1.0 + (np.abs(star) >= bar).sum(axis=0)) / (star.shape[0] + 1.0)
 
 
+def _columns(t: np.ndarray, n: np.ndarray, sides: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """t, n and sides as (G, K) arrays, each broadcast from (G,) or (G, 1) where a family shares it."""
+    names = len(np.asarray(n))
+    arrays = [np.asarray(value, dtype=kind).reshape(names, -1) for value, kind in ((t, float), (n, float),
+                                                                                     (sides, bool))]
+    width = max(array.shape[1] for array in arrays)
+    t, n, sides = (np.broadcast_to(array, (names, width)) for array in arrays)
+    return t, n, sides
+
+
 def draw_weights(rng: np.random.Generator, draws: int, names: int, kinds: tuple[bool, ...] = (False, True)
                  ) -> dict[bool, np.ndarray]:
     """Weights for a family sharing its names: {False: Rademacher, True: Webb} (B x G each), for the kinds asked."""
@@ -138,12 +150,12 @@ def draw_weights(rng: np.random.Generator, draws: int, names: int, kinds: tuple[
 def wild_cluster_tests(t: np.ndarray, n: np.ndarray, sides: np.ndarray, *, draws: int,
                        rng: np.random.Generator | None = None, weights: dict[bool, np.ndarray] | None = None,
                        webb_below: int = WEBB_BELOW, resolutions: tuple[int, ...] = ()) -> dict[int, WildTests]:
-    """The WCR bootstrap test of each contrast of a family sharing its names (module docstring), at B = `draws`
+    """The WCR bootstrap test of each contrast of a family sharing its names (module docstring; t, n and sides as
+    `bootstrap_t` takes them: (G,) where the contrasts share them, else (G, K)), at B = `draws`
     and at each smaller B in `resolutions` (the first draws of the same set). The weights are drawn from `rng`, or
     given (`draw_weights`: one set for every label of a domain, the names being the same). A contrast needs 2
     names a side (as the report's rule); the others get p = 1 and testable False."""
-    t, n = np.asarray(t, dtype=float), np.asarray(n, dtype=float)
-    sides = np.asarray(sides, dtype=bool).reshape(len(t), -1)
+    t, n, sides = _columns(t, n, sides)
     names_a = sides.sum(axis=0)
     smaller = np.minimum(names_a, len(t) - names_a)
     testable = smaller >= 2
@@ -161,7 +173,7 @@ def wild_cluster_tests(t: np.ndarray, n: np.ndarray, sides: np.ndarray, *, draws
             drawn = draw_weights(rng, max(counts), len(t), (flag,))[flag]
         else:
             drawn = weights[flag][: max(counts)]
-        d, stat, star = bootstrap_t(t, n, sides[:, columns], drawn, rademacher=not flag)
+        d, stat, star = bootstrap_t(t[:, columns], n[:, columns], sides[:, columns], drawn, rademacher=not flag)
         estimate[columns], statistic[columns] = d, stat
         for b in counts:
             p_values[b][columns] = monte_carlo_p(stat, star[:b])
@@ -178,8 +190,9 @@ def tail_p_values(t: np.ndarray, n: np.ndarray, sides: np.ndarray, first: WildTe
     p_values = (1 + counts) / (draws + 1)
     need = np.flatnonzero(first.testable & (p_values <= level))
     if len(need) and draws > first.draws:
-        more = wild_cluster_tests(t, n, np.asarray(sides, dtype=bool).reshape(len(t), -1)[:, need],
-                                  draws=draws - first.draws, rng=rng)[draws - first.draws]
+        t, n, sides = _columns(t, n, sides)
+        more = wild_cluster_tests(t[:, need], n[:, need], sides[:, need], draws=draws - first.draws,
+                                  rng=rng)[draws - first.draws]
         extra = np.rint(more.p_value * (more.draws + 1) - 1)
         p_values[need] = (1 + counts[need] + extra) / (draws + 1)
     return np.where(first.testable, p_values, 1.0)
@@ -312,7 +325,8 @@ def real_rows(args: argparse.Namespace) -> None:
 
 def power_rows(args: argparse.Namespace) -> None:
     """power_oracle.py's group-vs-rest designs (`--kinds rest`): the same seeds, shifts and data sets; found =
-    p <= alpha / m, the ratio to the oracle's power in brackets; the product test as power_oracle.py runs it."""
+    p <= alpha / m, the ratio to the oracle's power in brackets; the product test as power_oracle.py runs it. The
+    bootstrap runs --chunk data sets at once on one set of --tail-draws weights (p at --draws: its first draws)."""
     from power_oracle import PLANTS, RATES, SPREADS, Design, draw_rest, oracle_sd, planted_shift, run_tests, seed_of
     from scipy import stats
 
@@ -339,15 +353,15 @@ def power_rows(args: argparse.Namespace) -> None:
                 tests = run_tests(data, design, in_a, args.alpha, True)
                 product = float(np.mean([test.testable and test.p_value <= level for test in tests]))
                 draws = np.random.default_rng(seed_of("wild-power", domain, group, rate, spread))
-                wild, wild_tail, webb_used = [], [], False
-                for hits in data:
-                    found = wild_cluster_tests(hits, design.texts, in_a[:, None], draws=args.draws,
-                                               rng=draws)[args.draws]
-                    webb_used = bool(found.webb[0])
-                    wild.append(found.p_value[0] <= level)
-                    wild_tail.append(tail_p_values(hits, design.texts, in_a[:, None], found, draws=args.tail_draws,
-                                                   level=level, rng=draws)[0] <= level)
-
+                wild, wild_tail = [], []
+                for start in range(0, len(data), args.chunk):  # one set of weights per chunk of data sets
+                    hits = np.stack(data[start:start + args.chunk], axis=1)
+                    webb_used = bool(min(in_a.sum(), (~in_a).sum()) < WEBB_BELOW)
+                    weights = draw_weights(draws, args.tail_draws, len(in_a), (webb_used,))
+                    found = wild_cluster_tests(hits, design.texts, in_a, draws=args.tail_draws, weights=weights,
+                                               resolutions=(args.draws,))
+                    wild += list(found[args.draws].p_value <= level)
+                    wild_tail += list(found[args.tail_draws].p_value <= level)
                 print(f"| {domain} | {group} | {int(in_a.sum())} / {int(design.texts[in_a].sum())} | {rate} | "
                       f"{spread} | {shift:+.3f} | {oracle:.1%} | {_ratio_cell(product, oracle)} | "
                       f"{_ratio_cell(float(np.mean(wild)), oracle)} | "
@@ -447,6 +461,7 @@ def main() -> None:
                         help="level: data sets per design the report's test is run on (default 500)")
     parser.add_argument("--real-replicates", type=int, help="real: data sets per design (200; 50 with --fast)")
     parser.add_argument("--power-replicates", type=int, help="power: data sets per design (400; 100 with --fast)")
+    parser.add_argument("--chunk", type=int, default=25, help="power: data sets bootstrapped on one set of weights")
     parser.add_argument("--time-rounds", type=int, default=5)
     args = parser.parse_args()
     args.names = tuple(int(value) for value in args.names.split(","))
