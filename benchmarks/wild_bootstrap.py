@@ -14,19 +14,23 @@ Journal 21(2); Roodman, MacKinnon, Nielsen & Webb 2019, Stata Journal 19(1), "Fa
   (+-sqrt(1/2), +-1, +-sqrt(3/2)) where the smaller side has fewer than `WEBB_BELOW` names (Rademacher weights give
   such a side only 2^G distinct draws).
 
-With per-name sums (t_i, n_i) the whole bootstrap is three matrix products of the B x G weights with the names'
-side columns: D*_b = W_A / N_A - W_B / N_B with W_s = sum_{i in s} v_bi u_i, and a side's bootstrap sum of squares
-sum_s w_i^2 - 2 (W_s / N_s) sum_s n_i w_i + (W_s / N_s)^2 sum_s n_i^2, w_i = v_bi u_i. Every contrast of a domain
-shares the names and u (the null's rate is the domain's), so a family is one product per sum.
+With per-name sums (t_i, n_i) the whole bootstrap is one matrix product of the B x G weights with the names' side
+columns (two with Webb's weights): D*_b = W_A / N_A - W_B / N_B with W_s = sum_{i in s} v_bi u_i, and a side's
+bootstrap sum of squares sum_s w_i^2 - 2 (W_s / N_s) sum_s n_i w_i + (W_s / N_s)^2 sum_s n_i^2, w_i = v_bi u_i.
+Every contrast of a domain shares the names and u (the null's rate is the domain's), so a family is one product,
+and so are many simulated data sets on the same names.
 
 Sections (`--sections`): **level** (calibration_unlike.py's synthetic nulls: side A 1-100 names spread as side B's
 60 or far more, rates 0.3 and 0.03), **real** (BOLD's real designs, every group against the rest, a common rate with
 rho alike or unlike), **power** (power_oracle.py's group-vs-rest designs: a difference planted in one group of a
 real domain, the oracle's power about 90% at alpha / 36), **time** (a domain's family of group-vs-rest contrasts per
 label, at B draws). Each prints the bootstrap at B = `--draws` and at the resolution the Holm tail needs
-(`--tail-draws`, the first draws of the same set), beside the test in use (`rate_test`).
+(`--tail-draws`: the same draws and more, `tail_p_values`, or in the power section the first --draws of
+--tail-draws), beside the test in use (`rate_test`); **resolution** (the chance
+that B draws reject at alpha / m a contrast whose exact bootstrap p-value is below it).
 
-    .venv/bin/python benchmarks/wild_bootstrap.py --fast                  # all sections, CI-sized
+    .venv/bin/python benchmarks/wild_bootstrap.py                         # all sections
+    .venv/bin/python benchmarks/wild_bootstrap.py --fast                  # fewer data sets and draws
     .venv/bin/python benchmarks/wild_bootstrap.py --sections power --fast
 """
 
@@ -441,7 +445,27 @@ def time_rows(args: argparse.Namespace) -> None:
                                                                                            strict=True)))
 
 
-SECTIONS = {"level": level_rows, "real": real_rows, "power": power_rows, "time": time_rows}
+def resolution_rows(args: argparse.Namespace) -> None:
+    """What B the Holm family needs: a contrast whose bootstrap p-value with infinitely many draws is p_inf is
+    rejected at alpha / m with B draws when (1 + #{|t*| >= |t|}) / (B + 1) <= alpha / m, i.e. with probability
+    P(Binomial(B, p_inf) <= floor(alpha / m (B + 1)) - 1); printed for p_inf at a quarter, a half and 0.9 of
+    alpha / m, with the smallest p-value B can give and the exceedances it allows at alpha / m."""
+    from scipy import stats
+
+    level = args.alpha / args.family
+    shares = (0.25, 0.5, 0.9)
+    print(f"\n| B | smallest p | exceedances allowed at alpha/{args.family} | "
+          + " | ".join(f"P(reject) at p_inf = {share} alpha/{args.family}" for share in shares) + " |")
+    print("|---|---|---|" + "---|" * len(shares))
+    for draws in (999, 1439, 2879, 7199, 14399, 71999):
+        allowed = math.floor(level * (draws + 1) + 1e-9) - 1
+        cells = [stats.binom.cdf(allowed, draws, share * level) if allowed >= 0 else 0.0 for share in shares]
+        print(f"| {draws} | {1 / (draws + 1):.5f} | {max(allowed, 0) if allowed >= 0 else 'none'} | "
+              + " | ".join(f"{cell:.1%}" for cell in cells) + " |")
+
+
+SECTIONS = {"level": level_rows, "real": real_rows, "power": power_rows, "time": time_rows,
+            "resolution": resolution_rows}
 
 
 def main() -> None:
