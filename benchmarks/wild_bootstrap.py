@@ -27,7 +27,8 @@ real domain, the oracle's power about 90% at alpha / 36), **time** (a domain's f
 label, at B draws). Each prints the bootstrap at B = `--draws` and at the resolution the Holm tail needs
 (`--tail-draws`: the same draws and more, `tail_p_values`, or in the power section the first --draws of
 --tail-draws), beside the test in use (`rate_test`); **resolution** (the chance
-that B draws reject at alpha / m a contrast whose exact bootstrap p-value is below it).
+that B draws reject at alpha / m a contrast whose exact bootstrap p-value is below it); **cause** (where a rare
+label's rejections come from).
 
     .venv/bin/python benchmarks/wild_bootstrap.py                         # all sections
     .venv/bin/python benchmarks/wild_bootstrap.py --fast                  # fewer data sets and draws
@@ -445,6 +446,28 @@ def time_rows(args: argparse.Namespace) -> None:
                                                                                            strict=True)))
 
 
+def cause_rows(args: argparse.Namespace) -> None:
+    """Where the level goes with a rare label: the synthetic nulls of a 3% label on 10 names against 60, the share
+    rejected at 5%, split by whether side A's names have any hit (a side with none has an unrestricted variance of
+    0, and |t| is large whatever the other side)."""
+    from calibration_unlike import SPREADS, draw, seed_of
+
+    print("\n| spread | data sets | rejected at 5% | side A without hits | rejected when side A has no hits | "
+          "rejected otherwise |")
+    print("|---|---|---|---|---|---|")
+    for spread, (beta_a, beta_b) in SPREADS.items():
+        rng = np.random.default_rng(seed_of("wild-cause", spread))
+        rejected, empty = np.zeros(args.replicates, bool), np.zeros(args.replicates, bool)
+        for r in range(args.replicates):
+            t_a, n_a = draw(rng, 10, beta_a, 0.03)
+            t_b, n_b = draw(rng, 60, beta_b, 0.03)
+            found = wild_cluster_tests(np.r_[t_a, t_b], np.r_[n_a, n_b], np.arange(70) < 10, draws=args.draws,
+                                       rng=rng)[args.draws]
+            rejected[r], empty[r] = found.p_value[0] <= 0.05, t_a.sum() == 0
+        print(f"| {spread} | {args.replicates} | {rejected.mean():.1%} | {empty.mean():.1%} | "
+              f"{rejected[empty].mean():.1%} | {rejected[~empty].mean():.1%} |", flush=True)
+
+
 def resolution_rows(args: argparse.Namespace) -> None:
     """What B the Holm family needs: a contrast whose bootstrap p-value with infinitely many draws is p_inf is
     rejected at alpha / m with B draws when (1 + #{|t*| >= |t|}) / (B + 1) <= alpha / m, i.e. with probability
@@ -465,7 +488,7 @@ def resolution_rows(args: argparse.Namespace) -> None:
 
 
 SECTIONS = {"level": level_rows, "real": real_rows, "power": power_rows, "time": time_rows,
-            "resolution": resolution_rows}
+            "resolution": resolution_rows, "cause": cause_rows}
 
 
 def main() -> None:
