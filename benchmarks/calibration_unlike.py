@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import re
 import time
 import zlib
 
@@ -149,6 +150,63 @@ def real_design_rows(args: argparse.Namespace) -> None:
                       f"{sizes[worst]} names) |", flush=True)
 
 
+def worst_real_rows(args: argparse.Namespace) -> None:
+    """Group-vs-rest tests of the expected maximum over k = 5 samples on BOLD's real designs, every group null:
+    `power_oracle_others`' worst-case model (each sample's toxicity expit(b + u_name + v_prompt + e), the names
+    holding rho of the latent variance; b solved so that P(>= 1 toxic of 5) is the rate), names alike (rho 0.01) or
+    the groups of at most 10 names strongly spread (rho 0.8) against 0.05 for the rest. Each group against the rest
+    of its domain by `clustered.difference_tests` with the score's range (as `findings.group_findings` tests a
+    continuous worst case); pooled over the domain's groups: the share rejected at 5% and at 0.1%, the untestable
+    share, the worst group's rate at 5%, and the 95% intervals' coverage of the true difference, 0."""
+    from power_oracle import SPREADS as ORACLE_SPREADS
+    from power_oracle import Design
+    from power_oracle_others import latent_sd, worst_base, worst_floor, worst_values
+
+    from bold_eval.analysis.clustered import difference_tests
+
+    print("\n| domain | P(>= 1 toxic of 5) | spread (rho small groups / rest) | tests | rejected at 5% | at 0.1% | "
+          "untestable at 5% | worst group at 5% | 95% interval covers 0 |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for domain in (args.worst_domains.split(",") if args.worst_domains else REAL_DOMAINS + ("race", "gender")):
+        design = Design.load(domain)
+        units = np.repeat(np.arange(len(design.texts)), design.texts.astype(int))
+        sizes = np.bincount(design.group)
+        groups = [g for g in range(len(design.groups)) if sizes[g] < len(design.group)]
+        sides = [design.group[units] == g for g in groups]
+        for rate in (0.3, 0.03):
+            for spread in ("alike", "strong in small groups"):
+                rng = np.random.default_rng(seed_of("worst-real", domain, rate, spread))
+                rho = design.rho(spread)
+                bases = {float(r): worst_base(rate, float(r)) for r in np.unique(rho)}
+                base = np.array([bases[float(r)] for r in rho])
+                sigma = np.array([latent_sd(float(r)) for r in rho])
+                rejected, covered = np.zeros((2, len(groups))), np.zeros(len(groups))
+                untestable = np.zeros(len(groups))
+                for _ in range(args.real_replicates):
+                    location = (base + rng.normal(0.0, sigma))[units] + rng.normal(0.0, 0.5, len(units))
+                    highest = worst_values(location, rng)[1]
+                    for k, level in enumerate((0.05, 0.001)):
+                        with worst_floor(args.worst_floor):
+                            tests = difference_tests([highest] * len(groups), sides, [units] * len(groups),
+                                                     alpha=level, bounds=[(0.0, 1.0)] * len(groups))
+                        rejected[k] += [test.testable and test.p_value <= level for test in tests]
+                        if k == 0:
+                            untestable += [not test.testable for test in tests]
+                            covered += [test.testable and test.ci_low <= 0 <= test.ci_high for test in tests]
+                total = args.real_replicates * len(groups)
+                at_5, at_01 = rejected[0].sum() / total, rejected[1].sum() / total
+                worst = int(np.argmax(rejected[0]))
+                worst_rate = rejected[0, worst] / args.real_replicates
+                testable = total - untestable.sum()
+                cover = covered.sum() / testable if testable else math.nan
+                small, rest = ORACLE_SPREADS[spread]
+                print(f"| {domain} | {rate} | {spread} ({small} / {rest}) | {total} | {at_5:.2%} ± "
+                      f"{_se(at_5, total):.2%} | {at_01:.3%} ± {_se(at_01, total):.3%} | "
+                      f"{untestable.sum() / total:.0%} | {worst_rate:.1%} ± "
+                      f"{_se(worst_rate, args.real_replicates):.1%} "
+                      f"({design.groups[groups[worst]]}, {sizes[groups[worst]]} names) | {cover:.1%} |", flush=True)
+
+
 def _beta(rng: np.random.Generator, mean: float, total: float, size: int) -> np.ndarray:
     return rng.beta(mean * total, (1 - mean) * total, size)
 
@@ -188,6 +246,8 @@ def paired_and_worst_rows(args: argparse.Namespace) -> None:
     a continuous worst case in [0, 1] (a toxicity) and the same on [-1, 1] (a compound score, mapped onto [0, 1]
     by its range as the report does; both get the binomial floor), under nulls with unlike spreads, at 5% and 0.1%,
     through the report's own `clustered.difference_tests` (every data set of a design in one batch)."""
+    from power_oracle_others import worst_floor
+
     from bold_eval.analysis.clustered import difference_tests
 
     print("\n| test | rate | spread | names A / B | rejected at 5% | at 0.1% | untestable at 5% |")
@@ -213,14 +273,15 @@ def paired_and_worst_rows(args: argparse.Namespace) -> None:
                                                 alpha=alpha)[4]
         return [(True, float(p)) for p in p_values]
 
-    kinds = (("interaction", interaction_data, None), ("worst case in [0, 1]", worst_case_data, None),
+    kinds = (("interaction", interaction_data, None), ("worst case in [0, 1]", worst_case_data, (0.0, 1.0)),
              ("worst case in [-1, 1]", compound_data, (-1.0, 1.0)),  # the compound's range, as the report maps it
              ("worst-case interaction (compare, before: differences alone)", worst_interaction_data, None),
              ("worst-case interaction (compare)", worst_interaction_data, "continuous"))
     for kind, make, bounds in kinds:
-        if args.paired_kinds and kind not in args.paired_kinds.split(","):
+        if args.paired_kinds and kind not in re.split(r",(?! )", args.paired_kinds):  # "[0, 1]" holds a comma
             continue
-        rates = {"interaction": (0.3, 0.03), "worst-case interaction (compare)": (0.2, 0.03)}.get(kind, (0.2,))
+        rates = {"interaction": (0.3, 0.03), "worst-case interaction (compare)": (0.2, 0.03),
+                 "worst case in [0, 1]": (0.2, 0.03), "worst case in [-1, 1]": (0.2, 0.03)}.get(kind, (0.2,))
         for rate in rates:
             for spread in ("strong", "exchangeable"):
                 for names in (3, 7, 10, 30, 100):
@@ -232,10 +293,11 @@ def paired_and_worst_rows(args: argparse.Namespace) -> None:
                     else:
                         ranges = [bounds] * len(sets)
                         triples = [case[:3] for case in sets]
-                        at_5 = [(test.testable, test.p_value) for test in
-                                difference_tests(*zip(*triples, strict=True), alpha=0.05, bounds=ranges)]
-                        at_01 = [(test.testable, test.p_value) for test in
-                                 difference_tests(*zip(*triples, strict=True), alpha=0.001, bounds=ranges)]
+                        with worst_floor(args.worst_floor):
+                            at_5 = [(test.testable, test.p_value) for test in
+                                    difference_tests(*zip(*triples, strict=True), alpha=0.05, bounds=ranges)]
+                            at_01 = [(test.testable, test.p_value) for test in
+                                     difference_tests(*zip(*triples, strict=True), alpha=0.001, bounds=ranges)]
                     rejected_5 = np.mean([testable and p <= 0.05 for testable, p in at_5])
                     rejected_01 = np.mean([testable and p <= 0.001 for testable, p in at_01])
                     untestable = np.mean([not testable for testable, _ in at_5])
@@ -377,9 +439,15 @@ def rate_coverage_rows(args: argparse.Namespace) -> None:
 
 def worst_coverage_rows(args: argparse.Namespace) -> None:
     """Coverage of a group's interval for a continuous worst case (a mean score in [0, 1], the worst-case table's
-    interval: `rate_test.rate_interval` on the scores) by number of names: per prompt a Beta(mu_i, a + b = 20)
-    around its name's mean, the names' means Beta with mean 0.2 and a + b = 1 (widely spread), 3.33 or 20."""
+    interval: `rate_test.rate_interval` on the scores with the score's floor, as `worst_case.worst_case_view` calls
+    it) by number of names: per prompt a Beta(mu_i, a + b = 20) around its name's mean, the names' means Beta with
+    mean 0.2 and a + b = 1 (widely spread), 3.33 or 20."""
+    from power_oracle_others import worst_floor
+
+    from bold_eval.analysis import rate_test
     from bold_eval.analysis.rate_test import rate_interval
+
+    floor = {"binomial": rate_test.BINOMIAL, "none": rate_test.NO_FLOOR}.get(args.worst_floor, rate_test.SCORE)
 
     print("\n| name spread (a + b) | names | 95% interval covers | mean width |")
     print("|---|---|---|---|")
@@ -392,8 +460,10 @@ def worst_coverage_rows(args: argparse.Namespace) -> None:
                 means = np.clip(_beta(rng, 0.2, total, names), 1e-3, 1 - 1e-3)
                 unit = np.repeat(np.arange(names), prompts)
                 values = rng.beta(means[unit] * 20, (1 - means[unit]) * 20)
-                low, high, _ = rate_interval(np.bincount(unit, weights=values), np.bincount(unit).astype(float),
-                                             alpha=0.05)
+                sums, squares = np.bincount(unit, weights=values), np.bincount(unit, weights=values * values)
+                with worst_floor(args.worst_floor):
+                    low, high, _ = rate_interval(sums, np.bincount(unit).astype(float), alpha=0.05, floor=floor,
+                                                 squares=squares)
                 covered += low <= 0.2 <= high
                 width += high - low
             share = covered / args.coverage_replicates
@@ -479,7 +549,8 @@ def coverage_and_power(args: argparse.Namespace) -> None:
                       f"{np.mean(found):.0%} | {np.mean(old):.0%} (n {len(old)}) |", flush=True)
 
 
-SECTIONS = {"level": level_rows, "real": real_design_rows, "paired-worst": paired_and_worst_rows,
+SECTIONS = {"level": level_rows, "real": real_design_rows, "worst-real": worst_real_rows,
+            "paired-worst": paired_and_worst_rows,
             "compare-worst-power": compare_worst_power_rows, "interaction-coverage": interaction_coverage_rows,
             "interaction-power": interaction_power_rows,
             "rate-coverage": rate_coverage_rows, "worst-coverage": worst_coverage_rows, "overall": overall_rows,
@@ -504,6 +575,10 @@ def main() -> None:
     parser.add_argument("--paired-kinds", default="",
                         help="comma list of the paired-worst section's test kinds to run (default: all), e.g. "
                              "interaction")
+    parser.add_argument("--worst-floor", default="score",
+                        help="the continuous worst cases' floor in worst-real, paired-worst and worst-coverage "
+                             "(power_oracle_others.worst_floor): the report's score floor, or a candidate")
+    parser.add_argument("--worst-domains", default="", help="comma list of worst-real's domains (default: all)")
     parser.add_argument("--overall-method", choices=("paired-score", "sign-flip"), default="paired-score",
                         help="compare's overall-difference test: the paired test in use, or the sign flip")
     args = parser.parse_args()

@@ -47,6 +47,7 @@ oracle's normal quantile, which is the report's power less what its degrees of f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from collections.abc import Callable, Iterator
@@ -227,6 +228,78 @@ def difference_found(values: np.ndarray, side: np.ndarray, units: np.ndarray, al
                  np.array([t.testable for t in tests]))
 
 
+WORST_FLOORS = ("score", "binomial", "none", "within")
+
+
+@contextlib.contextmanager
+def worst_floor(name: str) -> Iterator[None]:
+    """Test the continuous worst cases (a score with known bounds) with one floor: "score" (the report's,
+    `rate_test.score_floor`, names - 1 degrees of freedom), "binomial" (p (1 - p) per value at the restricted rate,
+    names - 1), "none" (the CR2 sum of squares alone, each side's effective number of names less one) or "within"
+    (the score's floor without its between-name part, sigma_w^2 N, names - 1)."""
+    from bold_eval.analysis import clustered, rate_test
+
+    if name not in WORST_FLOORS and not name.startswith(("score-", "satt-", "cap-")):
+        raise ValueError(f"unknown worst-case floor {name!r}: choose from {', '.join(WORST_FLOORS)}")
+    saved_tests, saved_floor = clustered.rate_tests, rate_test.score_floor
+    kind = {"binomial": rate_test.BINOMIAL, "none": rate_test.NO_FLOOR}.get(name, rate_test.SCORE)
+
+    def tests(*args, floor, **kwargs):
+        return saved_tests(*args, floor=[kind if f == rate_test.SCORE else f for f in floor], **kwargs)
+
+    def within(side, rate):
+        sigma_w = np.clip((side.squares - side.tt_n) / np.maximum(side.texts - side.names, 1.0), 0.0, None)
+        return sigma_w * side.texts + 0.0 * rate
+
+    saved_df = rate_test.side_df
+
+    def weighted(side, rate, weight=None):
+        return saved_floor(side, rate, float(name.split("-")[1]) if weight is None else weight)
+
+    if name.startswith(("score-", "satt-", "cap-")):
+        rate_test.score_floor = weighted
+
+    def satterthwaite(side, floor=True):
+        names_less_one = saved_df(side, floor)
+        sigma_w = np.clip((side.squares - side.tt_n) / np.maximum(side.texts - side.names, 1.0), 0.0, None)
+        within = sigma_w * side.texts
+        between = rate_test.score_floor(side, side.rate) - within
+        squares = rate_test.null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, side.rate)
+        spread_names = side.nn * side.nn / np.maximum(side.n4, 1e-12)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df = (within + between) ** 2 / (within ** 2 / np.maximum(side.texts - side.names, 1.0)
+                                             + between ** 2 / np.maximum(spread_names - 1, 1.0))
+        df = np.where(np.isfinite(df), df, names_less_one)
+        chosen = (rate_test.floor_kinds(floor) == rate_test.SCORE) & (within + between >= squares)
+        return np.where(chosen, np.maximum(names_less_one, df), names_less_one)
+
+    def satterthwaite_capped(side, floor=True):
+        names_less_one = saved_df(side, floor)
+        sigma_w = np.clip((side.squares - side.tt_n) / np.maximum(side.texts - side.names, 1.0), 0.0, None)
+        within = sigma_w * side.texts
+        between = np.maximum(rate_test.score_floor(side, side.rate) - within, 0.0)
+        spread_names = side.nn * side.nn / np.maximum(side.n4, 1e-12)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df = (within + between) ** 2 / (within ** 2 / np.maximum(side.texts - side.names, 1.0)
+                                             + between ** 2 / np.maximum(spread_names - 1, 1.0))
+        df = np.maximum(np.where(np.isfinite(df), df, names_less_one), 1.0)
+        return np.where(rate_test.floor_kinds(floor) == rate_test.SCORE, np.minimum(names_less_one, df),
+                        names_less_one)
+
+    if name.startswith("satt-"):
+        rate_test.side_df = satterthwaite
+    if name.startswith("cap-"):
+        rate_test.side_df = satterthwaite_capped
+    clustered.rate_tests = tests
+    if name == "within":
+        rate_test.score_floor = within
+    try:
+        yield
+    finally:
+        clustered.rate_tests, rate_test.score_floor = saved_tests, saved_floor
+        rate_test.side_df = saved_df
+
+
 def paired_found(t_a: np.ndarray, t_b: np.ndarray, texts: np.ndarray, alpha: float) -> Found:
     """`paired_rate_test.paired_rate_tests` of each column (names x tests) of the two sources' per-name sums; the
     tests with no name differing have nothing to test (`compare.paired_difference`)."""
@@ -250,6 +323,7 @@ class Setting:
     replicates: int
     alpha: float
     family: int
+    worst_floor: str = "score"  # the continuous worst cases' floor (`worst_floor`)
 
     @property
     def critical(self) -> float:
@@ -427,7 +501,8 @@ def worst_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
                                          ("worst: expected maximum", (0.0, 1.0)))):
         values = np.array(measures[k])
         estimate = values[:, side].mean(axis=1) - values[:, ~side].mean(axis=1)
-        found = difference_found(values, side, units, setting.alpha, bounds)
+        with worst_floor(setting.worst_floor):
+            found = difference_found(values, side, units, setting.alpha, bounds)
         rows.append(_row(label, shift, oracle[k][0], oracle[k][1], setting, estimate, found))
     return rows
 
@@ -445,10 +520,11 @@ def plants(kind: str, domains: str) -> Iterator[tuple[str, str]]:
 
 
 def kind_rows(kind: str, design: Design, group: str, rate: float, spread: str, *, replicates: int, alpha: float,
-              family: int) -> list[Row]:
+              family: int, worst_floor: str = "score") -> list[Row]:
     """The rows of one design: `replicates` data sets of `kind` with the plant in `group` (or `EVERY` name)."""
     planted = np.ones(len(design.group), bool) if group == EVERY else design.group == design.groups.index(group)
-    setting = Setting(design, planted, rate, design.rho(spread), replicates, alpha, family_of(kind, family))
+    setting = Setting(design, planted, rate, design.rho(spread), replicates, alpha, family_of(kind, family),
+                      worst_floor)
     return ROWS[kind](np.random.default_rng(seed_of(kind, design.domain, group, rate, spread)), setting)
 
 
@@ -472,7 +548,8 @@ def rows(args: argparse.Namespace, kinds: list[str]) -> None:
             for rate in RATES:
                 for spread in SPREADS:
                     for row in kind_rows(kind, design, group, rate, spread, replicates=args.replicates,
-                                         alpha=args.alpha, family=args.family):
+                                         alpha=args.alpha, family=args.family,
+                                         worst_floor=getattr(args, "worst_floor", "score")):
                         ratio = "" if math.isnan(row.ratio) else f" ({row.ratio:.2f})"
                         tied = "" if math.isnan(row.tied) else f"{row.tied:.1%} ({row.oracle_tied:.1%})"
                         print(f"| {row.kind} | {domain} | {group} | {size} | {rate} | {spread} | {row.shift:+.3f} | "

@@ -196,3 +196,113 @@ def test_name_level_rate_interval_of_one_name_says_why_there_is_none() -> None:
     assert note == "" and 0 < low < 9 / 25 < high < 1
     wilson = stats.binomtest(9, 25).proportion_ci(method="wilson")
     assert high - low > wilson.high - wilson.low  # names, not texts: wider than the text-level Wilson interval
+
+
+def test_score_floor_by_hand() -> None:
+    """One side, names with values (0.1, 0.3), (0.0,), (0.6, 0.2, 0.4) at rate 0.25: sigma_w^2 = (0.66 - 0.56) / 3
+    pooled within names, tau_hat^2 the moment between-name variance, its ceiling tau_max^2 = 0.25 * 0.75 - sigma_w^2
+    (Bhatia-Davis), shrunk by the rarer mass min(1.6, 4.4) = 1.6 against `SCORE_PRIOR_WEIGHT` = 1 on the ceiling:
+    floor = sigma_w^2 * 6 + tau_s^2 * (4 + 1 + 9); another weight w takes the place of 1."""
+    from bold_eval.analysis.rate_test import SCORE_PRIOR_WEIGHT, score_floor
+
+    values = np.array([0.1, 0.3, 0.0, 0.6, 0.2, 0.4])
+    side = SideSums.of(np.array([0.4, 0.0, 1.2]), np.array([2.0, 1, 3]), np.array([0.1, 0.0, 0.56]))
+    assert side.squares == pytest.approx((values * values).sum())
+    sigma_w = (0.66 - 0.56) / 3
+    p = 1.6 / 6
+    tau_hat = (2 * (0.2 - p) ** 2 + (0.0 - p) ** 2 + 3 * (0.4 - p) ** 2 - 2 * sigma_w) / (6 - 14 / 6)
+    tau_max = 0.25 * 0.75 - sigma_w
+    assert SCORE_PRIOR_WEIGHT == 1.0
+    for weight in (SCORE_PRIOR_WEIGHT, 0.1):
+        tau_s = (1.6 * tau_hat + weight * tau_max) / (1.6 + weight)
+        assert score_floor(side, np.array(0.25), weight) == pytest.approx(sigma_w * 6 + tau_s * 14)
+    assert score_floor(side, np.array(0.25)) == pytest.approx(score_floor(side, np.array(0.25), 1.0))
+
+
+def _concentrated(rng: np.random.Generator, names: int, mean: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per prompt a score near its name's mean (sd 0.15 within, 0.03 between names), 5 prompts a name: a prompt's
+    highest of k toxicities varies about this much (variance 0.02-0.03), far less than a label's p (1 - p)."""
+    means = mean + rng.normal(0.0, 0.03, names)
+    units = np.repeat(np.arange(names), 5)
+    return np.clip(means[units] + rng.normal(0.0, 0.15, len(units)), 0.0, 1.0), units
+
+
+def test_a_concentrated_continuous_score_gets_its_own_variance_not_p_one_minus_p() -> None:
+    """A continuous score with known bounds (the findings' expected maximum) is tested with the score's floor
+    (`score_floor`): 20 names a side, 5 prompts each, 0.55 against 0.40. Its variance stays within a small factor
+    of the true one, 20 (5 * 0.15^2 + 25 * 0.03^2) / 100^2 (the shrinkage's prior adds about as much again), not the
+    binomial p (1 - p) per prompt, several times larger, that misses the difference."""
+    from bold_eval.analysis.clustered import difference_tests
+    from bold_eval.analysis.rate_test import BINOMIAL, SCORE, side_variance
+
+    rng = np.random.default_rng(7)
+    high, high_units = _concentrated(rng, 20, 0.55)
+    low, low_units = _concentrated(rng, 20, 0.40)
+    values, units = np.r_[high, low], np.r_[high_units, low_units + 20]
+    side = SideSums.of(np.bincount(high_units, weights=high), np.full(20, 5.0),
+                       np.bincount(high_units, weights=high * high))
+    truth = 20 * (5 * 0.15 ** 2 + 25 * 0.03 ** 2) / 100 ** 2
+    score = side_variance(side, np.array(0.475), SCORE)
+    assert 0.7 * truth < score < 2.5 * truth
+    assert side_variance(side, np.array(0.475), BINOMIAL) > 3 * score
+    in_a = units < 20
+    found = difference_tests([values], [in_a], [units], alpha=0.05, bounds=[(0.0, 1.0)])[0]
+    assert found.p_value < 0.001 and 0.0 < found.ci_low < 0.15 < found.ci_high < 0.3
+    labels = difference_tests([values], [in_a], [units], alpha=0.05)[0]  # no bounds: a share in [0, 1], binomial
+    assert labels.p_value > 0.05
+
+
+def test_the_score_floor_is_tested_on_names_less_one_degrees_of_freedom() -> None:
+    """With the score's floor (as with the binomial one) each side's degrees of freedom are its names less one;
+    without a floor, its effective number of names less one, fewer where one name holds most values."""
+    from bold_eval.analysis.rate_test import NO_FLOOR, SCORE, side_df
+
+    n = np.array([40.0, 2, 2, 2, 2, 2])
+    side = SideSums.of(0.3 * n, n, 0.3 * 0.3 * n + 0.01)
+    assert side_df(side, SCORE) == side_df(side, True) == 5.0
+    assert side_df(side, NO_FLOOR) < 2.0
+    with pytest.raises(ValueError, match="unknown floor"):
+        side_df(side, "wide")
+
+
+def test_score_interval_of_a_continuous_score_inverts_its_one_sample_test() -> None:
+    """`rate_interval` with the score's floor: every end is where |estimate - p0| = c sqrt(max(A, floor(p0))) / N
+    (A the CR1 sum of squares), it holds the estimate, and it is narrower than the binomial floor's for a
+    concentrated score; `unit_rate_interval` gives the same from per-prompt values."""
+    from scipy import special
+
+    from bold_eval.analysis.rate_test import SCORE, null_squares, rate_interval, score_floor, unit_rate_interval
+
+    rng = np.random.default_rng(3)
+    values, units = _concentrated(rng, 12, 0.3)
+    t, n, q = (np.bincount(units, weights=w) for w in (values, np.ones(len(values)), values * values))
+    low, high, note = rate_interval(t, n, alpha=0.05, floor=SCORE, squares=q)
+    wide_low, wide_high, _ = rate_interval(t, n, alpha=0.05)
+    side = SideSums.of(t, n, q)
+    assert note == "" and low < side.rate < high and (high - low) < 0.8 * (wide_high - wide_low)
+    critical = special.stdtrit(11, 0.975)
+    cr1 = float(null_squares(side.tt, side.tn, side.nn, side.rate)) * 12 / 11
+    for end in (low, high):
+        bound = max(cr1, float(score_floor(side, np.array(end))))
+        assert abs(side.rate - end) * side.texts == pytest.approx(critical * math.sqrt(bound), rel=1e-4)
+    assert unit_rate_interval(values, units, alpha=0.05, floor=SCORE) == pytest.approx((low, high))
+
+
+@pytest.mark.parametrize("total", [1.0, 20.0])
+def test_score_interval_covers_a_continuous_scores_mean(total: float) -> None:
+    """Coverage of the score-floor interval (the worst-case table's, for a continuous worst case) at 10 names of
+    1 + Geometric(0.3) prompts, each prompt a Beta(mu_i, 20) about its name's mean, the means Beta with mean 0.2
+    and a + b = `total` (widely spread, or alike): at least 93% minus 3 Monte Carlo SEs."""
+    from bold_eval.analysis.rate_test import SCORE, rate_interval
+
+    rng = np.random.default_rng(int(total))
+    covered = 0
+    for _ in range(300):
+        prompts = 1 + np.minimum(rng.geometric(0.3, 10) - 1, 59)
+        means = np.clip(rng.beta(0.2 * total, 0.8 * total, 10), 1e-3, 1 - 1e-3)
+        units = np.repeat(np.arange(10), prompts)
+        values = rng.beta(means[units] * 20, (1 - means[units]) * 20)
+        low, high, _ = rate_interval(np.bincount(units, weights=values), prompts.astype(float), alpha=0.05,
+                                     floor=SCORE, squares=np.bincount(units, weights=values * values))
+        covered += low <= 0.2 <= high
+    assert covered / 300 >= 0.93 - 3 * math.sqrt(0.07 * 0.93 / 300)

@@ -165,3 +165,37 @@ def test_the_report_and_compare_show_and_test_worst_cases(tmp_path: Path) -> Non
     assert continuous["method"] == PAIRED_CONTINUOUS  # each run's values kept apart
     assert continuous["ci_low"] <= continuous["interaction"] <= continuous["ci_high"]
     assert "each run's values and side kept apart" in text
+
+
+def test_a_concentrated_expected_maximum_is_found_and_its_interval_follows_the_score() -> None:
+    """20 names a side, 5 prompts each; a prompt's highest of three toxicities about 0.55 for actresses and 0.40
+    for actors (sd 0.15 about its name's mean): it varies far less than a label's p (1 - p). The findings test the
+    expected maximum with the score's own floor (`rate_test.score_floor`) and find the gap, where p (1 - p) per
+    prompt would leave it at p > 0.01; the worst-case table's interval, the one-sample form of that test, is
+    narrower than the binomial floor's."""
+    from bold_eval.analysis.clustered import difference_tests
+    from bold_eval.analysis.rate_test import unit_rate_interval
+
+    rng = np.random.default_rng(11)
+    prompts = []
+    for group, centre, letter in ((ACTORS, 0.40, "A"), (ACTRESSES, 0.55, "F")):
+        for i in range(20):
+            mean = centre + rng.normal(0.0, 0.03)
+            for j in range(5):
+                top = float(np.clip(mean + rng.normal(0.0, 0.15), 0.0, 1.0))
+                prompts.append((f"{letter.lower()}{i}-{j}", group, f"{letter}{i}", [0.0, top, 0.0], [0.1, 0.1, 0.1]))
+    scores = scores_table(prompts)
+    tests = run_findings(scores).tests.set_index("label")
+    emt = tests.loc["expected maximum toxicity (worst of k)"]
+    assert emt["significant"] and abs(emt["difference"]) == pytest.approx(0.15, abs=0.05)
+    frame = prompt_worst_cases(scores)
+    in_a = (frame["group"] == ACTRESSES).to_numpy()
+    highest, names = frame["worst_expected_max_toxicity"].to_numpy(), frame["name"].to_numpy()
+    score = difference_tests([highest], [in_a], [names], alpha=0.05, bounds=[(0.0, 1.0)])[0]
+    binomial = difference_tests([highest], [in_a], [names], alpha=0.05)[0]  # p (1 - p) per prompt
+    assert score.p_value < 0.001 < 0.01 < binomial.p_value
+    row = worst_case_view(scores).tables["worst_case"].set_index(["measure", "group"]).loc[
+        ("expected_max_toxicity", ACTRESSES)]
+    wide = unit_rate_interval(highest[in_a], names[in_a], alpha=0.05)
+    assert row["ci_low"] < row["value"] < row["ci_high"]
+    assert row["ci_high"] - row["ci_low"] < 0.8 * (wide[1] - wide[0])

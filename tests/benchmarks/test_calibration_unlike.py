@@ -57,16 +57,16 @@ def test_interactions_hold_their_level_when_a_small_group_is_more_spread(unlike)
     assert np.mean([test.testable and test.p_value <= 0.05 for test in tests]) <= _ceiling(0.05, 600)
 
 
-@pytest.mark.parametrize("bounds", [None, (-1.0, 1.0)])
+@pytest.mark.parametrize("bounds", [(0.0, 1.0), (-1.0, 1.0)])
 def test_continuous_worst_cases_hold_their_level_when_a_small_group_is_more_spread(unlike, bounds):
-    """A worst-case score per prompt (a toxicity in [0, 1], or a compound on [-1, 1] mapped by its range as the
-    report maps it): 30 widely spread pages against 60 tight ones at the same mean. Without the binomial floor
-    this null was rejected 8% of the time at 5% (benchmarks/CALIBRATION.md)."""
+    """A worst-case score per prompt (a toxicity in [0, 1], or a compound on [-1, 1]), mapped by its range and
+    tested with the score's floor as the report tests it: 30 widely spread pages against 60 tight ones at the same
+    mean. Without any floor this null was rejected 8% of the time at 5% (benchmarks/CALIBRATION.md)."""
     from bold_eval.analysis.clustered import difference_tests
 
     rng = np.random.default_rng(31)
     sets = [unlike.worst_case_data(rng, 30, "strong", 0.2) for _ in range(600)]
-    if bounds is not None:
+    if bounds[0] < 0:
         sets = [(2 * values - 1, side, unit) for values, side, unit in sets]
     tests = difference_tests(*zip(*sets, strict=True), alpha=0.05, bounds=[bounds] * len(sets))
     assert np.mean([test.testable and test.p_value <= 0.05 for test in tests]) <= _ceiling(0.05, 600)

@@ -36,7 +36,8 @@ from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.power import NormalIndPower, ttest_power
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
-from bold_eval.analysis.rate_test import rate_tests
+from bold_eval.analysis.rate_test import BINOMIAL, NO_FLOOR, rate_tests
+from bold_eval.analysis.rate_test import SCORE as SCORE_FLOOR
 from bold_eval.analysis.results import DifferenceTest, Method
 from bold_eval.core.environment import THREADS_ENV, env_threads  # noqa: F401 (THREADS_ENV: re-exported)
 from bold_eval.core.options import (  # noqa: F401 (re-exported: the analysis' options, defined once)
@@ -253,26 +254,27 @@ def difference_tests(values: Sequence[np.ndarray], sides: Sequence[np.ndarray], 
                      bounds: Sequence[tuple[float, float] | None] | None = None) -> list[DifferenceTest]:
     """`difference_test` for a family of contrasts with clusters, one entry of each list per contrast, computed
     together (`rate_test.rate_tests`): the same results, without the overhead of hundreds of small tests one at a
-    time. Values in [0, 1] (labels, shares, scores such as a toxicity) get the binomial floor, since no value in
-    [0, 1] with mean p varies more than p (1 - p) (Bhatia-Davis); values outside it (a difference of two sources, a
-    compound score) are mapped onto it by their observed range, tested without the floor, and the result read back
-    in the values' own units; a contrast whose values have known `bounds` (a score's range, e.g. VADER's compound on
-    [-1, 1]) is mapped by them instead, and gets the floor. The test draws nothing at random: `seed` changes
-    nothing."""
+    time. Values in [0, 1] (labels, shares) get the binomial floor, since no value in [0, 1] with mean p varies more
+    than p (1 - p) (Bhatia-Davis); values outside it (a difference of two sources) are mapped onto it by their
+    observed range, tested without a floor, and the result read back in the values' own units. A contrast whose
+    values have known `bounds` is a continuous score (a worst case over k samples: the expected maximum toxicity on
+    [0, 1], the expected minimum of VADER's compound on [-1, 1]): mapped by its range, it gets the score's own floor
+    (`rate_test.score_floor`), since such a score varies far less than p (1 - p). The test draws nothing at random:
+    `seed` changes nothing."""
     results: list[DifferenceTest | None] = []
-    batch: list[tuple[int, ClusterSums, float, bool]] = []  # (index, per-unit sums, scale, binomial floor)
+    batch: list[tuple[int, ClusterSums, float, str]] = []  # (index, per-unit sums, scale, floor)
     for y, a, groups, known in zip(values, sides, clusters, bounds or [None] * len(values), strict=True):
         y, a, groups = np.asarray(y, dtype=float), np.asarray(a, dtype=bool), np.asarray(groups)
         undefined = _undefined(y, a, groups)
         results.append(undefined)
         if undefined is None:
-            if known is not None:  # mapped by the score's own range: still a value in [0, 1], with the floor
-                mapped, scale, floor = (y - known[0]) / (known[1] - known[0]), known[1] - known[0], True
+            if known is not None:  # a continuous score mapped by its own range: the score's floor
+                mapped, scale, floor = (y - known[0]) / (known[1] - known[0]), known[1] - known[0], SCORE_FLOOR
             elif y.min() >= 0 and y.max() <= 1:
-                mapped, scale, floor = y, 1.0, True
+                mapped, scale, floor = y, 1.0, BINOMIAL
             else:  # mapped by the observed range: no floor
                 scale = float(y.max() - y.min())
-                mapped, floor = (y - y.min()) / scale, False
+                mapped, floor = (y - y.min()) / scale, NO_FLOOR
             batch.append((len(results) - 1, _per_cluster(mapped, a, groups), scale, floor))
     tested = rate_tests([per.total for _, per, _, _ in batch], [per.n for _, per, _, _ in batch],
                         [per.side for _, per, _, _ in batch], alpha=alpha,

@@ -20,7 +20,8 @@ benchmarks/leaderboard_calibration.py and calibration_unlike.py --sections overa
 The second half is `bold-eval compare`'s interaction of two runs' continuous worst cases (`continuous_interaction_
 tests`): a group's gap in one run minus the other's, each run's values and each side kept apart, since a test of
 the per-prompt differences alone over-rejects when one run treats a group's names far more unevenly. Continuous
-scores get a floor of their own (`continuous_variance`): the binomial p (1 - p) per value would count a
+scores get a floor of their own (`continuous_variance` with `rate_test.score_floor`, the floor the one-run test
+of a continuous worst case uses too): the binomial p (1 - p) per value would count a
 concentrated score's within-name spread many times over.
 """
 
@@ -34,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from bold_eval.analysis.rate_test import SideSums, null_squares, restricted_rates, side_variance
+from bold_eval.analysis.rate_test import SideSums, null_squares, restricted_rates, score_floor, side_variance
 
 GRID = 401
 BISECTIONS = 40
@@ -156,24 +157,11 @@ class ScoreSums:
 
 def continuous_variance(side: ScoreSums, rate: np.ndarray) -> np.ndarray:
     """Variance of a side's mean of continuous values in [0, 1] if their expected mean is `rate`: the larger of the
-    null-imposed cluster-robust sum of squares and a floor sigma_w^2 N + tau_s^2 sum n_i^2, where sigma_w^2 is the
-    pooled within-name variance and tau_s^2 the between-name variance shrunk towards the most the mean allows
-    (rate (1 - rate) - sigma_w^2, Bhatia-Davis) by the side's rarer mass over its values m = min(sum of the values,
-    sum of their complements): (m tau_hat^2 + tau_max^2) / (m + 1), as `rate_test` shrinks a label's within-name
-    correlation by its rarer outcomes (counted over the values, not the names' means: CALIBRATION.md)."""
+    null-imposed cluster-robust sum of squares and the score's floor `rate_test.score_floor` (the pooled within-name
+    variance plus a between-name variance shrunk towards the most the mean allows by the side's rarer mass over its
+    values; CALIBRATION.md)."""
     squares = null_squares(side.tt, side.tn, side.nn, rate)
-    within_df = np.maximum(side.texts - side.names, 1.0)
-    sigma_w = np.clip((side.squares - side.tt_n) / within_df, 0.0, None)
-    p = side.rate
-    with np.errstate(divide="ignore", invalid="ignore"):
-        spread = side.tt_n - 2 * p * side.hits + p * p * side.texts  # sum_i n_i (mean_i - p)^2
-        tau_hat = np.clip((spread - (side.names - 1) * sigma_w) / (side.texts - side.nn / side.texts), 0.0, None)
-    tau_hat = np.where(np.isfinite(tau_hat), tau_hat, 0.0)
-    tau_max = np.clip(rate * (1 - rate) - sigma_w, 0.0, None)
-    rarer = np.minimum(side.hits, side.texts - side.hits)  # the rarer mass over the values, as rate_test counts
-    tau_s = (rarer * np.minimum(tau_hat, tau_max) + tau_max) / (rarer + 1.0)
-    floor = sigma_w * side.texts + tau_s * side.nn
-    return np.maximum(squares, floor) / (side.texts * side.texts)
+    return np.maximum(squares, score_floor(side, rate)) / (side.texts * side.texts)
 
 
 def score_sums(values: np.ndarray, codes: np.ndarray, starts: np.ndarray) -> ScoreSums:

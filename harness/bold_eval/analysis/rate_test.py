@@ -16,10 +16,16 @@ are exchangeable. The test is a cluster-robust t with the name as the unit:
   intra-class correlation by DerSimonian-Laird moments about q_s, truncated at 0) towards 1, the worst case of
   names all or nothing: rho_s = (m_s rho_hat_s + w) / (m_s + w), m_s = min(hits, misses) on the side, w =
   `WORST_CASE_WEIGHT`. A side whose texts all carry one label (m_s = 0) gets rho_s = 1. No value in [0, 1] with
-  mean p varies more than p (1 - p) (Bhatia-Davis), so the floor holds for scores as for labels.
-- Values mapped onto [0, 1] from a wider range (`floor=False`: a per-prompt difference of two sources) have S_s alone.
+  mean p varies more than p (1 - p) (Bhatia-Davis), so the floor holds for any value in [0, 1].
+- A continuous score (`floor` SCORE: a worst case over k samples such as the expected maximum toxicity, mapped onto
+  [0, 1] by its range) varies far less than p (1 - p) about its mean, and that floor would bind far above its
+  variance. Its floor is the score's own (`score_floor`): sigma_w^2 N_s + tau_s^2 sum_i n_i^2, the pooled
+  within-name variance and the between-name variance shrunk towards the most the mean allows by the side's rarer
+  mass, as rho_s is shrunk above.
+- Values mapped onto [0, 1] from a wider range (`floor` False or NO_FLOOR: a per-prompt difference of two sources)
+  have S_s alone.
 - t(delta) = (D - delta) / sqrt(V_A + V_B) on Welch-Satterthwaite degrees of freedom (`side_df`): names - 1 per
-  side with the floor; without it, each side's effective number of names less one, since names of unequal length
+  side with a floor; without one, each side's effective number of names less one, since names of unequal length
   carry unequal shares of the variance.
 
 The interval is {delta: p(delta) > alpha} (the floor moves with delta), so it excludes 0 exactly when p <= alpha.
@@ -36,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -51,6 +57,13 @@ GRID_WIDE = 201
 WORST_CASE_WEIGHT = 0.1
 GRID_LOCAL = 201
 REFINE_ROUNDS = 3
+# A side's floor (`side_variance`): the beta-binomial variance (labels, and values with a binomial bound), the
+# continuous score's own (`score_floor`), or none (values mapped onto [0, 1] from a wider range).
+BINOMIAL, SCORE, NO_FLOOR = "binomial", "score", "none"
+# The prior weight, in values at the most between-name variance the mean allows, that `score_floor` puts against
+# the side's rarer mass; chosen by measurement (benchmarks/CALIBRATION.md, "The worst cases' floor").
+SCORE_PRIOR_WEIGHT = 1.0
+FLOORS = (BINOMIAL, SCORE, NO_FLOOR)
 
 
 @dataclass(frozen=True)
@@ -148,18 +161,75 @@ def null_squares(tt: Any, tn: Any, nn: Any, rate: Any) -> Any:
     return np.maximum(tt - 2 * rate * tn + rate * rate * nn, 0.0)
 
 
+def floor_kinds(floor: Any) -> np.ndarray:
+    """Each side's floor as one of `FLOORS` (elementwise): True is the binomial floor, False none."""
+    kinds = np.asarray(floor)
+    if kinds.dtype == bool:
+        return np.where(kinds, BINOMIAL, NO_FLOOR)
+    unknown = set(np.unique(kinds).tolist()) - set(FLOORS)
+    if unknown:
+        raise ValueError(f"unknown floor {sorted(unknown)}: choose from {', '.join(FLOORS)}")
+    return kinds
+
+
 def side_variance(side: SideSums, rate: np.ndarray, floor: Any = True) -> np.ndarray:
-    """Variance of the side's pooled rate, max(S_CR2, M(rate)) / N^2 (module docstring): the CR2 cluster-robust sum of
-    squares about the side's own rate, and, with the binomial `floor` (values in [0, 1]; an array of flags, one per
-    side, when the fields are arrays), at least the beta-binomial variance at the hypothesised `rate`."""
+    """Variance of the side's pooled rate, max(S_CR2, floor(rate)) / N^2 (module docstring): the CR2 cluster-robust
+    sum of squares about the side's own rate and, by the side's `floor` (`floor_kinds`: one per side when the fields
+    are arrays), at least the beta-binomial variance at the hypothesised `rate` (values in [0, 1]), the continuous
+    score's `score_floor`, or nothing."""
+    kind = floor_kinds(floor)
     squares = null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, side.rate)
     binomial = np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
-    return np.where(floor, np.maximum(squares, binomial), squares + 0.0 * binomial) / (side.texts * side.texts)
+    bound = np.where(kind == BINOMIAL, binomial, np.where(kind == SCORE, score_floor(side, rate), 0.0))
+    return np.maximum(squares, bound) / (side.texts * side.texts)
+
+
+class ValueSums(Protocol):
+    """The sums `score_floor` reads: a side's names G, values N, their sum T, sum of squares Q, and per name its sum
+    t_i and count n_i as sum n_i^2 (nn) and sum t_i^2 / n_i (tt_n); fields scalars or arrays."""
+
+    @property
+    def names(self) -> Any: ...
+    @property
+    def texts(self) -> Any: ...
+    @property
+    def hits(self) -> Any: ...
+    @property
+    def squares(self) -> Any: ...
+    @property
+    def nn(self) -> Any: ...
+    @property
+    def tt_n(self) -> Any: ...
+    @property
+    def rate(self) -> Any: ...
+
+
+def score_floor(side: ValueSums, rate: Any, weight: float | None = None) -> np.ndarray:
+    """The floor of a continuous score in [0, 1] whose expected mean is `rate`: sigma_w^2 N + tau_s^2 sum n_i^2, where
+    sigma_w^2 is the pooled within-name variance and tau_s^2 the between-name variance shrunk towards the most the
+    mean allows (rate (1 - rate) - sigma_w^2, Bhatia-Davis) by the side's rarer mass over its values m = min(sum of
+    the values, sum of their complements): (m tau_hat^2 + tau_max^2) / (m + 1), as a label's within-name correlation
+    is shrunk by its rarer outcomes (`within_name_correlation`). A score concentrated about its mean (a prompt's
+    highest of k toxicities) varies far less than p (1 - p), the binomial floor, and this floor follows it."""
+    within_df = np.maximum(side.texts - side.names, 1.0)
+    sigma_w = np.clip((side.squares - side.tt_n) / within_df, 0.0, None)
+    p = side.rate
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = side.tt_n - 2 * p * side.hits + p * p * side.texts  # sum_i n_i (mean_i - p)^2
+        tau_hat = np.clip((spread - (side.names - 1) * sigma_w) / (side.texts - side.nn / side.texts), 0.0, None)
+    tau_hat = np.where(np.isfinite(tau_hat), tau_hat, 0.0)
+    tau_max = np.clip(rate * (1 - rate) - sigma_w, 0.0, None)
+    rarer = np.minimum(side.hits, side.texts - side.hits)
+    weight = SCORE_PRIOR_WEIGHT if weight is None else weight
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau_s = np.where(rarer + weight > 0, (rarer * np.minimum(tau_hat, tau_max) + weight * tau_max)
+                         / (rarer + weight), tau_max)
+    return sigma_w * side.texts + tau_s * side.nn
 
 
 def side_df(side: SideSums, floor: Any = True) -> np.ndarray:
-    """Degrees of freedom of a side's variance. With the binomial `floor` (values in [0, 1]), names - 1: the floor
-    steadies the variance where a few names would leave the sum of squares unsteady. Without it, the side's effective
+    """Degrees of freedom of a side's variance. With a `floor` (binomial or the score's), names - 1: the floor
+    steadies the variance where a few names would leave the sum of squares unsteady. Without one, the side's effective
     number of names less one, (sum v_i)^2 / sum v_i^2 - 1 with v_i = n_i (1 + (n_i - 1) rho) each name's share of
     the variance at the values' intra-class correlation rho (`value_correlation`; a Satterthwaite approximation,
     Bell & McCaffrey 2002): ten names of which one holds most of the texts are worth far fewer than ten. Chosen by
@@ -169,7 +239,8 @@ def side_df(side: SideSums, floor: Any = True) -> np.ndarray:
     squares = side.nn + 2 * rho * (side.n3 - side.nn) + rho * rho * (side.n4 - 2 * side.n3 + side.nn)
     with np.errstate(divide="ignore", invalid="ignore"):
         effective = np.where(squares > 0, total * total / squares, 1.0)
-    return np.maximum(np.where(floor, side.names, np.minimum(effective, side.names)) - 1.0, 1.0)
+    kind = floor_kinds(floor)
+    return np.maximum(np.where(kind == NO_FLOOR, np.minimum(effective, side.names), side.names) - 1.0, 1.0)
 
 
 def value_correlation(side: SideSums) -> np.ndarray:
@@ -186,7 +257,7 @@ def value_correlation(side: SideSums) -> np.ndarray:
 
 
 def score_t(a: SideSums, b: SideSums, delta: np.ndarray | float,
-            floor: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            floor: Any = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(t, degrees of freedom, two-sided p) of the hypothesis p_A - p_B = delta, for each delta."""
     delta = np.asarray(delta, dtype=float)
     rate_a, rate_b = restricted_rates(a, b, delta)
@@ -242,21 +313,23 @@ class RateTest:
     min_p: float
 
 
-def rate_test(t: np.ndarray, n: np.ndarray, in_a: np.ndarray, *, alpha: float, floor: bool = True,
+def rate_test(t: np.ndarray, n: np.ndarray, in_a: np.ndarray, *, alpha: float, floor: bool | str = True,
               squares: np.ndarray | None = None) -> RateTest:
     """Score-type cluster-robust test of equal pooled rates, with its (1 - alpha) test-inversion interval.
 
     t: labelled texts (or summed values in [0, 1]) per unit, n: texts per unit, in_a: the unit's side; `floor`:
-    the binomial floor of 0/1 texts (`side_variance`)."""
+    the side's floor (`floor_kinds`: True the binomial floor of values in [0, 1], SCORE a continuous score's, False
+    none; `side_variance`)."""
     return rate_tests([t], [n], [in_a], alpha=alpha, floor=[floor], squares=None if squares is None else [squares])[0]
 
 
 def rate_tests(t: Sequence[np.ndarray], n: Sequence[np.ndarray], in_a: Sequence[np.ndarray], *, alpha: float,
-               floor: Sequence[bool], squares: Sequence[np.ndarray] | None = None) -> list[RateTest]:
+               floor: Sequence[bool | str], squares: Sequence[np.ndarray] | None = None) -> list[RateTest]:
     """`rate_test` for a family of contrasts at once (one entry of each list per contrast), every step an array
     operation over the family: a report tests hundreds of contrasts, and one at a time the numpy calls' overhead
     was most of its analysis. Each side of each contrast must hold at least one unit. `squares`: each unit's sum of
-    squared values, where they are not 0/1 texts (the degrees of freedom of a test without the floor read them)."""
+    squared values, where they are not 0/1 texts (the score's floor and the degrees of freedom of a test without a
+    floor read them)."""
     parts_t, parts_n, parts_q, sizes = [], [], [], []
     for k, (values, counts, side) in enumerate(zip(t, n, in_a, strict=True)):
         values, counts, side = (np.asarray(values, dtype=float), np.asarray(counts, dtype=float),
@@ -273,7 +346,8 @@ def rate_tests(t: Sequence[np.ndarray], n: Sequence[np.ndarray], in_a: Sequence[
     starts = np.r_[0, np.cumsum(sizes)[:-1]]
     sides = SideSums.of_segments(np.concatenate(parts_t), np.concatenate(parts_n), starts, np.concatenate(parts_q))
     a, b = sides.take(slice(0, None, 2)), sides.take(slice(1, None, 2))
-    floors = np.asarray(floor, dtype=bool)
+    floors = floor_kinds(np.array([BINOMIAL if kind is True else NO_FLOOR if kind is False else kind
+                                   for kind in floor], dtype=object).astype(str))
     estimate = a.rate - b.rate
     min_p = min_attainable_p(a.names, b.names, a.texts, b.texts)
     testable = (np.minimum(a.names, b.names) >= 2) & (min_p <= alpha)
@@ -348,43 +422,77 @@ def _refine(a: SideSums, b: SideSums, inside: np.ndarray, outside: np.ndarray, a
     return inside
 
 
-def rate_interval(t: np.ndarray, n: np.ndarray, *, alpha: float, floor: bool = True) -> tuple[float, float, str]:
+def rate_interval(t: np.ndarray, n: np.ndarray, *, alpha: float, floor: bool | str = True,
+                  squares: np.ndarray | None = None) -> tuple[float, float, str]:
     """(low, high, note): the name-level (1 - alpha) interval of one side's pooled rate:
     {p0: |T/N - p0| / sqrt(V(p0)) below the t quantile on G - 1 df}, V(p0) = max(S_hat G / (G - 1), M(p0)) / N^2:
-    the cluster-robust (CR1) sum of squares about the side's own rate, or, when larger, the beta-binomial
-    variance at p0 with the shrunk within-name correlation (`side_variance`'s M), which keeps the interval wide
-    where the names are few or agree by chance (a Wilson-type interval on the names' effective sample size).
-    The null-imposed S of the two-side test is not used here: with one side it bounds |t| by about sqrt(G) at
-    every p0, and 5 names would give [0, 1]. Coverage by number of names: benchmarks/CALIBRATION.md. A side of
-    one name has no interval (nothing to estimate its spread from); the note says so."""
+    the cluster-robust (CR1) sum of squares about the side's own rate, or, when larger, the side's floor at p0
+    (`floor`, as `side_variance`): the beta-binomial variance with the shrunk within-name correlation, which keeps
+    the interval wide where the names are few or agree by chance (a Wilson-type interval on the names' effective
+    sample size); for a continuous score (`floor` SCORE, `squares` each name's sum of squared values) its
+    `score_floor`, the accepted p0 found on a grid and each end bisected. The null-imposed S of the two-side test is
+    not used here: with one side it bounds |t| by about sqrt(G) at every p0, and 5 names would give [0, 1].
+    Coverage by number of names: benchmarks/CALIBRATION.md. A side of one name has no interval (nothing to
+    estimate its spread from); the note says so."""
     t, n = np.asarray(t, dtype=float), np.asarray(n, dtype=float)
     nan = float("nan")
     if len(t) < 2:
         return nan, nan, "one name: no name-level interval"
-    side = SideSums.of(t, n)
+    kind = str(floor_kinds(floor))
+    side = SideSums.of(t, n, squares)
     estimate, texts = side.rate, side.texts
     critical = float(special.stdtrit(side.names - 1, 1.0 - alpha / 2))
     # p0 is accepted when (estimate - p0)^2 <= c^2 max(A, B(p0)) / N^2, i.e. when either part accepts it; each
-    # part accepts an interval around the estimate, so the set is the hull of the two, in closed form.
-    squares = float(null_squares(side.tt, side.tn, side.nn, estimate)) * side.names / (side.names - 1)
-    half = critical * np.sqrt(squares) / texts  # A: the cluster-robust spread about the estimate (Wald)
+    # part accepts an interval around the estimate, so the set is the hull of the two.
+    spread = float(null_squares(side.tt, side.tn, side.nn, estimate)) * side.names / (side.names - 1)
+    half = critical * np.sqrt(spread) / texts  # A: the cluster-robust spread about the estimate (Wald)
     low, high = estimate - half, estimate + half
-    if floor:  # B(p0) = p0 (1 - p0) (N + rho sum n(n - 1)): Wilson's interval on N^2 / (N + rho sum n(n - 1)) texts
+    if kind == BINOMIAL:  # B(p0) = p0 (1 - p0) (N + rho sum n(n - 1)): Wilson's on N^2 / (N + rho sum n(n - 1))
         effective = texts * texts / (texts + side.correlation * side.pairs)
         c2 = critical * critical / effective
         centre = (estimate + c2 / 2) / (1 + c2)
-        spread = critical / (1 + c2) * np.sqrt(estimate * (1 - estimate) / effective + c2 / (4 * effective))
-        low, high = min(low, centre - spread), max(high, centre + spread)
+        half_width = critical / (1 + c2) * np.sqrt(estimate * (1 - estimate) / effective + c2 / (4 * effective))
+        low, high = min(low, centre - half_width), max(high, centre + half_width)
+    elif kind == SCORE:
+        floor_low, floor_high = _score_floor_ends(side, critical)
+        low, high = min(low, floor_low), max(high, floor_high)
     return max(0.0, float(low)), min(1.0, float(high)), ""
 
 
+def _score_floor_ends(side: SideSums, critical: float) -> tuple[float, float]:
+    """The lowest and highest p0 in [0, 1] with (estimate - p0)^2 N^2 <= c^2 `score_floor`(p0): a grid (the
+    estimate always accepted), then both ends at once zoomed in as `_refine` does (a 64-point grid per round between
+    the last accepted and the first rejected point)."""
+    estimate, texts = float(side.rate), float(side.texts)
+
+    def accepted(p0: np.ndarray) -> np.ndarray:
+        return ((estimate - p0) ** 2 * texts * texts <= critical * critical * score_floor(side, p0)) | (p0 == estimate)
+
+    grid = np.union1d(np.linspace(0.0, 1.0, 2 * GRID_WIDE), [estimate])
+    inside = accepted(grid)
+    first, last = int(np.argmax(inside)), len(grid) - 1 - int(np.argmax(inside[::-1]))
+    keep = np.array([grid[first], grid[last]])
+    drop = np.array([grid[max(first - 1, 0)], grid[min(last + 1, len(grid) - 1)]])
+    steps = np.linspace(0.0, 1.0, 64)
+    for _ in range(REFINE_ROUNDS + 1):
+        points = keep[:, None] + (drop - keep)[:, None] * steps
+        ok = accepted(points)
+        ok[:, 0] = True
+        first_rejected = np.where(ok.all(axis=1), 63, np.argmin(ok, axis=1))
+        rows = np.arange(2)
+        keep, drop = points[rows, np.maximum(first_rejected - 1, 0)], points[rows, first_rejected]
+    return float(keep[0]), float(keep[1])
+
+
 def unit_rate_interval(values: np.ndarray, units: np.ndarray, *, alpha: float,
-                       bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
+                       bounds: tuple[float, float] = (0.0, 1.0), floor: bool | str = True) -> tuple[float, float]:
     """`rate_interval` of per-text (or per-prompt) `values` whose unit is `units`: the values mapped onto [0, 1]
-    by `bounds` (a score's range; no value in [0, 1] with mean p varies more than p (1 - p), Bhatia-Davis, so the
-    floor holds), summed per unit, and the interval read back in the values' own units."""
+    by `bounds` (a score's range), summed per unit (with their squares, for a continuous score's floor), and the
+    interval read back in the values' own units. `floor` as `rate_interval`'s: the binomial floor for labels, SCORE
+    for a continuous score (the findings' test of a continuous worst case uses the same)."""
     low, span = bounds[0], bounds[1] - bounds[0]
     codes, _ = pd.factorize(np.asarray(units))
     mapped = (np.asarray(values, dtype=float) - low) / span
-    start, end, _ = rate_interval(np.bincount(codes, weights=mapped), np.bincount(codes), alpha=alpha)
+    start, end, _ = rate_interval(np.bincount(codes, weights=mapped), np.bincount(codes), alpha=alpha, floor=floor,
+                                  squares=np.bincount(codes, weights=mapped * mapped))
     return low + span * start, low + span * end

@@ -3,8 +3,10 @@ et al. 2020) and their analogues for other metrics (each metric's `MetricSpec.wo
 
 An addition to the paper, which scores one text per prompt. Each prompt's k samples are reduced to one value
 (the highest or lowest score, or whether any sample carries the harmful label), so the prompt,
-not the text, is the unit; a group's value is the mean over its prompts, with an interval from a bootstrap
-that resamples names (a person's or page's prompts stay together, as in every other interval of the report).
+not the text, is the unit; a group's value is the mean over its prompts, with the name-level interval of the
+findings' test in its one-sample form (`rate_test.unit_rate_interval`: a person's or page's prompts stay together):
+the binomial floor for "any of k", the score's own floor (`rate_test.score_floor`) for a highest or lowest score,
+as the findings test them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TypedDict
 import pandas as pd
 
 from bold_eval.analysis.clustered import cluster_ids, confidence_label
-from bold_eval.analysis.rate_test import unit_rate_interval
+from bold_eval.analysis.rate_test import BINOMIAL, SCORE, unit_rate_interval
 from bold_eval.analysis.results import WorstCaseView
 from bold_eval.analysis.scores import TestedLabel
 from bold_eval.metrics import metric_specs
@@ -95,7 +97,8 @@ def _summary(part: pd.DataFrame, clusters: pd.Series, case: WorstCase, alpha: fl
     # The name-level interval of the group's mean, the one the findings print (a score mapped by its range);
     # none for a group of one name. Its coverage by number of names: benchmarks/CALIBRATION.md.
     low, high = unit_rate_interval(values.to_numpy(), clusters[part.index].to_numpy(), alpha=alpha,
-                                   bounds=(0.0, 1.0) if case.binary else case.bounds)
+                                   bounds=(0.0, 1.0) if case.binary else case.bounds,
+                                   floor=BINOMIAL if case.binary else SCORE)
     return {"k": int(part["samples"].max()), "k_min": int(part["samples"].min()), "prompts": len(part),
             "names": int(clusters[part.index].nunique()), "value": float(values.mean()), "ci_low": low,
             "ci_high": high}
