@@ -12,11 +12,14 @@ where names are plentiful. Three more tables (`--sections real,paired-worst,rate
 tests on BOLD's own designs (profession, religion, politics: their names per group and texts per name) with rare
 and common labels and unlike within-name correlations; the tests without the binomial floor (model-vs-Wikipedia
 interactions and continuous worst cases) under unlike-spread nulls; and the coverage of the name-level interval
-of one group's rate by number of names.
+of one group's rate by number of names. `--sections real-interaction`: the interactions of two runs on BOLD's own
+designs, every group against the rest, where no gap differs. `--interaction-method` runs every section with one of
+the candidate degrees of freedom or variances for the tests without the floor (`interaction_df.py`).
 
     .venv/bin/python benchmarks/calibration_unlike.py            # about an hour on 2 cores
-    .venv/bin/python benchmarks/calibration_unlike.py --fast     # about 6 minutes
+    .venv/bin/python benchmarks/calibration_unlike.py --fast     # about 12 minutes
     .venv/bin/python benchmarks/calibration_unlike.py --fast --sections real,rate-coverage
+    .venv/bin/python benchmarks/calibration_unlike.py --fast --sections real-interaction --interaction-method bm
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ import argparse
 import contextlib
 import math
 import re
+import sys
 import time
 import zlib
+from pathlib import Path
 
 import numpy as np
 
@@ -207,6 +212,61 @@ def worst_real_rows(args: argparse.Namespace) -> None:
                       f"({design.groups[groups[worst]]}, {sizes[groups[worst]]} names) | {cover:.1%} |", flush=True)
 
 
+def real_interaction_rows(args: argparse.Namespace) -> None:
+    """Interactions of two runs on BOLD's real designs (profession, religion, politics: their names per group and
+    prompts per name) where no group's gap differs between the runs: per name a rate p_i from a Beta with mean
+    `rate` and intra-class correlation rho (0.8 in the groups of at most 10 names and 0.05 in the rest, or 0.01
+    everywhere), each run's own view of the name q = expit(logit p_i + u), u ~ N(0, own spread) per run and name
+    (`power_oracle_others.py`'s compare model; the larger spread makes the names' mean differences vary more), one
+    text per prompt and run. Every group against the rest of its domain, as the report and compare test it (the
+    per-prompt differences mapped onto [0, 1] by their range, (d + 1) / 2, `rate_test.rate_tests` without the
+    floor). Pooled over the domain's groups: the share rejected at 5% and at 0.1%, and the worst group at 5% and
+    at 0.1% (its name, pages and prompts)."""
+    from scipy import special
+
+    from bold_eval.analysis.rate_test import rate_tests
+
+    print("\n| domain | rate | rho (small groups / rest) | own spread | tests | rejected at 5% | at 0.1% | "
+          "worst group at 5% | worst group at 0.1% |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for domain in REAL_DOMAINS:
+        texts, group, names = real_design(domain)
+        sizes = np.bincount(group)
+        small = sizes[group] <= 10
+        for rate in (0.3, 0.03):
+            for rho_small, rho_rest in ((0.01, 0.01), (0.8, 0.05)):
+                for own in (0.5, 1.0):
+                    rng = np.random.default_rng(seed_of("real-interaction", domain, rate, rho_small, own))
+                    rho = np.where(small, rho_small, rho_rest)
+                    scale = (1 - rho) / rho
+                    sums, squares = [], []
+                    for _ in range(args.real_interaction_replicates):
+                        logit = special.logit(np.clip(rng.beta(rate * scale, (1 - rate) * scale), 1e-9, 1 - 1e-9))
+                        q_a, q_b = special.expit(logit + rng.normal(0.0, own, (2, len(texts))))
+                        up, down = q_b * (1 - q_a), q_a * (1 - q_b)
+                        counts = rng.multinomial(texts.astype(int), np.stack([up, down, 1 - up - down], axis=1))
+                        sums += [counts[:, 0] + 0.5 * counts[:, 2]] * len(names)
+                        squares += [counts[:, 0] + 0.25 * counts[:, 2]] * len(names)
+                    sides = [group == g for g in range(len(names))] * args.real_interaction_replicates
+                    rejected = np.zeros((2, len(names)))
+                    for k, alpha in enumerate((0.05, 0.001)):
+                        tests = rate_tests(sums, [texts] * len(sums), sides, alpha=alpha, floor=[False] * len(sums),
+                                           squares=squares)
+                        found = np.array([test.testable and test.p_value <= alpha for test in tests])
+                        rejected[k] = found.reshape(-1, len(names)).sum(axis=0)
+                    total = args.real_interaction_replicates * len(names)
+                    at_5, at_01 = rejected[0].sum() / total, rejected[1].sum() / total
+                    cells = []
+                    for k in (0, 1):
+                        worst = int(np.argmax(rejected[k]))
+                        share = rejected[k, worst] / args.real_interaction_replicates
+                        cells.append(f"{share:.2%} ± {_se(share, args.real_interaction_replicates):.2%} "
+                                     f"({names[worst]}, {sizes[worst]} names, {int(texts[group == worst].sum())})")
+                    print(f"| {domain} | {rate} | {rho_small} / {rho_rest} | {own} | {total} | {at_5:.2%} ± "
+                          f"{_se(at_5, total):.2%} | {at_01:.3%} ± {_se(at_01, total):.3%} | {cells[0]} | "
+                          f"{cells[1]} |", flush=True)
+
+
 def _beta(rng: np.random.Generator, mean: float, total: float, size: int) -> np.ndarray:
     return rng.beta(mean * total, (1 - mean) * total, size)
 
@@ -282,9 +342,11 @@ def paired_and_worst_rows(args: argparse.Namespace) -> None:
             continue
         rates = {"interaction": (0.3, 0.03), "worst-case interaction (compare)": (0.2, 0.03),
                  "worst case in [0, 1]": (0.2, 0.03), "worst case in [-1, 1]": (0.2, 0.03)}.get(kind, (0.2,))
+        if args.paired_rates:
+            rates = tuple(float(rate) for rate in args.paired_rates.split(","))
         for rate in rates:
-            for spread in ("strong", "exchangeable"):
-                for names in (3, 7, 10, 30, 100):
+            for spread in args.paired_spreads.split(","):
+                for names in args.paired_names:
                     rng = np.random.default_rng(seed_of(kind, rate, spread, names))
                     sets = [make(rng, names, spread, rate) for _ in range(args.paired_replicates)]
                     total = len(sets)
@@ -341,7 +403,8 @@ def without_cr2():
     def plain(side, rate, floor=True):
         squares = rate_test.null_squares(side.tt, side.tn, side.nn, rate)
         binomial = np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
-        return np.maximum(squares, np.where(floor, binomial, 0.0)) / (side.texts * side.texts)
+        floored = rate_test.floor_kinds(floor) != rate_test.NO_FLOOR
+        return np.maximum(squares, np.where(floored, binomial, 0.0)) / (side.texts * side.texts)
 
     rate_test.side_variance = plain
     try:
@@ -550,7 +613,7 @@ def coverage_and_power(args: argparse.Namespace) -> None:
 
 
 SECTIONS = {"level": level_rows, "real": real_design_rows, "worst-real": worst_real_rows,
-            "paired-worst": paired_and_worst_rows,
+            "paired-worst": paired_and_worst_rows, "real-interaction": real_interaction_rows,
             "compare-worst-power": compare_worst_power_rows, "interaction-coverage": interaction_coverage_rows,
             "interaction-power": interaction_power_rows,
             "rate-coverage": rate_coverage_rows, "worst-coverage": worst_coverage_rows, "overall": overall_rows,
@@ -579,18 +642,36 @@ def main() -> None:
                         help="the continuous worst cases' floor in worst-real, paired-worst and worst-coverage "
                              "(power_oracle_others.worst_floor): the report's score floor, or a candidate")
     parser.add_argument("--worst-domains", default="", help="comma list of worst-real's domains (default: all)")
+    parser.add_argument("--paired-names", default="3,7,10,30,100",
+                        help="comma list of side A's names in the paired-worst section's designs (default: all)")
+    parser.add_argument("--paired-spreads", default="strong,exchangeable",
+                        help="comma list of the paired-worst section's spreads (default: both)")
+    parser.add_argument("--paired-rates", default="",
+                        help="comma list of the paired-worst section's rates (default: each kind's own)")
+    parser.add_argument("--interaction-method", default="product",
+                        help="the tests without the binomial floor (the interactions) with this candidate of "
+                             "benchmarks/interaction_df.py: product (the test in use), bm, anova, within, "
+                             "anova-plugin or within-plugin")
     parser.add_argument("--overall-method", choices=("paired-score", "sign-flip"), default="paired-score",
                         help="compare's overall-difference test: the paired test in use, or the sign flip")
     args = parser.parse_args()
+    args.paired_names = tuple(int(names) for names in args.paired_names.split(","))
     args.names = (1, 3, 4, 7, 10, 30, 100)
     (args.replicates, args.old_replicates, args.power_replicates, args.real_replicates, args.coverage_replicates,
      args.paired_replicates, args.overall_replicates) = ((2000, 100, 200, 200, 2000, 2000, 1000) if args.fast else
                                                          (20000, 400, 1000, 2000, 10000, 20000, 5000))
+    args.real_interaction_replicates = 500 if args.fast else 2000
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from interaction_df import CANDIDATES, interaction_method
+
+    if args.interaction_method not in CANDIDATES:
+        parser.error(f"unknown --interaction-method {args.interaction_method!r}; choose from {', '.join(CANDIDATES)}")
     started = time.perf_counter()
     for section in args.sections.split(","):
         if section not in SECTIONS:
             parser.error(f"unknown section {section!r}; choose from {', '.join(SECTIONS)}")
-        SECTIONS[section](args)
+        with interaction_method(args.interaction_method):
+            SECTIONS[section](args)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 

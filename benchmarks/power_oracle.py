@@ -33,13 +33,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import sys
 import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from scipy import optimize, stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from interaction_df import CANDIDATES, interaction_method  # noqa: E402
 
 # (domain, planted group): the issue's four, plus a large and a small group where the domain has them
 PLANTS = (("political_ideology", "liberalism"), ("political_ideology", "nationalism"),
@@ -137,10 +143,11 @@ def interaction_truth(rng: np.random.Generator, rate: float, shift: float, rho: 
 
 @contextlib.contextmanager
 def method(name: str) -> Iterator[None]:
-    """Run the report's tests with one variance: "product" (`rate_test` as it is) or "score" (the test it
+    """Run the report's tests with one variance: "product" (`rate_test` as it is), "score" (the test it
     replaced: the cluster-robust sum of squares about the rates restricted to the hypothesis, plain for 0/1 labels
     and CR2 without the floor, the floor's correlation shrunk by one worst-case outcome, names - 1 degrees of
-    freedom per side)."""
+    freedom per side), or one of the candidates for the tests without the floor (`interaction_df.CANDIDATES`:
+    bm, anova, within, anova-plugin, within-plugin; the floor's tests as they are)."""
     from bold_eval.analysis import rate_test
 
     saved = {key: getattr(rate_test, key) for key in ("side_variance", "side_df", "WORST_CASE_WEIGHT")}
@@ -149,15 +156,20 @@ def method(name: str) -> Iterator[None]:
         squares = rate_test.null_squares(side.tt, side.tn, side.nn, rate)
         binomial = np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
         adjusted = rate_test.null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, rate)
-        return np.where(floor, np.maximum(squares, binomial), adjusted) / (side.texts * side.texts)
+        floored = rate_test.floor_kinds(floor) != rate_test.NO_FLOOR
+        return np.where(floored, np.maximum(squares, binomial), adjusted) / (side.texts * side.texts)
 
     def names_less_one(side, floor=True):
         return np.maximum(side.names - 1, 1)
 
+    if name in CANDIDATES[1:]:
+        with interaction_method(name):
+            yield
+        return
     if name == "score":
         rate_test.side_variance, rate_test.side_df, rate_test.WORST_CASE_WEIGHT = null, names_less_one, 1.0
     elif name != "product":
-        raise ValueError(f"unknown method {name!r}: product or score")
+        raise ValueError(f"unknown method {name!r}: product, score or {', '.join(CANDIDATES[1:])}")
     try:
         yield
     finally:
@@ -281,7 +293,10 @@ def planning_rows(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true", help="100 data sets per design (CI-sized)")
-    parser.add_argument("--methods", default="product,score", help="comma list of product, score")
+    parser.add_argument("--methods", default="product,score",
+                        help="comma list of product, score and the candidates for the tests without the floor "
+                             "(bm, anova, within, anova-plugin, within-plugin: benchmarks/interaction_df.py); "
+                             "compare's rows are printed once per method other than score")
     parser.add_argument("--kinds", default="rest,wikipedia,planning",
                         help="comma list of rest, wikipedia, compare, overall, leaderboard, worst (power against the "
                              "oracle) and planning (the report's smallest detectable difference against simulated "

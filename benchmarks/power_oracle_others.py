@@ -62,6 +62,7 @@ from scipy import optimize, special, stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from interaction_df import CANDIDATES, interaction_method  # noqa: E402
 from power_oracle import PLANTS, RATES, SPREADS, TARGET_POWER, Design, seed_of  # noqa: E402
 
 OWN_SPREAD = 0.5  # sd (logit) of each model's own view of a name
@@ -532,6 +533,13 @@ def _percent(value: float) -> str:
     return "untestable" if math.isnan(value) else f"{value:.1%}"
 
 
+def methods_of(kind: str, args: argparse.Namespace) -> list[str]:
+    """The methods a kind's rows are run with: compare's interactions (tests without the floor) with each of
+    --methods that is an interaction candidate (`interaction_df.CANDIDATES`), the other kinds as they are."""
+    chosen = [name for name in getattr(args, "methods", "product").split(",") if name in CANDIDATES]
+    return (chosen or ["product"]) if kind == "compare" else ["product"]
+
+
 def rows(args: argparse.Namespace, kinds: list[str]) -> None:
     """Print the table of `kinds` (power_oracle.py's arguments)."""
     designs: dict[str, Design] = {}
@@ -547,19 +555,24 @@ def rows(args: argparse.Namespace, kinds: list[str]) -> None:
             size = f"{int(planted.sum())} / {int(design.texts[planted].sum())}"
             for rate in RATES:
                 for spread in SPREADS:
-                    for row in kind_rows(kind, design, group, rate, spread, replicates=args.replicates,
-                                         alpha=args.alpha, family=args.family,
-                                         worst_floor=getattr(args, "worst_floor", "score")):
-                        ratio = "" if math.isnan(row.ratio) else f" ({row.ratio:.2f})"
-                        tied = "" if math.isnan(row.tied) else f"{row.tied:.1%} ({row.oracle_tied:.1%})"
-                        print(f"| {row.kind} | {domain} | {group} | {size} | {rate} | {spread} | {row.shift:+.3f} | "
-                              f"{row.truth:+.3f} | {row.oracle:.1%} | {row.found:.1%}{ratio} | "
-                              f"{_percent(row.covered)} | {row.se_ratio:.2f} | {row.on_z:.1%} | {tied} |", flush=True)
-                        sides = (len(planted), len(planted)) if kind in ("overall", "leaderboard") else (
-                            int(planted.sum()), int((~planted).sum()))
-                        if min(sides) >= 10 and row.oracle >= 0.8:
-                            where = "every name" if group == EVERY else "one group"
-                            ratios.setdefault(f"{row.kind}, planted in {where}", []).append(row.ratio)
+                    for name in methods_of(kind, args):
+                        with interaction_method(name):
+                            found = kind_rows(kind, design, group, rate, spread, replicates=args.replicates,
+                                              alpha=args.alpha, family=args.family,
+                                              worst_floor=getattr(args, "worst_floor", "score"))
+                        for row in found:
+                            label = row.kind if name == "product" else f"{row.kind} ({name})"
+                            ratio = "" if math.isnan(row.ratio) else f" ({row.ratio:.2f})"
+                            tied = "" if math.isnan(row.tied) else f"{row.tied:.1%} ({row.oracle_tied:.1%})"
+                            print(f"| {label} | {domain} | {group} | {size} | {rate} | {spread} | {row.shift:+.3f} "
+                                  f"| {row.truth:+.3f} | {row.oracle:.1%} | {row.found:.1%}{ratio} | "
+                                  f"{_percent(row.covered)} | {row.se_ratio:.2f} | {row.on_z:.1%} | {tied} |",
+                                  flush=True)
+                            sides = (len(planted), len(planted)) if kind in ("overall", "leaderboard") else (
+                                int(planted.sum()), int((~planted).sum()))
+                            if min(sides) >= 10 and row.oracle >= 0.8:
+                                where = "every name" if group == EVERY else "one group"
+                                ratios.setdefault(f"{label}, planted in {where}", []).append(row.ratio)
     print("\nThe report's power over the oracle's, designs with 10 or more names a side (the paired tests: in the "
           "domain) where the oracle finds the plant at least 80% of the time:\n")
     for key, values in ratios.items():

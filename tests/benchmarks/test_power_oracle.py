@@ -105,3 +105,24 @@ def test_each_other_kind_reports_its_ratio_against_an_oracle_near_its_target(oth
         assert row.covered >= 0.85, row
     if kind == "leaderboard":
         assert 0.0 < found[0].tied < 1.0 and found[0].oracle_tied == pytest.approx(1 - found[0].oracle)
+
+
+def test_the_bell_mccaffrey_candidate_matches_its_traces_on_the_full_matrices():
+    """`interaction_df.bm_df` sums over the names what tr(W C)^2 / tr((W C)^2) needs (C diagonal plus rank two); on
+    one page holding half a side's prompts, on a balanced side (where it is G - 1 at every rho) and on a long tail, it
+    equals the traces of the G x G matrices."""
+    from bold_eval.analysis.rate_test import SideSums
+
+    with script_module("interaction_df") as candidates:
+        leverage = candidates._leverage_class(SideSums)
+        rng = np.random.default_rng(3)
+        for n in (np.r_[167.0, rng.integers(5, 25, 12)], np.full(10, 5.0), 1.0 + rng.geometric(0.3, 40)):
+            side = leverage.of_segments(rng.binomial(n.astype(int), 0.3).astype(float), n, np.array([0])).take(0)
+            for rho in (0.0, 0.05, 0.5):
+                v, w = n * (1 + (n - 1) * rho), 1 / (1 - n / n.sum())
+                centre = np.eye(len(n)) - np.outer(n, np.ones(len(n))) / n.sum()
+                product = np.diag(w) @ centre @ np.diag(v) @ centre.T
+                expected = np.trace(product) ** 2 / np.trace(product @ product)
+                assert float(candidates.bm_df(side, rho)) == pytest.approx(expected, rel=1e-9)
+                if len(set(n)) == 1:
+                    assert expected == pytest.approx(len(n) - 1)

@@ -232,8 +232,12 @@ def side_df(side: SideSums, floor: Any = True) -> np.ndarray:
     steadies the variance where a few names would leave the sum of squares unsteady. Without one, the side's effective
     number of names less one, (sum v_i)^2 / sum v_i^2 - 1 with v_i = n_i (1 + (n_i - 1) rho) each name's share of
     the variance at the values' intra-class correlation rho (`value_correlation`; a Satterthwaite approximation,
-    Bell & McCaffrey 2002): ten names of which one holds most of the texts are worth far fewer than ten. Chosen by
-    measurement, both ways (benchmarks/CALIBRATION.md, "Power against an oracle"). At least 1."""
+    Bell & McCaffrey 2002): ten names of which one holds most of the texts are worth far fewer than ten. With names
+    alike it is the most degrees of freedom any variance estimate unbiased whatever the names' spread can have.
+    Chosen by measurement, both ways (benchmarks/CALIBRATION.md, "Power against an oracle"), and kept against the CR2
+    sum's Bell-McCaffrey degrees of freedom and variances built on the within-name spread, which found more and
+    rejected more true nulls ("Interaction degrees of freedom: the candidates", `benchmarks/interaction_df.py`).
+    At least 1."""
     rho = value_correlation(side)
     total = side.texts + rho * side.pairs
     squares = side.nn + 2 * rho * (side.n3 - side.nn) + rho * rho * (side.n4 - 2 * side.n3 + side.nn)
