@@ -289,6 +289,9 @@ def main() -> None:
     parser.add_argument("--domains", default="", help="comma list of domains (default: all)")
     parser.add_argument("--family", type=int, default=36, help="tests in the family (the interactions' is twice)")
     parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--paired-method", choices=("stratified", "one-stratum"), default="stratified",
+                        help="overall, leaderboard: the paired test with the names' groups as strata (in use), or "
+                             "with one stratum (the domain)")
     args = parser.parse_args()
     args.replicates = 100 if args.fast else 400
     args.oracle_draws = 2000 if args.fast else 20000

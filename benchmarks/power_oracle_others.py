@@ -227,12 +227,14 @@ def difference_found(values: np.ndarray, side: np.ndarray, units: np.ndarray, al
                  np.array([t.testable for t in tests]))
 
 
-def paired_found(t_a: np.ndarray, t_b: np.ndarray, texts: np.ndarray, alpha: float) -> Found:
-    """`paired_rate_test.paired_rate_tests` of each column (names x tests) of the two sources' per-name sums; the
-    tests with no name differing have nothing to test (`compare.paired_difference`)."""
+def paired_found(t_a: np.ndarray, t_b: np.ndarray, texts: np.ndarray, alpha: float,
+                 strata: np.ndarray | None) -> Found:
+    """`paired_rate_test.paired_rate_tests` of each column (names x tests) of the two sources' per-name sums, the
+    names' groups as strata (None: one stratum, `--paired-method one-stratum`); the tests with no name differing
+    have nothing to test (`compare.paired_difference`)."""
     from bold_eval.analysis.paired_rate_test import paired_rate_tests
 
-    estimate, low, high, statistic, p_value = paired_rate_tests(t_a, t_b, texts, alpha=alpha)
+    estimate, low, high, statistic, p_value = paired_rate_tests(t_a, t_b, texts, alpha=alpha, strata=strata)
     return Found(estimate, statistic, p_value, low, high, (t_a != t_b).any(axis=0))
 
 
@@ -250,6 +252,11 @@ class Setting:
     replicates: int
     alpha: float
     family: int
+    stratified: bool = True  # the paired tests: the names' groups as strata (`--paired-method`)
+
+    @property
+    def strata(self) -> np.ndarray | None:
+        return self.design.group if self.stratified else None
 
     @property
     def critical(self) -> float:
@@ -357,7 +364,7 @@ def overall_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
     q = _model_rates(rng, setting, shift, 2)
     q[1] = np.where(planted, raised(q[1], shift), q[1])
     t = _name_sums(rng, q, texts)
-    found = paired_found(t[1].T, t[0].T, texts, setting.alpha)
+    found = paired_found(t[1].T, t[0].T, texts, setting.alpha, setting.strata)
     return [_row("overall", shift, truth, sd, setting, found.estimate, found)]
 
 
@@ -375,7 +382,7 @@ def leaderboard_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
     columns = len(pairs) * setting.replicates  # data set-major: each data set's pairs together
     t_a = t[first].transpose(1, 0, 2).reshape(columns, -1).T
     t_b = t[second].transpose(1, 0, 2).reshape(columns, -1).T
-    found = paired_found(t_a, t_b, texts, setting.alpha)
+    found = paired_found(t_a, t_b, texts, setting.alpha, setting.strata)
     sets = np.repeat(np.arange(setting.replicates), len(pairs)).astype(str)
     table = pd.DataFrame({"domain": sets, "metric": "m", "label": "l",
                           "model_a": np.tile([f"m{a}" for a in first], setting.replicates),
@@ -445,10 +452,11 @@ def plants(kind: str, domains: str) -> Iterator[tuple[str, str]]:
 
 
 def kind_rows(kind: str, design: Design, group: str, rate: float, spread: str, *, replicates: int, alpha: float,
-              family: int) -> list[Row]:
+              family: int, stratified: bool = True) -> list[Row]:
     """The rows of one design: `replicates` data sets of `kind` with the plant in `group` (or `EVERY` name)."""
     planted = np.ones(len(design.group), bool) if group == EVERY else design.group == design.groups.index(group)
-    setting = Setting(design, planted, rate, design.rho(spread), replicates, alpha, family_of(kind, family))
+    setting = Setting(design, planted, rate, design.rho(spread), replicates, alpha, family_of(kind, family),
+                      stratified)
     return ROWS[kind](np.random.default_rng(seed_of(kind, design.domain, group, rate, spread)), setting)
 
 
@@ -472,7 +480,8 @@ def rows(args: argparse.Namespace, kinds: list[str]) -> None:
             for rate in RATES:
                 for spread in SPREADS:
                     for row in kind_rows(kind, design, group, rate, spread, replicates=args.replicates,
-                                         alpha=args.alpha, family=args.family):
+                                         alpha=args.alpha, family=args.family,
+                                         stratified=args.paired_method == "stratified"):
                         ratio = "" if math.isnan(row.ratio) else f" ({row.ratio:.2f})"
                         tied = "" if math.isnan(row.tied) else f"{row.tied:.1%} ({row.oracle_tied:.1%})"
                         print(f"| {row.kind} | {domain} | {group} | {size} | {rate} | {spread} | {row.shift:+.3f} | "
