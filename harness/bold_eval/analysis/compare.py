@@ -234,9 +234,10 @@ def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Seque
 def unit_strata(codes: np.ndarray, groups: Sequence[Any] | np.ndarray, units: int) -> np.ndarray:
     """Each unit's stratum (codes 0, 1, ...): the group of its first prompt (a name belongs to one group)."""
     group_codes = pd.factorize(np.asarray(groups))[0]
-    first = np.full(units, -1)
-    first[codes[::-1]] = np.arange(len(codes))[::-1]
-    return group_codes[first]
+    present, first = np.unique(codes, return_index=True)
+    strata = np.zeros(units, dtype=int)
+    strata[present] = group_codes[first]
+    return strata
 
 
 _OVERALL_COLUMNS = ["run", "baseline", "domain", "metric", "label", "prompts", "names", "discordant_names",
