@@ -15,7 +15,8 @@ of its own, so without the plant no group's gap and no overall rate differs betw
   alpha / m with m = --family + 4 (the interactions and religion's and politics' overall differences of two labels,
   corrected as one family: `compare.joint_family`).
 - **overall**: model B's rate minus model A's over the whole domain, paired by prompt, by `paired_rate_tests` on
-  the names' sums (what `compare.paired_difference` calls), the same family; the plant in one group, or in every
+  the names' sums with their groups as strata (what `compare.paired_difference` calls; `--paired-method
+  one-stratum`: the domain as one stratum), the same family; the plant in one group, or in every
   name of the domain ("every name").
 - **leaderboard**: `BOARD_MODELS` models in one column, the planted model (m0) raised as above and the others alike;
   the pair (m0, m1) tested as `leaderboard._domain` tests a pair (`paired_rate_tests`), found at alpha / m with m

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special
+from scipy import sparse, special
 
 from bold_eval.analysis.rate_test import SideSums, null_squares, restricted_rates, within_name_correlation
 
@@ -101,9 +101,11 @@ class PairedSums:
                           *(np.asarray(getattr(self, key))[index] for key in ("squares_a", "squares_b", "cross", "df")))
 
 
-def _indicator(codes: np.ndarray) -> np.ndarray:
-    """strata x names: 1 where the name is in the stratum."""
-    return (codes[None, :] == np.arange(codes.max() + 1)[:, None]).astype(float)
+def _indicator(codes: np.ndarray) -> sparse.csr_matrix:
+    """strata x names, sparse: 1 where the name is in the stratum (a stratum's sums as one product, without the
+    threads a dense product would start)."""
+    return sparse.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))),
+                             shape=(int(codes.max()) + 1, len(codes)))
 
 
 def stratified_residuals(t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray,
@@ -131,7 +133,7 @@ def stratified_tau2(t: np.ndarray, n: np.ndarray, codes: np.ndarray) -> np.ndarr
     G_g) - sum_(i in g) n_i (n_i - 1) / N_g)], truncated at 0; a stratum of one name adds nothing to either side.
     0 where no stratum holds between-name information."""
     indicator = _indicator(codes)
-    texts, sizes, pairs = indicator @ n, indicator.sum(axis=1), indicator @ (n * (n - 1))
+    texts, sizes, pairs = indicator @ n, np.bincount(codes).astype(float), indicator @ (n * (n - 1))
     hits = indicator @ t  # strata x tests
     rate = hits / texts[:, None]
     spread = (t * t / n[:, None]).sum(axis=0) - (hits * rate).sum(axis=0)
