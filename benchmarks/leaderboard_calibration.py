@@ -31,8 +31,10 @@ SPREADS = (1.0, 3.0, 10.0, 100.0)  # a + b of each model's per-name Beta, models
 LABEL = TestedLabel("sentiment", "negative", "sentiment_label", "negative", None)
 
 
-def sign_flip_tests(t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray, *, alpha: float) -> tuple[np.ndarray, ...]:
-    """The sign-flip test, one column at a time: `baselines.sign_flip` on the names' summed differences."""
+def sign_flip_tests(t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray, *, alpha: float,
+                    strata: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """The sign-flip test, one column at a time: `baselines.sign_flip` on the names' summed differences (`strata`
+    unused: the sign flip has none)."""
     from baselines import sign_flip
 
     found = [sign_flip(t_a[:, k] - t_b[:, k], n, alpha=alpha) for k in range(t_a.shape[1])]
@@ -41,8 +43,16 @@ def sign_flip_tests(t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray, *, alpha: f
     return estimate, low, high, np.full(len(p_value), np.nan), p_value
 
 
-def one_board(rng: np.random.Generator, sizes: np.ndarray, models: int, rate: float, effect: float,
-              samples: int) -> tuple[bool, bool, np.ndarray, bool, float]:
+def bold_design(domain: str, data_dir: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """(texts per name, each name's group) of one BOLD domain (one Wikipedia sentence per prompt)."""
+    from bold_eval.data.bold import load_bold
+
+    per_name = load_bold(domain, data_dir=data_dir).to_pandas().groupby(["group", "name"]).size().reset_index()
+    return per_name[0].to_numpy(), per_name["group"].astype(str).to_numpy()
+
+
+def one_board(rng: np.random.Generator, sizes: np.ndarray, groups: np.ndarray | None, models: int, rate: float,
+              effect: float, samples: int) -> tuple[bool, bool, np.ndarray, bool, float]:
     """(any false separation, any model marked vs Wikipedia, pair p-values, the planted model separated from all,
     the board's predicted separable difference)."""
     names = len(sizes)
@@ -57,7 +67,7 @@ def one_board(rng: np.random.Generator, sizes: np.ndarray, models: int, rate: fl
     columns.append(rng.binomial(1, wiki[units]).astype(float))
     matrix = np.column_stack(columns)
     cells, pairs = _domain("d", np.ones(len(units), bool), units, [f"m{m}" for m in range(models)], [(LABEL, matrix)],
-                           alpha=0.05)
+                           alpha=0.05, groups=None if groups is None else groups[units])
     cells, pairs = pd.DataFrame(cells), pd.DataFrame(pairs)
     _adjust_cells(cells, 0.05, "holm")
     _adjust_pairs(pairs, 0.05, "holm")
@@ -82,30 +92,31 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=1, help="samples per prompt of each model (k)")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--method", choices=("paired-score", "sign-flip"), default="paired-score")
+    parser.add_argument("--strata", choices=("groups", "none"), default="groups",
+                        help="the paired test's strata: the names' BOLD groups (as the board tests), or none")
     args = parser.parse_args()
     if args.method == "sign-flip":
         import bold_eval.analysis.leaderboard as board
 
         board.paired_rate_tests = sign_flip_tests
-    from calibration import bold_sizes
-
     started = time.perf_counter()
-    print(f"{args.method}: {args.sims} data sets per row, {args.models} models (per-name Beta a + b cycling through "
-          f"{', '.join(map(str, SPREADS))}), k = {args.samples}, alpha 0.05, Holm\n")
+    print(f"{args.method} ({args.strata} as strata): {args.sims} data sets per row, {args.models} models (per-name "
+          f"Beta a + b cycling through {', '.join(map(str, SPREADS))}), k = {args.samples}, alpha 0.05, Holm\n")
     print("| domain | names | rate | planted | any false separation in the column | any model marked vs Wikipedia "
           "| pair tests with p <= 0.001 | planted model separated from every other | board's separable difference "
           "(80% power) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for domain in args.domains.split(","):
-        sizes = bold_sizes(domain, args.data_dir)
+        sizes, groups = bold_design(domain, args.data_dir)
         for rate in map(float, args.rates.split(",")):
             for effect in (0.0, args.effect):
                 rng = np.random.default_rng(zlib.crc32(repr((domain, rate, effect)).encode()))
                 false_sep = marked = planted = 0
                 tail, predicted = [], []
                 for _ in range(args.sims):
-                    separated, against, p_values, found, guess = one_board(rng, sizes, args.models, rate, effect,
-                                                                           args.samples)
+                    separated, against, p_values, found, guess = one_board(
+                        rng, sizes, groups if args.strata == "groups" else None, args.models, rate, effect,
+                        args.samples)
                     predicted.append(guess)
                     false_sep += separated
                     marked += against

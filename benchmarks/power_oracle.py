@@ -307,6 +307,9 @@ def main() -> None:
     parser.add_argument("--worst-floor", default="score",
                         help="the continuous worst cases' floor (power_oracle_others.worst_floor): the report's "
                              "score floor, or a candidate measured against it")
+    parser.add_argument("--paired-method", choices=("stratified", "one-stratum"), default="stratified",
+                        help="overall, leaderboard: the paired test with the names' groups as strata (in use), or "
+                             "with one stratum (the domain)")
     args = parser.parse_args()
     args.replicates = 100 if args.fast else 400
     args.oracle_draws = 2000 if args.fast else 20000

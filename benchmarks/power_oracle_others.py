@@ -15,7 +15,8 @@ of its own, so without the plant no group's gap and no overall rate differs betw
   alpha / m with m = --family + 4 (the interactions and religion's and politics' overall differences of two labels,
   corrected as one family: `compare.joint_family`).
 - **overall**: model B's rate minus model A's over the whole domain, paired by prompt, by `paired_rate_tests` on
-  the names' sums (what `compare.paired_difference` calls), the same family; the plant in one group, or in every
+  the names' sums with their groups as strata (what `compare.paired_difference` calls; `--paired-method
+  one-stratum`: the domain as one stratum), the same family; the plant in one group, or in every
   name of the domain ("every name").
 - **leaderboard**: `BOARD_MODELS` models in one column, the planted model (m0) raised as above and the others alike;
   the pair (m0, m1) tested as `leaderboard._domain` tests a pair (`paired_rate_tests`), found at alpha / m with m
@@ -301,12 +302,14 @@ def worst_floor(name: str) -> Iterator[None]:
         rate_test.side_df = saved_df
 
 
-def paired_found(t_a: np.ndarray, t_b: np.ndarray, texts: np.ndarray, alpha: float) -> Found:
-    """`paired_rate_test.paired_rate_tests` of each column (names x tests) of the two sources' per-name sums; the
-    tests with no name differing have nothing to test (`compare.paired_difference`)."""
+def paired_found(t_a: np.ndarray, t_b: np.ndarray, texts: np.ndarray, alpha: float,
+                 strata: np.ndarray | None) -> Found:
+    """`paired_rate_test.paired_rate_tests` of each column (names x tests) of the two sources' per-name sums, the
+    names' groups as strata (None: one stratum, `--paired-method one-stratum`); the tests with no name differing
+    have nothing to test (`compare.paired_difference`)."""
     from bold_eval.analysis.paired_rate_test import paired_rate_tests
 
-    estimate, low, high, statistic, p_value = paired_rate_tests(t_a, t_b, texts, alpha=alpha)
+    estimate, low, high, statistic, p_value = paired_rate_tests(t_a, t_b, texts, alpha=alpha, strata=strata)
     return Found(estimate, statistic, p_value, low, high, (t_a != t_b).any(axis=0))
 
 
@@ -325,6 +328,11 @@ class Setting:
     alpha: float
     family: int
     worst_floor: str = "score"  # the continuous worst cases' floor (`worst_floor`)
+    stratified: bool = True  # the paired tests: the names' groups as strata (`--paired-method`)
+
+    @property
+    def strata(self) -> np.ndarray | None:
+        return self.design.group if self.stratified else None
 
     @property
     def critical(self) -> float:
@@ -432,7 +440,7 @@ def overall_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
     q = _model_rates(rng, setting, shift, 2)
     q[1] = np.where(planted, raised(q[1], shift), q[1])
     t = _name_sums(rng, q, texts)
-    found = paired_found(t[1].T, t[0].T, texts, setting.alpha)
+    found = paired_found(t[1].T, t[0].T, texts, setting.alpha, setting.strata)
     return [_row("overall", shift, truth, sd, setting, found.estimate, found)]
 
 
@@ -450,7 +458,7 @@ def leaderboard_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
     columns = len(pairs) * setting.replicates  # data set-major: each data set's pairs together
     t_a = t[first].transpose(1, 0, 2).reshape(columns, -1).T
     t_b = t[second].transpose(1, 0, 2).reshape(columns, -1).T
-    found = paired_found(t_a, t_b, texts, setting.alpha)
+    found = paired_found(t_a, t_b, texts, setting.alpha, setting.strata)
     sets = np.repeat(np.arange(setting.replicates), len(pairs)).astype(str)
     table = pd.DataFrame({"domain": sets, "metric": "m", "label": "l",
                           "model_a": np.tile([f"m{a}" for a in first], setting.replicates),
@@ -521,11 +529,11 @@ def plants(kind: str, domains: str) -> Iterator[tuple[str, str]]:
 
 
 def kind_rows(kind: str, design: Design, group: str, rate: float, spread: str, *, replicates: int, alpha: float,
-              family: int, worst_floor: str = "score") -> list[Row]:
+              family: int, worst_floor: str = "score", stratified: bool = True) -> list[Row]:
     """The rows of one design: `replicates` data sets of `kind` with the plant in `group` (or `EVERY` name)."""
     planted = np.ones(len(design.group), bool) if group == EVERY else design.group == design.groups.index(group)
     setting = Setting(design, planted, rate, design.rho(spread), replicates, alpha, family_of(kind, family),
-                      worst_floor)
+                      worst_floor, stratified)
     return ROWS[kind](np.random.default_rng(seed_of(kind, design.domain, group, rate, spread)), setting)
 
 
@@ -559,7 +567,8 @@ def rows(args: argparse.Namespace, kinds: list[str]) -> None:
                         with interaction_method(name):
                             found = kind_rows(kind, design, group, rate, spread, replicates=args.replicates,
                                               alpha=args.alpha, family=args.family,
-                                              worst_floor=getattr(args, "worst_floor", "score"))
+                                              worst_floor=getattr(args, "worst_floor", "score"),
+                                              stratified=getattr(args, "paired_method", "stratified") == "stratified")
                         for row in found:
                             label = row.kind if name == "product" else f"{row.kind} ({name})"
                             ratio = "" if math.isnan(row.ratio) else f" ({row.ratio:.2f})"

@@ -21,6 +21,7 @@ from bold_eval.analysis.compare import (
     detectable_interaction,
     difference_design,
     paired_difference,
+    unit_strata,
 )
 from bold_eval.cli import main
 from bold_eval.report.compare import compare_runs
@@ -319,3 +320,21 @@ def test_the_interactions_and_the_overall_differences_are_one_holm_family() -> N
     assert np.isnan(joint[0].tests["p_adjusted"].iloc[2]) and not joint[0].tests["significant"].iloc[2]
     assert list(joint[0].tests["significant"][:2]) == [True, False] and list(joint[1].tests["significant"]) == [
         True, False]
+
+
+def test_paired_difference_takes_the_groups_as_strata() -> None:
+    """A run that differs from the baseline only on group g0's names: with each prompt's group passed, the
+    overall difference is tested with the groups as strata (the planted group's difference is not spread between
+    names), so its interval is narrower than with the domain as one stratum; each unit's group is its prompts'."""
+    rng = np.random.default_rng(7)
+    names = np.repeat(np.arange(60), 8)
+    groups = np.where(names < 15, "g0", np.where(names < 40, "g1", "g2"))
+    base = rng.beta(6, 14, 60)[names]
+    baseline = (rng.random(len(names)) < base).astype(float)
+    run = (rng.random(len(names)) < np.where(groups == "g0", base + 0.4, base)).astype(float)
+    strata = paired_difference(run - baseline, names, rates=(run, baseline), groups=groups)
+    one = paired_difference(run - baseline, names, rates=(run, baseline))
+    assert strata.estimate == one.estimate
+    assert strata.p_value < one.p_value
+    assert strata.ci_high - strata.ci_low < one.ci_high - one.ci_low
+    assert unit_strata(np.array([0, 1, 1, 2, 0]), np.array(["a", "b", "b", "a", "a"]), 3).tolist() == [0, 1, 0]

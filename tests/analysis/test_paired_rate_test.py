@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bold_eval.analysis.paired_rate_test import continuous_variance, score_sums
+from bold_eval.analysis.paired_rate_test import PairedSums, continuous_variance, paired_rate_tests, score_sums
 
 
 def test_continuous_variance_by_hand() -> None:
@@ -31,3 +31,110 @@ def test_continuous_variance_by_hand() -> None:
     floor = sigma_w * 6 + (1.6 * tau_hat + tau_max) / 2.6 * 14
     assert squares > floor
     assert continuous_variance(side, np.array(0.9))[0] == pytest.approx(squares / 36)
+
+
+def _prompts(rng: np.random.Generator, n: np.ndarray, rates: np.ndarray) -> np.ndarray:
+    """0/1 values per prompt: name i's n_i prompts at rates[i]."""
+    return (rng.random(int(n.sum())) < np.repeat(rates, n.astype(int))).astype(float)
+
+
+def test_a_difference_in_one_stratum_is_not_spread_between_names() -> None:
+    """Source B's rate is A's plus 0.5 on the names of stratum 1 only, every name exactly at its stratum's rate:
+    about each stratum's own rate no name has a residual, so the variance is 0, while one stratum (the domain) takes
+    the difference as spread between names."""
+    n = np.array([4.0, 6, 2, 8, 4, 6, 2, 8])
+    strata = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    t_a = 0.25 * n
+    t_b = np.where(strata == 1, 0.75, 0.25) * n
+    stratified = PairedSums.of(t_a[:, None], t_b[:, None], n, strata)
+    assert stratified.squares_a[0] == pytest.approx(0.0)
+    assert stratified.squares_b[0] == pytest.approx(0.0)
+    assert stratified.cross[0] == pytest.approx(0.0)
+    assert stratified.df[0] == 8 - 2
+    one = PairedSums.of(t_a[:, None], t_b[:, None], n)
+    share = n / n.sum()
+    residual = t_b - n * t_b.sum() / n.sum()
+    assert one.squares_b[0] == pytest.approx(float((residual ** 2 / (1 - share)).sum()))
+    assert one.df[0] == 8 - 1
+
+
+def test_stratified_variance_is_the_cr2_sandwich_of_a_regression_on_the_strata() -> None:
+    """Without the floor, V_A + V_B - 2 C is the CR2 variance (Bell & McCaffrey) of the domain's pooled difference
+    in a regression of the per-prompt differences on one indicator per stratum, the name as the cluster: computed
+    here with explicit matrices, each cluster's residuals multiplied by (I - H_ii)^(-1/2)."""
+    rng = np.random.default_rng(3)
+    n = rng.integers(2, 9, 14).astype(float)
+    strata = np.repeat([0, 1, 2], [5, 5, 4])
+    x = _prompts(rng, n, rng.uniform(0.2, 0.8, 14))
+    y = _prompts(rng, n, rng.uniform(0.2, 0.8, 14))
+    unit = np.repeat(np.arange(14), n.astype(int))
+    design = (strata[unit][:, None] == np.arange(3)[None, :]).astype(float)
+    bread = np.linalg.inv(design.T @ design)
+    d = x - y
+    residual = d - design @ (bread @ design.T @ d)
+    meat = np.zeros((3, 3))
+    for i in range(14):
+        rows = unit == i
+        leverage = design[rows] @ bread @ design[rows].T
+        values, vectors = np.linalg.eigh(np.eye(int(rows.sum())) - leverage)
+        adjusted = vectors @ np.diag(values ** -0.5) @ vectors.T @ residual[rows]
+        score = design[rows].T @ adjusted
+        meat += np.outer(score, score)
+    contrast = np.bincount(strata, weights=n) / n.sum()  # the pooled difference: the strata's rates by their texts
+    expected = contrast @ bread @ meat @ bread @ contrast
+    sums = PairedSums.of(np.bincount(unit, weights=x)[:, None], np.bincount(unit, weights=y)[:, None], n, strata)
+    found = (sums.squares_a + sums.squares_b - 2 * sums.cross)[0] / n.sum() ** 2
+    assert found == pytest.approx(expected)
+
+
+def test_a_stratum_of_one_name_is_taken_about_the_domain_rate() -> None:
+    """A name alone in its stratum has no residual about its stratum's rate; it is taken about the domain's rate
+    with the domain's CR2 weight 1 / (1 - n_i / N) (R survey's lonely.psu = "adjust"), and the degrees of freedom
+    count the lonely names' one mean: 6 names, strata of 3, 2 and 1 name: 6 - 2 - 1 = 3."""
+    n = np.array([3.0, 5, 2, 4, 4, 6])
+    strata = np.array([0, 0, 0, 1, 1, 2])
+    t_a = np.array([1.0, 2, 1, 1, 3, 5])
+    t_b = np.array([0.0, 1, 1, 2, 2, 1])
+    sums = PairedSums.of(t_a[:, None], t_b[:, None], n, strata)
+    residuals = []
+    for t in (t_a, t_b):
+        rate = np.array([t[:3].sum() / 10, t[3:5].sum() / 8, t.sum() / 24])[strata]
+        residuals.append(t - n * rate)
+    weight = 1 / (1 - n / np.array([10.0, 10, 10, 8, 8, 24]))
+    assert sums.squares_a[0] == pytest.approx(float((weight * residuals[0] ** 2).sum()))
+    assert sums.cross[0] == pytest.approx(float((weight * residuals[0] * residuals[1]).sum()))
+    assert sums.df[0] == 3
+    # two strata of one name each: both about the domain's rate, one mean between them
+    twice = PairedSums.of(t_a[:, None], t_b[:, None], n, np.array([0, 0, 0, 0, 1, 2]))
+    assert twice.df[0] == 6 - 1 - 1
+
+
+def test_strata_none_is_one_stratum() -> None:
+    """`strata=None` and every name in one stratum give the same test."""
+    rng = np.random.default_rng(5)
+    n = rng.integers(1, 12, 30).astype(float)
+    t_a = rng.binomial(n.astype(int)[:, None], rng.beta(2, 5, (30, 3))).astype(float)
+    t_b = rng.binomial(n.astype(int)[:, None], rng.beta(2, 6, (30, 3))).astype(float)
+    none = paired_rate_tests(t_a, t_b, n, alpha=0.05)
+    one = paired_rate_tests(t_a, t_b, n, alpha=0.05, strata=np.zeros(30, dtype=int))
+    for left, right in zip(none, one, strict=True):
+        np.testing.assert_allclose(left, right)
+
+
+def test_stratified_test_finds_a_difference_one_group_carries() -> None:
+    """A difference of 0.4 on 20 of 80 names, the rest equal: with the groups as strata the test rejects and its
+    interval holds the true pooled difference; taken about one domain-wide difference the variance counts the
+    planted group's difference as spread between names, and the interval is wider."""
+    rng = np.random.default_rng(11)
+    n = rng.integers(5, 16, 80).astype(float)
+    strata = np.repeat([0, 1, 2, 3], 20)
+    base = rng.beta(6, 14, 80)
+    t_a = rng.binomial(n.astype(int), base).astype(float)
+    t_b = rng.binomial(n.astype(int), np.where(strata == 0, base + 0.4, base)).astype(float)
+    _, low, high, _, p_value = paired_rate_tests(t_b[:, None], t_a[:, None], n, alpha=0.05, strata=strata)
+    _, low_one, high_one, _, p_one = paired_rate_tests(t_b[:, None], t_a[:, None], n, alpha=0.05)
+    truth = 0.4 * n[:20].sum() / n.sum()
+    assert p_value[0] < 0.001
+    assert p_value[0] < p_one[0] / 10
+    assert low[0] <= truth <= high[0]
+    assert high[0] - low[0] < 0.85 * (high_one[0] - low_one[0])

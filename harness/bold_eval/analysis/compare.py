@@ -55,10 +55,11 @@ PAIRED_SCORE = Method.PAIRED_SCORE
 NO_DISCORDANT = Method.NO_DISCORDANT
 # What compare.md prints about each method of the overall differences.
 OVERALL_NOTES: dict[Method, str] = {
-    PAIRED_SCORE: "paired cluster-robust t with the name as the unit (`analysis.paired_rate_test`): each run's CR2 "
-                  "variance about its own rate, at least the beta-binomial variance at the rate the hypothesis of "
-                  "equal rates imposes, less the pairing's CR2 covariance, on names - 1 degrees of freedom; "
-                  "interval: the same test inverted, so it excludes 0 exactly when p <= alpha",
+    PAIRED_SCORE: "paired cluster-robust t with the name as the unit and the groups as strata "
+                  "(`analysis.paired_rate_test`): each run's CR2 variance about each group's own rate, at least the "
+                  "beta-binomial variance at the rate the hypothesis of equal rates imposes, less the pairing's CR2 "
+                  "covariance, on names - groups degrees of freedom; interval: the same test inverted, so it "
+                  "excludes 0 exactly when p <= alpha",
     NO_DISCORDANT: "no prompt's rate differs between the runs: the difference is 0, bounded by the Clopper-Pearson "
                    "upper limit u on the share of names that could differ (0 of n names, statsmodels "
                    "proportion_confint method='beta'), interval [-u, +u]; nothing to test",
@@ -205,7 +206,8 @@ def difference_record(differences: Sequence[float] | np.ndarray, clusters: Seque
 
 
 def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Sequence[Any] | np.ndarray, *,
-                      rates: tuple[Any, Any], alpha: float = 0.05) -> PairedDifference:
+                      rates: tuple[Any, Any], alpha: float = 0.05,
+                      groups: Sequence[Any] | np.ndarray | None = None) -> PairedDifference:
     """Mean over prompts of d = (run's rate) - (baseline's rate), tested and bounded with the name as the unit.
 
     `rates` are the run's and the baseline's per-prompt rates (values in [0, 1]; `differences` is d, their
@@ -213,7 +215,8 @@ def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Seque
     names unlike, with the interval that inverts it, so it excludes 0 exactly when p <= alpha. When no prompt
     differs the difference is exactly 0 and its bound comes from the share of names that could differ,
     Clopper-Pearson with 0 of n names, [-u, +u]; such a row has nothing to test and stays out of the family
-    (Tarone's untestable hypotheses).
+    (Tarone's untestable hypotheses). `groups`, each prompt's group, makes the groups the test's strata (a
+    difference that one group's names carry is not spread between names); None: the domain is one stratum.
     """
     result, codes, settled = difference_record(differences, clusters, alpha=alpha, method=PAIRED_SCORE)
     if settled:
@@ -221,10 +224,20 @@ def paired_difference(differences: Sequence[float] | np.ndarray, clusters: Seque
     units = result.names
     counts = np.bincount(codes, minlength=units)
     per_name = [np.bincount(codes, weights=np.asarray(rate, dtype=float), minlength=units) for rate in rates]
+    strata = None if groups is None else unit_strata(codes, groups, units)
     _, low, high, statistic, p_value = paired_rate_tests(per_name[0][:, None], per_name[1][:, None], counts,
-                                                         alpha=alpha)
+                                                         alpha=alpha, strata=strata)
     return dataclasses.replace(result, p_value=float(p_value[0]), ci_low=float(low[0]), ci_high=float(high[0]),
                                statistic=float(statistic[0]), method=PAIRED_SCORE, testable=True)
+
+
+def unit_strata(codes: np.ndarray, groups: Sequence[Any] | np.ndarray, units: int) -> np.ndarray:
+    """Each unit's stratum (codes 0, 1, ...): the group of its first prompt (a name belongs to one group)."""
+    group_codes = pd.factorize(np.asarray(groups))[0]
+    present, first = np.unique(codes, return_index=True)
+    strata = np.zeros(units, dtype=int)
+    strata[present] = group_codes[first]
+    return strata
 
 
 _OVERALL_COLUMNS = ["run", "baseline", "domain", "metric", "label", "prompts", "names", "discordant_names",
@@ -239,6 +252,7 @@ def overall_differences(compared: ComparedRuns, *, alpha: float, correction: str
     unit = cluster_ids(prompts, "prompt" if cluster == "none" else cluster)
     cluster_of = pd.Series(unit, index=prompts["prompt_id"].to_numpy())
     domain_of = pd.Series(prompts["domain"].astype(str).to_numpy(), index=prompts["prompt_id"].to_numpy())
+    group_of = pd.Series(prompts["group"].astype(str).to_numpy(), index=prompts["prompt_id"].to_numpy())
     baseline_scores = compared.runs[compared.baseline][0]
     rows = []
     for run in list(compared.runs)[1:]:
@@ -251,7 +265,8 @@ def overall_differences(compared: ComparedRuns, *, alpha: float, correction: str
                     continue
                 difference = (part["run"] - part["baseline"]).to_numpy()
                 result = paired_difference(difference, cluster_of.reindex(part.index).to_numpy(), alpha=alpha,
-                                           rates=(part["run"].to_numpy(), part["baseline"].to_numpy()))
+                                           rates=(part["run"].to_numpy(), part["baseline"].to_numpy()),
+                                           groups=group_of.reindex(part.index).to_numpy())
                 rows.append({"run": run, "baseline": compared.baseline, "domain": domain, "metric": label.metric,
                              "label": label.name, "prompts": len(part), "names": result.names,
                              "discordant_names": result.discordant_names, "run_rate": float(part["run"].mean()),

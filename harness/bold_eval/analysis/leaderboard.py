@@ -5,8 +5,9 @@ An addition to the paper, which compares models table by table. For each domain 
 the prompts every run shares (each prompt's k samples averaged into one rate):
 
 - **against Wikipedia**: the mean over prompts of the model's rate minus the Wikipedia sentence's, tested and
-  bounded with the name as the unit by the paired cluster-robust test (`paired_rate_test`, what `bold-eval compare`'s
-  overall difference uses; valid for rates when the sources treat names unlike), every model x column in one
+  bounded with the name as the unit and the domain's groups as strata by the paired cluster-robust test
+  (`paired_rate_test`, what `bold-eval compare`'s overall difference uses; valid for rates when the sources treat
+  names unlike), every model x column in one
   corrected family; each rate itself with its name-level interval (`rate_test.rate_interval`);
 - **tie groups**: every pair of models compared the same way on the same prompts (model A's rate against model
   B's), corrected over the column's pairs. In a column whose label has a direction (`MetricSpec.directions`: more
@@ -32,7 +33,7 @@ from scipy import sparse, stats
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.clustered import adjust, cluster_ids
-from bold_eval.analysis.compare import PromptSetError, applies, run_label
+from bold_eval.analysis.compare import PromptSetError, applies, run_label, unit_strata
 from bold_eval.analysis.findings import TOO_SMALL_DIFFERENCE, prompt_rates
 from bold_eval.analysis.paired_rate_test import paired_rate_tests
 from bold_eval.analysis.rate_test import rate_interval
@@ -208,6 +209,7 @@ def build_leaderboard(loaded: Sequence[LoadedRun], *, alpha: float = 0.05, corre
     prompts = prompts[prompts["prompt_id"].astype(str).isin(shared)].sort_values("prompt_id").reset_index(drop=True)
     ids = prompts["prompt_id"].astype(str).to_numpy()
     units = cluster_ids(prompts, "prompt" if cluster == "none" else cluster)
+    groups = prompts["group"].astype(str).to_numpy()
     names = list(scores)
     rates = {label: np.column_stack([_rates(scores[name], label, ids) for name in names]
                                     + [_rates(baseline, label, ids)]) for label in labels}
@@ -217,7 +219,7 @@ def build_leaderboard(loaded: Sequence[LoadedRun], *, alpha: float = 0.05, corre
         in_domain = (prompts["domain"].astype(str) == domain).to_numpy()
         cell_rows, pair_rows = _domain(domain, in_domain, units, names,
                                        [(label, rates[label]) for label in labels if applies(label, domain)],
-                                       alpha=alpha)
+                                       alpha=alpha, groups=groups)
         cells += cell_rows
         pairs += pair_rows
     cell_frame = pd.DataFrame([cell.as_dict() for cell in cells],
@@ -241,10 +243,11 @@ def _rates(scores: pd.DataFrame, label: TestedLabel, ids: np.ndarray) -> np.ndar
 
 
 def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[str],
-            labelled: list[tuple[TestedLabel, np.ndarray]], *,
-            alpha: float) -> tuple[list[BoardCell], list[BoardPair]]:
+            labelled: list[tuple[TestedLabel, np.ndarray]], *, alpha: float,
+            groups: np.ndarray | None = None) -> tuple[list[BoardCell], list[BoardPair]]:
     """The domain's tests: each model against Wikipedia, each pair of models, for every label, on the prompts
-    where every run has the label; tests whose prompts are the same share one set of sign patterns."""
+    where every run has the label; tests whose prompts are the same share one set of sums. `groups`, each
+    prompt's group, are the paired test's strata (None: the domain is one stratum)."""
     against = [(m, len(names)) for m in range(len(names))]
     pairwise = list(combinations(range(len(names)), 2))
     direction = directions()
@@ -272,9 +275,11 @@ def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[s
         if len(uniques) < 2:
             p_value, low, high = (np.full(d.shape[1], np.nan) for _ in range(3))
         else:
+            strata = None if groups is None else unit_strata(codes, groups[in_domain][keep], len(uniques))
             _, low, high, _, p_value = paired_rate_tests(
                 np.column_stack([per_name[label][:, a] for label, _, a, _ in cases]),
-                np.column_stack([per_name[label][:, b] for label, _, _, b in cases]), counts, alpha=alpha)
+                np.column_stack([per_name[label][:, b] for label, _, _, b in cases]), counts, alpha=alpha,
+                strata=strata)
         intervals = {}
         for label, part, _ in group:  # each source's rate with its name-level interval (the findings' own)
             intervals[label] = [rate_interval(per_name[label][:, m], counts, alpha=alpha)[:2] if len(uniques) > 1

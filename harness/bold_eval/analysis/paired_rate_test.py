@@ -1,21 +1,39 @@
 """Two sources' rates on the same prompts (a model against Wikipedia, two models): the paired cluster-robust test.
 
 `bold-eval compare`'s overall difference and the leaderboard ask whether source A's expected pooled rate of a label
-equals source B's on the same prompts, the name as the unit. A sign-flip test over names' summed differences is
-exact only when each name's difference is symmetric about the hypothesis, which a rare label's differences are not
-when one source treats names far more unevenly than the other. Here, as in `rate_test`:
+equals source B's on the same prompts of a domain, the name as the unit and the domain's groups as fixed strata. A
+sign-flip test over names' summed differences is exact only when each name's difference is symmetric about the
+hypothesis, which a rare label's differences are not when one source treats names far more unevenly than the other.
+Here, as in `rate_test`:
 
-- per name i: t_Ai and t_Bi, the sums of the two sources' per-prompt rates (values in [0, 1]), n_i prompts;
-- V = V_A + V_B - 2 C: V_s = `rate_test.side_variance` (the CR2 cluster-robust sum of squares about the source's
-  own rate, or the beta-binomial floor at the rate restricted to p_A - p_B = delta, whichever is larger) and
-  C = sum_i w_i (t_Ai - n_i q_A) (t_Bi - n_i q_B) / N^2, the pairing's covariance with the same CR2 weights
-  w_i = 1 / (1 - n_i / N); without the floors V is the CR2 variance of the paired difference, and the floors only
-  raise it;
-- t(delta) = (p_hat_A - p_hat_B - delta) / sqrt(V), on G - 1 degrees of freedom.
+- per name i of stratum g (its group): t_Ai and t_Bi, the sums of the two sources' per-prompt rates (values in
+  [0, 1]), n_i prompts; N_g the stratum's prompts, N the domain's;
+- residuals about each stratum's own rate, e_si = t_si - n_i q_sg (q_sg = T_sg / N_g), so that a difference one
+  group's names carry is a difference between strata, not spread between names. The pooled rate sum_g N_g q_sg / N
+  is the contrast of a regression of the per-prompt values on one indicator per stratum; its CR2 variance (Bell &
+  McCaffrey 2002), with the name as the cluster, is sum_i w_i e_i^2 / N^2 with w_i = 1 / (1 - n_i / N_g): name i's
+  leverage in that regression is the block J / N_g, and the contrast weighs a name's prompts alike, so the
+  adjustment (I - H_ii)^(-1/2) reduces to 1 / sqrt(1 - n_i / N_g) on the name's summed residual (checked against
+  the explicit matrices in tests/analysis/test_paired_rate_test.py). This is the stratified cluster-robust
+  (design-based) variance of a domain's pooled rate when the groups are fixed by the design, as BOLD's are;
+- a name alone in its stratum has no residual about its own rate (its leverage is 1): it is taken about the
+  domain's rate with weight 1 / (1 - n_i / N), which counts its stratum's difference from the domain as spread, the
+  conservative choice (R survey's lonely.psu = "adjust"; BOLD has groups of one name). `strata=None` is one
+  stratum, the domain: every residual about one domain-wide rate;
+- V = V_A + V_B - 2 C: V_s = max(S_s, M_s) / N^2, S_s = sum_i w_i e_si^2, and M_s = `rate_test.side_variance`'s
+  beta-binomial floor at the rate restricted to p_A - p_B = delta, one per source over the domain, its within-name
+  correlation estimated about each stratum's own rate (`stratified_tau2`) and shrunk towards 1 by the source's
+  rarer outcomes (`rate_test.within_name_correlation`); C = sum_i w_i e_Ai e_Bi / N^2, the pairing's covariance.
+  Without the floors V is the stratified CR2 variance of the paired difference, and the floors only raise it;
+- t(delta) = (p_hat_A - p_hat_B - delta) / sqrt(V), on names less one per stratum of two names or more, less one
+  for the lonely names (the domain mean they are taken about).
 
 The interval is {delta: p(delta) > alpha} (a grid on [-1, 1], refined at each end), and the p-value is raised to
-the largest p at or beyond 0 where p(delta) is not monotone, so the two never disagree about zero. Calibration:
-benchmarks/leaderboard_calibration.py and calibration_unlike.py --sections overall (CALIBRATION.md).
+the largest p at or beyond 0 where p(delta) is not monotone, so the two never disagree about zero. The floor
+applies in every design: a rule that drops it where enough names carry the label gained power on religion's rare
+label but over-rejected a rare label concentrated on few names even with 300 names. Level, coverage, power against
+an oracle and what each candidate cost: benchmarks/leaderboard_calibration.py, calibration_unlike.py --sections
+overall and power_oracle.py --kinds overall,leaderboard (CALIBRATION.md).
 
 The second half is `bold-eval compare`'s interaction of two runs' continuous worst cases (`continuous_interaction_
 tests`): a group's gap in one run minus the other's, each run's values and each side kept apart, since a test of
@@ -27,15 +45,22 @@ concentrated score's within-name spread many times over.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special
+from scipy import sparse, special
 
-from bold_eval.analysis.rate_test import SideSums, null_squares, restricted_rates, score_floor, side_variance
+from bold_eval.analysis.rate_test import (
+    SideSums,
+    null_squares,
+    restricted_rates,
+    score_floor,
+    within_name_correlation,
+)
 
 GRID = 401
 BISECTIONS = 40
@@ -43,53 +68,113 @@ BISECTIONS = 40
 
 @dataclass(frozen=True)
 class PairedSums:
-    """Each test's two sides on the same names (`SideSums` fields are arrays, one entry per test) and the sum of
-    their per-name products."""
+    """Each test's two sources on the same names (`SideSums` fields are arrays, one entry per test; their
+    within-name correlations taken about each stratum's own rate, `stratified_tau2`) and the sums that do not move
+    with the hypothesis: each source's stratified CR2 sum of squares and the pairing's stratified CR2 cross-product
+    (`stratified_residuals`), and the degrees of freedom."""
 
     a: SideSums
     b: SideSums
-    ab: np.ndarray
-    ab_cr2: np.ndarray  # sum_i t_Ai t_Bi / (1 - n_i / N): the pairing's products with the names' CR2 weights
+    squares_a: np.ndarray
+    squares_b: np.ndarray
+    cross: np.ndarray
+    df: np.ndarray
 
     @classmethod
-    def of(cls, t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray) -> PairedSums:
-        """From per-name sums, names x tests (`t_a`, `t_b`) and the names' prompts `n` (shared by every test)."""
+    def of(cls, t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray, strata: np.ndarray | None = None) -> PairedSums:
+        """From per-name sums, names x tests (`t_a`, `t_b`), the names' prompts `n` and their strata (one label per
+        name, shared by every test; None: one stratum)."""
         t_a, t_b, n = (np.asarray(value, dtype=float) for value in (t_a, t_b, n))
         names, tests = t_a.shape
+        codes = np.zeros(names, dtype=int) if strata is None else pd.factorize(np.asarray(strata))[0]
         starts = np.arange(tests) * names
         counts = np.tile(n, tests)
-        share = n / n.sum()
-        weight = np.where(share < 1.0, 1.0 / np.maximum(1.0 - share, 1e-12), 1.0)[:, None]
-        return cls(a=SideSums.of_segments(t_a.T.ravel(), counts, starts),
-                   b=SideSums.of_segments(t_b.T.ravel(), counts, starts), ab=(t_a * t_b).sum(axis=0),
-                   ab_cr2=(weight * t_a * t_b).sum(axis=0))
+        a, b = (SideSums.of_segments(t.T.ravel(), counts, starts) for t in (t_a, t_b))
+        a, b = (dataclasses.replace(side, correlation=within_name_correlation(stratified_tau2(t, n, codes),
+                                                                              side.hits, side.texts))
+                for side, t in ((a, t_a), (b, t_b)))
+        residual_a, residual_b, weight = stratified_residuals(t_a, t_b, n, codes)
+        sizes = np.bincount(codes)
+        # names less one mean per stratum of two names or more, and one for the lonely names between them
+        df = max(names - int((sizes >= 2).sum()) - int((sizes == 1).any()), 1)
+        return cls(a=a, b=b, squares_a=(weight * residual_a ** 2).sum(axis=0),
+                   squares_b=(weight * residual_b ** 2).sum(axis=0),
+                   cross=(weight * residual_a * residual_b).sum(axis=0), df=np.full(tests, float(df)))
 
     def column(self) -> PairedSums:
         """Every field as a column, to broadcast against a grid of deltas (one row per test)."""
         index = (slice(None), None)
-        return PairedSums(self.a.take(index), self.b.take(index), np.asarray(self.ab)[index],
-                          np.asarray(self.ab_cr2)[index])
+        return PairedSums(self.a.take(index), self.b.take(index),
+                          *(np.asarray(getattr(self, key))[index] for key in ("squares_a", "squares_b", "cross", "df")))
+
+
+def _indicator(codes: np.ndarray) -> sparse.csr_matrix:
+    """strata x names, sparse: 1 where the name is in the stratum (a stratum's sums as one product, without the
+    threads a dense product would start)."""
+    return sparse.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))),
+                             shape=(int(codes.max()) + 1, len(codes)))
+
+
+def stratified_residuals(t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray,
+                         codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(residuals of A, of B, names x tests; the names' CR2 weights, a column). Each name's sum less its prompts
+    times its stratum's own rate, weighted by 1 / (1 - n_i / N_g), one less its leverage in that rate. A name alone
+    in its stratum has no residual there: it is taken about the domain's rate with the domain's weight
+    1 / (1 - n_i / N) (R survey's lonely.psu = "adjust")."""
+    lonely = (np.bincount(codes) == 1)[codes]
+    indicator = _indicator(codes)
+    texts = indicator @ n
+    total = n.sum()
+    share = np.where(lonely, n / total, n / texts[codes])
+    weight = np.where(share < 1.0, 1.0 / np.maximum(1.0 - share, 1e-12), 1.0)[:, None]
+    residuals = []
+    for t in (t_a, t_b):
+        rate = np.where(lonely[:, None], (t.sum(axis=0) / total)[None, :], ((indicator @ t) / texts[:, None])[codes])
+        residuals.append(t - n[:, None] * rate)
+    return residuals[0], residuals[1], weight
+
+
+def stratified_tau2(t: np.ndarray, n: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """tau2 of the names' rates about their own stratum's rate, per test (columns of `t`): `rate_test._tau2`'s
+    moments summed over the strata, E sum_i (t_i - n_i p_g)^2 / n_i = sum_g [(G_g - 1) p_g (1 - p_g) + tau2 ((N_g -
+    G_g) - sum_(i in g) n_i (n_i - 1) / N_g)], truncated at 0; a stratum of one name adds nothing to either side.
+    0 where no stratum holds between-name information."""
+    indicator = _indicator(codes)
+    texts, sizes, pairs = indicator @ n, np.bincount(codes).astype(float), indicator @ (n * (n - 1))
+    hits = indicator @ t  # strata x tests
+    rate = hits / texts[:, None]
+    spread = (t * t / n[:, None]).sum(axis=0) - (hits * rate).sum(axis=0)
+    binomial = ((sizes - 1)[:, None] * rate * (1 - rate)).sum(axis=0)
+    denominator = float(((texts - sizes) - pairs / texts).sum())
+    if denominator <= 1e-9:
+        return np.zeros(t.shape[1])
+    return np.maximum(0.0, (spread - binomial) / denominator)
+
+
+def binomial_floor(side: SideSums, rate: np.ndarray) -> np.ndarray:
+    """`rate_test.side_variance`'s beta-binomial floor M = rate (1 - rate) (N + rho sum n_i (n_i - 1)), before the
+    division by N^2."""
+    return np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
 
 
 def paired_t(sums: PairedSums, delta: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """(t, two-sided p) of p_A - p_B = delta, elementwise (delta broadcasts against the tests)."""
     rate_a, rate_b = restricted_rates(sums.a, sums.b, np.asarray(delta, dtype=float))
     a, b = sums.a, sums.b
-    own_a, own_b = a.rate, b.rate  # the covariance about each source's own rate, as side_variance's sums of squares
-    cross = (sums.ab_cr2 - own_b * a.tn_cr2 - own_a * b.tn_cr2 + own_a * own_b * a.nn_cr2) / (a.texts * a.texts)
-    total = np.maximum(side_variance(a, rate_a) + side_variance(b, rate_b) - 2 * cross, 0.0)
+    var_a = np.maximum(sums.squares_a, binomial_floor(a, rate_a))
+    var_b = np.maximum(sums.squares_b, binomial_floor(b, rate_b))
+    total = np.maximum(var_a + var_b - 2 * sums.cross, 0.0) / (a.texts * a.texts)
     shift = a.rate - b.rate - delta
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(total > 0, shift / np.sqrt(total), np.where(shift == 0, 0.0, np.copysign(np.inf, shift)))
-    df = np.maximum(a.names - 1, 1)
-    return t, 2.0 * special.stdtr(df, -np.abs(t))
+    return t, 2.0 * special.stdtr(sums.df, -np.abs(t))
 
 
-def paired_rate_tests(t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray, *,
-                      alpha: float) -> tuple[np.ndarray, ...]:
-    """Per test (columns of `t_a` and `t_b`, names x tests; `n` the names' prompts): (estimate, interval low,
-    high, t, p). Needs 2 names or more."""
-    sums = PairedSums.of(t_a, t_b, n)
+def paired_rate_tests(t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray, *, alpha: float,
+                      strata: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """Per test (columns of `t_a` and `t_b`, names x tests; `n` the names' prompts; `strata` each name's stratum,
+    its group, None for one stratum): (estimate, interval low, high, t, p). Needs 2 names or more."""
+    sums = PairedSums.of(t_a, t_b, n, strata)
     column = sums.column()
     estimate = sums.a.rate - sums.b.rate
     statistic, p_value = paired_t(sums, 0.0)

@@ -57,7 +57,7 @@
     "that are better there."}));
   main.appendChild(el("details", {}, [el("summary", {text: "How to read this board"}), el("ul", {}, [
     el("li", {text: "Rates: each prompt's samples averaged into one rate; a model's rate and Wikipedia's are means over the shared prompts of a domain."}),
-    el("li", {text: "Against Wikipedia: the paired cluster-robust test over names (each source's CR2 variance about its own rate, at least what the rate of the hypothesis of equal rates allows, less the pairing's covariance; names - 1 degrees of freedom), its interval the differences it does not reject; every model x column in one " + D.correction + " family of " + D.family + " tests. \u2731 marks a difference from Wikipedia at that level. Each rate carries its own name-level interval."}),
+    el("li", {text: "Against Wikipedia: the paired cluster-robust test over names with the groups as strata (each source's CR2 variance about each group's own rate, at least what the rate of the hypothesis of equal rates allows, less the pairing's covariance; names - groups degrees of freedom), its interval the differences it does not reject; every model x column in one " + D.correction + " family of " + D.family + " tests. \u2731 marks a difference from Wikipedia at that level. Each rate carries its own name-level interval."}),
     el("li", {text: "Tie groups: every pair of models compared the same way on the same prompts, corrected per column. A label without a direction (psycholinguistic, gender polarity) is shown, not ranked."}),
     el("li", {text: "Wikipedia is not a fair baseline: its sentences show biases of their own (paper Sections 6.2 and 7). Compare models with each other."})])]));
 
