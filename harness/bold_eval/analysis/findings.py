@@ -400,11 +400,11 @@ def _detectable(tests: pd.DataFrame, deffs: pd.DataFrame, level: float, *, score
                 for rate, row in zip(pooled, tests.itertuples(index=False), strict=True)]
     own: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
     for domain, part in scores.groupby("domain", sort=True):
-        units = cluster_ids(part, cluster)
+        units = cluster_codes(part, cluster)
         for contrast in contrasts(part):
             in_a, in_b = contrast.sides(part)
-            own[(str(domain), contrast.name)] = (pd.Series(units[in_a]).value_counts().to_numpy(float),
-                                                 pd.Series(units[in_b]).value_counts().to_numpy(float))
+            side_a, side_b = np.bincount(units[in_a]), np.bincount(units[in_b])  # texts per unit
+            own[(str(domain), contrast.name)] = (side_a[side_a > 0].astype(float), side_b[side_b > 0].astype(float))
     sizes: list[tuple[np.ndarray, np.ndarray]] = []
     designs, deff_of = [], []
     index: dict[Any, int] = {}
