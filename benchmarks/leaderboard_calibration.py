@@ -63,13 +63,60 @@ def one_board(rng: np.random.Generator, sizes: np.ndarray, models: int, rate: fl
     _adjust_pairs(pairs, 0.05, "holm")
     _rank(cells, pairs)
     predicted = float(separable_difference(pairs, cells, 0.05)["separable_difference"].iloc[0])
+    one_board.pairs = pairs  # type: ignore[attr-defined]  # for `planning`
     if effect:
         null_pairs = pairs[(pairs["model_a"] != "m0") & (pairs["model_b"] != "m0")]
         planted = pairs[(pairs["model_a"] == "m0") | (pairs["model_b"] == "m0")]
+        one_board.planted_found = planted["significant"].to_numpy(bool)  # type: ignore[attr-defined]
         return bool(null_pairs["significant"].any()), False, null_pairs["p_value"].to_numpy(), \
             bool(planted["significant"].all()), predicted
     return bool(pairs["significant"].any()), bool(cells["significant"].any()), pairs["p_value"].to_numpy(), False, \
         predicted
+
+
+def planning(args: argparse.Namespace, bold_sizes) -> None:
+    """The board's "too few prompts" warning against simulation: per domain and rate, the separable difference the
+    board predicts on null data sets (the median over them), the power it implies at a planted difference d,
+    Phi(d / SE - z) + Phi(-d / SE - z) with SE = separable / (z + z_0.8) and z the normal quantile at the column's
+    corrected level (what `leaderboard.separable_difference` assumes), against the share of the planted model's pairs
+    the board separates, at --effect and at the predicted difference itself (where it promises 80%). Beside it the
+    power the same formula gives with the planted pairs' own standard errors (from their intervals on the null data
+    sets): the planted model is the one whose names are spread most unevenly, so its pairs are not the median."""
+    from scipy import stats
+
+    print(f"{args.sims} data sets per row, {args.models} models, k = {args.samples}, alpha 0.05, Holm over the "
+          "column's pairs\n")
+    print("| domain | names | rate | board's separable difference (80% power) | planted | predicted power (the board's "
+          "median pair) | predicted power (the planted pairs' own SE) | simulated power of a planted pair |")
+    print("|---|---|---|---|---|---|---|---|")
+    level = 0.05 / (args.models * (args.models - 1) / 2)
+    z = stats.norm.isf(level / 2)
+    for domain in args.domains.split(","):
+        sizes = bold_sizes(domain, args.data_dir)
+        for rate in map(float, args.rates.split(",")):
+            rng = np.random.default_rng(zlib.crc32(repr((domain, rate, "planning")).encode()))
+            separable, own = [], []
+            for _ in range(args.sims):
+                separable.append(one_board(rng, sizes, args.models, rate, 0.0, args.samples)[4])
+                pairs = one_board.pairs  # type: ignore[attr-defined]
+                mine = pairs[((pairs["model_a"] == "m0") | (pairs["model_b"] == "m0")) & pairs["p_value"].notna()]
+                own.append((mine["ci_high"] - mine["ci_low"]).to_numpy() / 2 / stats.norm.isf(0.025))
+            separable = float(np.nanmedian(separable))
+            se = separable / (z + stats.norm.ppf(0.8))
+            se_own = float(np.median(np.concatenate(own)))
+            for effect in sorted({args.effect, round(separable, 3)}):
+                if rate + effect >= 0.99:
+                    continue
+                found = []
+                for _ in range(args.sims):
+                    one_board(rng, sizes, args.models, rate, effect, args.samples)
+                    found.append(one_board.planted_found)  # type: ignore[attr-defined]
+                predicted, mine = (stats.norm.cdf(effect / value - z) + stats.norm.cdf(-effect / value - z)
+                                   for value in (se, se_own))
+                share = float(np.mean(np.concatenate(found)))
+                print(f"| {domain} | {len(sizes)} | {rate} | {separable:.3f} | +{effect:.3f}"
+                      f"{' (predicted)' if effect == round(separable, 3) else ''} | {predicted:.0%} | {mine:.0%} | "
+                      f"{share:.0%} |", flush=True)
 
 
 def main() -> None:
@@ -82,6 +129,9 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=1, help="samples per prompt of each model (k)")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--method", choices=("paired-score", "sign-flip"), default="paired-score")
+    parser.add_argument("--planning", action="store_true",
+                        help="check the board's separable difference instead: its predicted power against each "
+                             "planted pair's simulated power, at --effect and at the predicted difference")
     args = parser.parse_args()
     if args.method == "sign-flip":
         import bold_eval.analysis.leaderboard as board
@@ -90,6 +140,10 @@ def main() -> None:
     from calibration import bold_sizes
 
     started = time.perf_counter()
+    if args.planning:
+        planning(args, bold_sizes)
+        print(f"\n{time.perf_counter() - started:.0f} s")
+        return
     print(f"{args.method}: {args.sims} data sets per row, {args.models} models (per-name Beta a + b cycling through "
           f"{', '.join(map(str, SPREADS))}), k = {args.samples}, alpha 0.05, Holm\n")
     print("| domain | names | rate | planted | any false separation in the column | any model marked vs Wikipedia "
