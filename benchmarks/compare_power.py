@@ -43,10 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import calibration  # noqa: E402  (the calibration's helpers: sizes, Beta rates, integer ids, trials, intervals)
 from baselines import sign_flip_difference  # noqa: E402
-from statsmodels.stats.power import ttest_power  # noqa: E402
 
-from bold_eval.analysis.clustered import minimum_detectable_difference, noncentrality  # noqa: E402
-from bold_eval.analysis.compare import contrast_power  # noqa: E402
+from bold_eval.analysis.clustered import minimum_detectable_difference  # noqa: E402
+from bold_eval.analysis.compare import contrast_power, interaction_plan  # noqa: E402
 from bold_eval.analysis.findings import (  # noqa: E402
     TOO_SMALL_DIFFERENCE,
     adjust_together,
@@ -138,6 +137,9 @@ def trial(index: int, *, design: Design, sizes: np.ndarray, seed: int, alpha: fl
              "typical": typical, "too_small": bool(not np.isfinite(typical) or typical > TOO_SMALL_DIFFERENCE),
              "design_effect": float(g01["design_effect"]), "variance_ratio": float(g01["variance_ratio"]),
              "df": float(g01["df"]), "level": alpha / max(family, 1),
+             "counts": (prompts.loc[prompts["group"] == "g01", "name"].value_counts().to_numpy(float),
+                        prompts.loc[prompts["group"] != "g01", "name"].value_counts().to_numpy(float)),
+             "base_rate": float(g01["base_rate"]),
              "old": float(np.sqrt(2) * minimum_detectable_difference(0.5, design.names, design.rest_names,
                                                                      alpha=alpha / max(family, 1)))}]
 
@@ -162,8 +164,7 @@ def design_rows(design: Design, args: argparse.Namespace, sizes: np.ndarray) -> 
         found = int(trials["detected"].sum())
         # the power the banner's plan predicts at this effect, per null data set (its own SE and degrees of freedom:
         # SE = detectable / the noncentrality for 80%), the median over them
-        planned = [predicted_power(effect, row.predicted, row.df, row.level) for row in null.itertuples()
-                   if np.isfinite(row.predicted)]
+        planned = [predicted_power(effect, row) for row in null.itertuples() if np.isfinite(row.predicted)]
         rows.append({"design": f"{design.names} vs {design.rest_names}", "k": design.samples,
                      "prompts": null["prompts"].mean(), "family": null["family"].mean(),
                      "design_effect": null["design_effect"].mean(), "variance_ratio": null["variance_ratio"].mean(),
@@ -176,11 +177,12 @@ def design_rows(design: Design, args: argparse.Namespace, sizes: np.ndarray) -> 
     return rows
 
 
-def predicted_power(effect: float, detectable: float, df: float, level: float) -> float:
-    """The power at `effect` of the t test that `analysis.compare.detectable_interaction` plans for: its SE is the
-    detectable interaction over the noncentrality for 80% power on `df` degrees of freedom at `level`."""
-    shift = noncentrality(round(df, 1), level, 0.8)
-    return float(ttest_power(effect / (detectable / shift), nobs=1, alpha=level / 2, df=df, alternative="larger"))
+def predicted_power(effect: float, row: Any) -> float:
+    """The power at `effect` that `analysis.compare.detectable_interaction` plans for g01 on a null data set
+    (`analysis.compare.interaction_plan`, from that data set's design)."""
+    plan = interaction_plan(row.counts, base_rate=row.base_rate, variance_ratio=row.variance_ratio,
+                            deff=row.design_effect, level=row.level)
+    return float(plan.power(np.array([effect]), np.array([row.base_rate]))[0])
 
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:

@@ -386,7 +386,7 @@ def _stack(sides: Sequence[PlannedSide]) -> PlannedSide:
 
     names, texts, pairs = (np.concatenate([side[k] for side in sides]) for k in range(3))
     return PlannedSide(names, texts, pairs, joined([side.squares for side in sides]),
-                       joined([side.spread for side in sides]))
+                       joined([side.spread for side in sides]), np.concatenate([side.effective for side in sides]))
 
 
 def design_correlation(deff: float, sizes: np.ndarray) -> float:
@@ -467,15 +467,17 @@ class PlannedSide(NamedTuple):
     pairs: np.ndarray
     squares: QuadraticForm
     spread: QuadraticForm
+    effective: np.ndarray  # (sum v)^2 / sum v^2, v = n (1 + (n - 1) rho): the test's names without the floor
 
     @classmethod
     def of(cls, sizes: np.ndarray, rho: float) -> PlannedSide:
         """One side from its texts per name."""
         n = np.asarray(sizes, dtype=float)
         share = n / n.sum()
+        v = n * (1 + (n - 1) * rho)
         return cls(np.array([float(len(n))]), np.array([n.sum()]), np.array([(n * (n - 1)).sum()]),
                    QuadraticForm.of(np.where(share < 1, 1 / np.maximum(1 - share, 1e-12), 1.0), n, rho),
-                   QuadraticForm.of(1 / n, n, rho))
+                   QuadraticForm.of(1 / n, n, rho), np.array([min(v.sum() ** 2 / (v * v).sum(), float(len(n)))]))
 
 
 class PowerPlan(NamedTuple):
@@ -501,19 +503,23 @@ class PowerPlan(NamedTuple):
     rho: np.ndarray
     level: float
     centred: bool = False
+    spread: float | None = None  # without the floor: each text's variance, whatever the difference (a difference
+    #   of two sources: v p (1 - p)); None: p_s (1 - p_s) at each side's rate, and the binomial floor
 
     @classmethod
-    def of(cls, a: PlannedSide, b: PlannedSide, rho: Any, level: float, *, centred: bool = False) -> PowerPlan:
-        return cls(a, b, np.broadcast_to(np.asarray(rho, dtype=float), a.names.shape).copy(), level, centred)
+    def of(cls, a: PlannedSide, b: PlannedSide, rho: Any, level: float, *, centred: bool = False,
+           spread: float | None = None) -> PowerPlan:
+        return cls(a, b, np.broadcast_to(np.asarray(rho, dtype=float), a.names.shape).copy(), level, centred,
+                   spread)
 
     def take(self, rows: np.ndarray) -> PowerPlan:
         """The plan of the designs at `rows`."""
         def side(planned: PlannedSide) -> PlannedSide:
             return PlannedSide(planned.names[rows], planned.texts[rows], planned.pairs[rows],
                                QuadraticForm(*(field[rows] for field in planned.squares)),
-                               QuadraticForm(*(field[rows] for field in planned.spread)))
+                               QuadraticForm(*(field[rows] for field in planned.spread)), planned.effective[rows])
 
-        return PowerPlan(side(self.a), side(self.b), self.rho[rows], self.level, self.centred)
+        return PowerPlan(side(self.a), side(self.b), self.rho[rows], self.level, self.centred, self.spread)
 
     def rates(self, shift: np.ndarray, rate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The sides' rates at a difference `shift`: centred on `rate` (rate +- shift / 2) when `centred`, else
@@ -525,12 +531,13 @@ class PowerPlan(NamedTuple):
     def power(self, shift: np.ndarray, rate: np.ndarray) -> np.ndarray:
         """The test's power at each design's difference `shift` and rate `rate` (arrays, one entry per design)."""
         shift, rate = np.asarray(shift, dtype=float), np.asarray(rate, dtype=float)
-        rate_a, rate_b = self.rates(shift, rate)
+        rate_a, rate_b = self.rates(shift, rate) if self.spread is None else (rate, rate)
         first, second = _LATTICE
         true_a, var_a = self._side(self.a, rate_a, rate, first)
         true_b, var_b = self._side(self.b, rate_b, rate, second)
         variance = var_a + var_b
-        df_a, df_b = (np.maximum(side.names - 1.0, 1.0)[:, None] for side in (self.a, self.b))
+        df_a, df_b = (np.maximum((side.names if self.spread is None else side.effective) - 1.0, 1.0)[:, None]
+                      for side in (self.a, self.b))
         with np.errstate(divide="ignore", invalid="ignore"):
             df = variance ** 2 / (var_a ** 2 / df_a + var_b ** 2 / df_b)
             threshold = _t_critical(np.where(np.isfinite(df), df, 1.0), self.level) * np.sqrt(variance)
@@ -542,11 +549,13 @@ class PowerPlan(NamedTuple):
               normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(true variance of the side's rate, the test's variance at the chi-square quantiles of the lattice's
         normal quantiles `normal`)."""
-        pq = own * (1 - own)
+        pq = own * (1 - own) if self.spread is None else np.full(own.shape, self.spread)
         texts = side.texts[:, None]
         true = pq * (side.texts + self.rho * side.pairs) / side.texts ** 2
         squares = ((pq * side.squares.mean / side.texts ** 2)[:, None]
                    * _chi2_quantiles(side.squares.degrees(own, self.rho), normal))
+        if self.spread is not None:
+            return true, squares
         between = (pq * side.spread.mean)[:, None] * _chi2_quantiles(side.spread.degrees(own, self.rho), normal)
         denominator = (side.texts - side.names - side.pairs / side.texts)[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -565,12 +574,15 @@ class PowerPlan(NamedTuple):
         towards 1."""
         rate = np.asarray(rate, dtype=float)
         total = self.a.texts + self.b.texts
-        if self.centred:
+        if self.spread is not None:  # no rate to keep within [0, 1]: "over 100 points" is a finding too
+            largest = np.full(rate.shape, 10.0)
+        elif self.centred:
             largest = 2 * np.minimum(rate, 1 - rate)
         else:
             largest = np.minimum((1 - rate) * total / self.b.texts, rate * total / self.a.texts)
-        spread = rate * (1 - rate) * ((self.a.texts + self.rho * self.a.pairs) / self.a.texts ** 2
-                                      + (self.b.texts + self.rho * self.b.pairs) / self.b.texts ** 2)
+        spread = (rate * (1 - rate) if self.spread is None else self.spread) * (
+            (self.a.texts + self.rho * self.a.pairs) / self.a.texts ** 2
+            + (self.b.texts + self.rho * self.b.pairs) / self.b.texts ** 2)
         guess = (special.ndtri(1 - self.level / 2) + special.ndtri(power)) * np.sqrt(spread)
         high = np.minimum(1.25 * guess, largest)
         power_high = self.power(high, rate)
