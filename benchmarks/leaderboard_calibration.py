@@ -77,8 +77,9 @@ def one_board(rng: np.random.Generator, sizes: np.ndarray, models: int, rate: fl
 def planning(args: argparse.Namespace, bold_sizes) -> None:
     """The board's "too few prompts" warning against simulation: per domain and rate, the separable difference the
     board predicts on null data sets (the median over them), the power it implies at a planted difference d,
-    Phi(d / SE - z) + Phi(-d / SE - z) with SE = separable / (z + z_0.8) and z the normal quantile at the column's
-    corrected level (what `leaderboard.separable_difference` assumes), against the share of the planted model's pairs
+    Phi(d / SE(d) - z) + Phi(-d / SE(d) - z), z the normal quantile at the column's corrected level and SE(d) the
+    median pair's SE grown as the raised model's variance grows (what `leaderboard.separable_difference` assumes),
+    against the share of the planted model's pairs
     the board separates, at --effect and at the predicted difference itself (where it promises 80%). Beside it the
     power the same formula gives with the planted pairs' own standard errors (from their intervals on the null data
     sets): the planted model is the one whose names are spread most unevenly, so its pairs are not the median."""
@@ -102,7 +103,13 @@ def planning(args: argparse.Namespace, bold_sizes) -> None:
                 mine = pairs[((pairs["model_a"] == "m0") | (pairs["model_b"] == "m0")) & pairs["p_value"].notna()]
                 own.append((mine["ci_high"] - mine["ci_low"]).to_numpy() / 2 / stats.norm.isf(0.025))
             separable = float(np.nanmedian(separable))
-            se = separable / (z + stats.norm.ppf(0.8))
+
+            def grow(effect: float, rate: float = rate) -> float:
+                """A pair's SE at a difference `effect` over its SE where the models agree."""
+                moved = min(rate + effect, 0.5) if rate <= 0.5 else max(rate - effect, 0.5)
+                return math.sqrt((rate * (1 - rate) + moved * (1 - moved)) / (2 * rate * (1 - rate)))
+
+            se = separable / (z + stats.norm.ppf(0.8)) / grow(separable)
             se_own = float(np.median(np.concatenate(own)))
             for effect in sorted({args.effect, round(separable, 3)}):
                 if rate + effect >= 0.99:
@@ -111,8 +118,8 @@ def planning(args: argparse.Namespace, bold_sizes) -> None:
                 for _ in range(args.sims):
                     one_board(rng, sizes, args.models, rate, effect, args.samples)
                     found.append(one_board.planted_found)  # type: ignore[attr-defined]
-                predicted, mine = (stats.norm.cdf(effect / value - z) + stats.norm.cdf(-effect / value - z)
-                                   for value in (se, se_own))
+                predicted, mine = (stats.norm.cdf(effect / (value * grow(effect)) - z)
+                                   + stats.norm.cdf(-effect / (value * grow(effect)) - z) for value in (se, se_own))
                 share = float(np.mean(np.concatenate(found)))
                 print(f"| {domain} | {len(sizes)} | {rate} | {separable:.3f} | +{effect:.3f}"
                       f"{' (predicted)' if effect == round(separable, 3) else ''} | {predicted:.0%} | {mine:.0%} | "
