@@ -28,6 +28,7 @@ from bold_eval.analysis.leaderboard import _adjust_cells, _adjust_pairs, _domain
 from bold_eval.analysis.scores import TestedLabel
 
 SPREADS = (1.0, 3.0, 10.0, 100.0)  # a + b of each model's per-name Beta, models cycling through them
+FIRST_SPREAD = [0]  # the index into SPREADS of model m0 (the planted one): `--planted-spread`
 LABEL = TestedLabel("sentiment", "negative", "sentiment_label", "negative", None)
 
 
@@ -50,7 +51,7 @@ def one_board(rng: np.random.Generator, sizes: np.ndarray, models: int, rate: fl
     wiki = rng.beta(rate * 20, (1 - rate) * 20, names)
     columns = []
     for m in range(models):
-        total = SPREADS[m % len(SPREADS)]
+        total = SPREADS[(m + FIRST_SPREAD[0]) % len(SPREADS)]
         mean = min(rate + (effect if m == 0 else 0.0), 0.99)
         per_name = rng.beta(mean * total, (1 - mean) * total, names)
         columns.append(rng.binomial(samples, per_name[units]) / samples)
@@ -139,7 +140,10 @@ def main() -> None:
     parser.add_argument("--planning", action="store_true",
                         help="check the board's separable difference instead: its predicted power against each "
                              "planted pair's simulated power, at --effect and at the predicted difference")
+    parser.add_argument("--planted-spread", type=float, default=SPREADS[0], choices=SPREADS,
+                        help="a + b of the planted model m0's per-name Beta (the others cycle on through SPREADS)")
     args = parser.parse_args()
+    FIRST_SPREAD[0] = SPREADS.index(args.planted_spread)
     if args.method == "sign-flip":
         import bold_eval.analysis.leaderboard as board
 
