@@ -611,8 +611,17 @@ class PowerPlan(NamedTuple):
             high, power_high = np.where(down, low, high), np.where(down, power_low, power_high)
             low = np.where(down, low / 2, low)
             power_low = np.where(down, self.power(low, rate), power_low)
+        found = self._regula_falsi(rate, power, (low, high), (power_low, power_high))
+        return np.where(power_high >= power, found, np.nan)
+
+    def _regula_falsi(self, rate: np.ndarray, power: float, bracket: tuple[np.ndarray, np.ndarray],
+                      powers: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """The difference within each `bracket` (low not found, high found; their `powers`) where the power's probit
+        crosses that of `power`: `PLANNING_STEPS` steps of regula falsi, Illinois' variant (the weight of an end
+        that stays twice in a row is halved)."""
+        low, high = bracket
         target = special.ndtri(power)
-        f_low, f_high = (special.ndtri(np.clip(value, 1e-12, 1 - 1e-12)) - target for value in (power_low, power_high))
+        f_low, f_high = (special.ndtri(np.clip(value, 1e-12, 1 - 1e-12)) - target for value in powers)
         side = np.zeros(len(rate))
         for _ in range(PLANNING_STEPS):
             gap = np.where(f_high > f_low, f_high - f_low, 1.0)
@@ -620,12 +629,11 @@ class PowerPlan(NamedTuple):
             middle = np.clip(middle, low, high)
             f_middle = special.ndtri(np.clip(self.power(middle, rate), 1e-12, 1 - 1e-12)) - target
             above = f_middle >= 0
-            # Illinois: halve the weight of the end that stays twice in a row
             f_low = np.where(above, np.where(side == -1, f_low / 2, f_low), f_middle)
             f_high = np.where(above, f_middle, np.where(side == 1, f_high / 2, f_high))
             low, high = np.where(above, low, middle), np.where(above, middle, high)
             side = np.where(above, -1.0, 1.0)
-        return np.where(power_high >= power, high, np.nan)
+        return high
 
 
 @lru_cache(maxsize=64)
