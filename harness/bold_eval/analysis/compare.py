@@ -466,10 +466,10 @@ def comparability(compared: ComparedRuns, *, alpha: float, family: int, cluster:
     `contrast_power` gives each contrast's detectable interaction, the interaction the test finds with 80% power
     (`detectable_interaction`; SE = sqrt(v p (1 - p) deff (1 / n_a + 1 / n_b)) for equal names), with v, deff and
     p measured on the runs' per-prompt differences (`difference_design`); the typical contrast is the median over
-    the testable ones (two names or more a side, enough arrangements of them to reach the level). A domain is too small when no contrast is
-    testable or that interaction exceeds 20 points (`findings.TOO_SMALL_DIFFERENCE`). Counting each name as one
-    coin flip at 50% per run, whatever its prompts, would call 50 names against 250 too few where the test finds
-    20 points; the runs' own per-prompt differences are what the test sees.
+    the testable ones (two names or more a side, enough arrangements of them to reach the level). A domain is too
+    small when no contrast is testable or that interaction exceeds 20 points (`findings.TOO_SMALL_DIFFERENCE`).
+    Counting each name as one coin flip at 50% per run, whatever its prompts, would call 50 names against 250 too
+    few where the test finds 20 points; the runs' own per-prompt differences are what the test sees.
     """
     level = alpha / max(family, 1)
     prompts = compared.prompts()
