@@ -398,10 +398,10 @@ def design_correlation(deff: float, sizes: np.ndarray) -> float:
 
 
 # Points of the two sides' chi-square quantiles that the planned power averages over (`PowerPlan`), a Fibonacci
-# lattice of 89 points with step 55: the sums of squares the test compares with its floor are noisy, and their
-# noise matters most where the names are few.
-PLANNING_POINTS = 89
-PLANNING_LATTICE_STEP = 55
+# lattice of 55 points with step 34: the sums of squares the test compares with its floor are noisy, and their
+# noise matters most where the names are few (89 points move a planned difference by at most 0.1%).
+PLANNING_POINTS = 55
+PLANNING_LATTICE_STEP = 34
 # The t quantiles of the planned power: log critical value interpolated in log degrees of freedom on this many
 # points from 1 to 1e6 (relative error below 1e-4 at the levels a report corrects to).
 PLANNING_DF_POINTS = 600
