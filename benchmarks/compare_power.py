@@ -45,7 +45,7 @@ import calibration  # noqa: E402  (the calibration's helpers: sizes, Beta rates,
 from baselines import sign_flip_difference  # noqa: E402
 
 from bold_eval.analysis.clustered import minimum_detectable_difference  # noqa: E402
-from bold_eval.analysis.compare import contrast_power  # noqa: E402
+from bold_eval.analysis.compare import contrast_power, interaction_plan  # noqa: E402
 from bold_eval.analysis.findings import (  # noqa: E402
     TOO_SMALL_DIFFERENCE,
     adjust_together,
@@ -136,6 +136,10 @@ def trial(index: int, *, design: Design, sizes: np.ndarray, seed: int, alpha: fl
              "interaction": float(planted["interaction"]), "predicted": float(g01["detectable_interaction"]),
              "typical": typical, "too_small": bool(not np.isfinite(typical) or typical > TOO_SMALL_DIFFERENCE),
              "design_effect": float(g01["design_effect"]), "variance_ratio": float(g01["variance_ratio"]),
+             "df": float(g01["df"]), "level": alpha / max(family, 1),
+             "counts": (prompts.loc[prompts["group"] == "g01", "name"].value_counts().to_numpy(float),
+                        prompts.loc[prompts["group"] != "g01", "name"].value_counts().to_numpy(float)),
+             "base_rate": float(g01["base_rate"]),
              "old": float(np.sqrt(2) * minimum_detectable_difference(0.5, design.names, design.rest_names,
                                                                      alpha=alpha / max(family, 1)))}]
 
@@ -158,6 +162,9 @@ def design_rows(design: Design, args: argparse.Namespace, sizes: np.ndarray) -> 
     for effect in effects:
         trials = simulate(Design(**{**design.__dict__, "effect": effect}), args.sims, args, sizes)
         found = int(trials["detected"].sum())
+        # the power the banner's plan predicts at this effect, per null data set (its own SE and degrees of freedom:
+        # SE = detectable / the noncentrality for 80%), the median over them
+        planned = [predicted_power(effect, row) for row in null.itertuples() if np.isfinite(row.predicted)]
         rows.append({"design": f"{design.names} vs {design.rest_names}", "k": design.samples,
                      "prompts": null["prompts"].mean(), "family": null["family"].mean(),
                      "design_effect": null["design_effect"].mean(), "variance_ratio": null["variance_ratio"].mean(),
@@ -165,20 +172,30 @@ def design_rows(design: Design, args: argparse.Namespace, sizes: np.ndarray) -> 
                      "too_small": float(null["too_small"].mean()), "effect": effect,
                      "at_predicted": effect == round(predicted, 3), "estimate": trials["interaction"].mean(),
                      "sims": len(trials), "power": calibration.rate_with_interval(found, len(trials)),
+                     "planned": float(np.median(planned)) if planned else np.nan,
                      "method": " / ".join(sorted(set(trials["method"].astype(str)) - {""}))})
     return rows
+
+
+def predicted_power(effect: float, row: Any) -> float:
+    """The power at `effect` that `analysis.compare.detectable_interaction` plans for g01 on a null data set
+    (`analysis.compare.interaction_plan`, from that data set's design)."""
+    plan = interaction_plan(row.counts, base_rate=row.base_rate, variance_ratio=row.variance_ratio,
+                            deff=row.design_effect, level=row.level)
+    return float(plan.power(np.array([effect]), np.array([row.base_rate]))[0])
 
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     header = ["names (g01 vs rest)", "k", "prompts", "tests", "design effect of d", "v = Var(d) / p(1-p)",
               "old prediction (coin flip per name)", "new prediction for g01", "banner's typical contrast",
               "banner: too few prompts", "planted interaction", "mean estimate", "data sets",
-              "power: found [95% CI]", "interaction test"]
+              "predicted power", "power: found [95% CI]", "interaction test"]
     cells = [(r["design"], r["k"], f"{r['prompts']:.0f}", f"{r['family']:.0f}", f"{r['design_effect']:.2f}",
               f"{r['variance_ratio']:.2f}", _points(r["old"]), _points(r["predicted"]), _points(r["typical"]),
               f"{100 * r['too_small']:.0f}% of data sets",
               f"+{100 * r['effect']:.1f} points" + (" (predicted)" if r["at_predicted"] else ""),
               f"{100 * r['estimate']:+.1f} points", r["sims"],
+              f"{100 * r['planned']:.0f}%" if np.isfinite(r["planned"]) else "not testable",
               f"{100 * r['power'][0]:.0f}% [{100 * r['power'][1]:.0f}, {100 * r['power'][2]:.0f}]", r["method"])
              for r in rows]
     return calibration.markdown_table(header, cells)

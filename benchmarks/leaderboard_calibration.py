@@ -28,6 +28,7 @@ from bold_eval.analysis.leaderboard import _adjust_cells, _adjust_pairs, _domain
 from bold_eval.analysis.scores import TestedLabel
 
 SPREADS = (1.0, 3.0, 10.0, 100.0)  # a + b of each model's per-name Beta, models cycling through them
+FIRST_SPREAD = [0]  # the index into SPREADS of model m0 (the planted one): `--planted-spread`
 LABEL = TestedLabel("sentiment", "negative", "sentiment_label", "negative", None)
 
 
@@ -60,7 +61,7 @@ def one_board(rng: np.random.Generator, sizes: np.ndarray, groups: np.ndarray | 
     wiki = rng.beta(rate * 20, (1 - rate) * 20, names)
     columns = []
     for m in range(models):
-        total = SPREADS[m % len(SPREADS)]
+        total = SPREADS[(m + FIRST_SPREAD[0]) % len(SPREADS)]
         mean = min(rate + (effect if m == 0 else 0.0), 0.99)
         per_name = rng.beta(mean * total, (1 - mean) * total, names)
         columns.append(rng.binomial(samples, per_name[units]) / samples)
@@ -73,13 +74,68 @@ def one_board(rng: np.random.Generator, sizes: np.ndarray, groups: np.ndarray | 
     _adjust_pairs(pairs, 0.05, "holm")
     _rank(cells, pairs)
     predicted = float(separable_difference(pairs, cells, 0.05)["separable_difference"].iloc[0])
+    one_board.pairs = pairs  # type: ignore[attr-defined]  # for `planning`
     if effect:
         null_pairs = pairs[(pairs["model_a"] != "m0") & (pairs["model_b"] != "m0")]
         planted = pairs[(pairs["model_a"] == "m0") | (pairs["model_b"] == "m0")]
+        one_board.planted_found = planted["significant"].to_numpy(bool)  # type: ignore[attr-defined]
         return bool(null_pairs["significant"].any()), False, null_pairs["p_value"].to_numpy(), \
             bool(planted["significant"].all()), predicted
     return bool(pairs["significant"].any()), bool(cells["significant"].any()), pairs["p_value"].to_numpy(), False, \
         predicted
+
+
+def planning(args: argparse.Namespace) -> None:
+    """The board's "too few prompts" warning against simulation: per domain and rate, the separable difference the
+    board predicts on null data sets (the median over them), the power it implies at a planted difference d,
+    Phi(d / SE(d) - z) + Phi(-d / SE(d) - z), z the normal quantile at the column's corrected level and SE(d) the
+    median pair's SE grown as the raised model's variance grows (what `leaderboard.separable_difference` assumes),
+    against the share of the planted model's pairs
+    the board separates, at --effect and at the predicted difference itself (where it promises 80%). Beside it the
+    power the same formula gives with the planted pairs' own standard errors (from their intervals on the null data
+    sets): the planted model is the one whose names are spread most unevenly, so its pairs are not the median."""
+    from scipy import stats
+
+    print(f"{args.sims} data sets per row, {args.models} models, k = {args.samples}, alpha 0.05, Holm over the "
+          "column's pairs\n")
+    print("| domain | names | rate | board's separable difference (80% power) | planted | predicted power (the board's "
+          "median pair) | predicted power (the planted pairs' own SE) | simulated power of a planted pair |")
+    print("|---|---|---|---|---|---|---|---|")
+    level = 0.05 / (args.models * (args.models - 1) / 2)
+    z = stats.norm.isf(level / 2)
+    for domain in args.domains.split(","):
+        sizes, groups = bold_design(domain, args.data_dir)
+        strata = groups if args.strata == "groups" else None
+        for rate in map(float, args.rates.split(",")):
+            rng = np.random.default_rng(zlib.crc32(repr((domain, rate, "planning")).encode()))
+            separable, own = [], []
+            for _ in range(args.sims):
+                separable.append(one_board(rng, sizes, strata, args.models, rate, 0.0, args.samples)[4])
+                pairs = one_board.pairs  # type: ignore[attr-defined]
+                mine = pairs[((pairs["model_a"] == "m0") | (pairs["model_b"] == "m0")) & pairs["p_value"].notna()]
+                own.append((mine["ci_high"] - mine["ci_low"]).to_numpy() / 2 / stats.norm.isf(0.025))
+            separable = float(np.nanmedian(separable))
+
+            def grow(effect: float, rate: float = rate) -> float:
+                """A pair's SE at a difference `effect` over its SE where the models agree."""
+                moved = min(rate + effect, 0.5) if rate <= 0.5 else max(rate - effect, 0.5)
+                return math.sqrt((rate * (1 - rate) + moved * (1 - moved)) / (2 * rate * (1 - rate)))
+
+            se = separable / (z + stats.norm.ppf(0.8)) / grow(separable)
+            se_own = float(np.median(np.concatenate(own)))
+            for effect in sorted({args.effect, round(separable, 3)}):
+                if rate + effect >= 0.99:
+                    continue
+                found = []
+                for _ in range(args.sims):
+                    one_board(rng, sizes, strata, args.models, rate, effect, args.samples)
+                    found.append(one_board.planted_found)  # type: ignore[attr-defined]
+                predicted, mine = (stats.norm.cdf(effect / (value * grow(effect)) - z)
+                                   + stats.norm.cdf(-effect / (value * grow(effect)) - z) for value in (se, se_own))
+                share = float(np.mean(np.concatenate(found)))
+                print(f"| {domain} | {len(sizes)} | {rate} | {separable:.3f} | +{effect:.3f}"
+                      f"{' (predicted)' if effect == round(separable, 3) else ''} | {predicted:.0%} | {mine:.0%} | "
+                      f"{share:.0%} |", flush=True)
 
 
 def main() -> None:
@@ -94,12 +150,22 @@ def main() -> None:
     parser.add_argument("--method", choices=("paired-score", "sign-flip"), default="paired-score")
     parser.add_argument("--strata", choices=("groups", "none"), default="groups",
                         help="the paired test's strata: the names' BOLD groups (as the board tests), or none")
+    parser.add_argument("--planning", action="store_true",
+                        help="check the board's separable difference instead: its predicted power against each "
+                             "planted pair's simulated power, at --effect and at the predicted difference")
+    parser.add_argument("--planted-spread", type=float, default=SPREADS[0], choices=SPREADS,
+                        help="a + b of the planted model m0's per-name Beta (the others cycle on through SPREADS)")
     args = parser.parse_args()
+    FIRST_SPREAD[0] = SPREADS.index(args.planted_spread)
     if args.method == "sign-flip":
         import bold_eval.analysis.leaderboard as board
 
         board.paired_rate_tests = sign_flip_tests
     started = time.perf_counter()
+    if args.planning:
+        planning(args)
+        print(f"\n{time.perf_counter() - started:.0f} s")
+        return
     print(f"{args.method} ({args.strata} as strata): {args.sims} data sets per row, {args.models} models (per-name "
           f"Beta a + b cycling through {', '.join(map(str, SPREADS))}), k = {args.samples}, alpha 0.05, Holm\n")
     print("| domain | names | rate | planted | any false separation in the column | any model marked vs Wikipedia "

@@ -244,50 +244,70 @@ def rows(args: argparse.Namespace) -> None:
 
 
 def planning_rows(args: argparse.Namespace) -> None:
-    """Power planning against simulation: the report's smallest detectable difference for a typical group
-    (`findings.power_table`: the group of median size, a label near 50%, the domain's design effect, 80% power at
-    alpha / m on the test's degrees of freedom) and the power it predicts at half, once and 1.5 times that
-    difference, next to the test's power simulated at each, the groups' rates 0.5 -+ shift / 2."""
-    from statsmodels.stats.power import ttest_power
-
-    from bold_eval.analysis.clustered import minimum_detectable_difference
+    """Power planning against simulation. Per domain, its typical group (`findings.power_table`: the group of median
+    texts) and its smallest group of 4-9 names where it has one, at rho 0.01 and 0.1 (the domain's design effect
+    from it): the smallest detectable difference the report prints (80% power at alpha / m), and the power predicted
+    at half, once and 1.5 times it (`clustered.PowerPlan`, the plan the printed number came from), next to the test's
+    power simulated at each on BOLD's real design (the group's own texts per name). Two plans: `power_table`'s, a
+    label near 50% with the sides at 0.5 -+ shift / 2; and a findings row's `detectable` for a rare label, 3% of
+    both sides' texts together, the group above the rest."""
+    from bold_eval.analysis.clustered import PlannedSide, PowerPlan, design_correlation, minimum_detectable_difference
+    from bold_eval.analysis.rate_test import min_attainable_p
 
     level = args.alpha / args.family
-    print("\n| domain | typical group | names / texts | rho | design effect | smallest detectable (80%) | shift | "
-          "predicted power | simulated power |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| domain | group | names / texts | rho | design effect | rate (plan) | smallest detectable (80%) | "
+          "shift | predicted power | simulated power |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for domain in ("gender", "race", "profession", "religious_ideology", "political_ideology"):
         if args.domains and domain not in args.domains.split(","):
             continue
         design = Design.load(domain)
         texts_per_group = np.bincount(design.group, weights=design.texts)
         names_per_group = np.bincount(design.group)
-        order = np.argsort(texts_per_group)
-        typical = int(order[len(order) // 2]) if len(order) > 2 else int(order[0])
-        in_a = design.group == typical
-        n_a, n_b = float(design.texts[in_a].sum()), float(design.texts[~in_a].sum())
-        g_a, g_b = float(names_per_group[typical]), float(len(in_a) - names_per_group[typical])
-        for rho_value in (0.01, 0.1):
-            rho = np.full(len(in_a), rho_value)
-            deff = 1 + (float((design.texts ** 2).sum() / design.texts.sum()) - 1) * rho_value
+        order = np.argsort(texts_per_group, kind="stable")
+        chosen = [int(order[len(order) // 2]) if len(order) > 2 else int(order[0])]
+        small = [k for k in order if 4 <= names_per_group[k] <= 9]
+        if small:
+            chosen.append(int(small[len(small) // 2]))
+        for group in chosen:
+            in_a = design.group == group
             sizes = (design.texts[in_a], design.texts[~in_a])
-            detectable = minimum_detectable_difference(0.5, n_a, n_b, deff=deff, alpha=level, sizes=sizes)
-            var_a, var_b = (0.25 * float((side * (1 + (side - 1) * rho_value)).sum()) / side.sum() ** 2
-                            for side in sizes)
-            df = (var_a + var_b) ** 2 / (var_a ** 2 / (g_a - 1) + var_b ** 2 / (g_b - 1))
-            for factor in (0.5, 1.0, 1.5):
-                shift = min(detectable * factor, 0.9)
-                predicted = float(ttest_power(shift / np.sqrt(var_a + var_b), nobs=1, alpha=level / 2, df=df,
-                                              alternative="larger"))
-                rng = np.random.default_rng(seed_of("planning", domain, rho_value, factor))
-                data = []
-                for _ in range(args.replicates):
-                    rates = _beta(rng, np.where(in_a, 0.5 + shift / 2, 0.5 - shift / 2), rho)
-                    data.append(rng.binomial(design.texts.astype(int), rates).astype(float))
-                tests = run_tests(data, design, in_a, args.alpha, True)
-                simulated = float(np.mean([t.testable and t.p_value <= level for t in tests]))
-                print(f"| {domain} | {design.groups[typical]} | {int(g_a)} / {int(n_a)} | {rho_value} | {deff:.2f} | "
-                      f"{detectable:.3f} | {shift:.3f} | {predicted:.0%} | {simulated:.0%} |", flush=True)
+            n_a, n_b = float(sizes[0].sum()), float(sizes[1].sum())
+            g_a, g_b = float(in_a.sum()), float((~in_a).sum())
+            for rho_value in (0.01, 0.1):
+                rho = np.full(len(in_a), rho_value)
+                deff = 1 + (float((design.texts ** 2).sum() / design.texts.sum()) - 1) * rho_value
+                correlation = design_correlation(deff, design.texts)
+                for rate, centred in ((0.5, True), (0.03, False)):
+                    detectable = minimum_detectable_difference(rate, n_a, n_b, deff=deff, alpha=level, sizes=sizes,
+                                                               centred=centred)
+                    plan = PowerPlan.of(PlannedSide.of(sizes[0], correlation), PlannedSide.of(sizes[1], correlation),
+                                        correlation, level, centred=centred)
+                    label = f"{rate:g} ({'power table: 0.5 -+ shift / 2' if centred else 'a row: both sides'})"
+                    if min_attainable_p(g_a, g_b, n_a, n_b) > args.alpha:
+                        print(f"| {domain} | {design.groups[group]} | {int(g_a)} / {int(n_a)} | {rho_value} | "
+                              f"{deff:.2f} | {label} | none (too few names to test) | | | |", flush=True)
+                        continue
+                    if not np.isfinite(detectable):
+                        print(f"| {domain} | {design.groups[group]} | {int(g_a)} / {int(n_a)} | {rho_value} | "
+                              f"{deff:.2f} | {label} | none (more than the rate allows) | | | |", flush=True)
+                        continue
+                    for factor in (0.5, 1.0, 1.5):
+                        shift = detectable * factor
+                        rate_a, rate_b = (float(value[0]) for value in plan.rates(np.array([shift]), np.array([rate])))
+                        if not (0 < rate_b and rate_a < 1):
+                            continue
+                        predicted = float(plan.power(np.array([shift]), np.array([rate]))[0])
+                        rng = np.random.default_rng(seed_of("planning", domain, group, rho_value, rate, factor))
+                        data = []
+                        for _ in range(args.replicates):
+                            rates = _beta(rng, np.where(in_a, rate_a, rate_b), rho)
+                            data.append(rng.binomial(design.texts.astype(int), rates).astype(float))
+                        tests = run_tests(data, design, in_a, args.alpha, True)
+                        simulated = float(np.mean([t.testable and t.p_value <= level for t in tests]))
+                        print(f"| {domain} | {design.groups[group]} | {int(g_a)} / {int(n_a)} | {rho_value} | "
+                              f"{deff:.2f} | {label} | {detectable:.3f} | {shift:.3f} | {predicted:.0%} | "
+                              f"{simulated:.0%} |", flush=True)
 
 
 def main() -> None:

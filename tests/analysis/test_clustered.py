@@ -24,9 +24,12 @@ from bold_eval.analysis.clustered import (
     check_correction,
     cluster_ids,
     confidence_label,
+    design_correlation,
     design_effect,
+    detectable_differences,
     difference_test,
     minimum_detectable_difference,
+    noncentrality,
 )
 from bold_eval.analysis.results import DifferenceTest
 from bold_eval.core.errors import UsageError
@@ -187,6 +190,90 @@ def test_minimum_detectable_difference_shrinks_n_by_the_design_effect() -> None:
     assert math.isnan(minimum_detectable_difference(0.0, 400, 800))
     assert math.isnan(minimum_detectable_difference(1.0, 400, 800))
     assert math.isnan(minimum_detectable_difference(0.3, 4, 800, deff=4.0))
+
+
+# Twelve pages of unequal length (94 sentences, as BOLD's judaism) against 68 pages of 8, names alike (rho 0.01):
+# the design where a plan that ignores the test's floor and the noise of its sums of squares promised too much.
+SMALL_GROUP = np.array([1, 1, 2, 2, 3, 4, 5, 6, 8, 10, 20, 32], dtype=float)
+REST = np.full(68, 8.0)
+
+
+def _simulated_power(sizes: tuple[np.ndarray, np.ndarray], rate_a: float, rate_b: float, rho: float, level: float,
+                     replicates: int, seed: int) -> float:
+    """The findings' test's power (p <= level) on beta-binomial names, seeded."""
+    from bold_eval.analysis.rate_test import rate_tests
+
+    rng = np.random.default_rng(seed)
+    n = np.concatenate(sizes)
+    in_a = np.r_[np.ones(len(sizes[0]), bool), np.zeros(len(sizes[1]), bool)]
+    mean = np.where(in_a, rate_a, rate_b)
+    total = (1 - rho) / rho
+    t = [rng.binomial(n.astype(int), rng.beta(mean * total, (1 - mean) * total)).astype(float)
+         for _ in range(replicates)]
+    tests = rate_tests(t, [n] * replicates, [in_a] * replicates, alpha=0.05, floor=[True] * replicates)
+    return float(np.mean([test.testable and test.p_value <= level for test in tests]))
+
+
+def test_the_planned_difference_is_found_as_often_as_planned_where_names_are_few() -> None:
+    """At the smallest detectable difference the plan gives for twelve unequal pages against 68 (rho 0.01, a label
+    near 50%, alpha / 36), the test itself finds the difference 80% of the time (400 seeded data sets: +-2 standard
+    errors is 4 points; 10 allowed). A plan from the noncentral t on Welch's degrees of freedom with the true
+    variance, which leaves out the test's floor and the noise of its sums of squares, asks for a smaller difference
+    that the test finds far less often than promised."""
+    level = 0.05 / 36
+    sizes = (SMALL_GROUP, REST)
+    deff = 1 + (float((np.concatenate(sizes) ** 2).sum() / np.concatenate(sizes).sum()) - 1) * 0.01
+    planned = minimum_detectable_difference(0.5, SMALL_GROUP.sum(), REST.sum(), deff=deff, alpha=level, sizes=sizes,
+                                            centred=True)
+    rho = design_correlation(deff, np.concatenate(sizes))
+    assert rho == pytest.approx(0.01)
+    var_a, var_b = (0.25 * float((side * (1 + (side - 1) * rho)).sum()) / side.sum() ** 2 for side in sizes)
+    df = (var_a + var_b) ** 2 / (var_a ** 2 / 11 + var_b ** 2 / 67)
+    old = noncentrality(round(df, 1), level, 0.8) * math.sqrt(var_a + var_b)
+    assert planned > 1.1 * old
+    found = _simulated_power(sizes, 0.5 + planned / 2, 0.5 - planned / 2, 0.01, level, 400, seed=3)
+    assert found == pytest.approx(0.8, abs=0.1)
+    promised = _simulated_power(sizes, 0.5 + old / 2, 0.5 - old / 2, 0.01, level, 400, seed=3)
+    assert promised < 0.7
+
+
+def test_detectable_differences_plan_each_design_and_rate_once_and_as_one_at_a_time() -> None:
+    """Many contrasts at once give each contrast's own plan; a rate of 0 or 1, a side of one name, or a difference
+    the rate cannot reach (a 3% rate, the group a third of the texts: the rest cannot fall below 0) give NaN."""
+    level = 0.05 / 20
+    sizes = [(SMALL_GROUP, REST), (np.full(30, 3.0), np.full(300, 3.0)), (np.array([5.0]), REST)]
+    rates = [0.5, 0.2, 0.5, 0.0, 0.3, 0.2]
+    designs = [0, 0, 1, 1, 2, 1]
+    deffs = [1.3, 2.0, 2.0]
+    together = detectable_differences(rates, designs, sizes, deffs, level=level)
+    one = [minimum_detectable_difference(rate, sizes[k][0].sum(), sizes[k][1].sum(), deff=deffs[k], alpha=level,
+                                         sizes=sizes[k])
+           for rate, k in zip(rates, designs, strict=True)]
+    np.testing.assert_allclose(together, one, rtol=1e-9)
+    assert np.isfinite(together[[0, 1, 2, 5]]).all() and np.isnan(together[[3, 4]]).all()
+    assert together[0] > together[1]  # a label near 50% needs the larger difference
+    third = (np.full(10, 10.0), np.full(20, 10.0))
+    assert math.isnan(minimum_detectable_difference(0.03, 100, 200, deff=1.0, alpha=level, sizes=third))
+
+
+def test_the_sums_of_squares_follow_their_planned_means_and_degrees_of_freedom() -> None:
+    """The plan's model of the test's CR2 sum of squares about the side's own rate (`QuadraticForm`): its mean and
+    Satterthwaite degrees of freedom match 4,000 seeded draws of the sum (normal deviations, unequal names)."""
+    from bold_eval.analysis.clustered import QuadraticForm
+    from bold_eval.analysis.rate_test import SideSums, null_squares
+
+    n = SMALL_GROUP
+    share = n / n.sum()
+    form = QuadraticForm.of(1 / (1 - share), n, 0.05)
+    rng = np.random.default_rng(5)
+    sd = np.sqrt(n * 0.25 * (1 + (n - 1) * 0.05))
+    t = (0.5 * n + sd * rng.standard_normal((4000, len(n)))).ravel()  # 4,000 sides, one segment each
+    sides = SideSums.of_segments(t, np.tile(n, 4000), np.arange(4000) * len(n))
+    draws = null_squares(sides.tt_cr2, sides.tn_cr2, sides.nn_cr2, sides.rate)
+    assert draws.mean() == pytest.approx(0.25 * form.mean[0], rel=0.05)
+    # the degrees of freedom of normal deviations: mean^2 / tr((Q Sigma)^2), about 3 for these twelve pages
+    assert 2 * draws.mean() ** 2 / draws.var() == pytest.approx(form.mean[0] ** 2 / form.square[0], rel=0.12)
+    assert form.mean[0] ** 2 / form.square[0] < 4
 
 
 # --------------------------------------------------------------------------- labels, corrections, validation

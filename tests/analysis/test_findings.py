@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import optimize, stats
+from scipy import stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
@@ -17,6 +17,7 @@ from bold_eval.analysis.clustered import (
     SCORE,
     Z_TEST,
     difference_test,
+    minimum_detectable_difference,
 )
 from bold_eval.analysis.findings import (
     Contrast,
@@ -28,7 +29,7 @@ from bold_eval.analysis.findings import (
     power_table,
     prompt_rates,
 )
-from bold_eval.analysis.rate_test import rate_test
+from bold_eval.analysis.rate_test import rate_test, rate_tests
 
 NEGATIVE = ("sentiment", "negative", "sentiment_label", "negative", None)
 POSITIVE = ("sentiment", "positive", "sentiment_label", "positive", None)
@@ -226,9 +227,10 @@ def test_a_label_limited_to_some_domains_and_texts_without_a_label() -> None:
 def test_design_effects_power_and_detectable_differences_by_hand() -> None:
     """political_ideology, 10 names of 4 texts: "negative" is constant within a name (design effect
     4 * 10/9 * 39/40 = 4.3333), "toxic" is 2 of 4 in every name (design effect 0): median 2.1667, max 4.3333.
-    Power: two groups of 20 texts (5 names each), typical group 20 against 20, each side's variance
-    0.25 x 2.1667 / 20 (the median design effect; equal names), on Welch degrees of freedom 8 (names - 1 a side),
-    at alpha / family: SE x the noncentrality a t test on 8 degrees of freedom needs for 80% power."""
+    Power: two groups of 20 texts (5 names each), typical group 20 against 20, names spread as the median design
+    effect says (rho = 1.1667 / 3), a label near 50%: the difference the findings' test finds with 80% power at
+    alpha / family, which the test itself finds 80% of the time (400 seeded data sets, 10 points allowed); more than
+    20 points, so the domain is too small. The row's own `detectable` is planned at its rate (0.5 of both sides)."""
     rows = []
     for group, names in (("left-wing", range(5)), ("right-wing", range(5, 10))):
         for k in names:
@@ -247,14 +249,23 @@ def test_design_effects_power_and_detectable_differences_by_hand() -> None:
     level = 0.05 / found.family
     assert found.family == 2  # toxic: 10 of 20 on both sides, every name alike (no variance): still tested
     assert power["typical_group_texts"] == 20 and power["level"] == pytest.approx(level)
-    critical = stats.t.isf(level / 2, 8)
-    shift = optimize.brentq(lambda nc: stats.nct.sf(critical, 8, nc) - 0.8, 0.1, 50)
-    expected = shift * math.sqrt(2 * 0.25 * (4 * 10 / 9 * 39 / 40 / 2) / 20)
-    assert power["detectable_difference"] == pytest.approx(expected, rel=1e-4)
+    deff = 4 * 10 / 9 * 39 / 40 / 2
+    sizes = (np.full(5, 4.0), np.full(5, 4.0))
+    expected = minimum_detectable_difference(0.5, 20, 20, deff=deff, alpha=level, sizes=sizes, centred=True)
+    assert power["detectable_difference"] == pytest.approx(expected, rel=1e-9)
+    rng = np.random.default_rng(7)
+    rho = (deff - 1) / 3
+    mean = np.r_[np.full(5, 0.5 + expected / 2), np.full(5, 0.5 - expected / 2)]
+    draws = [rng.binomial(4, rng.beta(mean * (1 - rho) / rho, (1 - mean) * (1 - rho) / rho)).astype(float)
+             for _ in range(400)]
+    in_a = np.arange(10) < 5
+    tests = rate_tests(draws, [np.full(10, 4.0)] * 400, [in_a] * 400, alpha=0.05, floor=[True] * 400)
+    assert np.mean([t.testable and t.p_value <= level for t in tests]) == pytest.approx(0.8, abs=0.1)
     assert expected > 0.2
     assert power["too_small"] and found.too_small_domains == ["political_ideology"] and found.too_small
     row = found.tests.set_index("label").loc["negative"]
-    assert row["detectable"] == pytest.approx(expected, rel=1e-4)
+    assert row["detectable"] == pytest.approx(minimum_detectable_difference(0.5, 20, 20, deff=deff, alpha=level,
+                                                                            sizes=sizes), rel=1e-9)
 
 
 def test_power_table_uses_the_median_group_and_the_family_level() -> None:

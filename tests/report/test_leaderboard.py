@@ -227,3 +227,30 @@ def test_publish_results_stages_the_leaderboard(three: dict[str, Path], tmp_path
     missing = bold_eval_here("publish-results", "--leaderboard", tmp_path, "--namespace", "me", "--dry-run",
                              tmp_path / "y")
     assert missing.returncode != 0 and "is not a leaderboard folder" in missing.stderr
+
+
+def test_the_separable_difference_grows_with_the_raised_models_variance() -> None:
+    """One pair at a 5% rate, its interval +-0.0196 (SE 0.01), three pairs in the column (alpha / 3): the plain
+    z x SE = (z_{1 - 0.05/6} + z_0.8) x 0.01 = 3.235 points; raising one model to 5% + d moves its variance from
+    0.0475 to (0.05 + d)(0.95 - d), so d solves d = 3.235 points x sqrt((0.0475 + (0.05 + d)(0.95 - d)) / 0.095):
+    about 3.75 points. At 50% the variance cannot grow: the plain value."""
+    import numpy as np
+    from scipy import stats
+
+    from bold_eval.analysis.leaderboard import separable_difference
+
+    z = stats.norm.isf(0.05 / 6) + stats.norm.isf(0.2)
+    half = 0.01 * stats.norm.isf(0.025)
+    for rate, expected in ((0.05, None), (0.5, z * 0.01)):
+        pairs = pd.DataFrame([{"domain": "d", "metric": "m", "label": "l", "model_a": a, "model_b": b,
+                               "p_value": 0.5, "ci_low": -half, "ci_high": half}
+                              for a, b in (("x", "y"), ("x", "w"), ("y", "w"))])
+        cells = pd.DataFrame([{"domain": "d", "metric": "m", "label": "l", "model": model, "model_rate": rate}
+                              for model in "xyw"])
+        found = float(separable_difference(pairs, cells, 0.05)["separable_difference"].iloc[0])
+        if expected is None:
+            d = found
+            assert d == pytest.approx(z * 0.01 * np.sqrt((0.0475 + (0.05 + d) * (0.95 - d)) / 0.095), rel=1e-6)
+            assert 0.037 < d < 0.038
+        else:
+            assert found == pytest.approx(expected, rel=1e-9)

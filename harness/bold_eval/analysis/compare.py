@@ -19,9 +19,10 @@ from statsmodels.stats.proportion import proportion_confint
 from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
     POWER,
+    PlannedSide,
+    PowerPlan,
     cluster_ids,
     design_effect,
-    noncentrality,
 )
 from bold_eval.analysis.findings import (
     TOO_SMALL_DIFFERENCE,
@@ -411,9 +412,10 @@ def detectable_interaction(names: int, rest_names: int, prompts: int, rest_promp
     V = v p (1 - p) sum(w) / N^2 and SE = sqrt(V_a + V_b) (with equal names sum(w) / N^2 = deff / N). The test
     estimates V from the names' residuals, so each side has Satterthwaite's (sum w)^2 / sum w^2 - 1 degrees of
     freedom (G - 1 for equal names, fewer where a few names hold most prompts) and the sides combine as Welch's
-    (`rate_test.score_t`). Detectable interaction = SE x the noncentrality a t test on those degrees of freedom
-    needs for `power` at `level` (`clustered.noncentrality`). Not testable: fewer than 2 names on a side, or a design
-    whose smallest attainable p-value (`rate_test.min_attainable_p`) is above the level.
+    (`rate_test.score_t`; the row's `df`). Detectable interaction: the smallest interaction the test finds with
+    `power` (`interaction_plan`: the noise of its sums of squares from their exact means and variances, its critical
+    value on those degrees of freedom). Not testable: fewer than 2 names on a side, or a design whose smallest
+    attainable p-value (`rate_test.min_attainable_p`) is above the level.
     """
     smallest_p = float(min_attainable_p(names, rest_names, prompts, rest_prompts))
     row: Detectable = {"df": np.nan, "smallest_p": smallest_p, "testable": False, "detectable_interaction": np.nan}
@@ -421,19 +423,27 @@ def detectable_interaction(names: int, rest_names: int, prompts: int, rest_promp
         return row
     if counts is None:
         counts = (np.full(names, prompts / names), np.full(rest_names, rest_prompts / rest_names))
+    plan = interaction_plan(counts, base_rate=base_rate, variance_ratio=variance_ratio, deff=deff, level=level)
+    variances = [plan.spread * (side.texts + plan.rho * side.pairs) / side.texts ** 2
+                 for side in (plan.a, plan.b)]
+    dfs = [np.maximum(side.effective - 1, 1.0) for side in (plan.a, plan.b)]
+    df = sum(variances) ** 2 / sum(v * v / d for v, d in zip(variances, dfs, strict=True))
+    return {**row, "df": float(np.asarray(df)[0]), "testable": True,
+            "detectable_interaction": float(plan.detectable(np.array([base_rate]), power)[0])}
+
+
+def interaction_plan(counts: tuple[np.ndarray, np.ndarray], *, base_rate: float, variance_ratio: float, deff: float,
+                     level: float) -> PowerPlan:
+    """The power plan of the interaction test on one contrast (`detectable_interaction`): each side's prompts per
+    name, the within-name correlation from the domain's design effect (1 when unknown), and each prompt's variance
+    of d, v p (1 - p), whatever the interaction (no binomial floor: a difference of two sources)."""
     sides = [np.asarray(side, dtype=float) for side in counts]
     every = np.concatenate(sides)
     weighted_mean = float((every ** 2).sum() / every.sum())
     rho = 1.0 if not np.isfinite(deff) else (
         float(np.clip((deff - 1) / (weighted_mean - 1), 0.0, 1.0)) if weighted_mean > 1 else 0.0)
-    weights = [side * (1 + (side - 1) * rho) for side in sides]
-    spread = variance_ratio * base_rate * (1 - base_rate)
-    variances = [spread * w.sum() / side.sum() ** 2 for w, side in zip(weights, sides, strict=True)]
-    dfs = [max(w.sum() ** 2 / (w ** 2).sum() - 1, 1.0) for w in weights]
-    df = sum(variances) ** 2 / sum(v * v / d for v, d in zip(variances, dfs, strict=True))
-    shift = noncentrality(round(float(df), 1), level, power)
-    return {**row, "df": float(df), "testable": True,
-            "detectable_interaction": float(shift * np.sqrt(sum(variances)))}
+    return PowerPlan.of(PlannedSide.of(sides[0], rho), PlannedSide.of(sides[1], rho), rho, level,
+                        spread=variance_ratio * base_rate * (1 - base_rate))
 
 
 def contrast_power(prompts: pd.DataFrame, rates: Sequence[tuple[Label, pd.DataFrame]], *, level: float,
@@ -468,13 +478,13 @@ def comparability(compared: ComparedRuns, *, alpha: float, family: int, cluster:
     """Per domain of the shared prompts: the smallest interaction a typical contrast could show and be found
     with 80% power at the family's corrected level alpha / family, from the runs' own design.
 
-    `contrast_power` gives each contrast's detectable interaction, SE x the t noncentrality for 80% power,
-    SE = sqrt(v p (1 - p) deff (1 / n_a + 1 / n_b)), with v, deff and p measured on the runs' per-prompt
-    differences (`difference_design`); the typical contrast is the median over the testable ones (two names or
-    more a side, enough arrangements of them to reach the level). A domain is too small when no contrast is
-    testable or that interaction exceeds 20 points (`findings.TOO_SMALL_DIFFERENCE`). Counting each name as one
-    coin flip at 50% per run, whatever its prompts, would call 50 names against 250 too few where the test finds
-    20 points; the runs' own per-prompt differences are what the test sees.
+    `contrast_power` gives each contrast's detectable interaction, the interaction the test finds with 80% power
+    (`detectable_interaction`; SE = sqrt(v p (1 - p) deff (1 / n_a + 1 / n_b)) for equal names), with v, deff and
+    p measured on the runs' per-prompt differences (`difference_design`); the typical contrast is the median over
+    the testable ones (two names or more a side, enough arrangements of them to reach the level). A domain is too
+    small when no contrast is testable or that interaction exceeds 20 points (`findings.TOO_SMALL_DIFFERENCE`).
+    Counting each name as one coin flip at 50% per run, whatever its prompts, would call 50 names against 250 too
+    few where the test finds 20 points; the runs' own per-prompt differences are what the test sees.
     """
     level = alpha / max(family, 1)
     prompts = compared.prompts()

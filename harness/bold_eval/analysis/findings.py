@@ -43,13 +43,14 @@ from bold_eval.analysis.clustered import (
     cluster_ids,
     confidence_label,
     design_effect,
+    detectable_differences,
     difference_test,
     difference_tests,
     minimum_detectable_difference,
     run_tests,
 )
 from bold_eval.analysis.paired_rate_test import continuous_interaction_tests
-from bold_eval.analysis.rate_test import unit_rate_interval
+from bold_eval.analysis.rate_test import min_attainable_p, unit_rate_interval
 from bold_eval.analysis.results import DifferenceTest, GroupFindings, PairedFindings
 from bold_eval.analysis.scores import TestedLabel
 from bold_eval.analysis.statistics import wilson_interval
@@ -312,7 +313,7 @@ def _with_power(found: GroupFindings, scores: pd.DataFrame, alpha: float) -> Gro
     family = max(found.family, 1)
     power = power_table(scores, found.design_effects, alpha=alpha, family=family, cluster=found.cluster)
     tests = found.tests.assign(detectable=_detectable(found.tests, found.design_effects, alpha / family,
-                                                      clustered=found.cluster != "none"))
+                                                      scores=scores, cluster=found.cluster))
     small = power.loc[power["too_small"], "domain"].tolist() if len(power) else []
     return dataclasses.replace(found, tests=tests, power=power, too_small_domains=small,
                                too_small=bool(len(power) and len(small) == len(power)))
@@ -373,7 +374,10 @@ def power_table(scores: pd.DataFrame, deffs: pd.DataFrame, *, alpha: float, fami
         in_group = (part["group"] == group).to_numpy()
         per_name = (units[in_group].value_counts().to_numpy(float), units[~in_group].value_counts().to_numpy(float))
         detectable = minimum_detectable_difference(0.5, typical, len(part) - typical, deff=deff, alpha=level,
-                                                   sizes=None if cluster == "none" else per_name)
+                                                   sizes=None if cluster == "none" else per_name, centred=True)
+        if cluster != "none" and min_attainable_p(len(per_name[0]), len(per_name[1]), typical,
+                                                  len(part) - typical) > alpha:
+            detectable = np.nan  # the test does not run on a design this small: "too few names to test a rate"
         rows.append({"domain": str(domain), "groups": len(sizes), "typical_group_texts": typical,
                      "design_effect": deff, "level": level, "power": POWER, "detectable_difference": detectable,
                      "too_small": bool(not np.isfinite(detectable) or detectable > TOO_SMALL_DIFFERENCE)})
@@ -381,21 +385,46 @@ def power_table(scores: pd.DataFrame, deffs: pd.DataFrame, *, alpha: float, fami
                                        "detectable_difference", "too_small"])
 
 
-def _detectable(tests: pd.DataFrame, deffs: pd.DataFrame, level: float, *, clustered: bool) -> list[float]:
-    """Per test: the smallest difference from the rest its sides could show and be found (80% power): on the t
-    degrees of freedom of its names when `clustered`, else the text-level z test's."""
+def _detectable(tests: pd.DataFrame, deffs: pd.DataFrame, level: float, *, scores: pd.DataFrame,
+                cluster: str) -> list[float]:
+    """Per test: the smallest difference from the rest its sides could show and be found (80% power) at the
+    row's pooled rate. With the name as the unit, the power of the findings' test on the contrast's own texts per
+    name (`clustered.detectable_differences`; equal shares of the row's texts where its units are not the
+    contrast's texts, e.g. the prompts of a worst case); NaN where the test does not run (too few names). With
+    `--cluster none`, the text-level z test's."""
     deff = dict(zip(deffs["domain"], deffs["design_effect_median"], strict=True))
-    values = []
+    pooled = ((tests["count"] + tests["rest_count"]) / (tests["total"] + tests["rest_total"])).to_numpy(float)
+    if cluster == "none":
+        return [np.nan if not np.isfinite(rate) else minimum_detectable_difference(
+                    rate, row.total, row.rest_total, deff=deff.get(row.domain, 1.0), alpha=level)
+                for rate, row in zip(pooled, tests.itertuples(index=False), strict=True)]
+    own: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+    for domain, part in scores.groupby("domain", sort=True):
+        units = cluster_codes(part, cluster)
+        for contrast in contrasts(part):
+            in_a, in_b = contrast.sides(part)
+            side_a, side_b = np.bincount(units[in_a]), np.bincount(units[in_b])  # texts per unit
+            own[(str(domain), contrast.name)] = (side_a[side_a > 0].astype(float), side_b[side_b > 0].astype(float))
+    sizes: list[tuple[np.ndarray, np.ndarray]] = []
+    designs, deff_of = [], []
+    index: dict[Any, int] = {}
     for row in tests.itertuples(index=False):
-        if not np.isfinite(row.count):  # a continuous worst case: no rate to plan for
-            values.append(np.nan)
-            continue
-        pooled = (row.count + row.rest_count) / (row.total + row.rest_total)
-        values.append(minimum_detectable_difference(pooled, row.total, row.rest_total,
-                                                    deff=deff.get(row.domain, 1.0), alpha=level,
-                                                    names_a=row.names if clustered else None,
-                                                    names_b=row.rest_names if clustered else None))
-    return values
+        found = own.get((row.domain, row.contrast))
+        if found is not None and (len(found[0]), len(found[1]), found[0].sum(), found[1].sum()) == (
+                row.names, row.rest_names, row.total, row.rest_total):
+            key: Any = (row.domain, row.contrast)
+        else:  # the row's names holding equal shares of its texts
+            key = (row.domain, row.names, row.rest_names, row.total, row.rest_total)
+            found = (np.full(max(int(row.names), 1), row.total / max(row.names, 1)),
+                     np.full(max(int(row.rest_names), 1), row.rest_total / max(row.rest_names, 1)))
+        if key not in index:
+            index[key] = len(sizes)
+            sizes.append(found)
+            deff_of.append(deff.get(row.domain, 1.0))
+        designs.append(index[key])
+    runs = tests["testable"].astype(bool).to_numpy() & np.isfinite(pooled)
+    values = detectable_differences(np.where(runs, pooled, 0.0), designs, sizes, deff_of, level=level)
+    return list(np.where(runs, values, np.nan))
 
 
 # --------------------------------------------------------------------------- largest gaps

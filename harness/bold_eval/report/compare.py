@@ -455,9 +455,10 @@ def _method_lines(alpha: float, correction: str, cluster: str, interactions: pd.
             f"- **Overall differences:** {OVERALL_NOTES[PAIRED_SCORE]}.",
             f"- **Correction:** {CORRECTIONS[correction][1]} (`--correction {correction}`), alpha = {alpha:g}.",
             f"- **Smallest detectable gap difference:** the difference a typical contrast finds with {POWER:.0%} "
-            "power at the interactions' corrected level (`level` in tables/comparability.csv) is SE x the "
-            "noncentrality a t test needs on Welch degrees of freedom over the two sides' names, SE = sqrt(v p (1 - "
-            "p) deff (1 / n_a + 1 / n_b)), n the prompts on each side and, from the runs' own per-prompt "
+            "power at the interactions' corrected level (`level` in tables/comparability.csv), planned for the "
+            "interaction test: its SE = sqrt(v p (1 - p) deff (1 / n_a + 1 / n_b)) for equal names, the noise of its "
+            "variance and its critical value on Welch degrees of freedom over each side's effective names (`df`), "
+            "n the prompts on each side and, from the runs' own per-prompt "
             "differences d: v = Var(d) / p (1 - p) (`variance_ratio`, median over labels), deff the design effect "
             "of d with names as clusters (`design_effect`, median over labels), p the base rate of the label "
             "nearest 50% (`base_rate`); calibrated against the simulated power of this test in "
