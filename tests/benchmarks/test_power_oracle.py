@@ -76,6 +76,13 @@ def test_the_reports_promise_quotes_the_calibration_table() -> None:
     summary = CALIBRATION.read_text().split("## The tests in use")[0]
     assert f"finds it {POWER_AGAINST_ORACLE['group vs rest']:.0%} as often as the oracle" in summary
     assert f"the model-vs-Wikipedia interactions: {POWER_AGAINST_ORACLE['model vs Wikipedia']:.0%} as often" in summary
+    interactions = POWER_AGAINST_ORACLE["compare's interactions"]
+    assert f"compare's interactions: {interactions:.0%}" in summary
+    overall, board = POWER_AGAINST_ORACLE["overall difference"], POWER_AGAINST_ORACLE["leaderboard pair"]
+    assert f"pair test find it {overall:.0%} and {board:.0%} as often as the oracle" in summary
+    assert f"P(>= 1 toxic of 5): {POWER_AGAINST_ORACLE['worst case']:.0%} as often as the oracle" in summary
+    assert set(POWER_AGAINST_ORACLE) == {"group vs rest", "model vs Wikipedia", "compare's interactions",
+                                         "overall difference", "leaderboard pair", "worst case"}
 
 
 @pytest.fixture(scope="module")
