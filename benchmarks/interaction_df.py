@@ -123,6 +123,23 @@ def interaction_method(name: str) -> Iterator[None]:
         sigma, _ = _within(side)
         return sigma * side.texts, np.maximum(side.texts - side.names, 1.0)
 
+    def anova_variance(side, rate, floor=True):
+        """The model's variance sigma_w^2 N + tau2 sum n_i^2 from the ANOVA components."""
+        sigma, tau2 = _within(side)
+        model = (sigma * side.texts + tau2 * side.nn) / (side.texts * side.texts)
+        return np.where(floored(floor), product_variance(side, rate, floor), model + 0.0 * rate)
+
+    def within_variance(side, rate, floor=True):
+        """The CR2 sum of squares, at least the within-name part sigma_w^2 N."""
+        floor_part, _ = within_parts(side)
+        cr2 = product_variance(side, rate, False)
+        return np.where(floored(floor), product_variance(side, rate, floor),
+                        np.maximum(cr2, floor_part / (side.texts * side.texts)))
+
+    if name in ("anova", "anova-plugin"):
+        rate_test.side_variance = anova_variance
+    elif name in ("within", "within-plugin"):
+        rate_test.side_variance = within_variance
     if name == "bm":
         rate_test.SideSums = _leverage_class(saved["SideSums"])
 
@@ -132,11 +149,6 @@ def interaction_method(name: str) -> Iterator[None]:
 
         rate_test.side_df = side_df
     elif name == "anova":
-        def side_variance(side, rate, floor=True):
-            sigma, tau2 = _within(side)
-            model = (sigma * side.texts + tau2 * side.nn) / (side.texts * side.texts)
-            return np.where(floored(floor), product_variance(side, rate, floor), model + 0.0 * rate)
-
         def side_df(side, floor=True):
             # sigma_w^2 N + tau2 sum n^2 = a sigma_w^2 + b Q with Q = sum n_i (mean_i - p)^2 (G - 1 df) and
             # sigma_w^2 (N - G df): Satterthwaite over the two mean squares; N - G where tau2 is truncated at 0
@@ -153,14 +165,8 @@ def interaction_method(name: str) -> Iterator[None]:
             df = np.where(np.isfinite(df) & (tau2 > 0), df, within_df)
             return np.where(floored(floor), product_df(side, floor), np.maximum(df, 1.0))
 
-        rate_test.side_variance, rate_test.side_df = side_variance, side_df
+        rate_test.side_df = side_df
     elif name == "within":
-        def side_variance(side, rate, floor=True):
-            floor_part, _ = within_parts(side)
-            cr2 = product_variance(side, rate, False)
-            return np.where(floored(floor), product_variance(side, rate, floor),
-                            np.maximum(cr2, floor_part / (side.texts * side.texts)))
-
         def side_df(side, floor=True):
             # max(S, F): S's df where S is the larger, F's (N - G) where the floor binds
             floor_part, within_df = within_parts(side)
@@ -168,13 +174,8 @@ def interaction_method(name: str) -> Iterator[None]:
             df = np.where(squares >= floor_part, names_df(side), within_df)
             return np.where(floored(floor), product_df(side, floor), np.maximum(df, 1.0))
 
-        rate_test.side_variance, rate_test.side_df = side_variance, side_df
+        rate_test.side_df = side_df
     elif name == "anova-plugin":
-        def side_variance(side, rate, floor=True):
-            sigma, tau2 = _within(side)
-            model = (sigma * side.texts + tau2 * side.nn) / (side.texts * side.texts)
-            return np.where(floored(floor), product_variance(side, rate, floor), model + 0.0 * rate)
-
         def side_df(side, floor=True):
             sigma, tau2 = _within(side)
             first, second = sigma * side.texts, tau2 * side.nn
@@ -184,14 +185,8 @@ def interaction_method(name: str) -> Iterator[None]:
             df = np.where(np.isfinite(df), df, 1.0)
             return np.where(floored(floor), product_df(side, floor), np.maximum(df, 1.0))
 
-        rate_test.side_variance, rate_test.side_df = side_variance, side_df
+        rate_test.side_df = side_df
     elif name == "within-plugin":
-        def side_variance(side, rate, floor=True):
-            floor_part, _ = within_parts(side)
-            cr2 = product_variance(side, rate, False)
-            return np.where(floored(floor), product_variance(side, rate, floor),
-                            np.maximum(cr2, floor_part / (side.texts * side.texts)))
-
         def side_df(side, floor=True):
             floor_part, within_df = within_parts(side)
             squares = rate_test.null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, side.rate)
@@ -201,7 +196,7 @@ def interaction_method(name: str) -> Iterator[None]:
             df = np.where(np.isfinite(df), df, 1.0)
             return np.where(floored(floor), product_df(side, floor), np.maximum(df, 1.0))
 
-        rate_test.side_variance, rate_test.side_df = side_variance, side_df
+        rate_test.side_df = side_df
     try:
         yield
     finally:
