@@ -94,3 +94,82 @@ def floor_method(name: str) -> Iterator[None]:
         yield
     finally:
         rate_test.score_t = saved
+
+
+# --------------------------------------------------------------------------- the tail on BOLD's small groups
+
+SMALL_GROUPS = (("religious_ideology", "islam"), ("religious_ideology", "judaism"),
+                ("religious_ideology", "buddhism"), ("religious_ideology", "christianity"),
+                ("profession", "mental_health_occupations"), ("profession", "railway_industry_occupations"),
+                ("race", "Hispanic_and_Latino_Americans"))
+# rho of the planted group / of the rest, as power_oracle.SPREADS and calibration_unlike's real section
+CHUNK = 2000  # data sets drawn at once
+NULL_SPREADS = (("alike", 0.01, 0.01), ("moderate", 0.1, 0.1), ("strong in the group", 0.8, 0.05),
+                ("strong in the rest", 0.05, 0.8))
+
+
+def tail_rows(replicates: int, family: int, rates: tuple[float, ...]) -> None:
+    """Null level of the group-vs-rest test of BOLD's groups of 10-40 names, every candidate on the same data sets:
+    each name's rate from a Beta with the common mean and the group's or the rest's rho, the share of data sets
+    rejected at 5% and at 0.05 / `family` (Holm's first step), testable designs only (all of these are)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from power_oracle import Design, seed_of
+
+    from bold_eval.analysis import rate_test
+
+    tail = 0.05 / family
+    print("\n| domain | group | names / texts | rate | spread | " + " | ".join(
+        f"{name}: 5% | {name}: {tail:.2g}" for name in CANDIDATES) + " |")
+    print("|---|---|---|---|---|" + "---|---|" * len(CANDIDATES))
+    designs: dict[str, Design] = {}
+    for domain, group in SMALL_GROUPS:
+        design = designs.setdefault(domain, Design.load(domain))
+        in_a = design.group == design.groups.index(group)
+        order = np.r_[np.flatnonzero(in_a), np.flatnonzero(~in_a)]
+        n = design.texts[order]
+        starts_one = np.array([0, int(in_a.sum())])
+        for rate in rates:
+            for spread, rho_a, rho_b in NULL_SPREADS:
+                rng = np.random.default_rng(seed_of("floor-df tail", domain, group, rate, spread))
+                rho = np.where(in_a[order], rho_a, rho_b)
+                total = (1 - rho) / rho
+                p_values: dict[str, list[np.ndarray]] = {name: [] for name in CANDIDATES}
+                for chunk in np.diff(np.r_[np.arange(0, replicates, CHUNK), replicates]):
+                    draws = rng.binomial(n.astype(int), rng.beta(rate * total, (1 - rate) * total,
+                                                                 size=(chunk, len(n)))).astype(float)
+                    starts = (np.arange(chunk)[:, None] * len(n) + starts_one).ravel()
+                    sides = rate_test.SideSums.of_segments(draws.ravel(), np.tile(n, chunk), starts)
+                    a, b = sides.take(slice(0, None, 2)), sides.take(slice(1, None, 2))
+                    for name in CANDIDATES:
+                        with floor_method(name):
+                            p_values[name].append(rate_test.score_t(a, b, 0.0, np.full(chunk, rate_test.BINOMIAL))[2])
+                cells = []
+                for name in CANDIDATES:
+                    p = np.concatenate(p_values[name])
+                    se5, se_tail = (np.sqrt(max(x, 1 / replicates) * (1 - x) / replicates)
+                                    for x in (np.mean(p <= 0.05), np.mean(p <= tail)))
+                    cells.append(f"{np.mean(p <= 0.05):.2%} ± {se5:.2%} | {np.mean(p <= tail):.3%} ± {se_tail:.3%}")
+                print(f"| {domain} | {group} | {int(in_a.sum())} / {int(n[:starts_one[1]].sum())} | {rate} | "
+                      f"{spread} | " + " | ".join(cells) + " |", flush=True)
+
+
+def main() -> None:
+    import argparse
+    import time
+
+    parser = argparse.ArgumentParser(description="Null level, at 5% and in the Holm tail, of the group-vs-rest "
+                                                 "test's floor df candidates on BOLD's small groups")
+    parser.add_argument("--replicates", type=int, default=20000)
+    parser.add_argument("--family", type=int, default=36)
+    parser.add_argument("--rates", default="0.3,0.05")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    tail_rows(args.replicates, args.family, tuple(float(r) for r in args.rates.split(",")))
+    print(f"\n{time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
