@@ -14,7 +14,8 @@ and common labels and unlike within-name correlations; the tests without the bin
 interactions and continuous worst cases) under unlike-spread nulls; and the coverage of the name-level interval
 of one group's rate by number of names. `--sections real-interaction`: the interactions of two runs on BOLD's own
 designs, every group against the rest, where no gap differs. `--interaction-method` runs every section with one of
-the candidate degrees of freedom or variances for the tests without the floor (`interaction_df.py`).
+the candidate degrees of freedom or variances for the tests without the floor (`interaction_df.py`), `--floor-df` with
+one of the candidate degrees of freedom of the group-vs-rest test where its floor binds (`floor_df.py`).
 
     .venv/bin/python benchmarks/calibration_unlike.py            # about an hour on 2 cores
     .venv/bin/python benchmarks/calibration_unlike.py --fast     # about 12 minutes
@@ -660,6 +661,9 @@ def main() -> None:
                         help="the tests without the binomial floor (the interactions) with this candidate of "
                              "benchmarks/interaction_df.py: product (the test in use), bm, anova, within, "
                              "anova-plugin or within-plugin")
+    parser.add_argument("--floor-df", default="product",
+                        help="the group-vs-rest test's degrees of freedom where its binomial floor binds, a "
+                             "candidate of benchmarks/floor_df.py: product (the test in use), texts, mix or rate")
     parser.add_argument("--overall-method", choices=("paired-score", "sign-flip"), default="paired-score",
                         help="compare's overall-difference test: the paired test in use, or the sign flip")
     args = parser.parse_args()
@@ -670,15 +674,19 @@ def main() -> None:
                                                          (20000, 400, 1000, 2000, 10000, 20000, 5000))
     args.real_interaction_replicates = 500 if args.fast else 2000
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from floor_df import CANDIDATES as FLOOR_CANDIDATES
+    from floor_df import floor_method
     from interaction_df import CANDIDATES, interaction_method
 
+    if args.floor_df not in FLOOR_CANDIDATES:
+        parser.error(f"unknown --floor-df {args.floor_df!r}; choose from {', '.join(FLOOR_CANDIDATES)}")
     if args.interaction_method not in CANDIDATES:
         parser.error(f"unknown --interaction-method {args.interaction_method!r}; choose from {', '.join(CANDIDATES)}")
     started = time.perf_counter()
     for section in args.sections.split(","):
         if section not in SECTIONS:
             parser.error(f"unknown section {section!r}; choose from {', '.join(SECTIONS)}")
-        with interaction_method(args.interaction_method):
+        with interaction_method(args.interaction_method), floor_method(args.floor_df):
             SECTIONS[section](args)
     print(f"\n{time.perf_counter() - started:.0f} s")
 

@@ -45,6 +45,8 @@ from scipy import optimize, stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from floor_df import CANDIDATES as FLOOR_CANDIDATES  # noqa: E402
+from floor_df import floor_method  # noqa: E402
 from interaction_df import CANDIDATES, interaction_method  # noqa: E402
 
 # (domain, planted group): the issue's four, plus a large and a small group where the domain has them
@@ -147,7 +149,9 @@ def method(name: str) -> Iterator[None]:
     replaced: the cluster-robust sum of squares about the rates restricted to the hypothesis, plain for 0/1 labels
     and CR2 without the floor, the floor's correlation shrunk by one worst-case outcome, names - 1 degrees of
     freedom per side), or one of the candidates for the tests without the floor (`interaction_df.CANDIDATES`:
-    bm, anova, within, anova-plugin, within-plugin; the floor's tests as they are)."""
+    bm, anova, within, anova-plugin, within-plugin; the floor's tests as they are), or one of the candidates for the
+    floor's degrees of freedom where it binds, prefixed "floor-" (`floor_df.CANDIDATES`: floor-texts, floor-mix,
+    floor-rate; the tests without the floor as they are)."""
     from bold_eval.analysis import rate_test
 
     saved = {key: getattr(rate_test, key) for key in ("side_variance", "side_df", "WORST_CASE_WEIGHT")}
@@ -166,10 +170,15 @@ def method(name: str) -> Iterator[None]:
         with interaction_method(name):
             yield
         return
+    if name.startswith("floor-") and name[len("floor-"):] in FLOOR_CANDIDATES[1:]:
+        with floor_method(name[len("floor-"):]):
+            yield
+        return
     if name == "score":
         rate_test.side_variance, rate_test.side_df, rate_test.WORST_CASE_WEIGHT = null, names_less_one, 1.0
     elif name != "product":
-        raise ValueError(f"unknown method {name!r}: product, score or {', '.join(CANDIDATES[1:])}")
+        raise ValueError(f"unknown method {name!r}: product, score, {', '.join(CANDIDATES[1:])} or "
+                         f"{', '.join('floor-' + c for c in FLOOR_CANDIDATES[1:])}")
     try:
         yield
     finally:
@@ -315,7 +324,9 @@ def main() -> None:
     parser.add_argument("--fast", action="store_true", help="100 data sets per design (CI-sized)")
     parser.add_argument("--methods", default="product,score",
                         help="comma list of product, score and the candidates for the tests without the floor "
-                             "(bm, anova, within, anova-plugin, within-plugin: benchmarks/interaction_df.py); "
+                             "(bm, anova, within, anova-plugin, within-plugin: benchmarks/interaction_df.py), the "
+                             "candidates for the floor's df where it binds (floor-texts, floor-mix, floor-rate: "
+                             "benchmarks/floor_df.py); "
                              "compare's rows are printed once per method other than score")
     parser.add_argument("--kinds", default="rest,wikipedia,planning",
                         help="comma list of rest, wikipedia, compare, overall, leaderboard, worst (power against the "
