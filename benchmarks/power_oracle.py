@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import math
 import sys
 import time
@@ -101,6 +102,22 @@ def oracle_sd(design: Design, in_a: np.ndarray, rate: float, shift: float, rho: 
     n = design.texts
     per_name = n * mean * (1 - mean) * (1 + (n - 1) * rho)
     return math.sqrt(per_name[in_a].sum() / n[in_a].sum() ** 2 + per_name[~in_a].sum() / n[~in_a].sum() ** 2)
+
+
+@functools.cache
+def load_design(domain: str) -> Design:
+    """`Design.load`, once per domain."""
+    return Design.load(domain)
+
+
+def plants(domains: str) -> Iterator[tuple[str, str, Design, np.ndarray]]:
+    """(domain, planted group, the domain's design, the planted group's names) of each of `PLANTS` whose domain is in
+    `domains` (a comma list; empty: every domain)."""
+    for domain, group in PLANTS:
+        if domains and domain not in domains.split(","):
+            continue
+        design = load_design(domain)
+        yield domain, group, design, design.group == design.groups.index(group)
 
 
 def planted_shift(design: Design, in_a: np.ndarray, rate: float, rho: np.ndarray, critical: float,
@@ -202,7 +219,6 @@ def interaction_estimate(data: tuple[np.ndarray, np.ndarray], design: Design, in
 
 
 def rows(args: argparse.Namespace) -> None:
-    designs: dict[str, Design] = {}
     methods = args.methods.split(",")
     critical = {kind: stats.norm.isf(args.alpha / (2 * args.family * (2 if kind == "wikipedia" else 1)))
                 for kind in ("rest", "wikipedia")}
@@ -212,11 +228,7 @@ def rows(args: argparse.Namespace) -> None:
     for kind in [kind for kind in args.kinds.split(",") if kind in ("rest", "wikipedia")]:
         family = args.family * (2 if kind == "wikipedia" else 1)
         level = args.alpha / family
-        for domain, group in PLANTS:
-            if args.domains and domain not in args.domains.split(","):
-                continue
-            design = designs.setdefault(domain, Design.load(domain))
-            in_a = design.group == design.groups.index(group)
+        for domain, group, design, in_a in plants(args.domains):
             for rate in RATES:
                 for spread in SPREADS:
                     rho = design.rho(spread)

@@ -332,20 +332,15 @@ def power_rows(args: argparse.Namespace) -> None:
     """power_oracle.py's group-vs-rest designs (`--kinds rest`): the same seeds, shifts and data sets; found =
     p <= alpha / m, the ratio to the oracle's power in brackets; the product test as power_oracle.py runs it. The
     bootstrap runs --chunk data sets at once on one set of --tail-draws weights (p at --draws: its first draws)."""
-    from power_oracle import PLANTS, RATES, SPREADS, Design, draw_rest, oracle_sd, planted_shift, run_tests, seed_of
+    from power_oracle import RATES, SPREADS, draw_rest, oracle_sd, planted_shift, plants, run_tests, seed_of
     from scipy import stats
 
     level = args.alpha / args.family
     critical = stats.norm.isf(args.alpha / (2 * args.family))
-    designs: dict[str, Design] = {}
     print(f"\n| domain | planted | names / texts | rate | spread | shift | oracle | product: found (ratio) | "
           f"wild B={args.draws}: found (ratio) | wild B={args.tail_draws}: found (ratio) | weights |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for domain, group in PLANTS:
-        if args.domains and domain not in args.domains.split(","):
-            continue
-        design = designs.setdefault(domain, Design.load(domain))
-        in_a = design.group == design.groups.index(group)
+    for domain, group, design, in_a in plants(args.domains):
         for rate in RATES:
             for spread in SPREADS:
                 rho = design.rho(spread)
