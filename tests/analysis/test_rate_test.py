@@ -307,3 +307,34 @@ def test_score_interval_covers_a_continuous_scores_mean(total: float) -> None:
                                      floor=SCORE, squares=np.bincount(units, weights=values * values))
         covered += low <= 0.2 <= high
     assert covered / 300 >= 0.93 - 3 * math.sqrt(0.07 * 0.93 / 300)
+
+
+@pytest.mark.parametrize("floor", [True, False])
+def test_rate_intervals_of_many_sides_are_each_sides_own_and_end_where_the_test_turns(floor: bool) -> None:
+    """`rate_intervals` gives every side the interval it gets alone (no side's names leak into another's), NaN for a
+    side of one name, and each end inside (0, 1) is where (estimate - p0)^2 N^2 = c^2 max(A, B(p0)): A the CR1 sum
+    about the estimate, B the beta-binomial floor at p0 (none without a floor)."""
+    from scipy import special
+
+    from bold_eval.analysis.rate_test import null_squares, rate_intervals
+
+    rng = np.random.default_rng(7)
+    sizes = [1, 2, 5, 13, 40]
+    t_list, n_list = [], []
+    for size in sizes:
+        n = rng.integers(1, 9, size).astype(float)
+        t_list.append(rng.binomial(n.astype(int), rng.beta(0.6, 1.4, size)).astype(float))
+        n_list.append(n)
+    low, high = rate_intervals(t_list, n_list, alpha=0.05, floor=floor)
+    assert math.isnan(low[0]) and math.isnan(high[0])
+    for k in range(1, len(sizes)):
+        alone = rate_intervals([t_list[k]], [n_list[k]], alpha=0.05, floor=floor)
+        assert (alone[0][0], alone[1][0]) == pytest.approx((low[k], high[k]), abs=1e-12)
+        side = SideSums.of(t_list[k], n_list[k])
+        c = special.stdtrit(side.names - 1, 0.975)
+        spread = null_squares(side.tt, side.tn, side.nn, side.rate) * side.names / (side.names - 1)
+        for end in (low[k], high[k]):
+            if 0 < end < 1:
+                floor_part = end * (1 - end) * (side.texts + side.correlation * side.pairs) if floor else 0.0
+                bound = c * c * max(spread, floor_part)
+                assert (side.rate - end) ** 2 * side.texts ** 2 == pytest.approx(bound, rel=1e-9)

@@ -12,6 +12,7 @@ import pytest
 from PIL import Image
 
 from bold_eval.cli import main
+from bold_eval.core.environment import FIGURE_WORKER_ENV
 from bold_eval.report.compare import compare_runs
 from bold_eval.report.run_report import write_report
 from bold_eval.testing.runs import write_run_folder
@@ -102,8 +103,11 @@ def assert_no_nan(value) -> None:
 
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A report whose figures are drawn in the figure worker a full-BOLD report uses (`report.painter`)."""
     run_dir = write_run(tmp_path_factory.mktemp("run") / "gpt2", synthetic_scores())
-    write_report(run_dir)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(FIGURE_WORKER_ENV, "1")
+        write_report(run_dir)
     return run_dir
 
 

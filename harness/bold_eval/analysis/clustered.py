@@ -323,10 +323,9 @@ def design_effect(values: Sequence[float] | np.ndarray, clusters: Sequence[Any] 
     codes = pd.factorize(np.asarray(clusters))[0]
     if len(y) < 2 or np.all(y == y[0]) or codes.max() < 1:
         return float("nan")
-    ones = np.ones((len(y), 1))
-    naive = OLS(y, ones).fit().bse[0] ** 2
-    robust = OLS(y, ones).fit(cov_type="cluster", cov_kwds={"groups": codes}).bse[0] ** 2
-    return float(robust / naive)
+    fit = OLS(y, np.ones((len(y), 1))).fit()
+    robust = fit.get_robustcov_results(cov_type="cluster", groups=codes).bse[0] ** 2
+    return float(robust / fit.bse[0] ** 2)
 
 
 def minimum_detectable_difference(rate: float, n_a: float, n_b: float, *, deff: float = 1.0, alpha: float = 0.05,

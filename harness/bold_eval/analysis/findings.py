@@ -50,7 +50,7 @@ from bold_eval.analysis.clustered import (
     run_tests,
 )
 from bold_eval.analysis.paired_rate_test import continuous_interaction_tests
-from bold_eval.analysis.rate_test import min_attainable_p, unit_rate_interval
+from bold_eval.analysis.rate_test import min_attainable_p, rate_intervals, unit_rate_interval
 from bold_eval.analysis.results import DifferenceTest, GroupFindings, PairedFindings
 from bold_eval.analysis.scores import TestedLabel
 from bold_eval.analysis.statistics import wilson_interval
@@ -205,7 +205,8 @@ def _contrast_rows(frame: pd.DataFrame, labels: Sequence[Label], *, alpha: float
         results = difference_tests([case[2] for case in cases], [case[3] for case in cases],
                                    [case[4] for case in cases], alpha=alpha, seed=seed,
                                    bounds=[ranges[case[1]] for case in cases])
-    return [_group_row(*case, result, alpha, cluster) for case, result in zip(cases, results, strict=True)]
+    sides = _side_intervals(cases, alpha, cluster)
+    return [_group_row(*case, result, side) for case, result, side in zip(cases, results, sides, strict=True)]
 
 
 class DomainArrays(NamedTuple):
@@ -234,27 +235,59 @@ def side_rate_interval(hits: np.ndarray, clusters: np.ndarray, *, alpha: float, 
     return unit_rate_interval(hits, clusters, alpha=alpha)
 
 
+class SideIntervals(NamedTuple):
+    """A contrast's two sides as its row prints them: each side's rate interval and number of names."""
+
+    low: float
+    high: float
+    rest_low: float
+    rest_high: float
+    names: int
+    rest_names: int
+
+
+def _side_intervals(cases: Sequence[tuple[Contrast, Label, np.ndarray, np.ndarray, np.ndarray]], alpha: float,
+                    cluster: str) -> list[SideIntervals]:
+    """Each case's `SideIntervals`: a label's sides' rate intervals at the level of the test beside them
+    (`side_rate_interval`), all name-level ones at once (`rate_test.rate_intervals`); a continuous worst case
+    (value None) has none."""
+    sums: list[tuple[np.ndarray, np.ndarray]] = []
+    names = []
+    for _, _, hits, in_a, clusters in cases:
+        for side in (in_a, ~in_a):
+            texts = np.bincount(clusters[side])
+            named = texts > 0
+            sums.append((np.bincount(clusters[side], weights=hits[side])[named], texts[named].astype(float)))
+            names.append(int(named.sum()))
+    low, high = np.full(len(sums), np.nan), np.full(len(sums), np.nan)
+    binary = np.repeat([label.value is not None for _, label, *_ in cases], 2).astype(bool)
+    if cluster == "none":
+        for k in np.flatnonzero(binary):
+            low[k], high[k] = wilson_interval(int(sums[k][0].sum()), int(sums[k][1].sum()), alpha=alpha)
+    elif binary.any():
+        rows = np.flatnonzero(binary)
+        low[rows], high[rows] = rate_intervals([sums[k][0] for k in rows], [sums[k][1] for k in rows], alpha=alpha)
+    return [SideIntervals(float(low[2 * k]), float(high[2 * k]), float(low[2 * k + 1]), float(high[2 * k + 1]),
+                          names[2 * k], names[2 * k + 1]) for k in range(len(cases))]
+
+
 def _group_row(contrast: Contrast, label: Label, hits: np.ndarray, in_a: np.ndarray, clusters: np.ndarray,
-               result: DifferenceTest, alpha: float, cluster: str) -> dict[str, Any]:
+               result: DifferenceTest, side: SideIntervals) -> dict[str, Any]:
     """A label's counts and each side's rate interval, or for a continuous worst case (value None) no counts
     and the means as proportions, without an interval."""
     total, rest_total = int(in_a.sum()), int((~in_a).sum())
     binary = label.value is not None
     count = int(hits[in_a].sum()) if binary else np.nan
     rest_count = int(hits[~in_a].sum()) if binary else np.nan
-    nan = (np.nan, np.nan)
-    interval = side_rate_interval(hits[in_a], clusters[in_a], alpha=alpha, cluster=cluster) if binary else nan
-    rest_interval = side_rate_interval(hits[~in_a], clusters[~in_a], alpha=alpha, cluster=cluster) if binary else nan
     return {"domain": contrast.domain, "metric": label.metric, "label": label.name, "contrast": contrast.name,
             "kind": contrast.kind, "group": contrast.a, "rest": contrast.b or "rest", "count": count,
-            "total": total, "proportion": float(hits[in_a].mean()), "rate_low": interval[0],
-            "rate_high": interval[1], "rest_count": rest_count, "rest_total": rest_total,
-            "rest_proportion": float(hits[~in_a].mean()), "rest_rate_low": rest_interval[0],
-            "rest_rate_high": rest_interval[1], "names": int(len(pd.unique(clusters[in_a]))),
-            "rest_names": int(len(pd.unique(clusters[~in_a]))), "difference": result.estimate,
-            "ci_low": result.ci_low, "ci_high": result.ci_high, "statistic": result.statistic,
-            "p_value": result.p_value, "method": result.method, "testable": result.testable,
-            "note": result.note, "detectable": np.nan}
+            "total": total, "proportion": float(hits[in_a].mean()), "rate_low": side.low,
+            "rate_high": side.high, "rest_count": rest_count, "rest_total": rest_total,
+            "rest_proportion": float(hits[~in_a].mean()), "rest_rate_low": side.rest_low,
+            "rest_rate_high": side.rest_high, "names": side.names, "rest_names": side.rest_names,
+            "difference": result.estimate, "ci_low": result.ci_low, "ci_high": result.ci_high,
+            "statistic": result.statistic, "p_value": result.p_value, "method": result.method,
+            "testable": result.testable, "note": result.note, "detectable": np.nan}
 
 
 def adjust_family(tests: pd.DataFrame, alpha: float, correction: str) -> int:
@@ -448,7 +481,7 @@ def largest_gaps(scores: pd.DataFrame, labels: Sequence[Label], *, alpha: float 
     for label in _labels(labels):
         by_metric.setdefault(label.metric, []).append(label)
     for domain, part in scores.groupby("domain", sort=True):
-        clusters = cluster_ids(part, cluster)
+        clusters = cluster_codes(part, cluster)
         groups = part["group"].astype(str).to_numpy()
         for metric, metric_labels in by_metric.items():
             usable = [label for label in metric_labels if _applies(label, str(domain)) and label.column in part]
@@ -460,22 +493,31 @@ def largest_gaps(scores: pd.DataFrame, labels: Sequence[Label], *, alpha: float 
 
 def _largest_gap(domain: str, metric: str, labels: list[Label], part: pd.DataFrame, groups: np.ndarray,
                  clusters: np.ndarray, alpha: float, cluster: str, min_names: int) -> dict[str, Any]:
-    names = pd.Series(clusters).groupby(groups).nunique()
-    eligible = sorted(names[names >= min_names].index) if cluster != "none" else sorted(names.index)
+    group_codes, group_names = pd.factorize(groups)
+    names = np.bincount(np.unique(group_codes * (clusters.max() + 1) + clusters) // (clusters.max() + 1),
+                        minlength=len(group_names))  # each group's distinct units
+    eligible = sorted(str(group_names[k]) for k in range(len(group_names))
+                      if cluster == "none" or names[k] >= min_names)
     row: dict[str, Any] = {"domain": domain, "metric": metric, "eligible_groups": len(eligible), "note": ""}
     if len(eligible) < 2:
         row["note"] = f"{len(eligible)} of {len(names)} groups have {min_names} names or more; no gap is reported"
         return row
+    order = pd.Index(group_names).get_indexer(eligible)  # the eligible groups' codes, in name order
     best: tuple[float, Label, str, str] | None = None
     for label in labels:
         hits, present = _hits(part, label.column, label.value)
-        rates = pd.Series(hits[present]).groupby(groups[present]).mean().reindex(eligible).dropna()
-        if len(rates) < 2:
+        known = present & ~np.isnan(hits)
+        counts = np.bincount(group_codes[known], minlength=len(group_names))[order]
+        sums = np.bincount(group_codes[known], weights=hits[known], minlength=len(group_names))[order]
+        rated = np.flatnonzero(counts > 0)
+        if len(rated) < 2:
             continue
-        high = rates.idxmax()
-        low = rates.drop(high).idxmin()
+        rates = sums[rated] / counts[rated]
+        high = int(np.argmax(rates))  # the first of ties in name order, as idxmax
+        rest = np.delete(np.arange(len(rated)), high)
+        low = int(rest[np.argmin(rates[rest])])
         if best is None or rates[high] - rates[low] > best[0]:
-            best = (float(rates[high] - rates[low]), label, str(high), str(low))
+            best = (float(rates[high] - rates[low]), label, eligible[rated[high]], eligible[rated[low]])
     if best is None:
         row["note"] = "no label is present in two eligible groups"
         return row
@@ -490,10 +532,10 @@ def _largest_gap(domain: str, metric: str, labels: list[Label], part: pd.DataFra
     rate_high = side_rate_interval(y[in_high], units[in_high], alpha=alpha, cluster=cluster)
     rate_low = side_rate_interval(y[~in_high], units[~in_high], alpha=alpha, cluster=cluster)
     row.update(label=label.name, group_high=high, count_high=int(y[in_high].sum()), total_high=int(in_high.sum()),
-               proportion_high=float(y[in_high].mean()), names_high=int(len(pd.unique(units[in_high]))),
+               proportion_high=float(y[in_high].mean()), names_high=int(np.count_nonzero(np.bincount(units[in_high]))),
                high_rate_low=rate_high[0], high_rate_high=rate_high[1], group_low=low,
                count_low=int(y[~in_high].sum()), total_low=int((~in_high).sum()),
-               proportion_low=float(y[~in_high].mean()), names_low=int(len(pd.unique(units[~in_high]))),
+               proportion_low=float(y[~in_high].mean()), names_low=int(np.count_nonzero(np.bincount(units[~in_high]))),
                low_rate_low=rate_low[0], low_rate_high=rate_low[1], gap=result.estimate,
                ci_low=result.ci_low, ci_high=result.ci_high, choices=choices, interval_level=1 - level,
                interval_label=confidence_label(level), method=result.method, note=result.note)
@@ -562,9 +604,11 @@ def _paired_rows(prompts: pd.DataFrame, model: pd.DataFrame, reference: pd.DataF
                  alpha: float, cluster: str, seed: int) -> list[dict[str, Any]]:
     """One tested interaction per contrast x label on the shared `prompts`. A domain's sides and clusters, and
     each label's per-prompt rates on its prompts, are put into arrays once, not once per contrast."""
-    rates = {label: (prompt_rates(model, label.column, label.value)["rate"],
-                     prompt_rates(reference, label.column, label.value)["rate"])
-             for label in labels if label.column in model and label.column in reference}
+    shared = [label for label in labels if label.column in model and label.column in reference]
+    order = pd.Index(prompts["prompt_id"])
+    rates = {label: (model_rate, reference_rate) for label, model_rate, reference_rate in
+             zip(shared, aligned_prompt_rates(model, order, shared), aligned_prompt_rates(reference, order, shared),
+                 strict=True)}
     domains: dict[str, PairedDomain] = {}
     cases: list[tuple[Contrast, Label, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     for contrast in contrasts(prompts):
@@ -627,20 +671,33 @@ class PairedDomain(NamedTuple):
 
     @classmethod
     def of(cls, prompts: pd.DataFrame, domain: str, cluster: str,
-           rates: Mapping[Label, tuple[pd.Series, pd.Series]]) -> PairedDomain:
-        part = prompts[prompts["domain"].astype(str) == domain]
-        ids = part["prompt_id"]
+           rates: Mapping[Label, tuple[np.ndarray, np.ndarray]]) -> PairedDomain:
+        """`rates`: per label each source's rate on every row of `prompts` (NaN where it has none)."""
+        in_domain = (prompts["domain"].astype(str) == domain).to_numpy()
+        part = prompts[in_domain]
         columns = {name: part[name].astype(str).to_numpy() for name in ("group", "category") if name in part}
         # The samples of a prompt are already summarized: a prompt is the smallest unit here, and pairs of rates
         # are tested by the score test even with --cluster none (an ordinary t on rare per-prompt rates is unbounded).
         clusters = cluster_codes(part, "prompt" if cluster == "none" else cluster)
         aligned = {}
         for label, (rates_model, rates_reference) in rates.items():
-            # get_indexer, not isin: pandas 3 checks Arrow strings one by one in isin (same answer, much slower).
-            at_model, at_reference = rates_model.index.get_indexer(ids), rates_reference.index.get_indexer(ids)
-            both = (at_model >= 0) & (at_reference >= 0)
-            aligned[label] = (rates_model.to_numpy()[at_model], rates_reference.to_numpy()[at_reference], both)
+            y_model, y_reference = rates_model[in_domain], rates_reference[in_domain]
+            aligned[label] = (y_model, y_reference, ~np.isnan(y_model) & ~np.isnan(y_reference))
         return cls(columns, clusters, aligned)
+
+
+def aligned_prompt_rates(scores: pd.DataFrame, order: pd.Index, labels: Sequence[Label]) -> list[np.ndarray]:
+    """Per label, `prompt_rates`' rate of each prompt id in `order` (NaN for a prompt without a labelled text
+    in `scores`): every label's per-prompt sums from one lookup of the texts' prompts, not a groupby per label."""
+    at = order.get_indexer(scores["prompt_id"])  # each text's row in `order`, -1 outside it
+    rates = []
+    for label in labels:
+        hits, present = _hits(scores, label.column, label.value)
+        keep = present & (at >= 0) & ~np.isnan(hits)
+        sums = np.bincount(at[keep], weights=hits[keep], minlength=len(order))
+        counts = np.bincount(at[keep], minlength=len(order))
+        rates.append(np.divide(sums, counts, out=np.full(len(order), np.nan), where=counts > 0))
+    return rates
 
 
 def _paired_case(contrast: Contrast, label: Label,
@@ -660,8 +717,9 @@ def _paired_row(contrast: Contrast, label: Label, y_model: np.ndarray, y_referen
                 in_a: np.ndarray, result: DifferenceTest) -> dict[str, Any]:
     return {"domain": contrast.domain, "metric": label.metric, "label": label.name, "contrast": contrast.name,
             "kind": contrast.kind, "group": contrast.a, "rest": contrast.b or "rest", "prompts": int(in_a.sum()),
-            "rest_prompts": int((~in_a).sum()), "names": int(len(pd.unique(clusters[in_a]))),
-            "rest_names": int(len(pd.unique(clusters[~in_a]))), "model_rate": float(y_model[in_a].mean()),
+            "rest_prompts": int((~in_a).sum()), "names": int(np.count_nonzero(np.bincount(clusters[in_a]))),
+            "rest_names": int(np.count_nonzero(np.bincount(clusters[~in_a]))),
+            "model_rate": float(y_model[in_a].mean()),
             "model_rest_rate": float(y_model[~in_a].mean()), "reference_rate": float(y_reference[in_a].mean()),
             "reference_rest_rate": float(y_reference[~in_a].mean()),
             "model_gap": float(y_model[in_a].mean() - y_model[~in_a].mean()),

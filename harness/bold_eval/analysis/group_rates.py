@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from bold_eval.analysis.clustered import cluster_codes
-from bold_eval.analysis.rate_test import rate_interval
+from bold_eval.analysis.rate_test import rate_intervals
 from bold_eval.analysis.scores import TestedLabel
 
 GROUP_RATE_COLUMNS = ["source", "domain", "group", "metric", "label", "column", "value", "rate", "low", "high",
@@ -32,25 +32,33 @@ def group_rates(sources: dict[str, pd.DataFrame], labels: Sequence[TestedLabel],
             continue
         units = cluster_codes(scores, "prompt" if cluster == "none" else cluster)
         domains = scores["domain"].astype(str).to_numpy()
-        groups = scores["group"].astype(str).to_numpy()
+        domain_codes, domain_names = pd.factorize(domains)
+        group_codes, group_names = pd.factorize(scores["group"].astype(str).to_numpy())
+        sides = domain_codes * len(group_names) + group_codes  # one code per (domain, group)
         for label in labels:
             if label.column not in scores:
                 continue
             column = scores[label.column]
-            hits = (column == label.value).to_numpy(dtype=float) if label.value is not None \
-                else column.to_numpy(dtype=float)
             known = ~pd.isna(column).to_numpy()
-            for (domain, group), index in pd.Series(np.arange(len(scores))[known]).groupby(
-                    [domains[known], groups[known]], sort=True):
-                if label.domains is not None and domain not in label.domains:
-                    continue
-                at = index.to_numpy()
-                codes, uniques = pd.factorize(units[at])
-                per_hits, per_texts = np.bincount(codes, weights=hits[at]), np.bincount(codes).astype(float)
-                low, high = (rate_interval(per_hits, per_texts, alpha=alpha)[:2] if len(uniques) > 1
-                             else (np.nan, np.nan))
-                rows.append({"source": source, "domain": domain, "group": group, "metric": label.metric,
+            if label.domains is not None:
+                known &= np.isin(domains, list(label.domains))
+            if not known.any():
+                continue
+            hits = ((column == label.value).to_numpy(dtype=float) if label.value is not None
+                    else column.to_numpy(dtype=float))[known]
+            # Each (side, unit) pair once, in order of side: a side's units are one run of the sums.
+            pairs, inverse = np.unique(sides[known] * (units.max() + 1) + units[known], return_inverse=True)
+            per_hits, per_texts = np.bincount(inverse, weights=hits), np.bincount(inverse).astype(float)
+            side_of_unit = pairs // (units.max() + 1)
+            codes, starts = np.unique(side_of_unit, return_index=True)
+            low, high = rate_intervals(np.split(per_hits, starts[1:]), np.split(per_texts, starts[1:]), alpha=alpha)
+            ends = np.r_[starts[1:], len(pairs)]
+            keys = [(str(domain_names[code // len(group_names)]), str(group_names[code % len(group_names)]))
+                    for code in codes]
+            for k in sorted(range(len(codes)), key=keys.__getitem__):
+                hit_sum, text_sum = per_hits[starts[k]:ends[k]].sum(), per_texts[starts[k]:ends[k]].sum()
+                rows.append({"source": source, "domain": keys[k][0], "group": keys[k][1], "metric": label.metric,
                              "label": label.name, "column": label.column, "value": label.value,
-                             "rate": float(per_hits.sum() / per_texts.sum()), "low": float(low), "high": float(high),
-                             "texts": int(per_texts.sum()), "names": len(uniques)})
+                             "rate": float(hit_sum / text_sum), "low": float(low[k]), "high": float(high[k]),
+                             "texts": int(text_sum), "names": int(ends[k] - starts[k])})
     return pd.DataFrame(rows, columns=GROUP_RATE_COLUMNS)

@@ -437,30 +437,55 @@ def rate_interval(t: np.ndarray, n: np.ndarray, *, alpha: float, floor: bool | s
     `score_floor`, the accepted p0 found on a grid and each end bisected. The null-imposed S of the two-side test is
     not used here: with one side it bounds |t| by about sqrt(G) at every p0, and 5 names would give [0, 1].
     Coverage by number of names: benchmarks/CALIBRATION.md. A side of one name has no interval (nothing to
-    estimate its spread from); the note says so."""
+    estimate its spread from); the note says so. Many sides with the binomial floor or none: `rate_intervals`."""
     t, n = np.asarray(t, dtype=float), np.asarray(n, dtype=float)
     nan = float("nan")
     if len(t) < 2:
         return nan, nan, "one name: no name-level interval"
     kind = str(floor_kinds(floor))
+    if kind != SCORE:
+        low, high = rate_intervals([t], [n], alpha=alpha, floor=kind == BINOMIAL)
+        return float(low[0]), float(high[0]), ""
     side = SideSums.of(t, n, squares)
-    estimate, texts = side.rate, side.texts
     critical = float(special.stdtrit(side.names - 1, 1.0 - alpha / 2))
-    # p0 is accepted when (estimate - p0)^2 <= c^2 max(A, B(p0)) / N^2, i.e. when either part accepts it; each
-    # part accepts an interval around the estimate, so the set is the hull of the two.
-    spread = float(null_squares(side.tt, side.tn, side.nn, estimate)) * side.names / (side.names - 1)
-    half = critical * np.sqrt(spread) / texts  # A: the cluster-robust spread about the estimate (Wald)
-    low, high = estimate - half, estimate + half
-    if kind == BINOMIAL:  # B(p0) = p0 (1 - p0) (N + rho sum n(n - 1)): Wilson's on N^2 / (N + rho sum n(n - 1))
-        effective = texts * texts / (texts + side.correlation * side.pairs)
+    low, high = _wald_ends(side, critical)
+    floor_low, floor_high = _score_floor_ends(side, critical)
+    return max(0.0, float(min(low, floor_low))), min(1.0, float(max(high, floor_high))), ""
+
+
+def _wald_ends(side: SideSums, critical: Any) -> tuple[Any, Any]:
+    """The ends accepted by the cluster-robust spread about the estimate alone (CR1, Wald), elementwise."""
+    spread = null_squares(side.tt, side.tn, side.nn, side.rate) * side.names / (side.names - 1)
+    half = critical * np.sqrt(spread) / side.texts
+    return side.rate - half, side.rate + half
+
+
+def rate_intervals(t: Sequence[np.ndarray], n: Sequence[np.ndarray], *, alpha: float,
+                   floor: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """`rate_interval` of many sides of labels at once (side k: per-name hits t[k] and texts n[k]), with the
+    binomial floor or none: arrays of the lows and highs, NaN for a side of fewer than two names. p0 is accepted
+    when (estimate - p0)^2 <= c^2 max(A, B(p0)) / N^2, i.e. when either part accepts it; each part accepts an
+    interval around the estimate, so the set is the hull of the two: A's Wald ends and B's Wilson ends, B(p0) =
+    p0 (1 - p0) (N + rho sum n (n - 1)) being Wilson's on N^2 / (N + rho sum n (n - 1)) texts."""
+    sizes = np.array([len(values) for values in t], dtype=int)
+    low, high = np.full(len(sizes), np.nan), np.full(len(sizes), np.nan)
+    kept = np.flatnonzero(sizes >= 2)
+    if not len(kept):
+        return low, high
+    starts = np.r_[0, np.cumsum(sizes[kept])[:-1]]
+    side = SideSums.of_segments(np.concatenate([np.asarray(t[k], dtype=np.float64) for k in kept]),
+                                np.concatenate([np.asarray(n[k], dtype=np.float64) for k in kept]), starts)
+    critical = special.stdtrit(side.names - 1, 1.0 - alpha / 2)
+    wald_low, wald_high = _wald_ends(side, critical)
+    if floor:
+        estimate = side.rate
+        effective = side.texts * side.texts / (side.texts + side.correlation * side.pairs)
         c2 = critical * critical / effective
         centre = (estimate + c2 / 2) / (1 + c2)
         half_width = critical / (1 + c2) * np.sqrt(estimate * (1 - estimate) / effective + c2 / (4 * effective))
-        low, high = min(low, centre - half_width), max(high, centre + half_width)
-    elif kind == SCORE:
-        floor_low, floor_high = _score_floor_ends(side, critical)
-        low, high = min(low, floor_low), max(high, floor_high)
-    return max(0.0, float(low)), min(1.0, float(high)), ""
+        wald_low, wald_high = np.minimum(wald_low, centre - half_width), np.maximum(wald_high, centre + half_width)
+    low[kept], high[kept] = np.maximum(0.0, wald_low), np.minimum(1.0, wald_high)
+    return low, high
 
 
 def _score_floor_ends(side: SideSums, critical: float) -> tuple[float, float]:

@@ -16,6 +16,8 @@ from pathlib import Path
 from bold_eval.core.errors import DEBUG_ENV, UsageError
 
 THREADS_ENV = "BOLD_EVAL_THREADS"
+# Whether a report draws its figures in a worker process (`bold_eval.report.painter`): on, off, or unset (by size).
+FIGURE_WORKER_ENV = "BOLD_EVAL_FIGURE_WORKER"
 ALLOW_MODIFIED_ENV = "BOLD_ALLOW_MODIFIED_DATA"
 OFFLINE_ENV = "BOLD_EVAL_OFFLINE"
 # Where dequantized GGUF checkpoints are kept (`bold_eval.generation.loading.model_cache_dir`).
@@ -33,9 +35,9 @@ PATHS = ("BOLD_DATA_DIR", "BOLD_LEXICON_DIR", "BOLD_DEBIASWE_DIR", "BOLD_SHENG20
 CACHES = ("BOLD_EVAL_CACHE", "BOLD_EVAL_CACHE_DIR", MODEL_CACHE_ENV)
 # Which commands read which variables beyond the flags (a command not listed reads the flags only).
 _READ_BY = {
-    "run": (THREADS_ENV, *PATHS, *CACHES),
-    "score": (THREADS_ENV, *PATHS, *CACHES),
-    "report": (THREADS_ENV,),
+    "run": (THREADS_ENV, FIGURE_WORKER_ENV, *PATHS, *CACHES),
+    "score": (THREADS_ENV, FIGURE_WORKER_ENV, *PATHS, *CACHES),
+    "report": (THREADS_ENV, FIGURE_WORKER_ENV),
     "compare": (THREADS_ENV,),
     "validate": (*PATHS, *CACHES),
     "dataset": ("BOLD_DATA_DIR", HOME_ENV, *CACHES),
@@ -52,6 +54,12 @@ def env_flag(name: str) -> bool:
         return False
     raise UsageError(f"${name} must be on or off (1/true/yes/on or 0/false/no/off), got {os.environ[name]!r}; "
                      f"set it to one of those or unset it")
+
+
+def env_switch(name: str) -> bool | None:
+    """An on/off variable whose absence means "decide by the work" (`env_flag`'s values; None when unset or
+    empty)."""
+    return env_flag(name) if os.environ.get(name, "").strip() else None
 
 
 def home_dir() -> Path | None:
@@ -121,6 +129,8 @@ def check_environment(command: str | None, names: Iterable[str] | None = None) -
             env_flag(name)
         elif name == THREADS_ENV:
             env_threads()
+        elif name == FIGURE_WORKER_ENV:
+            env_switch(name)
         elif name in PATHS:
             _check_path(name)
         elif name in CACHES:

@@ -33,6 +33,7 @@ from bold_eval.report.markdown import (
     signed_cell,
     write_table,
 )
+from bold_eval.report.painter import Painter
 from bold_eval.report.protocol import protocol_lines, trace_lines
 from bold_eval.runfolder.records import RunRecord
 
@@ -361,16 +362,16 @@ def worst_case_cells(table: pd.DataFrame) -> pd.DataFrame:
     return wide.reset_index()
 
 
-def worst_case_section(summary: Summary, figures: Path, tables: Path) -> list[str]:
+def worst_case_section(summary: Summary, figures: Path, tables: Path, painter: Painter) -> list[str]:
     """## Worst case over k samples: per group, the RealToxicityPrompts measures and their analogues, marked as an
-    addition to the paper; with one sample per prompt, why there are none."""
+    addition to the paper; with one sample per prompt, why there are none. `painter` draws its figure."""
     view = summary.worst_case
     out = ["## Worst case over k samples (an addition to the paper)", ""]
     if view.skipped is not None:
         return out + [f"_Not shown: {view.skipped}._", ""]
     table = view.tables["worst_case"]
     write_table(table, tables, "worst_case")
-    figure = plot_worst_case(table, figures / "worst_case.png")
+    figure = painter.draw(plot_worst_case, table, path=figures / "worst_case.png")
     definitions = "; ".join(f"**{item['title']}**: {item['source']}" for item in view.definitions.values())
     out += [f"How a group fares in the worst of a prompt's k = {view.k} samples, not in a typical one. "
             f"{definitions}. Each value is a mean over the group's prompts (n), with a {view.interval} interval. "

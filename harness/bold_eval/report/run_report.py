@@ -7,6 +7,7 @@ Several runs side by side: `bold_eval.report.compare.compare_runs`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,6 +37,7 @@ from bold_eval.report.markdown import (
     to_jsonable,
     write_text,
 )
+from bold_eval.report.painter import Painter
 from bold_eval.report.sections import (
     metric_sections,
     write_view_tables,
@@ -209,24 +211,30 @@ def write_report(run_dir: str | Path, options: AnalysisOptions | None = None, **
     run_dir = Path(run_dir)
     scores, record = load_run(run_dir, texts=False)  # the views read ids and scores only
     reference = read_reference_scores(run_dir, texts=False)
-    summary = summarize(scores, record.to_dict(), options, reference=reference)
-    return render_report(run_dir, record, summary, min_expected=options.min_expected)
+    with Painter.for_texts(len(scores)) as painter:  # a figure worker starts now, beside the analysis
+        summary = summarize(scores, record.to_dict(), options, reference=reference)
+        return render_report(run_dir, record, summary, min_expected=options.min_expected, painter=painter)
 
 
 def render_report(run_dir: str | Path, record: RunRecord, summary: Summary, *,
-                  min_expected: int = MIN_EXPECTED) -> Path:
+                  min_expected: int = MIN_EXPECTED, painter: Painter | None = None) -> Path:
     """Write the report of a ready-made `summary` into `run_dir` as one unit; return report.md's path.
 
     The rendering half of `write_report`, apart so that a summary computed once (or by other code) can be shown
-    without redoing its tests. `min_expected` is the small-group rule the summary was computed under."""
+    without redoing its tests. `min_expected` is the small-group rule the summary was computed under; `painter`
+    draws the figures (default: `Painter.for_texts` of the run's texts)."""
     run_dir = Path(run_dir)
-    with report_transaction(run_dir) as staging:  # report.md, summary.json, tables/ and figures/ as one unit
-        _write_report_files(run_dir, staging, record, summary, min_expected)
+    with contextlib.ExitStack() as stack:
+        if painter is None:
+            painter = stack.enter_context(Painter.for_texts(int(summary.counts.get("texts", 0))))
+        with report_transaction(run_dir) as staging:  # report.md, summary.json, tables/ and figures/ as one unit
+            _write_report_files(run_dir, staging, record, summary, min_expected, painter)
+            painter.finish()  # every figure is in place before the report moves in
     return run_dir / REPORT_FILE
 
 
 def _write_report_files(run_dir: Path, staging: Path, record: RunRecord, summary: Summary,
-                        min_expected: int) -> None:
+                        min_expected: int, painter: Painter) -> None:
     """The report's files, written into `staging` (`report_transaction` moves them into `run_dir`)."""
     alpha = summary.statistics.alpha
     figures, tables = staging / FIGURES_DIR, staging / TABLES_DIR
@@ -243,9 +251,9 @@ def _write_report_files(run_dir: Path, staging: Path, record: RunRecord, summary
     out += how_to_read(record, summary)
     out += reference_section(summary, tables)
     out += findings_section(summary, tables)
-    out += worst_case_section(summary, figures, tables)
+    out += worst_case_section(summary, figures, tables, painter)
     _run_section(record, summary, out)
-    out += metric_sections(summary, figures, tables)
+    out += metric_sections(summary, figures, tables, painter)
     out += _statistics_and_caveats(summary, min_expected)
     write_text(staging / REPORT_FILE, "\n".join(out))
     write_summary(staging, _summary_record(record, summary))

@@ -35,6 +35,7 @@ from bold_eval.report.markdown import (
     to_jsonable,
     write_table,
 )
+from bold_eval.report.painter import Painter
 from bold_eval.report.paper_tables import (
     category_headers,
     interval_cells,
@@ -53,6 +54,7 @@ class Folders(NamedTuple):
     figures: Path
     tables: Path
     alpha: float
+    painter: Painter
 
 
 # A view kind's report section (`ViewHooks.section`): (spec, its view, where to write, the report's lines to extend).
@@ -85,20 +87,21 @@ def labels_section(spec: MetricSpec, view: MetricView, where: Folders, out: list
             out += [f"### {name}", ""]
         if kind.by_domain:
             for domain, part in table.groupby("domain", sort=True):
-                figure = plot_stacked_proportions(part, colors, title.format(domain=domain),
-                                                  where.figures / f"{name}_{domain}.png", alpha=where.alpha)
+                figure = where.painter.draw(plot_stacked_proportions, part, colors, title.format(domain=domain),
+                                            path=where.figures / f"{name}_{domain}.png", alpha=where.alpha)
                 out += [f"### {domain}", "", markdown(interval_cells(part, ["group", "total"], labels)), "",
                         f"![{name} {domain}](figures/{figure.name})", ""]
         else:
             out += [markdown(interval_cells(table, ["domain", "group", "total"], labels)), ""]
             if len(labels) > 1 and "{domain}" in title:
                 for domain, part in table.groupby("domain", sort=True):
-                    figure = plot_stacked_proportions(part, colors, title.format(domain=domain),
-                                                      where.figures / f"{name}_{domain}.png", alpha=where.alpha)
+                    figure = where.painter.draw(plot_stacked_proportions, part, colors,
+                                                title.format(domain=domain),
+                                                path=where.figures / f"{name}_{domain}.png", alpha=where.alpha)
                     out += [f"![{name} {domain}](figures/{figure.name})", ""]
             elif len(labels) > 1:
-                figure = plot_stacked_proportions(table, colors, title, where.figures / f"{name}.png",
-                                                  alpha=where.alpha)
+                figure = where.painter.draw(plot_stacked_proportions, table, colors, title,
+                                            path=where.figures / f"{name}.png", alpha=where.alpha)
                 out += [f"![{name}](figures/{figure.name})", ""]
         if kind.wide_table:
             write_table(wide_proportions(table), where.tables, f"{name}_wide")
@@ -108,7 +111,8 @@ def ratio_section(spec: MetricSpec, view: MetricView, where: Folders, out: list[
     """`LabelRatio`: `<label>_ratio` per group with its interval, and its figure."""
     tables = view.kind_tables(RatioTables)
     label, name = tables.label, tables.name
-    figure = plot_ratio(tables.ratio, where.figures / f"{name}.png", label=label, alpha=where.alpha)
+    figure = where.painter.draw(plot_ratio, tables.ratio, path=where.figures / f"{name}.png", label=label,
+                                alpha=where.alpha)
     out += [markdown(ratio_cells(tables.ratio, label)), "", f"![{name.replace('_', ' ')}](figures/{figure.name})", ""]
 
 
@@ -130,8 +134,9 @@ def gender_ratio_section(spec: MetricSpec, view: MetricView, where: Folders, out
     if tables.tokens is not None:
         out += [kind.tokens_caption, "", markdown(tables.tokens), ""]
     group = tables.group
-    figure = plot_male_minus_female(group, where.figures / f"{spec.name}_male_minus_female.png",
-                                    methods=kind.methods, title=kind.figure_title, alpha=where.alpha)
+    figure = where.painter.draw(plot_male_minus_female, group,
+                                path=where.figures / f"{spec.name}_male_minus_female.png", methods=kind.methods,
+                                title=kind.figure_title, alpha=where.alpha)
     cells = group.assign(cell=[signed_cell(*row) if not pd.isna(row[1]) else f"{row[0]:+.3f}" for row in
                                group[["male_minus_female", "male_minus_female_ci_low",
                                       "male_minus_female_ci_high"]].to_numpy()])
@@ -233,10 +238,11 @@ def write_view_tables(summary: Summary, tables: Path) -> None:
             write_table(pd.DataFrame(to_jsonable([test.as_dict() for test in view.tests])), tables, f"{metric}_tests")
 
 
-def metric_sections(summary: Summary, figures: Path, tables: Path) -> list[str]:
-    """One section per metric, in the registry's (the paper's) order, by its view kind; a skipped metric says why."""
+def metric_sections(summary: Summary, figures: Path, tables: Path, painter: Painter) -> list[str]:
+    """One section per metric, in the registry's (the paper's) order, by its view kind; a skipped metric says why.
+    The figures are drawn by `painter` (here or in its worker)."""
     out: list[str] = []
-    where = Folders(figures, tables, summary.statistics.alpha)
+    where = Folders(figures, tables, summary.statistics.alpha, painter)
     for metric, view in summary.views.items():
         spec = metric_spec(metric)
         out += [f"## {spec.presentation.title or metric}", ""]
