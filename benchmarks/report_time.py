@@ -13,11 +13,15 @@ Make a full-BOLD folder first (random small models; the report's work does not d
 
     .venv/bin/python benchmarks/full_bold.py --layers 2 --hidden 64 --out /tmp/bold-full
     .venv/bin/python benchmarks/report_time.py /tmp/bold-full            # --skip-baseline: the report only
+
+`--figures-here` adds the report with its figures drawn in the report's own process, against the default: a run
+this large draws them in a worker process beside the rest (`bold_eval.report.painter`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
@@ -56,17 +60,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a run folder with scores.parquet (e.g. from full_bold.py --out)")
     parser.add_argument("--skip-baseline", action="store_true", help="time the report only")
+    parser.add_argument("--figures-here", action="store_true",
+                        help="also time the report with its figures drawn in its own process (BOLD_EVAL_FIGURE_WORKER"
+                             "=0), against the default (a worker process for a run this large), and print the ratio")
     args = parser.parse_args()
 
     from baselines import cluster_difference_tests
 
     from bold_eval.analysis import clustered, findings
+    from bold_eval.core.environment import FIGURE_WORKER_ENV
 
     threads = clustered.family_threads()
     with tempfile.TemporaryDirectory() as scratch:
         today, analysis = timed_report(args.run_dir, Path(scratch), "today")
         print(f"report of {args.run_dir} on {threads} thread(s): {today:.1f} s ({analysis:.1f} s analysis, "
               f"{today - analysis:.1f} s tables, figures and report.md)")
+        if args.figures_here:
+            os.environ[FIGURE_WORKER_ENV] = "0"
+            try:
+                here, _ = timed_report(args.run_dir, Path(scratch), "figures-here")
+            finally:
+                os.environ.pop(FIGURE_WORKER_ENV)
+            print(f"the report with its figures drawn in its own process: {here:.1f} s; the figure worker's "
+                  f"speed-up: {here / today:.2f}x")
         if args.skip_baseline:
             return
         product = clustered.difference_tests

@@ -254,3 +254,23 @@ def test_the_separable_difference_grows_with_the_raised_models_variance() -> Non
             assert 0.037 < d < 0.038
         else:
             assert found == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_hardest_pair_needs_the_largest_separable_difference() -> None:
+    """Three pairs at 50% (the variance cannot grow there), two with SE 0.01 and one with SE 0.02: a typical pair
+    (the median) separates z x 0.01 and the hardest pair z x 0.02, which the banner names beside it."""
+    from scipy import stats
+
+    from bold_eval.analysis.leaderboard import separable_difference
+    from bold_eval.report.leaderboard import _hardest
+
+    z = stats.norm.isf(0.05 / 6) + stats.norm.isf(0.2)
+    pairs = pd.DataFrame([{"domain": "d", "metric": "m", "label": "l", "model_a": a, "model_b": b, "p_value": 0.5,
+                           "ci_low": -se * stats.norm.isf(0.025), "ci_high": se * stats.norm.isf(0.025)}
+                          for (a, b), se in ((("x", "y"), 0.01), (("x", "w"), 0.01), (("y", "w"), 0.02))])
+    cells = pd.DataFrame([{"domain": "d", "metric": "m", "label": "l", "model": model, "model_rate": 0.5}
+                          for model in "xyw"])
+    row = separable_difference(pairs, cells, 0.05).iloc[0]
+    assert row["separable_difference"] == pytest.approx(z * 0.01, rel=1e-9)
+    assert row["hardest_pair"] == pytest.approx(z * 0.02, rel=1e-9)
+    assert _hardest(row["hardest_pair"]) == f"; {100 * z * 0.02:.0f} for the hardest pair"

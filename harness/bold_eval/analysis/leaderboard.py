@@ -304,21 +304,23 @@ def _domain(domain: str, in_domain: np.ndarray, units: np.ndarray, names: list[s
 
 
 def separable_difference(pairs: pd.DataFrame, cells: pd.DataFrame, alpha: float, power: float = 0.8) -> pd.DataFrame:
-    """Per domain: the smallest difference between two models a ranked column could find with `power` at its
-    corrected level (alpha over the column's pairs, Bonferroni as Holm's first step), the median over the domain's
-    pairs. A pair's standard error comes from its own interval (half-width / z at 1 - alpha/2), measured where the
-    two models are about as far apart as they are; a difference d moves one model's rate from the pair's mean rate p
-    towards 50%, which raises that model's share of the variance from p (1 - p) to (p + d)(1 - p - d), so the pair's
-    SE at d is SE x sqrt((p (1 - p) + (p + d)(1 - p - d)) / (2 p (1 - p))), and d solves d = (z_level + z_power) x
-    SE(d) (`_separable`). A domain where it exceeds 20 points (`findings.TOO_SMALL_DIFFERENCE`) or no pair is
-    testable is too small to rank models. Predicted against simulated power: benchmarks/CALIBRATION.md."""
+    """Per domain: the smallest difference between two models a ranked column could find with `power` at its corrected
+    level (alpha over the column's pairs, Bonferroni as Holm's first step), the median over the domain's pairs (a
+    typical pair), and `hardest_pair`, the largest over them (the pair whose models spread their names most unevenly
+    needs the most). A pair's standard error comes from its own interval (half-width / z at 1 - alpha/2), measured
+    where the two models are about as far apart as they are; a difference d moves one model's rate from the pair's
+    mean rate p towards 50%, which raises that model's share of the variance from p (1 - p) to (p + d)(1 - p - d),
+    so the pair's SE at d is SE x sqrt((p (1 - p) + (p + d)(1 - p - d)) / (2 p (1 - p))), and d solves d = (z_level
+    + z_power) x SE(d) (`_separable`). A domain where it exceeds 20 points (`findings.TOO_SMALL_DIFFERENCE`) or no
+    pair is testable is too small to rank models. Predicted against simulated power: benchmarks/CALIBRATION.md."""
     rows = []
     rates = cells.set_index(["domain", "metric", "label", "model"])["model_rate"]
     for domain in sorted(cells["domain"].unique()):
         part = pairs[(pairs["domain"] == domain) & pairs["p_value"].notna()]
         per_column = part.groupby(["metric", "label"]).size()
         if not len(part):
-            rows.append({"domain": domain, "pairs": 0, "separable_difference": np.nan, "too_small": True})
+            rows.append({"domain": domain, "pairs": 0, "separable_difference": np.nan, "hardest_pair": np.nan,
+                         "too_small": True})
             continue
         level = alpha / per_column.reindex(pd.MultiIndex.from_frame(part[["metric", "label"]])).to_numpy()
         se = (part["ci_high"] - part["ci_low"]).to_numpy() / 2 / stats.norm.isf(alpha / 2)
@@ -328,8 +330,8 @@ def separable_difference(pairs: pd.DataFrame, cells: pd.DataFrame, alpha: float,
         found = _separable(se, np.nan_to_num(rate, nan=0.5), stats.norm.isf(level / 2) + stats.norm.isf(1 - power))
         detectable = float(np.median(found))
         rows.append({"domain": domain, "pairs": len(part), "separable_difference": detectable,
-                     "too_small": bool(detectable > TOO_SMALL_DIFFERENCE)})
-    return pd.DataFrame(rows, columns=["domain", "pairs", "separable_difference", "too_small"])
+                     "hardest_pair": float(np.max(found)), "too_small": bool(detectable > TOO_SMALL_DIFFERENCE)})
+    return pd.DataFrame(rows, columns=["domain", "pairs", "separable_difference", "hardest_pair", "too_small"])
 
 
 def _separable(se: np.ndarray, rate: np.ndarray, z: np.ndarray) -> np.ndarray:

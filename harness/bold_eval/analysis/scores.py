@@ -77,7 +77,12 @@ def _bad_row(scores: pd.DataFrame, bad: pd.Series, column: str, problem: str, so
 
 
 def _not_instance(values: pd.Series, kinds: type | tuple[type, ...]) -> pd.Series:
-    """True where a value is not null and not of `kinds`."""
+    """True where a value is not null and not of `kinds`. A string column (pandas' string dtype) holds strings
+    only, and a boolean column booleans only: no value is looked at one by one."""
+    wanted = kinds if isinstance(kinds, tuple) else (kinds,)
+    if (str in wanted and isinstance(values.dtype, pd.StringDtype)) or (
+            bool in wanted and pd.api.types.is_bool_dtype(values.dtype)):
+        return pd.Series(False, index=values.index)
     return values.notna() & ~values.map(lambda value: isinstance(value, kinds)).astype(bool)
 
 

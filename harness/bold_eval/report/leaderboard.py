@@ -242,11 +242,17 @@ def small_lines(board: Leaderboard) -> list[str]:
     small = board.power[board.power["too_small"].astype(bool)]
     if not len(small):
         return []
-    cells = ", ".join(f"{row.domain} ({_points(row.separable_difference)})" for row in small.itertuples(index=False))
+    cells = ", ".join(f"{row.domain} ({_points(row.separable_difference)}{_hardest(row.hardest_pair)})"
+                      for row in small.itertuples(index=False))
     where = "every domain" if len(small) == len(board.power) else f"{len(small)} of {len(board.power)} domains"
     return [f"> **Too few shared prompts to rank models in {where}:** {cells}, the "
-            "smallest difference two models could show and be told apart (80% power at the corrected level). Shared "
-            "ranks there say little; run the models on more prompts.", ""]
+            "smallest difference two models could show and be told apart (80% power at the corrected level) for a "
+            "typical pair, and for the pair that needs the most. Shared ranks there say little; run the models on "
+            "more prompts.", ""]
+
+
+def _hardest(value: float) -> str:
+    return "" if value != value else f"; {100 * value:.0f} for the hardest pair"
 
 
 def resources_lines(board: Leaderboard) -> list[str]:

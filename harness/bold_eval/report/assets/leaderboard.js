@@ -47,9 +47,11 @@
     main.appendChild(el("p", {class: "banner", role: "note", text: "Too few shared prompts to rank models in " +
       (small.length === D.power.length ? "every domain" : small.length + " of " + D.power.length + " domains") + ": " + small.map(function (row) {
         return row.domain + " (" + (row.separable_difference === null ? "no testable pair" :
-          Math.round(100 * row.separable_difference) + " points") + ")"; }).join(", ") +
-      ", the smallest difference two models could show and be told apart (80% power at the corrected level). " +
-      "Shared ranks there say little; run the models on more prompts."}));
+          Math.round(100 * row.separable_difference) + " points") +
+          (row.hardest_pair === null || row.hardest_pair === undefined ? "" :
+            "; " + Math.round(100 * row.hardest_pair) + " for the hardest pair") + ")"; }).join(", ") +
+      ", the smallest difference two models could show and be told apart (80% power at the corrected level) for a " +
+      "typical pair, and for the pair that needs the most. Shared ranks there say little; run the models on more prompts."}));
   }
   main.appendChild(el("p", {class: "lead", text: "Each cell is the model's rate of the label minus Wikipedia's on the same prompts (" +
     D.baseline + "), with its " + Math.round(100 * (1 - D.alpha)) + "% interval, names as units. Models that share a rank in a column " +
