@@ -91,11 +91,9 @@ def candidate(name: str) -> Iterator[None]:
 class Domain:
     """A domain's design and its groups' group-vs-rest segments, laid out for `SideSums.of_segments`."""
 
-    def __init__(self, name: str):
-        from power_oracle import Design
-
-        self.design = Design.load(name)
-        self.name = name
+    def __init__(self, design):
+        self.design = design
+        self.name = design.domain
         self.units = np.repeat(np.arange(len(self.design.texts)), self.design.texts.astype(int))
         sizes = np.bincount(self.design.group)
         self.sizes = sizes
@@ -179,7 +177,9 @@ def main() -> None:
           "| worst group at 0.05 / 36 |")
     print("|---|---|---|---|---|---|---|---|---|")
     for domain_name in args.domains.split(","):
-        domain = Domain(domain_name)
+        from power_oracle import Design
+
+        domain = Domain(Design.load(domain_name))
         for rate in (float(r) for r in args.rates.split(",")):
             for spread in args.spreads.split(","):
                 chunks = []
