@@ -5,11 +5,16 @@ Level of the expected maximum over k = 5 samples, each group against the rest of
 most 10 names strongly spread), at 5% and in the Holm tail (0.05 / 36), for the floor in use and each candidate of
 `CANDIDATES`; thousands of data sets a design, all groups and data sets in one array operation (`rate_test.score_t`,
 the test `difference_tests` runs, without the interval's p-value consistency step, which only raises p). With
-`--diagnose`, per side of the worst group: the true variance of the side's mean over the data sets against the mean
+`--diagnose`, per testable group and side: the true variance of the side's mean over the data sets against the mean
 of its estimate (the CR2 sum of squares, the floor, and the variance in use), and where the rejections fall.
 
     .venv/bin/python benchmarks/worst_floor.py --domains religious_ideology --replicates 4000 --diagnose
-    .venv/bin/python benchmarks/worst_floor.py --candidates score,stratum --replicates 2000
+    .venv/bin/python benchmarks/worst_floor.py --candidates w=1,score,inv-5 --replicates 2000 --seed 1
+
+`score` is the floor in use, `w=<weight>` the floor with a fixed prior weight (w=1: a prior of one value on every
+side), the named candidates a weight that varies with the side (benchmarks/CALIBRATION.md, "The prior where a side
+has few names"). `power_oracle.py --kinds worst --worst-floor` and `calibration_unlike.py --worst-floor` take the same
+names.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ def _rare_names(side, c: float):
 
 
 CANDIDATES: dict[str, Callable | None] = {
-    "score": None,
+    "score": None,  # the floor in use
     # the rarer mass counted in names, G min(p, 1 - p), not in values: the weight times the mean values per name
     "names": _weight_floor(lambda side: side.texts / side.names),
     "names-0.5": _weight_floor(lambda side: 0.5 * side.texts / side.names),
