@@ -239,8 +239,14 @@ def worst_floor(name: str) -> Iterator[None]:
     `rate_test.score_floor`, names - 1 degrees of freedom), "binomial" (p (1 - p) per value at the restricted rate,
     names - 1), "none" (the CR2 sum of squares alone, each side's effective number of names less one) or "within"
     (the score's floor without its between-name part, sigma_w^2 N, names - 1)."""
+    from worst_floor import CANDIDATES, candidate
+
     from bold_eval.analysis import clustered, rate_test
 
+    if name in CANDIDATES and name != "score" or name.startswith("w="):  # worst_floor.py's candidates
+        with candidate(name):
+            yield
+        return
     if name not in WORST_FLOORS and not name.startswith(("score-", "satt-", "cap-")):
         raise ValueError(f"unknown worst-case floor {name!r}: choose from {', '.join(WORST_FLOORS)}")
     saved_tests, saved_floor = clustered.rate_tests, rate_test.score_floor

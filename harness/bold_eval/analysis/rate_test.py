@@ -21,7 +21,7 @@ are exchangeable. The test is a cluster-robust t with the name as the unit:
   [0, 1] by its range) varies far less than p (1 - p) about its mean, and that floor would bind far above its
   variance. Its floor is the score's own (`score_floor`): sigma_w^2 N_s + tau_s^2 sum_i n_i^2, the pooled
   within-name variance and the between-name variance shrunk towards the most the mean allows by the side's rarer
-  mass, as rho_s is shrunk above.
+  mass, as rho_s is shrunk above, against a prior that weighs more where the side has few names.
 - Values mapped onto [0, 1] from a wider range (`floor` False or NO_FLOOR: a per-prompt difference of two sources)
   have S_s alone.
 - t(delta) = (D - delta) / sqrt(V_A + V_B) on Welch-Satterthwaite degrees of freedom (`side_df`): names - 1 per
@@ -61,8 +61,11 @@ REFINE_ROUNDS = 3
 # continuous score's own (`score_floor`), or none (values mapped onto [0, 1] from a wider range).
 BINOMIAL, SCORE, NO_FLOOR = "binomial", "score", "none"
 # The prior weight, in values at the most between-name variance the mean allows, that `score_floor` puts against
-# the side's rarer mass; chosen by measurement (benchmarks/CALIBRATION.md, "The worst cases' floor").
+# the side's rarer mass: SCORE_PRIOR_WEIGHT (1 + SCORE_PRIOR_NAMES / names) (`score_prior_weight`), growing where a
+# side has few names to estimate its between-name variance from; chosen by measurement (benchmarks/CALIBRATION.md,
+# "The worst cases' floor").
 SCORE_PRIOR_WEIGHT = 1.0
+SCORE_PRIOR_NAMES = 4.0
 FLOORS = (BINOMIAL, SCORE, NO_FLOOR)
 
 
@@ -204,13 +207,25 @@ class ValueSums(Protocol):
     def rate(self) -> Any: ...
 
 
-def score_floor(side: ValueSums, rate: Any, weight: float | None = None) -> np.ndarray:
+def score_prior_weight(names: Any) -> Any:
+    """The prior weight `score_floor` puts on the ceiling of the between-name variance, in values: SCORE_PRIOR_WEIGHT
+    (1 + SCORE_PRIOR_NAMES / G) for a side of G names (elementwise). A side of few names estimates its between-name
+    variance from few names, however many values they hold; where the rest of a domain holds a few strongly spread
+    names, the rest's rate and its variance are low together in the same data sets, and a small side's floor is what
+    keeps the test at its level (benchmarks/CALIBRATION.md, "The worst cases' floor")."""
+    names = np.asarray(names, dtype=float)
+    with np.errstate(divide="ignore"):
+        return SCORE_PRIOR_WEIGHT * (1.0 + SCORE_PRIOR_NAMES / np.maximum(names, 1.0))
+
+
+def score_floor(side: ValueSums, rate: Any, weight: Any = None) -> np.ndarray:
     """The floor of a continuous score in [0, 1] whose expected mean is `rate`: sigma_w^2 N + tau_s^2 sum n_i^2, where
     sigma_w^2 is the pooled within-name variance and tau_s^2 the between-name variance shrunk towards the most the
     mean allows (rate (1 - rate) - sigma_w^2, Bhatia-Davis) by the side's rarer mass over its values m = min(sum of
-    the values, sum of their complements): (m tau_hat^2 + tau_max^2) / (m + 1), as a label's within-name correlation
-    is shrunk by its rarer outcomes (`within_name_correlation`). A score concentrated about its mean (a prompt's
-    highest of k toxicities) varies far less than p (1 - p), the binomial floor, and this floor follows it."""
+    the values, sum of their complements): (m tau_hat^2 + w tau_max^2) / (m + w), as a label's within-name correlation
+    is shrunk by its rarer outcomes (`within_name_correlation`); w = `score_prior_weight` of the side's names unless
+    `weight` is given. A score concentrated about its mean (a prompt's highest of k toxicities) varies far less than
+    p (1 - p), the binomial floor, and this floor follows it."""
     within_df = np.maximum(side.texts - side.names, 1.0)
     sigma_w = np.clip((side.squares - side.tt_n) / within_df, 0.0, None)
     p = side.rate
@@ -220,7 +235,7 @@ def score_floor(side: ValueSums, rate: Any, weight: float | None = None) -> np.n
     tau_hat = np.where(np.isfinite(tau_hat), tau_hat, 0.0)
     tau_max = np.clip(rate * (1 - rate) - sigma_w, 0.0, None)
     rarer = np.minimum(side.hits, side.texts - side.hits)
-    weight = SCORE_PRIOR_WEIGHT if weight is None else weight
+    weight = score_prior_weight(side.names) if weight is None else weight
     with np.errstate(divide="ignore", invalid="ignore"):
         tau_s = np.where(rarer + weight > 0, (rarer * np.minimum(tau_hat, tau_max) + weight * tau_max)
                          / (rarer + weight), tau_max)
