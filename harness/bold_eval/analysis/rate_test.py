@@ -26,7 +26,8 @@ are exchangeable. The test is a cluster-robust t with the name as the unit:
   have S_s alone.
 - t(delta) = (D - delta) / sqrt(V_A + V_B) on Welch-Satterthwaite degrees of freedom (`side_df`): names - 1 per
   side with a floor; without one, each side's effective number of names less one, since names of unequal length
-  carry unequal shares of the variance.
+  carry unequal shares of the variance, at a within-name correlation moved towards 1 for a side of few names
+  (`df_correlation`).
 
 The interval is {delta: p(delta) > alpha} (the floor moves with delta), so it excludes 0 exactly when p <= alpha.
 
@@ -64,6 +65,10 @@ BINOMIAL, SCORE, NO_FLOOR = "binomial", "score", "none"
 # the side's rarer mass; chosen by measurement (benchmarks/CALIBRATION.md, "The worst cases' floor").
 SCORE_PRIOR_WEIGHT = 1.0
 FLOORS = (BINOMIAL, SCORE, NO_FLOOR)
+# How far `df_correlation` moves a side's estimated within-name correlation towards 1: FEW_NAMES_WEIGHT / G^2 of the
+# way for G names (17% at 10 names, 2% at 30); chosen by measurement (benchmarks/CALIBRATION.md, "Interaction
+# degrees of freedom: the candidates").
+FEW_NAMES_WEIGHT = 17.0
 
 
 @dataclass(frozen=True)
@@ -231,20 +236,35 @@ def side_df(side: SideSums, floor: Any = True) -> np.ndarray:
     """Degrees of freedom of a side's variance. With a `floor` (binomial or the score's), names - 1: the floor
     steadies the variance where a few names would leave the sum of squares unsteady. Without one, the side's effective
     number of names less one, (sum v_i)^2 / sum v_i^2 - 1 with v_i = n_i (1 + (n_i - 1) rho) each name's share of
-    the variance at the values' intra-class correlation rho (`value_correlation`; a Satterthwaite approximation,
-    Bell & McCaffrey 2002): ten names of which one holds most of the texts are worth far fewer than ten. With names
-    alike it is the most degrees of freedom any variance estimate unbiased whatever the names' spread can have.
-    Chosen by measurement, both ways (benchmarks/CALIBRATION.md, "Power against an oracle"), and kept against the CR2
-    sum's Bell-McCaffrey degrees of freedom and variances built on the within-name spread, which found more and
-    rejected more true nulls ("Interaction degrees of freedom: the candidates", `benchmarks/interaction_df.py`).
-    At least 1."""
-    rho = value_correlation(side)
+    the variance at the values' intra-class correlation rho (`value_correlation`, moved towards 1 for a side of few
+    names by `df_correlation`; a Satterthwaite approximation, Bell & McCaffrey 2002): ten names of which one holds
+    most of the texts are worth far fewer than ten. With names alike it is the most degrees of freedom any variance
+    estimate unbiased whatever the names' spread can have. Chosen by measurement, both ways (benchmarks/CALIBRATION.md,
+    "Power against an oracle"), and kept against the CR2 sum's Bell-McCaffrey degrees of freedom and variances built
+    on the within-name spread, which found more and rejected more true nulls ("Interaction degrees of freedom: the
+    candidates", `benchmarks/interaction_df.py`). At least 1."""
+    rho = df_correlation(side.names, value_correlation(side))
     total = side.texts + rho * side.pairs
     squares = side.nn + 2 * rho * (side.n3 - side.nn) + rho * rho * (side.n4 - 2 * side.n3 + side.nn)
     with np.errstate(divide="ignore", invalid="ignore"):
         effective = np.where(squares > 0, total * total / squares, 1.0)
     kind = floor_kinds(floor)
     return np.maximum(np.where(kind == NO_FLOOR, np.minimum(effective, side.names), side.names) - 1.0, 1.0)
+
+
+def df_correlation(names: Any, rho: Any) -> Any:
+    """The correlation at which `side_df` counts a side's effective names: the estimate rho moved towards 1 by
+    FEW_NAMES_WEIGHT / G^2 of the way for G names (all of it below 5 names), elementwise. From a few names the moment
+    estimate is noisy and truncated at 0, and it comes out low exactly when the names happen to look alike, which is
+    when the CR2 sum is small and the t large: counted at that estimate, 7 or 10 widely spread names against 60 took
+    more degrees of freedom than their names carry and rejected 5.6% of true nulls at 5% (1.6% at 1%). The move
+    fades as 1 / G^2 (2% of the way at 30 names), where a correction of order 1 / G cost the small, unequal groups'
+    power (benchmarks/CALIBRATION.md, "Interaction degrees of freedom: the candidates")."""
+    names, rho = np.asarray(names, dtype=float), np.asarray(rho, dtype=float)
+    with np.errstate(divide="ignore"):
+        share = np.minimum(FEW_NAMES_WEIGHT / (names * names), 1.0)
+    result = rho + (1.0 - rho) * share
+    return float(result) if np.ndim(result) == 0 else result
 
 
 def value_correlation(side: SideSums) -> np.ndarray:
