@@ -236,13 +236,13 @@ def side_df(side: SideSums, floor: Any = True) -> np.ndarray:
     """Degrees of freedom of a side's variance. With a `floor` (binomial or the score's), names - 1: the floor
     steadies the variance where a few names would leave the sum of squares unsteady. Without one, the side's effective
     number of names less one, (sum v_i)^2 / sum v_i^2 - 1 with v_i = n_i (1 + (n_i - 1) rho) each name's share of
-    the variance at the values' intra-class correlation rho (`value_correlation`, moved towards 1 for a side of few
-    names by `df_correlation`; a Satterthwaite approximation, Bell & McCaffrey 2002): ten names of which one holds
-    most of the texts are worth far fewer than ten. With names alike it is the most degrees of freedom any variance
-    estimate unbiased whatever the names' spread can have. Chosen by measurement, both ways (benchmarks/CALIBRATION.md,
-    "Power against an oracle"), and kept against the CR2 sum's Bell-McCaffrey degrees of freedom and variances built
-    on the within-name spread, which found more and rejected more true nulls ("Interaction degrees of freedom: the
-    candidates", `benchmarks/interaction_df.py`). At least 1."""
+    the variance at the values' intra-class correlation rho (`value_correlation`; a Satterthwaite approximation,
+    Bell & McCaffrey 2002): ten names of which one holds most of the texts are worth far fewer than ten. With names
+    alike it is the most degrees of freedom any variance estimate unbiased whatever the names' spread can have.
+    Chosen by measurement, both ways (benchmarks/CALIBRATION.md, "Power against an oracle"), and kept against the CR2
+    sum's Bell-McCaffrey degrees of freedom and variances built on the within-name spread, which found more and
+    rejected more true nulls ("Interaction degrees of freedom: the candidates", `benchmarks/interaction_df.py`).
+    At least 1. For a side of few names rho is moved towards 1 (`df_correlation`)."""
     rho = df_correlation(side.names, value_correlation(side))
     total = side.texts + rho * side.pairs
     squares = side.nn + 2 * rho * (side.n3 - side.nn) + rho * rho * (side.n4 - 2 * side.n3 + side.nn)
@@ -256,10 +256,11 @@ def df_correlation(names: Any, rho: Any) -> Any:
     """The correlation at which `side_df` counts a side's effective names: the estimate rho moved towards 1 by
     FEW_NAMES_WEIGHT / G^2 of the way for G names (all of it below 5 names), elementwise. From a few names the moment
     estimate is noisy and truncated at 0, and it comes out low exactly when the names happen to look alike, which is
-    when the CR2 sum is small and the t large: counted at that estimate, 7 or 10 widely spread names against 60 took
-    more degrees of freedom than their names carry and rejected 5.6% of true nulls at 5% (1.6% at 1%). The move
-    fades as 1 / G^2 (2% of the way at 30 names), where a correction of order 1 / G cost the small, unequal groups'
-    power (benchmarks/CALIBRATION.md, "Interaction degrees of freedom: the candidates")."""
+    when the CR2 sum is small and the t large: counted at that estimate, 7 or 10 widely spread names against 60 take
+    more degrees of freedom than their names carry and reject 5.6% of true nulls at 5% (1.6% at 1%). The move
+    fades as 1 / G^2 (2% of the way at 30 names): a correction of order 1 / G, or an upper confidence limit of rho,
+    costs the small, unequal groups' power (benchmarks/CALIBRATION.md, "Interaction degrees of freedom: the
+    candidates")."""
     names, rho = np.asarray(names, dtype=float), np.asarray(rho, dtype=float)
     with np.errstate(divide="ignore"):
         share = np.minimum(FEW_NAMES_WEIGHT / (names * names), 1.0)
