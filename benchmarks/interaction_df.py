@@ -26,6 +26,22 @@ without the floor only; sides with the floor keep the test in use.
 - **anova-plugin**, **within-plugin**: the same variances on a Satterthwaite df that takes the between-name part's
   (or the excess over F's) spread from its own estimate, (part)^2 / (effective names - 1): a part estimated near 0
   is then taken as known, and the df runs up to N - G even where the names' spread is as uncertain as ever.
+- **rho-upper-90**, **rho-upper-95**, **rho-median**: the effective number of names less one at a correlation
+  read off the one-way ANOVA F ratio of the names' means, F = (Q / (G - 1)) / sigma_w^2: rho = (F / F_q - 1) /
+  (F / F_q - 1 + n_0), F_q the q quantile of F(G - 1, N - G), n_0 = (N - sum n_i^2 / N) / (G - 1) (Searle's
+  interval for the intra-class correlation, unequal names through n_0): q = 0.10 and 0.05, the one-sided 90% and
+  95% upper confidence limits; q = 0.5, a median-unbiased estimate.
+- **rho-prior-2**, **rho-prior-4**: the moment estimate shrunk towards 1 by a prior of 2 or 4 names against the
+  side's G names, (G rho_hat + w) / (G + w).
+- **rho-1**: the effective number of names at rho = 1, (sum n_i^2)^2 / sum n_i^4, the fewest over rho.
+- **rho-g2-17**, **rho-g2-25**: the moment estimate moved towards 1 by c / G^2 of the way (c = 17 or 25; all of it
+  where c / G^2 >= 1): a correction that fades with the names, large for 7-10 names, small past 30.
+- **rho-pairs-18**, **rho-pairs-24**: the moment estimate shrunk towards 1 by a prior of w = 18 or 24 against the
+  side's G (G - 1) ordered pairs of names, (G (G - 1) rho_hat + w) / (G (G - 1) + w).
+- **hsu**: each side's effective names as **product** counts them (measured in CALIBRATION.md with those of
+  **moments**), the two sides combined on the fewer of their degrees of freedom, min(nu_A, nu_B), instead of
+  Welch-Satterthwaite (Hsu 1938; Scheffe 1970): the Welch combination leans towards the larger side's degrees of
+  freedom exactly when the small side's variance happens to come out small, which is when its t is largest.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ def correlations(side: Any) -> dict[str, np.ndarray]:
 
 
 def rejected(a: Any, b: Any) -> dict[str, np.ndarray]:
-    """Per candidate (and "hsu": the product's sides on the fewer of their df), whether each contrast is rejected
+    """Per candidate (and "hsu": the moments' sides on the fewer of their df), whether each contrast is rejected
     at each of `ALPHAS` (an array alphas x contrasts); untestable contrasts are not rejected."""
     var_a, var_b = rate_test.side_variance(a, a.rate, False), rate_test.side_variance(b, b.rate, False)
     total = var_a + var_b
@@ -59,7 +59,7 @@ def rejected(a: Any, b: Any) -> dict[str, np.ndarray]:
     rho_a, rho_b = correlations(a), correlations(b)
     result = {}
     for name in [*rho_a, "hsu"]:
-        key = "product" if name == "hsu" else name
+        key = "moments" if name == "hsu" else name
         df_a, df_b = effective_df(a, rho_a[key]), effective_df(b, rho_b[key])
         with np.errstate(divide="ignore", invalid="ignore"):
             df = total * total / (var_a * var_a / df_a + var_b * var_b / df_b)
