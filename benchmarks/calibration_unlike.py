@@ -659,7 +659,8 @@ def main() -> None:
                         help="comma list of the paired-worst section's rates (default: each kind's own)")
     parser.add_argument("--interaction-method", default="product",
                         help="the tests without the binomial floor (the interactions) with this candidate of "
-                             "benchmarks/interaction_df.py: product (the test in use), bm, anova, within, "
+                             "benchmarks/interaction_df.py: product (the test in use), moments (before its few-names "
+                             "correction), bm, anova, within, "
                              "anova-plugin or within-plugin")
     parser.add_argument("--floor-df", default="product",
                         help="the group-vs-rest test's degrees of freedom where its binomial floor binds, a "

@@ -5,7 +5,10 @@ level with the same data. Each candidate replaces `rate_test.side_variance` and/
 without the floor only; sides with the floor keep the test in use.
 
 - **product**: the test in use (CR2 sum of squares about each side's own rate; df the side's effective number of
-  names less one, `rate_test.side_df`).
+  names less one, `rate_test.side_df`, at the moment estimate of rho moved towards 1 by 17 / G^2 of the way,
+  `rate_test.df_correlation`: the same as **rho-g2-17** below).
+- **moments**: the effective number of names at the moment estimate of rho itself (`rate_test.value_correlation`),
+  the test before `rate_test.df_correlation`.
 - **bm**: the same CR2 variance, on Bell-McCaffrey degrees of freedom computed for the CR2 estimator itself
   (Bell & McCaffrey 2002; Imbens & Kolesar 2016; Pustejovsky & Tipton 2018): df = tr(W C)^2 / tr((W C)^2), with
   W the names' CR2 weights 1 / (1 - n_i / N), C the covariance of the names' residuals t_i - n_i q under a
@@ -23,6 +26,22 @@ without the floor only; sides with the floor keep the test in use.
 - **anova-plugin**, **within-plugin**: the same variances on a Satterthwaite df that takes the between-name part's
   (or the excess over F's) spread from its own estimate, (part)^2 / (effective names - 1): a part estimated near 0
   is then taken as known, and the df runs up to N - G even where the names' spread is as uncertain as ever.
+- **rho-upper-90**, **rho-upper-95**, **rho-median**: the effective number of names less one at a correlation
+  read off the one-way ANOVA F ratio of the names' means, F = (Q / (G - 1)) / sigma_w^2: rho = (F / F_q - 1) /
+  (F / F_q - 1 + n_0), F_q the q quantile of F(G - 1, N - G), n_0 = (N - sum n_i^2 / N) / (G - 1) (Searle's
+  interval for the intra-class correlation, unequal names through n_0): q = 0.10 and 0.05, the one-sided 90% and
+  95% upper confidence limits; q = 0.5, a median-unbiased estimate.
+- **rho-prior-2**, **rho-prior-4**: the moment estimate shrunk towards 1 by a prior of 2 or 4 names against the
+  side's G names, (G rho_hat + w) / (G + w).
+- **rho-1**: the effective number of names at rho = 1, (sum n_i^2)^2 / sum n_i^4, the fewest over rho.
+- **rho-g2-17**, **rho-g2-25**: the moment estimate moved towards 1 by c / G^2 of the way (c = 17 or 25; all of it
+  where c / G^2 >= 1): a correction that fades with the names, large for 7-10 names, small past 30.
+- **rho-pairs-18**, **rho-pairs-24**: the moment estimate shrunk towards 1 by a prior of w = 18 or 24 against the
+  side's G (G - 1) ordered pairs of names, (G (G - 1) rho_hat + w) / (G (G - 1) + w).
+- **hsu**: each side's effective names as **product** counts them (measured in CALIBRATION.md with those of
+  **moments**), the two sides combined on the fewer of their degrees of freedom, min(nu_A, nu_B), instead of
+  Welch-Satterthwaite (Hsu 1938; Scheffe 1970): the Welch combination leans towards the larger side's degrees of
+  freedom exactly when the small side's variance happens to come out small, which is when its t is largest.
 """
 
 from __future__ import annotations
@@ -33,8 +52,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import special
 
-CANDIDATES = ("product", "bm", "anova", "within", "anova-plugin", "within-plugin")
+CANDIDATES = ("product", "moments", "bm", "anova", "within", "anova-plugin", "within-plugin", "rho-upper-90",
+              "rho-upper-95", "rho-median", "rho-prior-2", "rho-prior-4", "rho-1", "rho-g2-17", "rho-g2-25", "hsu",
+              "rho-pairs-18", "rho-pairs-24")
 
 
 def _leverage_class(base: type) -> type:
@@ -103,6 +125,31 @@ def _within(side: Any) -> tuple[np.ndarray, np.ndarray]:
     return within, np.where(np.isfinite(tau2), tau2, 0.0)
 
 
+def effective_df(side: Any, rho: Any) -> np.ndarray:
+    """The side's effective number of names less one at the correlation rho (`rate_test.side_df`'s), at least 1."""
+    total = side.texts + rho * side.pairs
+    squares = side.nn + 2 * rho * (side.n3 - side.nn) + rho * rho * (side.n4 - 2 * side.n3 + side.nn)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        effective = np.where(squares > 0, total * total / squares, 1.0)
+    return np.maximum(np.minimum(effective, side.names) - 1.0, 1.0)
+
+
+def correlation_quantile(side: Any, q: float) -> np.ndarray:
+    """The intra-class correlation at which the names' F ratio sits at the q quantile of F(G - 1, N - G) (module
+    docstring): q = 0.1 the one-sided 90% upper confidence limit; 1 where the side has no within-name spread."""
+    from scipy import special
+
+    within, _ = _within(side)
+    p = side.rate
+    spread = side.tt_n - 2 * p * side.hits + p * p * side.texts
+    between_df = np.maximum(side.names - 1.0, 1.0)
+    n0 = (side.texts - side.nn / side.texts) / between_df
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = (spread / between_df) / within / special.fdtri(between_df, np.maximum(side.texts - side.names, 1.0), q)
+        rho = (ratio - 1.0) / (ratio - 1.0 + n0)
+    return np.where(np.isfinite(rho), np.clip(rho, 0.0, 1.0), 1.0)
+
+
 @contextlib.contextmanager
 def interaction_method(name: str) -> Iterator[None]:
     """Run the tests without the floor with the candidate `name` (module docstring); the floor's tests unchanged."""
@@ -110,7 +157,7 @@ def interaction_method(name: str) -> Iterator[None]:
 
     if name not in CANDIDATES:
         raise ValueError(f"unknown interaction method {name!r}: choose from {', '.join(CANDIDATES)}")
-    saved = {key: getattr(rate_test, key) for key in ("side_variance", "side_df", "SideSums")}
+    saved = {key: getattr(rate_test, key) for key in ("side_variance", "side_df", "SideSums", "score_t")}
     product_variance, product_df = saved["side_variance"], saved["side_df"]
 
     def floored(floor):
@@ -173,6 +220,38 @@ def interaction_method(name: str) -> Iterator[None]:
             squares = rate_test.null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, side.rate)
             df = np.where(squares >= floor_part, names_df(side), within_df)
             return np.where(floored(floor), product_df(side, floor), np.maximum(df, 1.0))
+
+        rate_test.side_df = side_df
+    elif name == "hsu":
+        product_t = saved["score_t"]
+
+        def score_t(a, b, delta, floor=True):
+            t, df, _ = product_t(a, b, delta, floor)
+            fewer = np.minimum(product_df(a, floor), product_df(b, floor))
+            df = np.where(floored(floor), df, np.minimum(df, fewer))
+            return t, df, 2.0 * special.stdtr(df, -np.abs(t))
+
+        rate_test.score_t = score_t
+    elif name.startswith("rho-") or name == "moments":
+        def correlation(side):
+            if name == "moments":
+                return rate_test.value_correlation(side)
+            if name == "rho-1":
+                return np.ones_like(side.texts)
+            if name.startswith("rho-pairs-"):
+                pairs = side.names * (side.names - 1.0)
+                weight = float(name[len("rho-pairs-"):])
+                return (pairs * rate_test.value_correlation(side) + weight) / (pairs + weight)
+            if name.startswith("rho-g2-"):
+                rho = rate_test.value_correlation(side)
+                return rho + (1.0 - rho) * np.minimum(float(name[len("rho-g2-"):]) / side.names ** 2, 1.0)
+            if name.startswith("rho-prior-"):
+                weight = float(name[len("rho-prior-"):])
+                return (side.names * rate_test.value_correlation(side) + weight) / (side.names + weight)
+            return correlation_quantile(side, {"rho-upper-90": 0.10, "rho-upper-95": 0.05, "rho-median": 0.5}[name])
+
+        def side_df(side, floor=True):
+            return np.where(floored(floor), product_df(side, floor), effective_df(side, correlation(side)))
 
         rate_test.side_df = side_df
     elif name == "anova-plugin":

@@ -166,7 +166,7 @@ def method(name: str) -> Iterator[None]:
     replaced: the cluster-robust sum of squares about the rates restricted to the hypothesis, plain for 0/1 labels
     and CR2 without the floor, the floor's correlation shrunk by one worst-case outcome, names - 1 degrees of
     freedom per side), or one of the candidates for the tests without the floor (`interaction_df.CANDIDATES`:
-    bm, anova, within, anova-plugin, within-plugin; the floor's tests as they are), or one of the candidates for the
+    moments, bm, anova, within, ...; the floor's tests as they are), or one of the candidates for the
     floor's degrees of freedom where it binds, prefixed "floor-" (`floor_df.CANDIDATES`: floor-texts, floor-mix,
     floor-rate; the tests without the floor as they are)."""
     from bold_eval.analysis import rate_test
@@ -336,7 +336,7 @@ def main() -> None:
     parser.add_argument("--fast", action="store_true", help="100 data sets per design (CI-sized)")
     parser.add_argument("--methods", default="product,score",
                         help="comma list of product, score and the candidates for the tests without the floor "
-                             "(bm, anova, within, anova-plugin, within-plugin: benchmarks/interaction_df.py), the "
+                             "(moments, bm, anova, ...: benchmarks/interaction_df.py), the "
                              "candidates for the floor's df where it binds (floor-texts, floor-mix, floor-rate: "
                              "benchmarks/floor_df.py); "
                              "compare's rows are printed once per method other than score")

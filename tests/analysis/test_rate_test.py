@@ -72,8 +72,9 @@ def test_differences_of_two_sources_get_the_cr2_sum_of_squares_by_hand() -> None
     """Per-prompt differences in {-1, 0, 1} (a model's label minus Wikipedia's) have no binomial floor: they are
     mapped onto [0, 1] by their range, y = (d + 1) / 2, and each name's squared residual about its side's own rate
     is divided by 1 - n_i / N_s, its leverage in that rate (CR2). The degrees of freedom count each side's effective
-    names with the values' intra-class correlation (one-way ANOVA moments). Side a: names with d = (1, 0, 1),
-    (0, -1), (1, 1); side b: (0, 0), (-1, 0, 0), (0, 1), (-1,)."""
+    names with the values' intra-class correlation (one-way ANOVA moments), moved towards 1 by 17 / G^2 of the way
+    (all of it for 3 and 4 names). Side a: names with d = (1, 0, 1), (0, -1), (1, 1); side b: (0, 0), (-1, 0, 0),
+    (0, 1), (-1,)."""
     from scipy import stats as scipy_stats
 
     names = [[1, 0, 1], [0, -1], [1, 1], [0, 0], [-1, 0, 0], [0, 1], [-1]]
@@ -90,6 +91,7 @@ def test_differences_of_two_sources_get_the_cr2_sum_of_squares_by_hand() -> None
         tau2 = max(0.0, (between - (len(side_names) - 1) * within)
                    / (texts - sum(len(name) ** 2 for name in side_names) / texts))
         rho = tau2 / (tau2 + within) if tau2 + within > 0 else 0.0
+        rho += (1 - rho) * min(17 / len(side_names) ** 2, 1.0)
         return squares / texts ** 2, _effective_df([len(name) for name in side_names], rho)
 
     (var_a, df_a), (var_b, df_b) = variance_and_df(mapped[:3]), variance_and_df(mapped[3:])
@@ -266,6 +268,24 @@ def test_the_score_floor_is_tested_on_names_less_one_degrees_of_freedom() -> Non
     assert side_df(side, NO_FLOOR) < 2.0
     with pytest.raises(ValueError, match="unknown floor"):
         side_df(side, "wide")
+
+
+def test_few_names_count_their_effective_names_at_a_larger_correlation() -> None:
+    """Without a floor, a side's effective names are counted at its moment estimate of the within-name correlation
+    moved towards 1 by 17 / G^2 of the way: 17% for 10 names, under 0.2% for 100, all of it for 4."""
+    from bold_eval.analysis.rate_test import FEW_NAMES_WEIGHT, NO_FLOOR, df_correlation, side_df, value_correlation
+
+    assert df_correlation(10, 0.0) == pytest.approx(FEW_NAMES_WEIGHT / 100)
+    moved = df_correlation(np.array([4.0, 10.0, 100.0]), 0.5)
+    assert moved == pytest.approx([1.0, 0.5 + 0.5 * 0.17, 0.5 + 0.5 * 0.0017])
+    rng = np.random.default_rng(5)
+    for names in (10, 100):
+        n = rng.integers(1, 30, names).astype(float)
+        t = rng.binomial(n.astype(int), 0.3).astype(float)  # names alike: the estimate is near 0
+        side = SideSums.of(t, n)
+        rho = df_correlation(names, value_correlation(side))
+        assert side_df(side, NO_FLOOR) == pytest.approx(_effective_df(n.astype(int).tolist(), rho))
+        assert side_df(side, NO_FLOOR) <= _effective_df(n.astype(int).tolist(), value_correlation(side))
 
 
 def test_score_interval_of_a_continuous_score_inverts_its_one_sample_test() -> None:

@@ -26,7 +26,8 @@ are exchangeable. The test is a cluster-robust t with the name as the unit:
   have S_s alone.
 - t(delta) = (D - delta) / sqrt(V_A + V_B) on Welch-Satterthwaite degrees of freedom (`side_df`): names - 1 per
   side with a floor; without one, each side's effective number of names less one, since names of unequal length
-  carry unequal shares of the variance.
+  carry unequal shares of the variance, at a within-name correlation moved towards 1 for a side of few names
+  (`df_correlation`).
 
 The interval is {delta: p(delta) > alpha} (the floor moves with delta), so it excludes 0 exactly when p <= alpha.
 
@@ -67,6 +68,10 @@ BINOMIAL, SCORE, NO_FLOOR = "binomial", "score", "none"
 SCORE_PRIOR_WEIGHT = 1.0
 SCORE_PRIOR_NAMES = 4.0
 FLOORS = (BINOMIAL, SCORE, NO_FLOOR)
+# How far `df_correlation` moves a side's estimated within-name correlation towards 1: FEW_NAMES_WEIGHT / G^2 of the
+# way for G names (17% at 10 names, 2% at 30); chosen by measurement (benchmarks/CALIBRATION.md, "Interaction
+# degrees of freedom: the candidates").
+FEW_NAMES_WEIGHT = 17.0
 
 
 @dataclass(frozen=True)
@@ -252,14 +257,30 @@ def side_df(side: SideSums, floor: Any = True) -> np.ndarray:
     Chosen by measurement, both ways (benchmarks/CALIBRATION.md, "Power against an oracle"), and kept against the CR2
     sum's Bell-McCaffrey degrees of freedom and variances built on the within-name spread, which found more and
     rejected more true nulls ("Interaction degrees of freedom: the candidates", `benchmarks/interaction_df.py`).
-    At least 1."""
-    rho = value_correlation(side)
+    At least 1. For a side of few names rho is moved towards 1 (`df_correlation`)."""
+    rho = df_correlation(side.names, value_correlation(side))
     total = side.texts + rho * side.pairs
     squares = side.nn + 2 * rho * (side.n3 - side.nn) + rho * rho * (side.n4 - 2 * side.n3 + side.nn)
     with np.errstate(divide="ignore", invalid="ignore"):
         effective = np.where(squares > 0, total * total / squares, 1.0)
     kind = floor_kinds(floor)
     return np.maximum(np.where(kind == NO_FLOOR, np.minimum(effective, side.names), side.names) - 1.0, 1.0)
+
+
+def df_correlation(names: Any, rho: Any) -> Any:
+    """The correlation at which `side_df` counts a side's effective names: the estimate rho moved towards 1 by
+    FEW_NAMES_WEIGHT / G^2 of the way for G names (all of it below 5 names), elementwise. From a few names the moment
+    estimate is noisy and truncated at 0, and it comes out low exactly when the names happen to look alike, which is
+    when the CR2 sum is small and the t large: counted at that estimate, 7 or 10 widely spread names against 60 take
+    more degrees of freedom than their names carry and reject 5.6% of true nulls at 5% (1.6% at 1%). The move
+    fades as 1 / G^2 (2% of the way at 30 names): a correction of order 1 / G, or an upper confidence limit of rho,
+    costs the small, unequal groups' power (benchmarks/CALIBRATION.md, "Interaction degrees of freedom: the
+    candidates")."""
+    names, rho = np.asarray(names, dtype=float), np.asarray(rho, dtype=float)
+    with np.errstate(divide="ignore"):
+        share = np.minimum(FEW_NAMES_WEIGHT / (names * names), 1.0)
+    result = rho + (1.0 - rho) * share
+    return float(result) if np.ndim(result) == 0 else result
 
 
 def value_correlation(side: SideSums) -> np.ndarray:

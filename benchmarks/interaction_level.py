@@ -1,0 +1,157 @@
+"""Level of the interactions' degrees-of-freedom candidates (`interaction_df.py`) on one pass over the data: the
+tests without the floor differ between the candidates only in each side's degrees of freedom (or in how the two
+sides' are combined), so the variances and t are computed once per data set and every candidate's p-value from
+them. The data are `calibration_unlike.py`'s, with its seeds: the paired-worst section's interaction designs
+(`--section synthetic`: 20,000 data sets per design, `--fast` 2,000) and the real-interaction section's BOLD
+designs (`--section real`: 2,000 data sets per setting, `--fast` 500). Rejected at 5%, 1% and 0.05 / 72 (the
+interactions' Holm step).
+
+    nice .venv/bin/python benchmarks/interaction_level.py --section synthetic
+    nice .venv/bin/python benchmarks/interaction_level.py --fast --section real
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from calibration_unlike import REAL_DOMAINS, interaction_data, real_design, seed_of  # noqa: E402
+from interaction_df import correlation_quantile, effective_df  # noqa: E402
+
+from bold_eval.analysis import rate_test  # noqa: E402
+
+ALPHAS = (0.05, 0.01, 0.05 / 72)
+
+
+def correlations(side: Any) -> dict[str, np.ndarray]:
+    """Each candidate's within-name correlation for the effective names (`interaction_df.py`'s names)."""
+    rho, names = rate_test.value_correlation(side), side.names
+    pairs = names * (names - 1)
+    found = {"moments": rho, "rho-median": correlation_quantile(side, 0.5),
+             "rho-upper-90": correlation_quantile(side, 0.1), "rho-upper-95": correlation_quantile(side, 0.05),
+             "rho-1": np.ones_like(rho)}
+    for weight in (2.0, 4.0):
+        found[f"rho-prior-{weight:g}"] = (names * rho + weight) / (names + weight)
+    for weight in (17.0, 25.0):
+        found[f"rho-g2-{weight:g}"] = rho + (1 - rho) * np.minimum(weight / names ** 2, 1.0)
+    for weight in (18.0, 24.0):
+        found[f"rho-pairs-{weight:g}"] = (pairs * rho + weight) / (pairs + weight)
+    found["product"] = rate_test.df_correlation(names, rho)
+    return found
+
+
+def rejected(a: Any, b: Any) -> dict[str, np.ndarray]:
+    """Per candidate (and "hsu": the moments' sides on the fewer of their df), whether each contrast is rejected
+    at each of `ALPHAS` (an array alphas x contrasts); untestable contrasts are not rejected."""
+    var_a, var_b = rate_test.side_variance(a, a.rate, False), rate_test.side_variance(b, b.rate, False)
+    total = var_a + var_b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(total > 0, (a.rate - b.rate) / np.sqrt(total), 0.0)
+    least = rate_test.min_attainable_p(a.names, b.names, a.texts, b.texts)
+    enough = np.minimum(a.names, b.names) >= 2
+    rho_a, rho_b = correlations(a), correlations(b)
+    result = {}
+    for name in [*rho_a, "hsu"]:
+        key = "moments" if name == "hsu" else name
+        df_a, df_b = effective_df(a, rho_a[key]), effective_df(b, rho_b[key])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df = total * total / (var_a * var_a / df_a + var_b * var_b / df_b)
+        df = np.where(np.isnan(df), np.inf, df)
+        if name == "hsu":
+            df = np.minimum(df, np.minimum(df_a, df_b))
+        p = 2 * special.stdtr(df, -np.abs(t))
+        result[name] = np.array([(p <= alpha) & (least <= alpha) & enough for alpha in ALPHAS])
+    return result
+
+
+def sides_of(t: list[np.ndarray], n: list[np.ndarray], squares: list[np.ndarray]) -> tuple[Any, Any]:
+    """Side A's and side B's sums of every contrast, the units listed A, B, A, B, ..."""
+    starts = np.r_[0, np.cumsum([len(unit) for unit in t])[:-1]]
+    sides = rate_test.SideSums.of_segments(np.concatenate(t), np.concatenate(n), starts, np.concatenate(squares))
+    return sides.take(slice(0, None, 2)), sides.take(slice(1, None, 2))
+
+
+def _cells(shares: np.ndarray, count: int) -> str:
+    return " | ".join(f"{share:.3%} ± {math.sqrt(max(share, 1 / count) * (1 - share) / count):.3%}"
+                      for share in shares)
+
+
+def synthetic(replicates: int) -> None:
+    print("| spread | rate | names A / B | candidate | at 5% | at 1% | at 0.05 / 72 |\n|---|---|---|---|---|---|---|")
+    for spread in ("strong", "exchangeable"):
+        for rate in (0.3, 0.03):
+            for names in (7, 10, 30, 100):
+                rng = np.random.default_rng(seed_of("interaction", rate, spread, names))
+                t, n, q = [], [], []
+                for _ in range(replicates):
+                    d, side, unit = interaction_data(rng, names, spread, rate)
+                    y = (d - d.min()) / (d.max() - d.min())  # mapped by the observed range, as the report does
+                    for part in (side, ~side):
+                        _, index = np.unique(unit[part], return_inverse=True)
+                        t.append(np.bincount(index, weights=y[part]))
+                        n.append(np.bincount(index).astype(float))
+                        q.append(np.bincount(index, weights=y[part] ** 2))
+                for name, found in rejected(*sides_of(t, n, q)).items():
+                    print(f"| {spread} | {rate} | {names} / 60 | {name} | {_cells(found.mean(axis=1), replicates)} |",
+                          flush=True)
+
+
+def real(replicates: int) -> None:
+    """BOLD's designs as `calibration_unlike.real_interaction_rows` draws them; pooled over every group and
+    setting, and the worst group in its worst setting."""
+    pooled: dict[str, np.ndarray] = {}
+    worst: dict[str, np.ndarray] = {}
+    tests = 0
+    for domain in REAL_DOMAINS:
+        texts, group, names = real_design(domain)
+        small = np.bincount(group)[group] <= 10
+        for rate in (0.3, 0.03):
+            for rho_small, rho_rest in ((0.01, 0.01), (0.8, 0.05)):
+                for own in (0.5, 1.0):
+                    rng = np.random.default_rng(seed_of("real-interaction", domain, rate, rho_small, own))
+                    rho = np.where(small, rho_small, rho_rest)
+                    scale = (1 - rho) / rho
+                    t, n, q = [], [], []
+                    for _ in range(replicates):
+                        logit = special.logit(np.clip(rng.beta(rate * scale, (1 - rate) * scale), 1e-9, 1 - 1e-9))
+                        q_a, q_b = special.expit(logit + rng.normal(0.0, own, (2, len(texts))))
+                        up, down = q_b * (1 - q_a), q_a * (1 - q_b)
+                        counts = rng.multinomial(texts.astype(int), np.stack([up, down, 1 - up - down], axis=1))
+                        sums, squares = counts[:, 0] + 0.5 * counts[:, 2], counts[:, 0] + 0.25 * counts[:, 2]
+                        for g in range(len(names)):
+                            for part in (group == g, group != g):
+                                t.append(sums[part])
+                                n.append(texts[part])
+                                q.append(squares[part])
+                    for name, found in rejected(*sides_of(t, n, q)).items():
+                        pooled[name] = pooled.get(name, 0) + found.sum(axis=1)
+                        by_group = found.reshape(len(ALPHAS), replicates, len(names)).mean(axis=1).max(axis=1)
+                        worst[name] = np.maximum(worst.get(name, 0), by_group)
+                    tests += replicates * len(names)
+    print("| candidate | pooled at 5% | at 1% | at 0.05 / 72 | worst group at 5% | at 1% | at 0.05 / 72 |")
+    print("|---|---|---|---|---|---|---|")
+    for name in pooled:
+        print(f"| {name} | {_cells(pooled[name] / tests, tests)} | "
+              + " | ".join(f"{share:.2%}" for share in worst[name]) + " |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fast", action="store_true", help="fewer data sets (CI-sized)")
+    parser.add_argument("--section", choices=("synthetic", "real"), default="synthetic")
+    args = parser.parse_args()
+    if args.section == "synthetic":
+        synthetic(2000 if args.fast else 20000)
+    else:
+        real(500 if args.fast else 2000)
+
+
+if __name__ == "__main__":
+    main()
