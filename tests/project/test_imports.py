@@ -11,6 +11,7 @@ uses, so it ranks with core (the analysis takes only its names and records); run
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import bold_eval
@@ -49,6 +50,7 @@ def imports(path: Path, modules: set[str], root: Path = PACKAGE) -> list[tuple[s
     module = module_name(path, root)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     source = path.read_text()
+    lines = source.splitlines()
     found = []
     for node in ast.walk(ast.parse(source)):
         targets: list[str] = []
@@ -70,11 +72,21 @@ def imports(path: Path, modules: set[str], root: Path = PACKAGE) -> list[tuple[s
                 while name and name not in modules and "." in name:
                     name = name.rpartition(".")[0]
                 if name in modules and name != module:
-                    found.append((name, node.lineno, ast.get_source_segment(source, node).splitlines()[0]))
+                    found.append((name, node.lineno, _first_line(lines, node)))
     return found
 
 
+def _first_line(lines: list[str], node: ast.stmt) -> str:
+    """The first line of `node`'s source (`ast.get_source_segment`'s first line, without splitting the whole file
+    again for every import): its column offsets count UTF-8 bytes."""
+    line = lines[node.lineno - 1].encode()
+    end = node.end_col_offset if node.end_lineno == node.lineno else None
+    return line[node.col_offset:end].decode()
+
+
+@functools.lru_cache(maxsize=8)
 def graph(root: Path = PACKAGE) -> tuple[dict[str, list[tuple[str, int, str]]], dict[str, Path]]:
+    """The package's imports per module, and its files; parsed once per root (three tests read the package's)."""
     files = {module_name(path, root): path for path in sorted(root.rglob("*.py"))}
     files["__init__"] = root / "__init__.py"
     modules = set(files)
