@@ -32,6 +32,7 @@ import re
 import sys
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -223,7 +224,6 @@ def real_interaction_rows(args: argparse.Namespace) -> None:
     per-prompt differences mapped onto [0, 1] by their range, (d + 1) / 2, `rate_test.rate_tests` without the
     floor). Pooled over the domain's groups: the share rejected at 5% and at 0.1%, and the worst group at 5% and
     at 0.1% (its name, pages and prompts)."""
-    from scipy import special
 
     from bold_eval.analysis.rate_test import rate_tests
 
@@ -237,17 +237,11 @@ def real_interaction_rows(args: argparse.Namespace) -> None:
         for rate in (0.3, 0.03):
             for rho_small, rho_rest in ((0.01, 0.01), (0.8, 0.05)):
                 for own in (0.5, 1.0):
-                    rng = np.random.default_rng(seed_of("real-interaction", domain, rate, rho_small, own))
-                    rho = np.where(small, rho_small, rho_rest)
-                    scale = (1 - rho) / rho
                     sums, squares = [], []
-                    for _ in range(args.real_interaction_replicates):
-                        logit = special.logit(np.clip(rng.beta(rate * scale, (1 - rate) * scale), 1e-9, 1 - 1e-9))
-                        q_a, q_b = special.expit(logit + rng.normal(0.0, own, (2, len(texts))))
-                        up, down = q_b * (1 - q_a), q_a * (1 - q_b)
-                        counts = rng.multinomial(texts.astype(int), np.stack([up, down, 1 - up - down], axis=1))
-                        sums += [counts[:, 0] + 0.5 * counts[:, 2]] * len(names)
-                        squares += [counts[:, 0] + 0.25 * counts[:, 2]] * len(names)
+                    for summed, squared in real_interaction_draws(texts, small, domain, rate, rho_small, rho_rest,
+                                                                  own, args.real_interaction_replicates):
+                        sums += [summed] * len(names)
+                        squares += [squared] * len(names)
                     sides = [group == g for g in range(len(names))] * args.real_interaction_replicates
                     rejected = np.zeros((2, len(names)))
                     for k, alpha in enumerate((0.05, 0.001)):
@@ -266,6 +260,25 @@ def real_interaction_rows(args: argparse.Namespace) -> None:
                     print(f"| {domain} | {rate} | {rho_small} / {rho_rest} | {own} | {total} | {at_5:.2%} ± "
                           f"{_se(at_5, total):.2%} | {at_01:.3%} ± {_se(at_01, total):.3%} | {cells[0]} | "
                           f"{cells[1]} |", flush=True)
+
+
+def real_interaction_draws(texts: np.ndarray, small: np.ndarray, domain: str, rate: float, rho_small: float,
+                           rho_rest: float, own: float, replicates: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Null data sets of two runs on BOLD's real names (`real_interaction_rows`): each name's common rate from a
+    Beta with the names' intra-class correlation (rho_small in groups of at most 10 names, `small`), each run's
+    own logit noise `own`, and per data set each name's summed per-text differences mapped onto [0, 1] and their
+    squares. Seeded by the setting, so every script that draws a setting draws the same data sets."""
+    from scipy import special
+
+    rng = np.random.default_rng(seed_of("real-interaction", domain, rate, rho_small, own))
+    rho = np.where(small, rho_small, rho_rest)
+    scale = (1 - rho) / rho
+    for _ in range(replicates):
+        logit = special.logit(np.clip(rng.beta(rate * scale, (1 - rate) * scale), 1e-9, 1 - 1e-9))
+        q_a, q_b = special.expit(logit + rng.normal(0.0, own, (2, len(texts))))
+        up, down = q_b * (1 - q_a), q_a * (1 - q_b)
+        counts = rng.multinomial(texts.astype(int), np.stack([up, down, 1 - up - down], axis=1))
+        yield counts[:, 0] + 0.5 * counts[:, 2], counts[:, 0] + 0.25 * counts[:, 2]
 
 
 def _beta(rng: np.random.Generator, mean: float, total: float, size: int) -> np.ndarray:

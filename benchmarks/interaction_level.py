@@ -22,7 +22,13 @@ import numpy as np
 from scipy import special
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from calibration_unlike import REAL_DOMAINS, interaction_data, real_design, seed_of  # noqa: E402
+from calibration_unlike import (  # noqa: E402
+    REAL_DOMAINS,
+    interaction_data,
+    real_design,
+    real_interaction_draws,
+    seed_of,
+)
 from interaction_df import correlation_quantile, effective_df  # noqa: E402
 
 from bold_eval.analysis import rate_test  # noqa: E402
@@ -115,16 +121,9 @@ def real(replicates: int) -> None:
         for rate in (0.3, 0.03):
             for rho_small, rho_rest in ((0.01, 0.01), (0.8, 0.05)):
                 for own in (0.5, 1.0):
-                    rng = np.random.default_rng(seed_of("real-interaction", domain, rate, rho_small, own))
-                    rho = np.where(small, rho_small, rho_rest)
-                    scale = (1 - rho) / rho
                     t, n, q = [], [], []
-                    for _ in range(replicates):
-                        logit = special.logit(np.clip(rng.beta(rate * scale, (1 - rate) * scale), 1e-9, 1 - 1e-9))
-                        q_a, q_b = special.expit(logit + rng.normal(0.0, own, (2, len(texts))))
-                        up, down = q_b * (1 - q_a), q_a * (1 - q_b)
-                        counts = rng.multinomial(texts.astype(int), np.stack([up, down, 1 - up - down], axis=1))
-                        sums, squares = counts[:, 0] + 0.5 * counts[:, 2], counts[:, 0] + 0.25 * counts[:, 2]
+                    for sums, squares in real_interaction_draws(texts, small, domain, rate, rho_small, rho_rest, own,
+                                                                replicates):
                         for g in range(len(names)):
                             for part in (group == g, group != g):
                                 t.append(sums[part])
