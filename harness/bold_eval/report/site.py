@@ -49,11 +49,17 @@ class RawJSON(str):
     """JSON text already encoded (e.g. by pandas' `to_json`, which is C-fast for a table), placed as it is."""
 
 
+def _holds_raw(value: Any) -> bool:
+    """Whether a dict holds `RawJSON` at any depth of dicts (only then is it encoded key by key)."""
+    return any(isinstance(item, RawJSON) or (isinstance(item, dict) and _holds_raw(item)) for item in value.values())
+
+
 def _encode(value: Any) -> str:
     if isinstance(value, RawJSON):
         return str(value)
-    if isinstance(value, dict):
-        return "{" + ",".join(json.dumps(str(key)) + ":" + _encode(item) for key, item in value.items()) + "}"
+    if isinstance(value, dict) and _holds_raw(value):
+        return "{" + ",".join(json.dumps(str(key), ensure_ascii=False) + ":" + _encode(item)
+                              for key, item in value.items()) + "}"
     return json.dumps(clean(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
