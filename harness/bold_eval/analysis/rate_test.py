@@ -179,9 +179,14 @@ def side_variance(side: SideSums, rate: np.ndarray, floor: Any = True) -> np.nda
     score's `score_floor`, or nothing."""
     kind = floor_kinds(floor)
     squares = null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, side.rate)
-    binomial = np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
-    bound = np.where(kind == BINOMIAL, binomial, np.where(kind == SCORE, score_floor(side, rate), 0.0))
+    bound = np.where(kind == BINOMIAL, binomial_floor(side, rate), np.where(kind == SCORE, score_floor(side, rate),
+                                                                             0.0))
     return np.maximum(squares, bound) / (side.texts * side.texts)
+
+
+def binomial_floor(side: SideSums, rate: Any) -> np.ndarray:
+    """M = p (1 - p) (N + rho_s sum n_i (n_i - 1)): the beta-binomial floor at `rate` (module docstring)."""
+    return np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
 
 
 class ValueSums(Protocol):
@@ -227,9 +232,11 @@ def score_floor(side: ValueSums, rate: Any, weight: float | None = None) -> np.n
     return sigma_w * side.texts + tau_s * side.nn
 
 
-def side_df(side: SideSums, floor: Any = True) -> np.ndarray:
-    """Degrees of freedom of a side's variance. With a `floor` (binomial or the score's), names - 1: the floor
-    steadies the variance where a few names would leave the sum of squares unsteady. Without one, the side's effective
+def side_df(side: SideSums, floor: Any = True, rate: Any = None) -> np.ndarray:
+    """Degrees of freedom of a side's variance. With the score's floor, names - 1: the floor steadies the variance
+    where a few names would leave the sum of squares unsteady. With the binomial floor, names - 1 where the CR2 sum
+    binds and less where the floor does (`binomial_floor_df`, at the hypothesised `rate`; names - 1 without one).
+    Without a floor, the side's effective
     number of names less one, (sum v_i)^2 / sum v_i^2 - 1 with v_i = n_i (1 + (n_i - 1) rho) each name's share of
     the variance at the values' intra-class correlation rho (`value_correlation`; a Satterthwaite approximation,
     Bell & McCaffrey 2002): ten names of which one holds most of the texts are worth far fewer than ten. With names
@@ -244,7 +251,57 @@ def side_df(side: SideSums, floor: Any = True) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         effective = np.where(squares > 0, total * total / squares, 1.0)
     kind = floor_kinds(floor)
-    return np.maximum(np.where(kind == NO_FLOOR, np.minimum(effective, side.names), side.names) - 1.0, 1.0)
+    df = np.maximum(np.where(kind == NO_FLOOR, np.minimum(effective, side.names), side.names) - 1.0, 1.0)
+    if rate is None:
+        return df
+    return np.where(kind == BINOMIAL, binomial_floor_df(side, rate), df)
+
+
+def binomial_floor_df(side: SideSums, rate: Any) -> np.ndarray:
+    """Degrees of freedom of a side's max(S, M) with the binomial floor M at `rate`: names - 1 where the CR2 sum S
+    binds; where M binds, the smooth mix max(S, M) = S + (M - S), S on names - 1 and the excess on the floor's own
+    degrees of freedom (`floor_degrees`): M^2 / (S^2 / (G - 1) + (M - S)^2 / df_M), between 1 and names - 1.
+
+    Why: M's correlation rho_s is estimated from the same names, and where one page holds half a side's texts (BOLD's
+    mental health occupations: 13 pages of 1-167 texts) it is unsteady: in a few data sets in a hundred the names
+    agree by chance, the moment estimate truncates at 0, M falls to a tenth of the true variance, and names - 1
+    rejected twice alpha in the Holm tail. The excess of M over S is the part that rests on rho_s, so it gets rho_s's
+    steadiness; the CR2 sum where it binds keeps names - 1 (the side's effective number of names or the CR2 sum's
+    Bell-McCaffrey degrees of freedom there cost most of the small groups' power and left the tail where it was).
+    Chosen by measurement: benchmarks/CALIBRATION.md, "Group vs rest: degrees of freedom where the floor binds"."""
+    squares = null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, side.rate)
+    bound = binomial_floor(side, rate)
+    names = np.maximum(side.names - 1.0, 1.0)
+    own = np.clip(floor_degrees(side.names, side.texts, side.nn, side.n3, side.correlation), 1.0, names)
+    excess = np.clip(bound - squares, 0.0, None)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mixed = bound * bound / (squares * squares / names + excess * excess / own)
+    mixed = np.clip(np.where(np.isfinite(mixed), mixed, names), 1.0, names)
+    return np.where(bound > squares, mixed, names)
+
+
+def floor_degrees(names: Any, texts: Any, nn: Any, n3: Any, rho: Any) -> np.ndarray:
+    """The binomial floor's own degrees of freedom at the within-name correlation `rho`, from a side's G names, N
+    texts, sum n_i^2 and sum n_i^3 (elementwise over arrays). M = p (1 - p) N + tau2_hat sum n_i (n_i - 1), and
+    tau2_hat = (Q - (G - 1) p (1 - p)) / c (`_tau2`) is linear in Q = sum_i (t_i - n_i q)^2 / n_i, a quadratic form
+    in the names' residuals: under a random-intercept model at `rho` (Var t_i proportional to v_i = n_i (1 + (n_i -
+    1) rho)), Q's Bell-McCaffrey degrees of freedom nu_Q = tr(W C)^2 / tr((W C)^2) (W = diag(1 / n_i), C the
+    residuals' covariance diag(v) - (v n' + n v') / N + (sum v) n n' / N^2: diagonal plus rank two, so both traces
+    are sums), carried to M by Satterthwaite: nu_Q (E M c / (sum n_i (n_i - 1) E Q))^2. Infinite where every name
+    has one text (M is then p (1 - p) N, known up to the rate)."""
+    names, texts, nn, n3, rho = (np.asarray(value, dtype=float) for value in (names, texts, nn, n3, rho))
+    a, b = 1.0 - rho, rho
+    pairs = nn - texts
+    s = a * texts + b * nn  # sum v_i
+    wvv = a * a * texts + 2 * a * b * nn + b * b * n3  # sum v_i^2 / n_i
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = a * names + b * texts - s / texts  # E Q / (p (1 - p)) = tr(W C)
+        square = (a * a * names + 2 * a * b * texts + b * b * nn) - 2 * wvv / texts + (s / texts) ** 2  # tr((W C)^2)
+        nu = expected * expected / square
+        c = (texts - names) - pairs / texts
+        ratio = (texts + rho * pairs) * c / (pairs * expected)
+        df = np.maximum(np.where(np.isfinite(nu), nu, 1.0), 1.0) * ratio * ratio
+    return np.where((pairs > 0) & np.isfinite(df), df, np.inf)
 
 
 def value_correlation(side: SideSums) -> np.ndarray:
@@ -270,7 +327,7 @@ def score_t(a: SideSums, b: SideSums, delta: np.ndarray | float,
     total = var_a + var_b
     with np.errstate(divide="ignore", invalid="ignore"):
         t = shift / np.sqrt(total)
-        df = total * total / (var_a * var_a / side_df(a, floor) + var_b * var_b / side_df(b, floor))
+        df = total * total / (var_a * var_a / side_df(a, floor, rate_a) + var_b * var_b / side_df(b, floor, rate_b))
     t = np.where(total > 0, t, np.where(shift == 0, 0.0, np.copysign(np.inf, shift)))
     df = np.where(np.isnan(df), np.inf, df)
     p = 2.0 * special.stdtr(df, -np.abs(t))
