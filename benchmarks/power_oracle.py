@@ -180,7 +180,7 @@ def method(name: str) -> Iterator[None]:
         floored = rate_test.floor_kinds(floor) != rate_test.NO_FLOOR
         return np.where(floored, np.maximum(squares, binomial), adjusted) / (side.texts * side.texts)
 
-    def names_less_one(side, floor=True):
+    def names_less_one(side, floor=True, rate=None):
         return np.maximum(side.names - 1, 1)
 
     if name in CANDIDATES[1:]:

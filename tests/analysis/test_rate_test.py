@@ -270,7 +270,8 @@ def test_the_score_floor_is_tested_on_names_less_one_degrees_of_freedom() -> Non
 def test_the_floor_degrees_are_q_s_bell_mccaffrey_degrees_carried_to_the_floor() -> None:
     """`floor_degrees` against the traces computed with matrices: Q = sum (t_i - n_i q)^2 / n_i under a random
     intercept at rho, nu_Q = tr(W C)^2 / tr((W C)^2) (G - 1 at rho 0: Pearson's chi-square), carried to M by
-    Satterthwaite; infinite where every name has one text."""
+    Satterthwaite, at least Popoviciu's bound on a value in an interval of width p (1 - p) sum n_i (n_i - 1) (the
+    floor with rho_s in [0, 1]), which binds where few names have two texts; infinite where every name has one."""
     from bold_eval.analysis.rate_test import floor_degrees
 
     n = np.array([167.0, 61, 36, 22, 12, 12, 11, 9, 8, 4, 4, 2, 1])
@@ -283,10 +284,11 @@ def test_the_floor_degrees_are_q_s_bell_mccaffrey_degrees_carried_to_the_floor()
         nu = np.trace(wc) ** 2 / np.trace(wc @ wc)
         expected = nu * ((big_n + rho * pairs) * c / (pairs * np.trace(wc))) ** 2
         found = floor_degrees(names, big_n, (n * n).sum(), (n ** 3).sum(), rho)
-        assert found == pytest.approx(expected, rel=1e-9)
+        assert found == pytest.approx(max(expected, 8 * ((big_n + rho * pairs) / pairs) ** 2), rel=1e-9)
         if rho == 0.0:
             assert nu == pytest.approx(names - 1)
     assert np.isinf(floor_degrees(5, 5.0, 5.0, 5.0, 0.2))
+    assert floor_degrees(9, 10.0, 12.0, 16.0, 0.1) == pytest.approx(8 * (10.2 / 2) ** 2)  # one name of two texts
 
 
 def test_the_binomial_floor_s_degrees_fall_only_where_the_floor_binds() -> None:

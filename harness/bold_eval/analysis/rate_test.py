@@ -287,8 +287,10 @@ def floor_degrees(names: Any, texts: Any, nn: Any, n3: Any, rho: Any) -> np.ndar
     in the names' residuals: under a random-intercept model at `rho` (Var t_i proportional to v_i = n_i (1 + (n_i -
     1) rho)), Q's Bell-McCaffrey degrees of freedom nu_Q = tr(W C)^2 / tr((W C)^2) (W = diag(1 / n_i), C the
     residuals' covariance diag(v) - (v n' + n v') / N + (sum v) n n' / N^2: diagonal plus rank two, so both traces
-    are sums), carried to M by Satterthwaite: nu_Q (E M c / (sum n_i (n_i - 1) E Q))^2. Infinite where every name
-    has one text (M is then p (1 - p) N, known up to the rate)."""
+    are sums), carried to M by Satterthwaite: nu_Q (E M c / (sum n_i (n_i - 1) E Q))^2. At least 8 (E M / (p (1 - p)
+    sum n_i (n_i - 1)))^2: rho_s lies in [0, 1], so M lies in an interval of width p (1 - p) sum n_i (n_i - 1) and
+    varies at most a quarter of its square (Popoviciu), which binds where few names have more than one text. Infinite
+    where every name has one text (M is then p (1 - p) N, known up to the rate)."""
     names, texts, nn, n3, rho = (np.asarray(value, dtype=float) for value in (names, texts, nn, n3, rho))
     a, b = 1.0 - rho, rho
     pairs = nn - texts
@@ -301,6 +303,8 @@ def floor_degrees(names: Any, texts: Any, nn: Any, n3: Any, rho: Any) -> np.ndar
         c = (texts - names) - pairs / texts
         ratio = (texts + rho * pairs) * c / (pairs * expected)
         df = np.maximum(np.where(np.isfinite(nu), nu, 1.0), 1.0) * ratio * ratio
+        bounded = 8.0 * ((texts + rho * pairs) / pairs) ** 2
+        df = np.maximum(np.where(np.isfinite(df), df, 0.0), bounded)
     return np.where((pairs > 0) & np.isfinite(df), df, np.inf)
 
 
