@@ -25,8 +25,11 @@ are exchangeable. The test is a cluster-robust t with the name as the unit:
 - Values mapped onto [0, 1] from a wider range (`floor` False or NO_FLOOR: a per-prompt difference of two sources)
   have S_s alone.
 - t(delta) = (D - delta) / sqrt(V_A + V_B) on Welch-Satterthwaite degrees of freedom (`side_df`): names - 1 per
-  side with a floor; without one, each side's effective number of names less one, since names of unequal length
-  carry unequal shares of the variance.
+  side with the score's floor, and with the binomial floor where S_s binds; where M_s binds, S_s on names - 1 and
+  the floor's excess over it on the floor's own degrees of freedom (`binomial_floor_df`: rho_s is estimated from
+  the same names, and where one page holds half a side's texts it is far less steady than names - 1 say); without
+  a floor, each side's effective number of names less one, since names of unequal length carry unequal shares of
+  the variance.
 
 The interval is {delta: p(delta) > alpha} (the floor moves with delta), so it excludes 0 exactly when p <= alpha.
 
