@@ -6,8 +6,7 @@ binomial floor only (the score's floor and the sides without a floor keep `rate_
 Welch-Satterthwaite combination of the two sides as before. A candidate is named "X" or "X+Y": X the side's degrees
 of freedom where S binds (S >= M), Y where M binds (names - 1 when Y is left out):
 
-- **names**: names - 1 (**names** alone is names+names: the test this study replaced). **product** is the test in
-  use, names+floor-mix (`rate_test.binomial_floor_df`).
+- **names**: names - 1 (**names** alone is names+names: the test in use, as **product**).
 - **eff**, **eff-floor**: the side's effective number of names less one, (sum v_i)^2 / sum v_i^2 - 1 with v_i = n_i (1 +
   (n_i - 1) rho), at the values' intra-class correlation rho (`rate_test.value_correlation`, as the sides without a
   floor) or at the floor's shrunk correlation (`SideSums.correlation`); at most names - 1.
@@ -33,12 +32,29 @@ of freedom where S binds (S >= M), Y where M binds (names - 1 when Y is left out
   N^2, that is 2 p (1 - p) N^2 / ((1 - 2 p)^2 (N + rho sum n_i (n_i - 1))), at least names - 1, at most texts - 1.
 - eff, eff-floor, bm, bm-floor as Y: the same degrees of freedom where M binds (the whole side).
 
-"texts", "mix" and "rate" alone are names+texts, names+mix and names+rate; "names+floor-mix" is "product".
+"texts", "mix" and "rate" alone are names+texts, names+mix and names+rate.
+
+A candidate may also name the floor's within-name correlation rho_s after "@" (`correlation_variant`; without one,
+`rate_test.within_name_correlation`'s, the test in use: the moment estimate rho_hat shrunk towards 1 by w = 0.1
+worst-case outcomes against the fewer of the side's rarer outcomes m and its names G), e.g. "names+floor-mix@rarer"
+(the floor's own degrees of freedom where it binds, with the correlation before):
+
+- **rarer**: shrunk against the rarer outcomes alone, (m rho_hat + 0.1) / (m + 0.1) (the correlation the test in use
+  replaced; compare's paired floor keeps it).
+- **gW**: a prior of W names at the worst case: rho_s = (G rho_hat + W) / (G + W) (1 where the side has no hits or
+  no misses). rho_hat's noise shrinks with the names, not with the rarer outcomes.
+- **maxW**: the larger of rarer's and gW's: the prior in rarer outcomes, never below W names' worth (max0.1 is the
+  test in use: (k rho_hat + 0.1) / (k + 0.1) falls with k, so the larger of the two is k = min(m, G)).
+- **uclA**: the larger of rarer's and the one-way ANOVA's upper confidence limit of the intra-class correlation at
+  level 1 - A (Searle 1971; Donner 1986): (F / F_A - 1) / (F / F_A + n0 - 1), F = MSB / MSW the names' F ratio, F_A
+  its lower A quantile on (G - 1, N - G) degrees of freedom, n0 = (N - sum n_i^2 / N) / (G - 1).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -47,13 +63,13 @@ from scipy import special
 
 WHERE_S = ("names", "eff", "eff-floor", "bm", "bm-floor")
 WHERE_M = ("names", "texts", "mix", "rate", "floor", "floor-mix", "spread", "eff", "eff-floor", "bm", "bm-floor")
-LEGACY = {"product": ("names", "floor-mix"), "names": ("names", "names"), "texts": ("names", "texts"),
+LEGACY = {"product": ("names", "names"), "names": ("names", "names"), "texts": ("names", "texts"),
           "mix": ("names", "mix"), "rate": ("names", "rate")}
 CANDIDATES = tuple(LEGACY) + tuple(s for s in WHERE_S[1:]) + tuple(
-    f"{s}+{m}" for s in WHERE_S for m in WHERE_M[1:] if s != "names" or m not in ("texts", "mix", "rate", "floor-mix"))
+    f"{s}+{m}" for s in WHERE_S for m in WHERE_M[1:] if s != "names" or m not in ("texts", "mix", "rate"))
 # the candidates `tail_rows` measures unless told
-DEFAULT = ("product", "names", "eff", "bm-floor", "names+floor", "bm+floor", "eff+spread", "bm-floor+bm-floor",
-           "bm+mix", "bm+texts")
+DEFAULT = ("product", "names@rarer", "names+floor-mix@rarer", "names+floor-mix", "names@g0.1", "names@max0.05",
+           "names@max0.2", "names@ucl0.3")
 
 
 def _interaction_df() -> Any:
@@ -69,8 +85,69 @@ def _interaction_df() -> Any:
     return interaction_df
 
 
+def split(name: str) -> tuple[str, str]:
+    """(degrees of freedom, correlation) of a candidate's name: "names@max1" is ("names", "max1"), "product" is
+    ("product", "") (module docstring)."""
+    df, _, correlation = name.partition("@")
+    if correlation:
+        correlation_variant(correlation, None)
+    return df, correlation
+
+
+def known(name: str) -> bool:
+    """Whether `name` is a candidate (module docstring)."""
+    try:
+        parts(name)
+    except ValueError:
+        return False
+    return True
+
+
+def correlation_variant(option: str, side: Any) -> Any:
+    """The floor's within-name correlation rho_s of `side` by `option` (module docstring: rarer, gW, maxW, uclA);
+    `side` None checks the option only."""
+    from bold_eval.analysis import rate_test
+
+    match = re.fullmatch(r"(rarer)|(g|max|ucl)([0-9.]+)", option)
+    if match is None:
+        raise ValueError(f"unknown floor correlation {option!r}: rarer, gW, maxW or uclA (e.g. g1, max0.5, ucl0.05)")
+    if side is None:
+        return None
+    names, hits, texts = (np.asarray(getattr(side, key), dtype=float) for key in ("names", "hits", "texts"))
+    rarer = rate_test.within_name_correlation(side.tau2, hits, texts)  # shrunk against the rarer outcomes alone
+    if match.group(1):
+        return rarer
+    kind, value = match.group(2), float(match.group(3))
+    p = hits / texts
+    with np.errstate(divide="ignore", invalid="ignore"):
+        estimate = np.clip(np.asarray(side.tau2, dtype=float) / (p * (1 - p)), 0.0, 1.0)
+        if kind in ("g", "max"):
+            prior = (names * estimate + value) / (names + value)
+            rho = prior if kind == "g" else np.maximum(rarer, prior)
+        else:
+            spread = side.tt_n - 2 * p * hits + p * p * texts  # sum n_i (p_i - p)^2
+            between = spread / np.maximum(names - 1, 1.0)
+            within = (hits - side.tt_n) / np.maximum(texts - names, 1.0)  # 0/1 texts: sum of squares is hits
+            n0 = (texts - side.nn / texts) / np.maximum(names - 1, 1.0)
+            lower = special.fdtri(np.maximum(names - 1, 1.0), np.maximum(texts - names, 1.0), value)
+            ratio = between / within / lower
+            limit = np.clip((ratio - 1) / (ratio + n0 - 1), 0.0, 1.0)
+            limit = np.where(np.isfinite(limit), limit, 1.0)
+            rho = np.maximum(rarer, np.where((names > 1) & (texts > names), limit, rarer))
+    no_rarer = np.minimum(hits, texts - hits) <= 0
+    return np.where(no_rarer, 1.0, np.where(np.isfinite(rho), rho, 1.0))
+
+
+def with_correlation(side: Any, option: str) -> Any:
+    """`side` with its floor correlation by `option` ("" leaves it as it is)."""
+    if not option:
+        return side
+    return dataclasses.replace(side, correlation=correlation_variant(option, side))
+
+
 def parts(name: str) -> tuple[str, str]:
     """(X, Y) of a candidate's name (module docstring)."""
+    name, _ = split(name)
     if name in LEGACY:
         return LEGACY[name]
     s, _, m = name.partition("+")
@@ -97,12 +174,37 @@ def _effective(side: Any, rho: Any) -> np.ndarray:
         return np.where(squares > 0, total * total / squares, 1.0)
 
 
-def floor_own_df(side: Any) -> np.ndarray:
-    """The floor's degrees of freedom ("floor", module docstring), at the floor's correlation
-    (`rate_test.floor_degrees`)."""
-    from bold_eval.analysis import rate_test
+def floor_degrees(names: Any, texts: Any, nn: Any, n3: Any, rho: Any) -> np.ndarray:
+    """The binomial floor's own degrees of freedom at the within-name correlation `rho`, from a side's G names, N texts,
+    sum n_i^2 and sum n_i^3 (elementwise over arrays). M = p (1 - p) N + tau2_hat sum n_i (n_i - 1), and tau2_hat = (Q -
+    (G - 1) p (1 - p)) / c (`rate_test._tau2`) is linear in Q = sum_i (t_i - n_i q)^2 / n_i, a quadratic form in the
+    names' residuals: under a random-intercept model at `rho` (Var t_i proportional to v_i = n_i (1 + (n_i - 1) rho)),
+    Q's Bell-McCaffrey degrees of freedom nu_Q = tr(W C)^2 / tr((W C)^2) (W = diag(1 / n_i), C the residuals' covariance
+    diag(v) - (v n' + n v') / N + (sum v) n n' / N^2: diagonal plus rank two, so both traces are sums), carried to M by
+    Satterthwaite: nu_Q (E M c / (sum n_i (n_i - 1) E Q))^2. At least 8 (E M / (p (1 - p) sum n_i (n_i - 1)))^2: rho_s
+    lies in [0, 1], so M lies in an interval of width p (1 - p) sum n_i (n_i - 1) and varies at most a quarter of its
+    square (Popoviciu), which binds where few names have more than one text. Infinite where every name has one text (M
+    is then p (1 - p) N, known up to the rate)."""
+    names, texts, nn, n3, rho = (np.asarray(value, dtype=float) for value in (names, texts, nn, n3, rho))
+    a, b = 1.0 - rho, rho
+    pairs = nn - texts
+    s = a * texts + b * nn  # sum v_i
+    wvv = a * a * texts + 2 * a * b * nn + b * b * n3  # sum v_i^2 / n_i
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = a * names + b * texts - s / texts  # E Q / (p (1 - p)) = tr(W C)
+        square = (a * a * names + 2 * a * b * texts + b * b * nn) - 2 * wvv / texts + (s / texts) ** 2  # tr((W C)^2)
+        nu = expected * expected / square
+        c = (texts - names) - pairs / texts
+        ratio = (texts + rho * pairs) * c / (pairs * expected)
+        df = np.maximum(np.where(np.isfinite(nu), nu, 1.0), 1.0) * ratio * ratio
+        bounded = 8.0 * ((texts + rho * pairs) / pairs) ** 2
+        df = np.maximum(np.where(np.isfinite(df), df, 0.0), bounded)
+    return np.where((pairs > 0) & np.isfinite(df), df, np.inf)
 
-    return rate_test.floor_degrees(side.names, side.texts, side.nn, side.n3, side.correlation)
+
+def floor_own_df(side: Any) -> np.ndarray:
+    """The floor's degrees of freedom ("floor", module docstring), at the floor's correlation (`floor_degrees`)."""
+    return floor_degrees(side.names, side.texts, side.nn, side.n3, side.correlation)
 
 
 def spread_names(side: Any, rho: Any) -> np.ndarray:
@@ -143,7 +245,7 @@ def candidate_df(name: str, side, rate, floor) -> np.ndarray:
     """The candidate's degrees of freedom of one side's variance (module docstring), elementwise."""
     from bold_eval.analysis import rate_test
 
-    product = rate_test.side_df(side, floor)  # without a rate: names - 1 with either floor
+    product = rate_test.side_df(side, floor)  # names - 1 with either floor
     where_s, where_m = parts(name)
     if (where_s, where_m) == ("names", "names"):
         return product
@@ -178,12 +280,24 @@ def candidate_df(name: str, side, rate, floor) -> np.ndarray:
     return np.where(binomial, np.where(binds, m_df, s_df), product)
 
 
+def _correlated_class(base: type, option: str) -> type:
+    """A `SideSums` subclass whose floor correlation is `correlation_variant`'s `option`."""
+
+    class CorrelatedSums(base):  # type: ignore[misc, valid-type]
+        @classmethod
+        def of_segments(cls, t, n, starts, squares=None):
+            return with_correlation(super().of_segments(t, n, starts, squares), option)
+
+    return CorrelatedSums
+
+
 @contextlib.contextmanager
 def floor_method(name: str) -> Iterator[None]:
     """Run the report's tests with the candidate `name` for the floor's degrees of freedom (module docstring)."""
     from bold_eval.analysis import rate_test
 
     where = parts(name)
+    name, correlation = split(name)
     saved = rate_test.score_t, rate_test.SideSums
 
     def score_t(a, b, delta, floor=True):
@@ -205,6 +319,8 @@ def floor_method(name: str) -> Iterator[None]:
         rate_test.score_t = score_t
         if "bm" in where[0] or "bm" in where[1]:
             rate_test.SideSums = _interaction_df()._leverage_class(saved[1])
+    if correlation:
+        rate_test.SideSums = _correlated_class(rate_test.SideSums, correlation)
     try:
         yield
     finally:
@@ -243,7 +359,8 @@ def tail_rows(replicates: int, family: int, rates: tuple[float, ...], candidates
     print("|---|---|---|---|---|" + "---|---|" * len(candidates))
     designs: dict[str, Design] = {}
     # the plain sums and those the Bell-McCaffrey candidates read
-    leverage = _interaction_df()._leverage_class(rate_test.SideSums)
+    leverage = (_interaction_df()._leverage_class(rate_test.SideSums) if any("bm" in name for name in candidates)
+                else rate_test.SideSums)
     for domain, group in groups:
         design = designs.setdefault(domain, Design.load(domain))
         in_a = design.group == design.groups.index(group)
@@ -263,8 +380,11 @@ def tail_rows(replicates: int, family: int, rates: tuple[float, ...], candidates
                     sides = leverage.of_segments(draws.ravel(), np.tile(n, chunk), starts)
                     a, b = sides.take(slice(0, None, 2)), sides.take(slice(1, None, 2))
                     for name in candidates:
-                        with floor_method(name):
-                            p_values[name].append(rate_test.score_t(a, b, 0.0, np.full(chunk, rate_test.BINOMIAL))[2])
+                        df_name, correlation = split(name)
+                        with floor_method(df_name):
+                            p_values[name].append(rate_test.score_t(
+                                with_correlation(a, correlation), with_correlation(b, correlation), 0.0,
+                                np.full(chunk, rate_test.BINOMIAL))[2])
                 cells = []
                 for name in candidates:
                     p = np.concatenate(p_values[name])

@@ -151,20 +151,31 @@ def test_score_test_holds_its_level_when_a_small_group_is_more_spread(names_a: i
     assert rejected / 2000 <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000)
 
 
-def test_within_name_correlation_shrinks_towards_one_by_the_rarer_outcomes() -> None:
-    """rho = (m rho_hat + w) / (m + w) with m = min(hits, misses) and w = 0.1 worst-case outcomes: names that agree
-    exactly (rho_hat = 0) with 3 hits give 0.1 / 3.1; a side with no hit or no miss gets the worst case, 1; and
-    with many hits the side's own estimate wins."""
+def test_within_name_correlation_shrinks_towards_one_by_the_rarer_outcomes_and_the_names() -> None:
+    """rho = (k rho_hat + w) / (k + w) with k = min(hits, misses, names) and w = 0.1 worst-case outcomes: names that
+    agree exactly (rho_hat = 0) with 3 hits give 0.1 / 3.1; a side with no hit or no miss gets the worst case, 1;
+    with many hits and many names the side's own estimate wins; 13 names whose 349 texts agree by chance (about 100
+    rarer outcomes) are shrunk by their 13 names, not by their rarer outcomes (which the paired floor, given no
+    names, keeps)."""
     from bold_eval.analysis.rate_test import WORST_CASE_WEIGHT, within_name_correlation
 
     assert WORST_CASE_WEIGHT == 0.1
     assert within_name_correlation(0.0, 3, 40) == pytest.approx(0.1 / 3.1)
-    assert within_name_correlation(0.0, 0, 40) == within_name_correlation(0.0, 40, 40) == 1.0
+    assert within_name_correlation(0.0, 3, 40, 20) == pytest.approx(0.1 / 3.1)
+    assert within_name_correlation(0.0, 0, 40) == within_name_correlation(0.0, 40, 40, 5) == 1.0
     assert within_name_correlation(0.0, 37, 40) == pytest.approx(0.1 / 3.1)  # 3 misses: the rarer outcome
     tau2 = 0.1 * 0.5 * 0.5  # rho_hat = 0.1 at a rate of 0.5
     assert within_name_correlation(tau2, 500, 1000) == pytest.approx((500 * 0.1 + 0.1) / 500.1)
+    assert within_name_correlation(tau2, 500, 1000, 600) == pytest.approx((500 * 0.1 + 0.1) / 500.1)
+    assert within_name_correlation(0.0, 105, 349) == pytest.approx(0.1 / 105.1)
+    assert within_name_correlation(0.0, 105, 349, 13) == pytest.approx(0.1 / 13.1)
+    np.testing.assert_allclose(within_name_correlation(np.zeros(2), np.array([105, 2]), 349.0, np.array([13, 13])),
+                               [0.1 / 13.1, 0.1 / 2.1])
     side = SideSums.of(np.zeros(4), np.array([3.0, 2, 4, 1]))  # no hit: every name all or nothing under the null
     assert side.correlation == 1.0
+    n = np.array([167.0, 61, 36, 22, 12, 12, 11, 9, 8, 4, 4, 2, 1])
+    agree = SideSums.of(np.round(0.3 * n), n)  # every page at the side's rate: rho_hat 0
+    assert agree.tau2 == 0.0 and agree.correlation == pytest.approx(0.1 / 13.1)
 
 
 @pytest.mark.parametrize("names", [2, 3, 5, 30])
@@ -254,8 +265,7 @@ def test_a_concentrated_continuous_score_gets_its_own_variance_not_p_one_minus_p
 
 
 def test_the_score_floor_is_tested_on_names_less_one_degrees_of_freedom() -> None:
-    """With the score's floor (as with the binomial one, given no rate) each side's degrees of freedom are its names
-    less one;
+    """With the score's floor (as with the binomial one) each side's degrees of freedom are its names less one;
     without a floor, its effective number of names less one, fewer where one name holds most values."""
     from bold_eval.analysis.rate_test import NO_FLOOR, SCORE, side_df
 
@@ -265,51 +275,6 @@ def test_the_score_floor_is_tested_on_names_less_one_degrees_of_freedom() -> Non
     assert side_df(side, NO_FLOOR) < 2.0
     with pytest.raises(ValueError, match="unknown floor"):
         side_df(side, "wide")
-
-
-def test_the_floor_degrees_are_q_s_bell_mccaffrey_degrees_carried_to_the_floor() -> None:
-    """`floor_degrees` against the traces computed with matrices: Q = sum (t_i - n_i q)^2 / n_i under a random
-    intercept at rho, nu_Q = tr(W C)^2 / tr((W C)^2) (G - 1 at rho 0: Pearson's chi-square), carried to M by
-    Satterthwaite, at least Popoviciu's bound on a value in an interval of width p (1 - p) sum n_i (n_i - 1) (the
-    floor with rho_s in [0, 1]), which binds where few names have two texts; infinite where every name has one."""
-    from bold_eval.analysis.rate_test import floor_degrees
-
-    n = np.array([167.0, 61, 36, 22, 12, 12, 11, 9, 8, 4, 4, 2, 1])
-    big_n, names, pairs = n.sum(), len(n), float((n * (n - 1)).sum())
-    c = (big_n - names) - pairs / big_n
-    for rho in (0.0, 0.1, 0.6):
-        v = n * (1 + (n - 1) * rho)
-        centre = np.eye(names) - np.outer(n / big_n, np.ones(names))
-        wc = np.diag(1 / n) @ centre @ np.diag(v) @ centre.T
-        nu = np.trace(wc) ** 2 / np.trace(wc @ wc)
-        expected = nu * ((big_n + rho * pairs) * c / (pairs * np.trace(wc))) ** 2
-        found = floor_degrees(names, big_n, (n * n).sum(), (n ** 3).sum(), rho)
-        assert found == pytest.approx(max(expected, 8 * ((big_n + rho * pairs) / pairs) ** 2), rel=1e-9)
-        if rho == 0.0:
-            assert nu == pytest.approx(names - 1)
-    assert np.isinf(floor_degrees(5, 5.0, 5.0, 5.0, 0.2))
-    assert floor_degrees(9, 10.0, 12.0, 16.0, 0.1) == pytest.approx(8 * (10.2 / 2) ** 2)  # one name of two texts
-
-
-def test_the_binomial_floor_s_degrees_fall_only_where_the_floor_binds() -> None:
-    """`binomial_floor_df`: names - 1 where the CR2 sum binds; where the floor binds, S on names - 1 mixed with the
-    floor's excess on its own degrees of freedom, between 1 and names - 1, and far fewer than names - 1 where one page
-    holds half the texts and the names agree (the floor's correlation estimated at 0); the score's floor keeps names -
-    1, and without a rate the binomial floor too."""
-    from bold_eval.analysis.rate_test import BINOMIAL, SCORE, binomial_floor_df, null_squares, side_df
-
-    n = np.array([167.0, 61, 36, 22, 12, 12, 11, 9, 8, 4, 4, 2, 1])
-    agree = SideSums.of(np.round(0.3 * n), n)  # every page at the side's rate: S small, rho_hat 0
-    assert agree.tau2 == 0.0
-    df = binomial_floor_df(agree, np.array(0.3))
-    assert 1.0 <= df < 4.0
-    assert side_df(agree, BINOMIAL, np.array(0.3)) == df
-    assert side_df(agree, BINOMIAL) == side_df(agree, SCORE, np.array(0.3)) == 12.0
-    spread = SideSums.of(np.where(np.arange(13) % 2 == 0, n, 0.0), n)  # pages all or nothing: S binds
-    rate = np.array(spread.rate)
-    assert null_squares(spread.tt_cr2, spread.tn_cr2, spread.nn_cr2, spread.rate) > (
-        rate * (1 - rate) * (spread.texts + spread.correlation * spread.pairs))
-    assert binomial_floor_df(spread, rate) == 12.0
 
 
 def test_score_interval_of_a_continuous_score_inverts_its_one_sample_test() -> None:

@@ -36,7 +36,7 @@ from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.power import NormalIndPower, ttest_power
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
-from bold_eval.analysis.rate_test import BINOMIAL, NO_FLOOR, floor_degrees, rate_tests, within_name_correlation
+from bold_eval.analysis.rate_test import BINOMIAL, NO_FLOOR, rate_tests, within_name_correlation
 from bold_eval.analysis.rate_test import SCORE as SCORE_FLOOR
 from bold_eval.analysis.results import DifferenceTest, Method
 from bold_eval.core.environment import THREADS_ENV, env_threads  # noqa: F401 (THREADS_ENV: re-exported)
@@ -74,12 +74,10 @@ METHOD_NOTES: dict[Method, str] = {
                        "Welch-Satterthwaite degrees of freedom; interval by inverting the same test",
     SCORE: "cluster-robust t of equal rates with the name as the unit: per side the CR2 cluster-robust variance "
            "about the side's own rate, and for values in [0, 1] at least the beta-binomial variance at the rate the "
-           "hypothesis imposes, whose within-name correlation is shrunk towards 1 when the side has few hits or few "
-           "misses; Welch-Satterthwaite degrees of freedom (names - 1 per side, fewer where the binomial floor binds "
-           "and rests on a few long pages, or each side's effective number of names for differences of two "
-           "sources); interval by "
-           "inverting the same test; a contrast whose design is too small to reach alpha is reported as too few "
-           "names to test a rate",
+           "hypothesis imposes, whose within-name correlation is shrunk towards 1 when the side has few names, few "
+           "hits or few misses; Welch-Satterthwaite degrees of freedom (names - 1 per side, or each side's effective "
+           "number of names for differences of two sources); interval by inverting the same test; a contrast whose "
+           "design is too small to reach alpha is reported as too few names to test a rate",
     Z_TEST: "two-proportion z test, pooled variance (statsmodels), Newcombe interval; texts independent",
     FISHER: "Fisher's exact test (scipy), Newcombe interval; texts independent",
     T_TEST: "ordinary least squares t test, texts independent",
@@ -394,8 +392,7 @@ def _stack(sides: Sequence[PlannedSide]) -> PlannedSide:
 
     names, texts, pairs = (np.concatenate([side[k] for side in sides]) for k in range(3))
     return PlannedSide(names, texts, pairs, joined([side.squares for side in sides]),
-                       joined([side.spread for side in sides]), np.concatenate([side.effective for side in sides]),
-                       np.concatenate([side.cubes for side in sides]))
+                       joined([side.spread for side in sides]), np.concatenate([side.effective for side in sides]))
 
 
 def design_correlation(deff: float, sizes: np.ndarray) -> float:
@@ -477,7 +474,6 @@ class PlannedSide(NamedTuple):
     squares: QuadraticForm
     spread: QuadraticForm
     effective: np.ndarray  # (sum v)^2 / sum v^2, v = n (1 + (n - 1) rho): the test's names without the floor
-    cubes: np.ndarray  # sum n^3: the floor's own degrees of freedom (`rate_test.floor_degrees`)
 
     @classmethod
     def of(cls, sizes: np.ndarray, rho: float) -> PlannedSide:
@@ -487,8 +483,7 @@ class PlannedSide(NamedTuple):
         v = n * (1 + (n - 1) * rho)
         return cls(np.array([float(len(n))]), np.array([n.sum()]), np.array([(n * (n - 1)).sum()]),
                    QuadraticForm.of(np.where(share < 1, 1 / np.maximum(1 - share, 1e-12), 1.0), n, rho),
-                   QuadraticForm.of(1 / n, n, rho), np.array([min(v.sum() ** 2 / (v * v).sum(), float(len(n)))]),
-                   np.array([(n ** 3).sum()]))
+                   QuadraticForm.of(1 / n, n, rho), np.array([min(v.sum() ** 2 / (v * v).sum(), float(len(n)))]))
 
 
 class PowerPlan(NamedTuple):
@@ -503,12 +498,11 @@ class PowerPlan(NamedTuple):
     variances (`QuadraticForm`, Wilson-Hilferty quantiles), taken at the same quantile (two weightings of the same
     residuals: the same for equal names); the test's variance is max(S_s, M_s), M_s the beta-binomial variance at
     the rate the hypothesis imposes (`rate`) with the between-name variance that spread gives (DerSimonian-Laird,
-    truncated at 0) as a correlation shrunk towards 1 by the side's expected rarer outcomes
+    truncated at 0) as a correlation shrunk towards 1 by the fewer of the side's names and expected rarer outcomes
     (`rate_test.within_name_correlation`); the critical value is the t quantile on the Welch-Satterthwaite degrees
-    of freedom from those variances and each side's degrees of freedom at the same quantile (`rate_test.side_df`:
-    names - 1, less where the floor binds). The power is the mean, over `PLANNING_POINTS` quantiles of each side, of
-    P(|D| > critical x sqrt(V)). Deterministic, and a function of the design (names, texts per name, rate, rho)
-    alone, never of the labels."""
+    of freedom from those variances (names - 1 a side). The power is the mean, over `PLANNING_POINTS` quantiles of
+    each side, of P(|D| > critical x sqrt(V)). Deterministic, and a function of the design (names, texts per name,
+    rate, rho) alone, never of the labels."""
 
     a: PlannedSide
     b: PlannedSide
@@ -529,8 +523,7 @@ class PowerPlan(NamedTuple):
         def side(planned: PlannedSide) -> PlannedSide:
             return PlannedSide(planned.names[rows], planned.texts[rows], planned.pairs[rows],
                                QuadraticForm(*(field[rows] for field in planned.squares)),
-                               QuadraticForm(*(field[rows] for field in planned.spread)), planned.effective[rows],
-                               planned.cubes[rows])
+                               QuadraticForm(*(field[rows] for field in planned.spread)), planned.effective[rows])
 
         return PowerPlan(side(self.a), side(self.b), self.rho[rows], self.level, self.centred, self.spread)
 
@@ -546,9 +539,11 @@ class PowerPlan(NamedTuple):
         shift, rate = np.asarray(shift, dtype=float), np.asarray(rate, dtype=float)
         rate_a, rate_b = self.rates(shift, rate) if self.spread is None else (rate, rate)
         first, second = _LATTICE
-        true_a, var_a, df_a = self._side(self.a, rate_a, rate, first)
-        true_b, var_b, df_b = self._side(self.b, rate_b, rate, second)
+        true_a, var_a = self._side(self.a, rate_a, rate, first)
+        true_b, var_b = self._side(self.b, rate_b, rate, second)
         variance = var_a + var_b
+        df_a, df_b = (np.maximum((side.names if self.spread is None else side.effective) - 1.0, 1.0)[:, None]
+                      for side in (self.a, self.b))
         with np.errstate(divide="ignore", invalid="ignore"):
             df = variance ** 2 / (var_a ** 2 / df_a + var_b ** 2 / df_b)
             threshold = _t_critical(np.where(np.isfinite(df), df, 1.0), self.level) * np.sqrt(variance)
@@ -557,32 +552,24 @@ class PowerPlan(NamedTuple):
         return np.asarray(np.nan_to_num(found, nan=0.0).mean(axis=1))
 
     def _side(self, side: PlannedSide, own: np.ndarray, rate: np.ndarray,
-              normal: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(true variance of the side's rate, the test's variance and its degrees of freedom at the chi-square
-        quantiles of the lattice's normal quantiles `normal`)."""
+              normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(true variance of the side's rate, the test's variance at the chi-square quantiles of the lattice's
+        normal quantiles `normal`)."""
         pq = own * (1 - own) if self.spread is None else np.full(own.shape, self.spread)
         texts = side.texts[:, None]
         true = pq * (side.texts + self.rho * side.pairs) / side.texts ** 2
         squares = ((pq * side.squares.mean / side.texts ** 2)[:, None]
                    * _chi2_quantiles(side.squares.degrees(own, self.rho), normal))
         if self.spread is not None:
-            return true, squares, np.maximum(side.effective - 1.0, 1.0)[:, None]
+            return true, squares
         between = (pq * side.spread.mean)[:, None] * _chi2_quantiles(side.spread.degrees(own, self.rho), normal)
         denominator = (side.texts - side.names - side.pairs / side.texts)[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             tau2 = np.where(denominator > 1e-9, np.maximum(
                 (between - (side.names - 1)[:, None] * pq[:, None]) / denominator, 0.0), 0.0)
-        shrunk = within_name_correlation(tau2, (side.texts * own)[:, None], texts)
+        shrunk = within_name_correlation(tau2, (side.texts * own)[:, None], texts, side.names[:, None])
         least = (rate * (1 - rate))[:, None] * (texts + shrunk * side.pairs[:, None]) / texts ** 2
-        # rate_test.binomial_floor_df: names - 1 where S binds, S and the floor's excess mixed where the floor does
-        names = np.maximum(side.names - 1.0, 1.0)[:, None]
-        own = np.clip(floor_degrees(side.names[:, None], texts, (side.pairs + side.texts)[:, None],
-                                    side.cubes[:, None], shrunk), 1.0, names)
-        excess = np.clip(least - squares, 0.0, None)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            mixed = least * least / (squares * squares / names + excess * excess / own)
-        mixed = np.clip(np.where(np.isfinite(mixed), mixed, names), 1.0, names)
-        return true, np.maximum(squares, least), np.where(least > squares, mixed, names)
+        return true, np.maximum(squares, least)
 
     def detectable(self, rate: np.ndarray, power: float = POWER) -> np.ndarray:
         """Per design, the smallest difference found with `power` at `rate`: bracketed from a normal test's guess

@@ -14,8 +14,11 @@ are exchangeable. The test is a cluster-robust t with the name as the unit:
   rho_s. A few names that agree by chance, or a rare label, make S_s small while revealing little of the spread;
   the floor keeps the variance at what the rate allows. rho_s shrinks the side's moment estimate rho_hat_s (the
   intra-class correlation by DerSimonian-Laird moments about q_s, truncated at 0) towards 1, the worst case of
-  names all or nothing: rho_s = (m_s rho_hat_s + w) / (m_s + w), m_s = min(hits, misses) on the side, w =
-  `WORST_CASE_WEIGHT`. A side whose texts all carry one label (m_s = 0) gets rho_s = 1. No value in [0, 1] with
+  names all or nothing: rho_s = (k_s rho_hat_s + w) / (k_s + w), w = `WORST_CASE_WEIGHT`, k_s = min(hits, misses,
+  names) on the side: the evidence on rho is the fewer of the side's rarer outcomes and its names (rho_hat's noise
+  shrinks with the names, not with the texts: 13 names of 1-167 texts agree by chance in a few data sets in a
+  hundred, and 100 rarer outcomes against w would leave rho_s near 0). A side whose texts all carry one label
+  (m_s = 0) gets rho_s = 1. No value in [0, 1] with
   mean p varies more than p (1 - p) (Bhatia-Davis), so the floor holds for any value in [0, 1].
 - A continuous score (`floor` SCORE: a worst case over k samples such as the expected maximum toxicity, mapped onto
   [0, 1] by its range) varies far less than p (1 - p) about its mean, and that floor would bind far above its
@@ -25,11 +28,8 @@ are exchangeable. The test is a cluster-robust t with the name as the unit:
 - Values mapped onto [0, 1] from a wider range (`floor` False or NO_FLOOR: a per-prompt difference of two sources)
   have S_s alone.
 - t(delta) = (D - delta) / sqrt(V_A + V_B) on Welch-Satterthwaite degrees of freedom (`side_df`): names - 1 per
-  side with the score's floor, and with the binomial floor where S_s binds; where M_s binds, S_s on names - 1 and
-  the floor's excess over it on the floor's own degrees of freedom (`binomial_floor_df`: rho_s is estimated from
-  the same names, and where one page holds half a side's texts it is far less steady than names - 1 say); without
-  a floor, each side's effective number of names less one, since names of unequal length carry unequal shares of
-  the variance.
+  side with either floor; without a floor, each side's effective number of names less one, since names of unequal
+  length carry unequal shares of the variance.
 
 The interval is {delta: p(delta) > alpha} (the floor moves with delta), so it excludes 0 exactly when p <= alpha.
 
@@ -56,7 +56,8 @@ from scipy import special
 # bracket of 0.1 standard errors to 4e-7 of one, far below the 3 decimals the report prints).
 GRID_WIDE = 201
 # The prior weight, in worst-case outcomes (every name all or nothing), that pulls a side's within-name correlation
-# towards 1 (`within_name_correlation`); chosen by measurement (benchmarks/CALIBRATION.md, "Power against an oracle").
+# towards 1 against the fewer of its rarer outcomes and its names (`within_name_correlation`); chosen by measurement
+# (benchmarks/CALIBRATION.md, "Power against an oracle" and "Group vs rest: the floor's correlation").
 WORST_CASE_WEIGHT = 0.1
 GRID_LOCAL = 201
 REFINE_ROUNDS = 3
@@ -81,7 +82,7 @@ class SideSums:
     nn: float
     pairs: float  # sum n_i (n_i - 1): text pairs within a name
     tau2: float  # between-name variance of the rates, moment estimate
-    correlation: float  # rho_s: within-name correlation, shrunk towards 1 by the side's rarer outcomes
+    correlation: float  # rho_s: within-name correlation, shrunk towards 1 by the side's rarer outcomes and names
     # tt, tn, nn with each name weighted by 1 / (1 - n_i / N_s): its CR2 leverage adjustment (`side_variance`)
     tt_cr2: float
     tn_cr2: float
@@ -111,7 +112,7 @@ class SideSums:
         share = n / np.repeat(texts, names.astype(int))  # a name's leverage in its side's pooled rate
         weight = np.where(share < 1.0, 1.0 / np.maximum(1.0 - share, 1e-12), 1.0)
         return cls(names=names, hits=hits, texts=texts, tt=total(t * t), tn=total(t * n), nn=total(n * n),
-                   pairs=pairs, tau2=tau2, correlation=within_name_correlation(tau2, hits, texts),
+                   pairs=pairs, tau2=tau2, correlation=within_name_correlation(tau2, hits, texts, names),
                    tt_cr2=total(weight * t * t), tn_cr2=total(weight * t * n), nn_cr2=total(weight * n * n),
                    n3=total(n ** 3), n4=total(n ** 4), squares=total(t if squares is None else squares), tt_n=tt_n)
 
@@ -138,16 +139,18 @@ def _tau2(names: Any, hits: Any, texts: Any, tt_over_n: Any, pairs: Any) -> np.n
     return np.where(denominator <= 1e-9, 0.0, tau2)
 
 
-def within_name_correlation(tau2: Any, hits: Any, texts: Any) -> Any:
-    """rho_s = (m rho_hat + w) / (m + w), m = min(hits, misses), w = `WORST_CASE_WEIGHT`: the moment estimate of the
-    intra-class correlation, shrunk towards 1 (module docstring); 1 when the side has no hits or no misses.
-    Elementwise over arrays."""
+def within_name_correlation(tau2: Any, hits: Any, texts: Any, names: Any = None) -> Any:
+    """rho_s = (k rho_hat + w) / (k + w), w = `WORST_CASE_WEIGHT`, k = min(hits, misses, `names`): the moment
+    estimate of the intra-class correlation, shrunk towards 1 by the fewer of the side's rarer outcomes and its names
+    (module docstring; without `names`, by the rarer outcomes alone: compare's paired floor, whose sides share their
+    names); 1 when the side has no hits or no misses. Elementwise over arrays."""
     tau2, hits, texts = (np.asarray(value, dtype=float) for value in (tau2, hits, texts))
     rarer = np.minimum(hits, texts - hits)
+    evidence = rarer if names is None else np.minimum(rarer, np.asarray(names, dtype=float))
     rate = hits / texts
     with np.errstate(divide="ignore", invalid="ignore"):
         estimate = np.minimum(1.0, np.divide(tau2, rate * (1.0 - rate)))
-        shrunk = (rarer * estimate + WORST_CASE_WEIGHT) / (rarer + WORST_CASE_WEIGHT)
+        shrunk = (evidence * estimate + WORST_CASE_WEIGHT) / (evidence + WORST_CASE_WEIGHT)
     result = np.where(rarer <= 0, 1.0, shrunk)
     return float(result) if np.ndim(result) == 0 else result
 
@@ -235,11 +238,9 @@ def score_floor(side: ValueSums, rate: Any, weight: float | None = None) -> np.n
     return sigma_w * side.texts + tau_s * side.nn
 
 
-def side_df(side: SideSums, floor: Any = True, rate: Any = None) -> np.ndarray:
-    """Degrees of freedom of a side's variance. With the score's floor, names - 1: the floor steadies the variance
-    where a few names would leave the sum of squares unsteady. With the binomial floor, names - 1 where the CR2 sum
-    binds and less where the floor does (`binomial_floor_df`, at the hypothesised `rate`; names - 1 without one).
-    Without a floor, the side's effective
+def side_df(side: SideSums, floor: Any = True) -> np.ndarray:
+    """Degrees of freedom of a side's variance. With a `floor` (binomial or the score's), names - 1: the floor
+    steadies the variance where a few names would leave the sum of squares unsteady. Without one, the side's effective
     number of names less one, (sum v_i)^2 / sum v_i^2 - 1 with v_i = n_i (1 + (n_i - 1) rho) each name's share of
     the variance at the values' intra-class correlation rho (`value_correlation`; a Satterthwaite approximation,
     Bell & McCaffrey 2002): ten names of which one holds most of the texts are worth far fewer than ten. With names
@@ -254,61 +255,7 @@ def side_df(side: SideSums, floor: Any = True, rate: Any = None) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         effective = np.where(squares > 0, total * total / squares, 1.0)
     kind = floor_kinds(floor)
-    df = np.maximum(np.where(kind == NO_FLOOR, np.minimum(effective, side.names), side.names) - 1.0, 1.0)
-    if rate is None:
-        return df
-    return np.where(kind == BINOMIAL, binomial_floor_df(side, rate), df)
-
-
-def binomial_floor_df(side: SideSums, rate: Any) -> np.ndarray:
-    """Degrees of freedom of a side's max(S, M) with the binomial floor M at `rate`: names - 1 where the CR2 sum S
-    binds; where M binds, the smooth mix max(S, M) = S + (M - S), S on names - 1 and the excess on the floor's own
-    degrees of freedom (`floor_degrees`): M^2 / (S^2 / (G - 1) + (M - S)^2 / df_M), between 1 and names - 1.
-
-    Why: M's correlation rho_s is estimated from the same names, and where one page holds half a side's texts (BOLD's
-    mental health occupations: 13 pages of 1-167 texts) it is unsteady: in a few data sets in a hundred the names
-    agree by chance, the moment estimate truncates at 0, M falls to a tenth of the true variance, and names - 1
-    rejected twice alpha in the Holm tail. The excess of M over S is the part that rests on rho_s, so it gets rho_s's
-    steadiness; the CR2 sum where it binds keeps names - 1 (the side's effective number of names or the CR2 sum's
-    Bell-McCaffrey degrees of freedom there cost most of the small groups' power and left the tail where it was).
-    Chosen by measurement: benchmarks/CALIBRATION.md, "Group vs rest: degrees of freedom where the floor binds"."""
-    squares = null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, side.rate)
-    bound = binomial_floor(side, rate)
-    names = np.maximum(side.names - 1.0, 1.0)
-    own = np.clip(floor_degrees(side.names, side.texts, side.nn, side.n3, side.correlation), 1.0, names)
-    excess = np.clip(bound - squares, 0.0, None)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mixed = bound * bound / (squares * squares / names + excess * excess / own)
-    mixed = np.clip(np.where(np.isfinite(mixed), mixed, names), 1.0, names)
-    return np.where(bound > squares, mixed, names)
-
-
-def floor_degrees(names: Any, texts: Any, nn: Any, n3: Any, rho: Any) -> np.ndarray:
-    """The binomial floor's own degrees of freedom at the within-name correlation `rho`, from a side's G names, N
-    texts, sum n_i^2 and sum n_i^3 (elementwise over arrays). M = p (1 - p) N + tau2_hat sum n_i (n_i - 1), and
-    tau2_hat = (Q - (G - 1) p (1 - p)) / c (`_tau2`) is linear in Q = sum_i (t_i - n_i q)^2 / n_i, a quadratic form
-    in the names' residuals: under a random-intercept model at `rho` (Var t_i proportional to v_i = n_i (1 + (n_i -
-    1) rho)), Q's Bell-McCaffrey degrees of freedom nu_Q = tr(W C)^2 / tr((W C)^2) (W = diag(1 / n_i), C the
-    residuals' covariance diag(v) - (v n' + n v') / N + (sum v) n n' / N^2: diagonal plus rank two, so both traces
-    are sums), carried to M by Satterthwaite: nu_Q (E M c / (sum n_i (n_i - 1) E Q))^2. At least 8 (E M / (p (1 - p)
-    sum n_i (n_i - 1)))^2: rho_s lies in [0, 1], so M lies in an interval of width p (1 - p) sum n_i (n_i - 1) and
-    varies at most a quarter of its square (Popoviciu), which binds where few names have more than one text. Infinite
-    where every name has one text (M is then p (1 - p) N, known up to the rate)."""
-    names, texts, nn, n3, rho = (np.asarray(value, dtype=float) for value in (names, texts, nn, n3, rho))
-    a, b = 1.0 - rho, rho
-    pairs = nn - texts
-    s = a * texts + b * nn  # sum v_i
-    wvv = a * a * texts + 2 * a * b * nn + b * b * n3  # sum v_i^2 / n_i
-    with np.errstate(divide="ignore", invalid="ignore"):
-        expected = a * names + b * texts - s / texts  # E Q / (p (1 - p)) = tr(W C)
-        square = (a * a * names + 2 * a * b * texts + b * b * nn) - 2 * wvv / texts + (s / texts) ** 2  # tr((W C)^2)
-        nu = expected * expected / square
-        c = (texts - names) - pairs / texts
-        ratio = (texts + rho * pairs) * c / (pairs * expected)
-        df = np.maximum(np.where(np.isfinite(nu), nu, 1.0), 1.0) * ratio * ratio
-        bounded = 8.0 * ((texts + rho * pairs) / pairs) ** 2
-        df = np.maximum(np.where(np.isfinite(df), df, 0.0), bounded)
-    return np.where((pairs > 0) & np.isfinite(df), df, np.inf)
+    return np.maximum(np.where(kind == NO_FLOOR, np.minimum(effective, side.names), side.names) - 1.0, 1.0)
 
 
 def value_correlation(side: SideSums) -> np.ndarray:
@@ -334,7 +281,7 @@ def score_t(a: SideSums, b: SideSums, delta: np.ndarray | float,
     total = var_a + var_b
     with np.errstate(divide="ignore", invalid="ignore"):
         t = shift / np.sqrt(total)
-        df = total * total / (var_a * var_a / side_df(a, floor, rate_a) + var_b * var_b / side_df(b, floor, rate_b))
+        df = total * total / (var_a * var_a / side_df(a, floor) + var_b * var_b / side_df(b, floor))
     t = np.where(total > 0, t, np.where(shift == 0, 0.0, np.copysign(np.inf, shift)))
     df = np.where(np.isnan(df), np.inf, df)
     p = 2.0 * special.stdtr(df, -np.abs(t))
