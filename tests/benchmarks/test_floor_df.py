@@ -1,6 +1,6 @@
-"""benchmarks/floor_df.py: the candidate degrees of freedom of the group-vs-rest test's sides with the binomial floor
-change the test only where they say. Their power and level: benchmarks/CALIBRATION.md, "Group vs rest: degrees of
-freedom where the floor binds"."""
+"""benchmarks/floor_df.py: the candidate degrees of freedom and floor correlations of the group-vs-rest test's sides
+with the binomial floor change the test only where they say. Their power and level: benchmarks/CALIBRATION.md,
+"Group vs rest: degrees of freedom where the floor binds" and "Group vs rest: the floor's correlation"."""
 
 from __future__ import annotations
 
