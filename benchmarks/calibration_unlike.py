@@ -677,7 +677,8 @@ def main() -> None:
                              "anova-plugin or within-plugin")
     parser.add_argument("--floor-df", default="product",
                         help="the group-vs-rest test's degrees of freedom where its binomial floor binds, a "
-                             "candidate of benchmarks/floor_df.py: product (the test in use), texts, mix or rate")
+                             "candidate of benchmarks/floor_df.py: product (the test in use), names, texts, mix or "
+                             "rate, with the floor's correlation after @ (names@max1)")
     parser.add_argument("--overall-method", choices=("paired-score", "sign-flip"), default="paired-score",
                         help="compare's overall-difference test: the paired test in use, or the sign flip")
     args = parser.parse_args()
@@ -690,9 +691,10 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from floor_df import CANDIDATES as FLOOR_CANDIDATES
     from floor_df import floor_method
+    from floor_df import known as floor_known
     from interaction_df import CANDIDATES, interaction_method
 
-    if args.floor_df not in FLOOR_CANDIDATES:
+    if not floor_known(args.floor_df):
         parser.error(f"unknown --floor-df {args.floor_df!r}; choose from {', '.join(FLOOR_CANDIDATES)}")
     if args.interaction_method not in CANDIDATES:
         parser.error(f"unknown --interaction-method {args.interaction_method!r}; choose from {', '.join(CANDIDATES)}")

@@ -190,13 +190,14 @@ def interaction_method(name: str) -> Iterator[None]:
     if name == "bm":
         rate_test.SideSums = _leverage_class(saved["SideSums"])
 
-        def side_df(side, floor=True):
+        def side_df(side, floor=True, rate=None):
             bm = np.maximum(bm_df(side, rate_test.value_correlation(side)), 1.0)
-            return np.where(floored(floor), product_df(side, floor), np.minimum(bm, np.maximum(side.names - 1, 1.0)))
+            return np.where(floored(floor), product_df(side, floor, rate),
+                            np.minimum(bm, np.maximum(side.names - 1, 1.0)))
 
         rate_test.side_df = side_df
     elif name == "anova":
-        def side_df(side, floor=True):
+        def side_df(side, floor=True, rate=None):
             # sigma_w^2 N + tau2 sum n^2 = a sigma_w^2 + b Q with Q = sum n_i (mean_i - p)^2 (G - 1 df) and
             # sigma_w^2 (N - G df): Satterthwaite over the two mean squares; N - G where tau2 is truncated at 0
             sigma, tau2 = _within(side)
@@ -210,16 +211,16 @@ def interaction_method(name: str) -> Iterator[None]:
                 second = spread * side.nn / c
                 df = (first + second) ** 2 / (first ** 2 / within_df + second ** 2 / between_df)
             df = np.where(np.isfinite(df) & (tau2 > 0), df, within_df)
-            return np.where(floored(floor), product_df(side, floor), np.maximum(df, 1.0))
+            return np.where(floored(floor), product_df(side, floor, rate), np.maximum(df, 1.0))
 
         rate_test.side_df = side_df
     elif name == "within":
-        def side_df(side, floor=True):
+        def side_df(side, floor=True, rate=None):
             # max(S, F): S's df where S is the larger, F's (N - G) where the floor binds
             floor_part, within_df = within_parts(side)
             squares = rate_test.null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, side.rate)
             df = np.where(squares >= floor_part, names_df(side), within_df)
-            return np.where(floored(floor), product_df(side, floor), np.maximum(df, 1.0))
+            return np.where(floored(floor), product_df(side, floor, rate), np.maximum(df, 1.0))
 
         rate_test.side_df = side_df
     elif name == "hsu":
@@ -255,25 +256,25 @@ def interaction_method(name: str) -> Iterator[None]:
 
         rate_test.side_df = side_df
     elif name == "anova-plugin":
-        def side_df(side, floor=True):
+        def side_df(side, floor=True, rate=None):
             sigma, tau2 = _within(side)
             first, second = sigma * side.texts, tau2 * side.nn
             within_df = np.maximum(side.texts - side.names, 1.0)
             with np.errstate(divide="ignore", invalid="ignore"):
                 df = (first + second) ** 2 / (first ** 2 / within_df + second ** 2 / names_df(side))
             df = np.where(np.isfinite(df), df, 1.0)
-            return np.where(floored(floor), product_df(side, floor), np.maximum(df, 1.0))
+            return np.where(floored(floor), product_df(side, floor, rate), np.maximum(df, 1.0))
 
         rate_test.side_df = side_df
     elif name == "within-plugin":
-        def side_df(side, floor=True):
+        def side_df(side, floor=True, rate=None):
             floor_part, within_df = within_parts(side)
             squares = rate_test.null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, side.rate)
             excess = np.clip(squares - floor_part, 0.0, None)
             with np.errstate(divide="ignore", invalid="ignore"):
                 df = (floor_part + excess) ** 2 / (floor_part ** 2 / within_df + excess ** 2 / names_df(side))
             df = np.where(np.isfinite(df), df, 1.0)
-            return np.where(floored(floor), product_df(side, floor), np.maximum(df, 1.0))
+            return np.where(floored(floor), product_df(side, floor, rate), np.maximum(df, 1.0))
 
         rate_test.side_df = side_df
     try:

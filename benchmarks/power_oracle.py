@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from floor_df import CANDIDATES as FLOOR_CANDIDATES  # noqa: E402
 from floor_df import floor_method  # noqa: E402
+from floor_df import known as floor_known  # noqa: E402
 from interaction_df import CANDIDATES, interaction_method  # noqa: E402
 
 # (domain, planted group): the issue's four, plus a large and a small group where the domain has them
@@ -168,7 +169,8 @@ def method(name: str) -> Iterator[None]:
     freedom per side), or one of the candidates for the tests without the floor (`interaction_df.CANDIDATES`:
     moments, bm, anova, within, ...; the floor's tests as they are), or one of the candidates for the
     floor's degrees of freedom where it binds, prefixed "floor-" (`floor_df.CANDIDATES`: floor-texts, floor-mix,
-    floor-rate; the tests without the floor as they are)."""
+    floor-rate, or with the floor's correlation after "@": floor-names@max1, floor-product@g1; the tests without the
+    floor as they are)."""
     from bold_eval.analysis import rate_test
 
     saved = {key: getattr(rate_test, key) for key in ("side_variance", "side_df", "WORST_CASE_WEIGHT")}
@@ -180,14 +182,14 @@ def method(name: str) -> Iterator[None]:
         floored = rate_test.floor_kinds(floor) != rate_test.NO_FLOOR
         return np.where(floored, np.maximum(squares, binomial), adjusted) / (side.texts * side.texts)
 
-    def names_less_one(side, floor=True):
+    def names_less_one(side, floor=True, rate=None):
         return np.maximum(side.names - 1, 1)
 
     if name in CANDIDATES[1:]:
         with interaction_method(name):
             yield
         return
-    if name.startswith("floor-") and name[len("floor-"):] in FLOOR_CANDIDATES[1:]:
+    if name.startswith("floor-") and floor_known(name[len("floor-"):]) and name != "floor-product":
         with floor_method(name[len("floor-"):]):
             yield
         return

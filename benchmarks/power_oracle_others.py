@@ -267,8 +267,8 @@ def worst_floor(name: str) -> Iterator[None]:
     if name.startswith(("score-", "satt-", "cap-")):
         rate_test.score_floor = weighted
 
-    def satterthwaite(side, floor=True):
-        names_less_one = saved_df(side, floor)
+    def satterthwaite(side, floor=True, rate=None):
+        names_less_one = saved_df(side, floor, rate)
         sigma_w = np.clip((side.squares - side.tt_n) / np.maximum(side.texts - side.names, 1.0), 0.0, None)
         within = sigma_w * side.texts
         between = rate_test.score_floor(side, side.rate) - within
@@ -281,8 +281,8 @@ def worst_floor(name: str) -> Iterator[None]:
         chosen = (rate_test.floor_kinds(floor) == rate_test.SCORE) & (within + between >= squares)
         return np.where(chosen, np.maximum(names_less_one, df), names_less_one)
 
-    def satterthwaite_capped(side, floor=True):
-        names_less_one = saved_df(side, floor)
+    def satterthwaite_capped(side, floor=True, rate=None):
+        names_less_one = saved_df(side, floor, rate)
         sigma_w = np.clip((side.squares - side.tt_n) / np.maximum(side.texts - side.names, 1.0), 0.0, None)
         within = sigma_w * side.texts
         between = np.maximum(rate_test.score_floor(side, side.rate) - within, 0.0)

@@ -242,7 +242,7 @@ def test_detectable_differences_plan_each_design_and_rate_once_and_as_one_at_a_t
     the rate cannot reach (a 3% rate, the group a third of the texts: the rest cannot fall below 0) give NaN."""
     level = 0.05 / 20
     sizes = [(SMALL_GROUP, REST), (np.full(30, 3.0), np.full(300, 3.0)), (np.array([5.0]), REST)]
-    rates = [0.5, 0.2, 0.5, 0.0, 0.3, 0.2]
+    rates = [0.4, 0.2, 0.5, 0.0, 0.3, 0.2]
     designs = [0, 0, 1, 1, 2, 1]
     deffs = [1.3, 2.0, 2.0]
     together = detectable_differences(rates, designs, sizes, deffs, level=level)
@@ -251,7 +251,7 @@ def test_detectable_differences_plan_each_design_and_rate_once_and_as_one_at_a_t
            for rate, k in zip(rates, designs, strict=True)]
     np.testing.assert_allclose(together, one, rtol=1e-9)
     assert np.isfinite(together[[0, 1, 2, 5]]).all() and np.isnan(together[[3, 4]]).all()
-    assert together[0] > together[1]  # a label near 50% needs the larger difference
+    assert together[0] > together[1]  # a label nearer 50% needs the larger difference
     third = (np.full(10, 10.0), np.full(20, 10.0))
     assert math.isnan(minimum_detectable_difference(0.03, 100, 200, deff=1.0, alpha=level, sizes=third))
 

@@ -153,20 +153,31 @@ def test_score_test_holds_its_level_when_a_small_group_is_more_spread(names_a: i
     assert rejected / 2000 <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000)
 
 
-def test_within_name_correlation_shrinks_towards_one_by_the_rarer_outcomes() -> None:
-    """rho = (m rho_hat + w) / (m + w) with m = min(hits, misses) and w = 0.1 worst-case outcomes: names that agree
-    exactly (rho_hat = 0) with 3 hits give 0.1 / 3.1; a side with no hit or no miss gets the worst case, 1; and
-    with many hits the side's own estimate wins."""
+def test_within_name_correlation_shrinks_towards_one_by_the_rarer_outcomes_and_the_names() -> None:
+    """rho = (k rho_hat + w) / (k + w) with k = min(hits, misses, names) and w = 0.1 worst-case outcomes: names that
+    agree exactly (rho_hat = 0) with 3 hits give 0.1 / 3.1; a side with no hit or no miss gets the worst case, 1;
+    with many hits and many names the side's own estimate wins; 13 names whose 349 texts agree by chance (about 100
+    rarer outcomes) are shrunk by their 13 names, not by their rarer outcomes (which the paired floor, given no
+    names, keeps)."""
     from bold_eval.analysis.rate_test import WORST_CASE_WEIGHT, within_name_correlation
 
     assert WORST_CASE_WEIGHT == 0.1
     assert within_name_correlation(0.0, 3, 40) == pytest.approx(0.1 / 3.1)
-    assert within_name_correlation(0.0, 0, 40) == within_name_correlation(0.0, 40, 40) == 1.0
+    assert within_name_correlation(0.0, 3, 40, 20) == pytest.approx(0.1 / 3.1)
+    assert within_name_correlation(0.0, 0, 40) == within_name_correlation(0.0, 40, 40, 5) == 1.0
     assert within_name_correlation(0.0, 37, 40) == pytest.approx(0.1 / 3.1)  # 3 misses: the rarer outcome
     tau2 = 0.1 * 0.5 * 0.5  # rho_hat = 0.1 at a rate of 0.5
     assert within_name_correlation(tau2, 500, 1000) == pytest.approx((500 * 0.1 + 0.1) / 500.1)
+    assert within_name_correlation(tau2, 500, 1000, 600) == pytest.approx((500 * 0.1 + 0.1) / 500.1)
+    assert within_name_correlation(0.0, 105, 349) == pytest.approx(0.1 / 105.1)
+    assert within_name_correlation(0.0, 105, 349, 13) == pytest.approx(0.1 / 13.1)
+    np.testing.assert_allclose(within_name_correlation(np.zeros(2), np.array([105, 2]), 349.0, np.array([13, 13])),
+                               [0.1 / 13.1, 0.1 / 2.1])
     side = SideSums.of(np.zeros(4), np.array([3.0, 2, 4, 1]))  # no hit: every name all or nothing under the null
     assert side.correlation == 1.0
+    n = np.array([167.0, 61, 36, 22, 12, 12, 11, 9, 8, 4, 4, 2, 1])
+    agree = SideSums.of(np.round(0.3 * n), n)  # every page at the side's rate: rho_hat 0
+    assert agree.tau2 == 0.0 and agree.correlation == pytest.approx(0.1 / 13.1)
 
 
 @pytest.mark.parametrize("names", [2, 3, 5, 30])

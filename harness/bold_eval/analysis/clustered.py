@@ -74,11 +74,10 @@ METHOD_NOTES: dict[Method, str] = {
                        "Welch-Satterthwaite degrees of freedom; interval by inverting the same test",
     SCORE: "cluster-robust t of equal rates with the name as the unit: per side the CR2 cluster-robust variance "
            "about the side's own rate, and for values in [0, 1] at least the beta-binomial variance at the rate the "
-           "hypothesis imposes, whose within-name correlation is shrunk towards 1 when the side has few hits or few "
-           "misses; Welch-Satterthwaite degrees of freedom (names - 1 per side, or each side's effective number of "
-           "names for differences of two sources); interval by "
-           "inverting the same test; a contrast whose design is too small to reach alpha is reported as too few "
-           "names to test a rate",
+           "hypothesis imposes, whose within-name correlation is shrunk towards 1 when the side has few names, few "
+           "hits or few misses; Welch-Satterthwaite degrees of freedom (names - 1 per side, or each side's effective "
+           "number of names for differences of two sources); interval by inverting the same test; a contrast whose "
+           "design is too small to reach alpha is reported as too few names to test a rate",
     Z_TEST: "two-proportion z test, pooled variance (statsmodels), Newcombe interval; texts independent",
     FISHER: "Fisher's exact test (scipy), Newcombe interval; texts independent",
     T_TEST: "ordinary least squares t test, texts independent",
@@ -499,7 +498,7 @@ class PowerPlan(NamedTuple):
     variances (`QuadraticForm`, Wilson-Hilferty quantiles), taken at the same quantile (two weightings of the same
     residuals: the same for equal names); the test's variance is max(S_s, M_s), M_s the beta-binomial variance at
     the rate the hypothesis imposes (`rate`) with the between-name variance that spread gives (DerSimonian-Laird,
-    truncated at 0) as a correlation shrunk towards 1 by the side's expected rarer outcomes
+    truncated at 0) as a correlation shrunk towards 1 by the fewer of the side's names and expected rarer outcomes
     (`rate_test.within_name_correlation`); the critical value is the t quantile on the Welch-Satterthwaite degrees
     of freedom from those variances (names - 1 a side). The power is the mean, over `PLANNING_POINTS` quantiles of
     each side, of P(|D| > critical x sqrt(V)). Deterministic, and a function of the design (names, texts per name,
@@ -568,7 +567,7 @@ class PowerPlan(NamedTuple):
         with np.errstate(divide="ignore", invalid="ignore"):
             tau2 = np.where(denominator > 1e-9, np.maximum(
                 (between - (side.names - 1)[:, None] * pq[:, None]) / denominator, 0.0), 0.0)
-        shrunk = within_name_correlation(tau2, (side.texts * own)[:, None], texts)
+        shrunk = within_name_correlation(tau2, (side.texts * own)[:, None], texts, side.names[:, None])
         least = (rate * (1 - rate))[:, None] * (texts + shrunk * side.pairs[:, None]) / texts ** 2
         return true, np.maximum(squares, least)
 

@@ -14,8 +14,11 @@ are exchangeable. The test is a cluster-robust t with the name as the unit:
   rho_s. A few names that agree by chance, or a rare label, make S_s small while revealing little of the spread;
   the floor keeps the variance at what the rate allows. rho_s shrinks the side's moment estimate rho_hat_s (the
   intra-class correlation by DerSimonian-Laird moments about q_s, truncated at 0) towards 1, the worst case of
-  names all or nothing: rho_s = (m_s rho_hat_s + w) / (m_s + w), m_s = min(hits, misses) on the side, w =
-  `WORST_CASE_WEIGHT`. A side whose texts all carry one label (m_s = 0) gets rho_s = 1. No value in [0, 1] with
+  names all or nothing: rho_s = (k_s rho_hat_s + w) / (k_s + w), w = `WORST_CASE_WEIGHT`, k_s = min(hits, misses,
+  names) on the side: the evidence on rho is the fewer of the side's rarer outcomes and its names (rho_hat's noise
+  shrinks with the names, not with the texts: 13 names of 1-167 texts agree by chance in a few data sets in a
+  hundred, and 100 rarer outcomes against w would leave rho_s near 0). A side whose texts all carry one label
+  (m_s = 0) gets rho_s = 1. No value in [0, 1] with
   mean p varies more than p (1 - p) (Bhatia-Davis), so the floor holds for any value in [0, 1].
 - A continuous score (`floor` SCORE: a worst case over k samples such as the expected maximum toxicity, mapped onto
   [0, 1] by its range) varies far less than p (1 - p) about its mean, and that floor would bind far above its
@@ -25,8 +28,8 @@ are exchangeable. The test is a cluster-robust t with the name as the unit:
 - Values mapped onto [0, 1] from a wider range (`floor` False or NO_FLOOR: a per-prompt difference of two sources)
   have S_s alone.
 - t(delta) = (D - delta) / sqrt(V_A + V_B) on Welch-Satterthwaite degrees of freedom (`side_df`): names - 1 per
-  side with a floor; without one, each side's effective number of names less one, since names of unequal length
-  carry unequal shares of the variance, at a within-name correlation moved towards 1 for a side of few names
+  side with either floor; without a floor, each side's effective number of names less one, since names of unequal
+  length carry unequal shares of the variance, at a within-name correlation moved towards 1 for a side of few names
   (`df_correlation`).
 
 The interval is {delta: p(delta) > alpha} (the floor moves with delta), so it excludes 0 exactly when p <= alpha.
@@ -54,7 +57,8 @@ from scipy import special
 # bracket of 0.1 standard errors to 4e-7 of one, far below the 3 decimals the report prints).
 GRID_WIDE = 201
 # The prior weight, in worst-case outcomes (every name all or nothing), that pulls a side's within-name correlation
-# towards 1 (`within_name_correlation`); chosen by measurement (benchmarks/CALIBRATION.md, "Power against an oracle").
+# towards 1 against the fewer of its rarer outcomes and its names (`within_name_correlation`); chosen by measurement
+# (benchmarks/CALIBRATION.md, "Power against an oracle" and "Group vs rest: the floor's correlation").
 WORST_CASE_WEIGHT = 0.1
 GRID_LOCAL = 201
 REFINE_ROUNDS = 3
@@ -86,7 +90,7 @@ class SideSums:
     nn: float
     pairs: float  # sum n_i (n_i - 1): text pairs within a name
     tau2: float  # between-name variance of the rates, moment estimate
-    correlation: float  # rho_s: within-name correlation, shrunk towards 1 by the side's rarer outcomes
+    correlation: float  # rho_s: within-name correlation, shrunk towards 1 by the side's rarer outcomes and names
     # tt, tn, nn with each name weighted by 1 / (1 - n_i / N_s): its CR2 leverage adjustment (`side_variance`)
     tt_cr2: float
     tn_cr2: float
@@ -116,7 +120,7 @@ class SideSums:
         share = n / np.repeat(texts, names.astype(int))  # a name's leverage in its side's pooled rate
         weight = np.where(share < 1.0, 1.0 / np.maximum(1.0 - share, 1e-12), 1.0)
         return cls(names=names, hits=hits, texts=texts, tt=total(t * t), tn=total(t * n), nn=total(n * n),
-                   pairs=pairs, tau2=tau2, correlation=within_name_correlation(tau2, hits, texts),
+                   pairs=pairs, tau2=tau2, correlation=within_name_correlation(tau2, hits, texts, names),
                    tt_cr2=total(weight * t * t), tn_cr2=total(weight * t * n), nn_cr2=total(weight * n * n),
                    n3=total(n ** 3), n4=total(n ** 4), squares=total(t if squares is None else squares), tt_n=tt_n)
 
@@ -143,16 +147,18 @@ def _tau2(names: Any, hits: Any, texts: Any, tt_over_n: Any, pairs: Any) -> np.n
     return np.where(denominator <= 1e-9, 0.0, tau2)
 
 
-def within_name_correlation(tau2: Any, hits: Any, texts: Any) -> Any:
-    """rho_s = (m rho_hat + w) / (m + w), m = min(hits, misses), w = `WORST_CASE_WEIGHT`: the moment estimate of the
-    intra-class correlation, shrunk towards 1 (module docstring); 1 when the side has no hits or no misses.
-    Elementwise over arrays."""
+def within_name_correlation(tau2: Any, hits: Any, texts: Any, names: Any = None) -> Any:
+    """rho_s = (k rho_hat + w) / (k + w), w = `WORST_CASE_WEIGHT`, k = min(hits, misses, `names`): the moment
+    estimate of the intra-class correlation, shrunk towards 1 by the fewer of the side's rarer outcomes and its names
+    (module docstring; without `names`, by the rarer outcomes alone: compare's paired floor, whose sides share their
+    names); 1 when the side has no hits or no misses. Elementwise over arrays."""
     tau2, hits, texts = (np.asarray(value, dtype=float) for value in (tau2, hits, texts))
     rarer = np.minimum(hits, texts - hits)
+    evidence = rarer if names is None else np.minimum(rarer, np.asarray(names, dtype=float))
     rate = hits / texts
     with np.errstate(divide="ignore", invalid="ignore"):
         estimate = np.minimum(1.0, np.divide(tau2, rate * (1.0 - rate)))
-        shrunk = (rarer * estimate + WORST_CASE_WEIGHT) / (rarer + WORST_CASE_WEIGHT)
+        shrunk = (evidence * estimate + WORST_CASE_WEIGHT) / (evidence + WORST_CASE_WEIGHT)
     result = np.where(rarer <= 0, 1.0, shrunk)
     return float(result) if np.ndim(result) == 0 else result
 
@@ -187,9 +193,14 @@ def side_variance(side: SideSums, rate: np.ndarray, floor: Any = True) -> np.nda
     score's `score_floor`, or nothing."""
     kind = floor_kinds(floor)
     squares = null_squares(side.tt_cr2, side.tn_cr2, side.nn_cr2, side.rate)
-    binomial = np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
-    bound = np.where(kind == BINOMIAL, binomial, np.where(kind == SCORE, score_floor(side, rate), 0.0))
+    bound = np.where(kind == BINOMIAL, binomial_floor(side, rate), np.where(kind == SCORE, score_floor(side, rate),
+                                                                             0.0))
     return np.maximum(squares, bound) / (side.texts * side.texts)
+
+
+def binomial_floor(side: SideSums, rate: Any) -> np.ndarray:
+    """M = p (1 - p) (N + rho_s sum n_i (n_i - 1)): the beta-binomial floor at `rate` (module docstring)."""
+    return np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
 
 
 class ValueSums(Protocol):
