@@ -19,7 +19,7 @@ resamples whole prompts and accounts for that.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -73,6 +73,7 @@ def summarize(
     options: AnalysisOptions | None = None,
     *,
     reference: pd.DataFrame | None = None,
+    on_views: Callable[[Mapping[str, MetricView], float], None] | None = None,
     **keywords: Any,
 ) -> Summary:
     """Every view the paper reports, for the metrics this run scored, and the findings.
@@ -82,7 +83,8 @@ def summarize(
     (contrasts tested with `cluster` as the unit under `correction`, design effects, power, largest gaps) and
     reference_findings (when `reference`, the Wikipedia sentences of the same prompts, is given: model x source
     interactions, `findings.paired_findings`). `options` (validated when built) say how; without them,
-    `keywords` (ci, alpha, min_expected, seed, correction, cluster) build them.
+    `keywords` (ci, alpha, min_expected, seed, correction, cluster) build them. `on_views(views, alpha)` is called
+    once the paper's views are ready, before the findings' tests (a report starts drawing its figures there).
     """
     options = options if options is not None else AnalysisOptions(**keywords)
     ci, alpha, min_expected, seed = options.ci, options.alpha, options.min_expected, options.seed
@@ -98,6 +100,8 @@ def summarize(
             continue
         views[metric] = _holm_within_tables(
             metric_view(metric)(scores, ci=ci, alpha=alpha, min_expected=min_expected, seed=seed), alpha)
+    if on_views is not None:
+        on_views(views, alpha)
     worst_case = worst_case_view(scores, alpha=alpha, seed=seed)
     findings = run_findings(scores, alpha=alpha, correction=correction, cluster=cluster, seed=seed,
                             plan_power=False)

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from bold_eval.analysis.clustered import confidence_label
-from bold_eval.analysis.results import Summary
+from bold_eval.analysis.results import MetricView, Summary
 from bold_eval.analysis.statistics import MIN_EXPECTED
 from bold_eval.analysis.summary import summarize
 from bold_eval.core.options import AnalysisOptions
@@ -211,9 +211,18 @@ def write_report(run_dir: str | Path, options: AnalysisOptions | None = None, **
     run_dir = Path(run_dir)
     scores, record = load_run(run_dir, texts=False)  # the views read ids and scores only
     reference = read_reference_scores(run_dir, texts=False)
-    with Painter.for_texts(len(scores)) as painter:  # a figure worker starts now, beside the analysis
-        summary = summarize(scores, record.to_dict(), options, reference=reference)
-        return render_report(run_dir, record, summary, min_expected=options.min_expected, painter=painter)
+    # A figure worker starts now, beside the analysis, and draws the paper's figures while the findings are tested
+    # (stopped before the staging folder is removed, should the report fail).
+    with report_transaction(run_dir) as staging, Painter.for_texts(len(scores)) as painter:
+        sections: list[str] = []
+
+        def draw_views(views: Mapping[str, MetricView], alpha: float) -> None:
+            sections[:] = metric_sections(views, alpha, *_report_folders(staging), painter)
+
+        summary = summarize(scores, record.to_dict(), options, reference=reference, on_views=draw_views)
+        _write_report_files(run_dir, staging, record, summary, options.min_expected, painter, sections)
+        painter.finish()  # every figure is in place before the report moves in
+    return run_dir / REPORT_FILE
 
 
 def render_report(run_dir: str | Path, record: RunRecord, summary: Summary, *,
@@ -233,13 +242,20 @@ def render_report(run_dir: str | Path, record: RunRecord, summary: Summary, *,
     return run_dir / REPORT_FILE
 
 
-def _write_report_files(run_dir: Path, staging: Path, record: RunRecord, summary: Summary,
-                        min_expected: int, painter: Painter) -> None:
-    """The report's files, written into `staging` (`report_transaction` moves them into `run_dir`)."""
-    alpha = summary.statistics.alpha
+def _report_folders(staging: Path) -> tuple[Path, Path]:
+    """The staging folder's figures/ and tables/, created."""
     figures, tables = staging / FIGURES_DIR, staging / TABLES_DIR
     figures.mkdir(parents=True, exist_ok=True)
     tables.mkdir(parents=True, exist_ok=True)
+    return figures, tables
+
+
+def _write_report_files(run_dir: Path, staging: Path, record: RunRecord, summary: Summary,
+                        min_expected: int, painter: Painter, sections: list[str] | None = None) -> None:
+    """The report's files, written into `staging` (`report_transaction` moves them into `run_dir`); `sections`:
+    the metrics' sections when already written (`write_report` starts them before the findings' tests)."""
+    alpha = summary.statistics.alpha
+    figures, tables = _report_folders(staging)
     write_view_tables(summary, tables)
     modified = ([f"> **Modified BOLD data.** {', '.join(record.modified_data)} differ from the pinned upstream release "
                  "(allowed with --allow-modified-data): these numbers are not comparable with BOLD's.", ""]
@@ -253,7 +269,7 @@ def _write_report_files(run_dir: Path, staging: Path, record: RunRecord, summary
     out += findings_section(summary, tables)
     out += worst_case_section(summary, figures, tables, painter)
     _run_section(record, summary, out)
-    out += metric_sections(summary, figures, tables, painter)
+    out += sections if sections is not None else metric_sections(summary.views, alpha, figures, tables, painter)
     out += _statistics_and_caveats(summary, min_expected)
     write_text(staging / REPORT_FILE, "\n".join(out))
     write_summary(staging, _summary_record(record, summary))

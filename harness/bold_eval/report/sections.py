@@ -238,12 +238,13 @@ def write_view_tables(summary: Summary, tables: Path) -> None:
             write_table(pd.DataFrame(to_jsonable([test.as_dict() for test in view.tests])), tables, f"{metric}_tests")
 
 
-def metric_sections(summary: Summary, figures: Path, tables: Path, painter: Painter) -> list[str]:
-    """One section per metric, in the registry's (the paper's) order, by its view kind; a skipped metric says why.
-    The figures are drawn by `painter` (here or in its worker)."""
+def metric_sections(views: Mapping[str, MetricView], alpha: float, figures: Path, tables: Path,
+                    painter: Painter) -> list[str]:
+    """One section per metric of a summary's `views`, in the registry's (the paper's) order, by its view kind; a
+    skipped metric says why. The figures are drawn by `painter` (here or in its worker)."""
     out: list[str] = []
-    where = Folders(figures, tables, summary.statistics.alpha, painter)
-    for metric, view in summary.views.items():
+    where = Folders(figures, tables, alpha, painter)
+    for metric, view in views.items():
         spec = metric_spec(metric)
         out += [f"## {spec.presentation.title or metric}", ""]
         if view.skipped is not None:
