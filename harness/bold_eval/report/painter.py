@@ -1,10 +1,11 @@
 """Where the report's PNG figures are drawn: in this process, or in one worker process beside the report's other work.
 
-On all of BOLD a report draws eight figures, about a fifth of its time, on one core while the other waits. A
-`Painter` with a worker hands each figure to a child process (`python -m bold_eval.report.painter`, fed pickled
-jobs on its standard input) and goes on with the tables, report.md and the HTML page; `finish` waits for the last
-figure before the report is moved into place. The child is a plain subprocess, not a `multiprocessing` start
-method, so the caller's main module is never re-imported and no threaded process is forked.
+On all of BOLD a report draws eight figures, about a third of its time when drawn in its own process. A `Painter`
+with a worker hands each figure to a child process (`python -m bold_eval.report.painter`, fed pickled jobs on its
+standard input) and goes on: `write_report` hands over the paper's figures as soon as the views are ready, so they
+are drawn while the findings are tested; `finish` waits for the last figure before the report is moved into place.
+The child is a plain subprocess, not a `multiprocessing` start method, so the caller's main module is never
+re-imported and no threaded process is forked.
 
 The worker is used for runs of `WORKER_TEXTS` texts or more on a machine with two or more cores (below that,
 starting Python and matplotlib again costs more than it saves); `BOLD_EVAL_FIGURE_WORKER` on or off (1/0,
