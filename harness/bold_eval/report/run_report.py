@@ -233,12 +233,12 @@ def render_report(run_dir: str | Path, record: RunRecord, summary: Summary, *,
     without redoing its tests. `min_expected` is the small-group rule the summary was computed under; `painter`
     draws the figures (default: `Painter.for_texts` of the run's texts)."""
     run_dir = Path(run_dir)
-    with contextlib.ExitStack() as stack:
+    # report.md, summary.json, tables/ and figures/ as one unit; a worker of our own stops before staging is removed
+    with report_transaction(run_dir) as staging, contextlib.ExitStack() as stack:
         if painter is None:
             painter = stack.enter_context(Painter.for_texts(int(summary.counts.get("texts", 0))))
-        with report_transaction(run_dir) as staging:  # report.md, summary.json, tables/ and figures/ as one unit
-            _write_report_files(run_dir, staging, record, summary, min_expected, painter)
-            painter.finish()  # every figure is in place before the report moves in
+        _write_report_files(run_dir, staging, record, summary, min_expected, painter)
+        painter.finish()  # every figure is in place before the report moves in
     return run_dir / REPORT_FILE
 
 
