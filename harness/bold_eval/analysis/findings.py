@@ -255,9 +255,10 @@ def _side_intervals(cases: Sequence[tuple[Contrast, Label, np.ndarray, np.ndarra
     names = []
     for _, _, hits, in_a, clusters in cases:
         for side in (in_a, ~in_a):
-            texts = np.bincount(clusters[side])
+            units = clusters[side]
+            texts = np.bincount(units)
             named = texts > 0
-            sums.append((np.bincount(clusters[side], weights=hits[side])[named], texts[named].astype(float)))
+            sums.append((np.bincount(units, weights=hits[side])[named], texts[named].astype(float)))
             names.append(int(named.sum()))
     low, high = np.full(len(sums), np.nan), np.full(len(sums), np.nan)
     binary = np.repeat([label.value is not None for _, label, *_ in cases], 2).astype(bool)

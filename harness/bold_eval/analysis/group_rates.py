@@ -35,6 +35,7 @@ def group_rates(sources: dict[str, pd.DataFrame], labels: Sequence[TestedLabel],
         domain_codes, domain_names = pd.factorize(domains)
         group_codes, group_names = pd.factorize(scores["group"].astype(str).to_numpy())
         sides = domain_codes * len(group_names) + group_codes  # one code per (domain, group)
+        span = units.max() + 1  # a (side, unit) pair as one code: side * span + unit
         for label in labels:
             if label.column not in scores:
                 continue
@@ -47,9 +48,9 @@ def group_rates(sources: dict[str, pd.DataFrame], labels: Sequence[TestedLabel],
             hits = ((column == label.value).to_numpy(dtype=float) if label.value is not None
                     else column.to_numpy(dtype=float))[known]
             # Each (side, unit) pair once, in order of side: a side's units are one run of the sums.
-            pairs, inverse = np.unique(sides[known] * (units.max() + 1) + units[known], return_inverse=True)
+            pairs, inverse = np.unique(sides[known] * span + units[known], return_inverse=True)
             per_hits, per_texts = np.bincount(inverse, weights=hits), np.bincount(inverse).astype(float)
-            side_of_unit = pairs // (units.max() + 1)
+            side_of_unit = pairs // span
             codes, starts = np.unique(side_of_unit, return_index=True)
             low, high = rate_intervals(np.split(per_hits, starts[1:]), np.split(per_texts, starts[1:]), alpha=alpha)
             ends = np.r_[starts[1:], len(pairs)]
