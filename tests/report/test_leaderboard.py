@@ -192,6 +192,7 @@ def test_the_embedded_model_under_three_protocols(tmp_path: Path, bold_eval_here
     assert "4. planted" in view.inner_text("ul.ties")
     main = view.inner_text("main")  # 12 prompts: the warning comes before any number
     assert main.index("Too few shared prompts to rank models in every domain") < main.index("rank 1")
+    assert "for the hardest pair" in main and "for the hardest pair" in (site / "README.md").read_text()
     assert "Too few shared prompts" in (site / "README.md").read_text()
     assert not page.errors and page.pwned() is None
     page.close()
