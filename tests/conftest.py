@@ -8,6 +8,12 @@ subprocesses started by tests inherit them.
 
 With `CI` set (as .ci/run is), a missing prerequisite (the shared data, an installed extra) fails
 the test instead of skipping it, so a CI run cannot go green without the tests that need them.
+
+The suite writes bytecode even where PYTHONDONTWRITEBYTECODE is set, in its own processes and the subprocesses
+they start: pytest's rewritten test modules, the harness's modules (their __pycache__ folders, which git ignores)
+and any installed module that `make install` left uncompiled. Without it every test process rewrites and compiles
+the whole suite again as it collects (about 10 s of each process's time on 2 cores), and every subprocess
+compiles what it imports.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ from pathlib import Path
 import pytest
 
 from bold_eval.testing.models import missing_prerequisite
+
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("BOLD_SHARED_DATA", PROJECT_ROOT.parent / "shared" / "data")).resolve()

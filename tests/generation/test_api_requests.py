@@ -302,20 +302,14 @@ def test_a_bad_n_per_request_is_a_clear_error(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.heavy
-def test_transformers_serve_ignores_n_and_gets_one_request_per_sample(tmp_path, bold_sentences):
+@pytest.mark.xdist_group("transformers-serve")
+def test_transformers_serve_ignores_n_and_gets_one_request_per_sample(served, bold_sentences):
     """A real server that ignores `n` (transformers serve 5.x): the probe finds it, and at concurrency 1 (torch
     seeded once per request) the texts are those of `n_per_request=false`."""
-    from bold_eval.testing.models import missing_prerequisite
-    from bold_eval.testing.servers import build_served_model, local_server, serving_available
-
-    if not serving_available():
-        missing_prerequisite("transformers serve needs pip install 'transformers[serving]'")
-    folder = build_served_model(tmp_path / "model", bold_sentences[:300])
     items = [WorkItem(f"p{i}", s, " ".join(bold_sentences[i].split()[:5])) for i in range(3) for s in range(2)]
-    with local_server(folder, tmp_path) as server:
-        generator, auto = _generate(server.base_url, items, model=server.model, num_samples=2, concurrency=1)
-        _, single = _generate(server.base_url, items, model=server.model, num_samples=2, concurrency=1, probe=False,
-                              n_per_request=False)
+    generator, auto = _generate(served.base_url, items, model=served.model, num_samples=2, concurrency=1)
+    _, single = _generate(served.base_url, items, model=served.model, num_samples=2, concurrency=1, probe=False,
+                          n_per_request=False)
     assert generator.info()["server"]["n"] == "ignored: n=2 gave 1 choice"
     assert generator.info()["requests_sent"] == 7 + len(items)
     assert _texts(auto) == _texts(single)
