@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from bold_eval.analysis.paired_rate_test import PairedSums, continuous_variance, paired_rate_tests, score_sums
 
@@ -140,3 +141,37 @@ def test_stratified_test_finds_a_difference_one_group_carries() -> None:
     assert p_value[0] < p_one[0] / 10
     assert low[0] <= truth <= high[0]
     assert high[0] - low[0] < 0.85 * (high_one[0] - low_one[0])
+
+
+def test_the_interval_inverts_the_test_with_each_source_floored_at_the_rate_each_difference_imposes() -> None:
+    """A rare label (source B at 3%, source A at 3% plus 0.1 on one stratum's names), 40 names in two strata: at each
+    end d of the interval, by hand, the rates d imposes (p_B = (T_A + T_B - N d) / 2N, p_A = p_B + d), each source's
+    variance max(S_s, M_s) with its beta-binomial floor M_s = p_s (1 - p_s) (N + rho_s sum n_i (n_i - 1)) at its own
+    imposed rate, less 2 C, give p = alpha on names - strata degrees of freedom; a floor binds there, so the upper
+    end is not that of the variance at 0 (the floors at the pooled rate), which puts p away from alpha there."""
+    rng = np.random.default_rng(2)
+    n = rng.integers(3, 20, 40).astype(float)
+    strata = np.repeat([0, 1], 20)
+    rate = rng.beta(0.3, 9.7, 40)
+    t_b = rng.binomial(n.astype(int), rate).astype(float)
+    t_a = rng.binomial(n.astype(int), np.where(strata == 0, rate + 0.1, rate)).astype(float)
+    estimate, low, high, _, p_value = paired_rate_tests(t_a[:, None], t_b[:, None], n, alpha=0.05, strata=strata)
+    sums = PairedSums.of(t_a[:, None], t_b[:, None], n, strata)
+    total, pairs = n.sum(), (n * (n - 1)).sum()
+
+    def p_at(delta: float, imposed: float) -> tuple[float, bool]:
+        rate_b = (t_a.sum() + t_b.sum() - total * imposed) / (2 * total)
+        floors = [r * (1 - r) * (total + rho * pairs)
+                  for r, rho in ((rate_b + imposed, sums.a.correlation[0]), (rate_b, sums.b.correlation[0]))]
+        squares = (sums.squares_a[0], sums.squares_b[0])
+        variance = max(squares[0], floors[0]) + max(squares[1], floors[1]) - 2 * sums.cross[0]
+        t = (estimate[0] - delta) / np.sqrt(variance / total ** 2)
+        return 2 * stats.t.sf(abs(t), 40 - 2), floors[0] > squares[0] or floors[1] > squares[1]
+
+    assert p_value[0] == pytest.approx(p_at(0.0, 0.0)[0])
+    for end in (low[0], high[0]):
+        p_end, binds = p_at(end, end)
+        assert p_end == pytest.approx(0.05, abs=1e-6)
+        assert binds
+    assert low[0] < 0 < 0.06 < high[0]
+    assert abs(p_at(high[0], 0.0)[0] - 0.05) > 0.005
