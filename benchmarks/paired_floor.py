@@ -57,14 +57,10 @@ NULLS = {  # name: (per-name rates shared by both sources, a + b of the run (or 
 
 
 def effective_names(t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray, strata: np.ndarray | None) -> np.ndarray:
-    """Kish's effective number of names in the pairing's cross-product, (sum |c_i|)^2 / sum c_i^2 with c_i = w_i e_Ai
-    e_Bi, per test (0 where no name contributes)."""
+    """`paired.effective_names` of the pairing's cross-product, w_i e_Ai e_Bi, per test."""
     codes = np.zeros(len(n), dtype=int) if strata is None else pd.factorize(np.asarray(strata))[0]
     residual_a, residual_b, weight = paired.stratified_residuals(t_a, t_b, n, codes)
-    products = np.abs(weight * residual_a * residual_b)
-    squares = (products * products).sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(squares > 0, products.sum(axis=0) ** 2 / squares, 0.0)
+    return paired.effective_names(weight * residual_a * residual_b)
 
 
 def keep_none(names: np.ndarray) -> np.ndarray:
@@ -80,14 +76,15 @@ def keep_beyond_two(names: np.ndarray) -> np.ndarray:
 
 
 # the share of the way from the pairing's cross-product C to r sqrt(V_A V_B), r = C / sqrt(S_A S_B): the sources'
-# residual correlation applied to their floored variances; by the effective names of the cross-product
+# residual correlation applied to their floored variances, by the effective names of the cross-product; the last is
+# `paired.paired_covariance`, the test in use
 CANDIDATES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "in use": keep_none, "correlation on the floors": keep_all, "correlation on the floors, shrunk": keep_beyond_two}
+    "cross-product": keep_none, "correlation on the floors": keep_all, "in use": keep_beyond_two}
 
 
 def candidate_t(sums: paired.PairedSums, names: np.ndarray, keep: Callable[[np.ndarray], np.ndarray],
                 delta: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-    """(t, p) of p_A - p_B = delta with the candidate's covariance; `keep` = keep_none is `paired.paired_t`."""
+    """(t, p) of p_A - p_B = delta with the candidate's covariance; `keep` = keep_beyond_two is `paired.paired_t`."""
     rate_a, rate_b = restricted_rates(sums.a, sums.b, np.asarray(delta, dtype=float))
     var_a = np.maximum(sums.squares_a, paired.binomial_floor(sums.a, rate_a))
     var_b = np.maximum(sums.squares_b, paired.binomial_floor(sums.b, rate_b))
