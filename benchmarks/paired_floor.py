@@ -27,9 +27,11 @@ imposed rate. Three sections, on the same simulated data for every variance:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -75,23 +77,37 @@ def keep_beyond_two(names: np.ndarray) -> np.ndarray:
     return np.clip((names - 2) / np.maximum(names, 1e-9), 0.0, 1.0)
 
 
-# the share of the way from the pairing's cross-product C to r sqrt(V_A V_B), r = C / sqrt(S_A S_B): the sources'
-# residual correlation applied to their floored variances, by the effective names of the cross-product; the last is
-# `paired.paired_covariance`, the test in use
-CANDIDATES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "cross-product": keep_none, "correlation on the floors": keep_all, "in use": keep_beyond_two}
+@dataclass(frozen=True)
+class Candidate:
+    """A variance of the paired difference: `keep`, the share of the way from the pairing's cross-product C to
+    r sqrt(V_A V_B) (r = C / sqrt(S_A S_B), the sources' residual correlation applied to their floored variances) by
+    the effective names of the cross-product; `floor_correlation`, the floors' within-name correlation if not the
+    estimate's."""
+
+    keep: Callable[[np.ndarray], np.ndarray]
+    floor_correlation: float | None = None
 
 
-def candidate_t(sums: paired.PairedSums, names: np.ndarray, keep: Callable[[np.ndarray], np.ndarray],
+# the last but one is `paired.paired_covariance`, the test in use
+CANDIDATES: dict[str, Candidate] = {
+    "cross-product": Candidate(keep_none), "correlation on the floors": Candidate(keep_all),
+    "in use": Candidate(keep_beyond_two), "in use, the floors' correlation 0": Candidate(keep_beyond_two, 0.0)}
+
+
+def candidate_t(sums: paired.PairedSums, names: np.ndarray, candidate: Candidate,
                 delta: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-    """(t, p) of p_A - p_B = delta with the candidate's covariance; `keep` = keep_beyond_two is `paired.paired_t`."""
+    """(t, p) of p_A - p_B = delta with the candidate's variance; "in use" is `paired.paired_t`."""
     rate_a, rate_b = restricted_rates(sums.a, sums.b, np.asarray(delta, dtype=float))
-    var_a = np.maximum(sums.squares_a, paired.binomial_floor(sums.a, rate_a))
-    var_b = np.maximum(sums.squares_b, paired.binomial_floor(sums.b, rate_b))
+    a, b = sums.a, sums.b
+    if candidate.floor_correlation is not None:
+        a, b = (dataclasses.replace(side, correlation=np.full_like(side.correlation, candidate.floor_correlation))
+                for side in (a, b))
+    var_a = np.maximum(sums.squares_a, paired.binomial_floor(a, rate_a))
+    var_b = np.maximum(sums.squares_b, paired.binomial_floor(b, rate_b))
     product = sums.squares_a * sums.squares_b
     with np.errstate(divide="ignore", invalid="ignore"):
         correlation = np.clip(np.where(product > 0, sums.cross / np.sqrt(product), 0.0), -1.0, 1.0)
-    covariance = sums.cross + keep(names) * (correlation * np.sqrt(var_a * var_b) - sums.cross)
+    covariance = sums.cross + candidate.keep(names) * (correlation * np.sqrt(var_a * var_b) - sums.cross)
     total = np.maximum(var_a + var_b - 2 * covariance, 0.0) / (sums.a.texts * sums.a.texts)
     shift = sums.a.rate - sums.b.rate - delta
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -105,15 +121,15 @@ def candidate_tests(t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray, strata: np.
     t_a, t_b, n = (np.asarray(value, dtype=float) for value in (t_a, t_b, n))
     sums = paired.PairedSums.of(t_a, t_b, n, strata)
     names = effective_names(t_a, t_b, n, strata)
-    keep = CANDIDATES[candidate]
+    chosen = CANDIDATES[candidate]
     column, names_column = sums.column(), names[:, None]
     estimate = sums.a.rate - sums.b.rate
-    statistic, p_value = candidate_t(sums, names, keep, 0.0)
+    statistic, p_value = candidate_t(sums, names, chosen, 0.0)
 
     def p_of(delta: np.ndarray) -> np.ndarray:
         if delta.ndim == 2:
-            return candidate_t(column, names_column, keep, delta)[1]
-        return candidate_t(sums, names, keep, delta)[1]
+            return candidate_t(column, names_column, chosen, delta)[1]
+        return candidate_t(sums, names, chosen, delta)[1]
 
     low, high, p_value = paired.inverted(p_of, estimate, p_value, alpha, bound=1.0)
     return estimate, low, high, statistic, p_value
@@ -177,9 +193,11 @@ def decompose(args: argparse.Namespace) -> None:
                 return np.clip(rate * (1 - rate), 0, None) * (side.texts + rho * side.pairs)  # type: ignore[attr-defined]
 
             s_a, s_b, cross = sums.squares_a, sums.squares_b, sums.cross
+            floored_a = np.maximum(s_a, paired.binomial_floor(sums.a, rate_a))
+            floored_b = np.maximum(s_b, paired.binomial_floor(sums.b, rate_b))
             parts = {
-                "the report's": np.maximum(s_a, paired.binomial_floor(sums.a, rate_a))
-                + np.maximum(s_b, paired.binomial_floor(sums.b, rate_b)) - 2 * cross,
+                "the report's": floored_a + floored_b - 2 * paired.paired_covariance(sums, floored_a, floored_b),
+                "the floors less the cross-product": floored_a + floored_b - 2 * cross,
                 "no floor": s_a + s_b - 2 * cross,
                 "floors at the true variances": np.maximum(s_a, var_a.sum()) + np.maximum(s_b, var_b.sum())
                 - 2 * cross,
@@ -199,7 +217,7 @@ def decompose(args: argparse.Namespace) -> None:
 
 
 def candidates(args: argparse.Namespace) -> None:
-    names = list(CANDIDATES)
+    names = args.candidates.split(";")
     print("\n| planted | rate | spread | oracle | " + " | ".join(f"{name}: found (ratio), covers" for name in names)
           + " |")
     print("|---|---|---|---|" + "---|" * len(names))
@@ -240,21 +258,22 @@ def level(args: argparse.Namespace) -> None:
     names_list = [int(value) for value in args.names.split(",")]
     batches = max(args.replicates // args.batch, 1)
     print(f"\n{batches * args.batch} data sets a row (batches of {args.batch}, each with its own prompts per name)")
-    print("\n| null | rate | names | " + " | ".join(f"{name}: at 5%, at 0.1%" for name in CANDIDATES) + " |")
-    print("|---|---|---|" + "---|" * len(CANDIDATES))
+    chosen = args.candidates.split(";")
+    print("\n| null | rate | names | " + " | ".join(f"{name}: at 5%, at 0.1%" for name in chosen) + " |")
+    print("|---|---|---|" + "---|" * len(chosen))
     for null in args.nulls.split(";"):
         for rate in (0.03, 0.3):
             for names in names_list:
-                counts = {name: np.zeros(3) for name in CANDIDATES}
+                counts = {name: np.zeros(3) for name in chosen}
                 for batch in range(batches):
                     rng = np.random.default_rng(others.seed_of("paired_floor level", null, rate, names, batch))
                     t_a, t_b, prompts = null_sums(rng, null, rate, names, args.batch)
                     differ = (t_a != t_b).any(axis=0)  # the rest have nothing to test (`compare.paired_difference`)
-                    for name in CANDIDATES:
+                    for name in chosen:
                         p_value = candidate_tests(t_a[:, differ], t_b[:, differ], prompts, strata_of(names), name)[4]
                         counts[name] += [(p_value <= 0.05).sum(), (p_value <= 0.001).sum(), args.batch]
                 cells = []
-                for name in CANDIDATES:
+                for name in chosen:
                     at_5, at_01, total = counts[name]
                     cells.append(f"{at_5 / total:.2%} ± {_se(at_5 / total, total):.2%}, "
                                  f"{at_01 / total:.3%} ± {_se(at_01 / total, total):.3%}")
@@ -278,12 +297,16 @@ def main() -> None:
     parser.add_argument("--names", default="2,3,5,10,30,100,300", help="level: names a domain")
     parser.add_argument("--nulls", default=";".join(NULLS), help=f"level: ';' list of {'; '.join(NULLS)}")
     parser.add_argument("--batch", type=int, default=2000, help="level: data sets that share their prompts")
+    parser.add_argument("--candidates", default="cross-product;correlation on the floors;in use",
+                        help=f"candidates, level: ';' list of {'; '.join(CANDIDATES)}")
     args = parser.parse_args()
     unknown = set(args.sections.split(",")) - set(SECTIONS)
     if unknown:
         parser.error(f"unknown --sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
     if set(args.nulls.split(";")) - set(NULLS):
         parser.error(f"unknown --nulls; choose from {'; '.join(NULLS)}")
+    if set(args.candidates.split(";")) - set(CANDIDATES):
+        parser.error(f"unknown --candidates; choose from {'; '.join(CANDIDATES)}")
     start = time.perf_counter()
     for section in args.sections.split(","):
         SECTIONS[section](args)

@@ -28,10 +28,11 @@ Here, as in `rate_test`:
   residual correlation r = sum_i w_i e_Ai e_Bi / sqrt(S_A S_B) applied to the floored variances, r sqrt(V_A V_B),
   by (G_c - 2) / G_c of the way, G_c the effective number of names the cross-product rests on (Kish's, of the
   names' |w_i e_Ai e_Bi|). A floor raises a source's variance where its own sum of squares may fall short, but the
-  two sources' shortfalls are one: where the floors bind and the cross-product stays as it is, the variance of the
-  difference of two paired sources is overstated (on religion's rare label 1.7-1.9 times the truth, even with
-  each source floored at its true variance). Where one or two names carry the cross-product (a rare label on the
-  same few names of both sources), their correlation is 1 by construction, so the move is none there.
+  cross-product, estimated from the same residuals, falls short with them: floored variances less the cross-product
+  overstate the variance of the difference of two sources that see the same people (on religion's and politics'
+  rare label 1.4-2.0 times the truth at the true difference, 1.1-4.0 times with each source floored at its exact
+  true variance). Where one or two names carry the cross-product (a rare label on the same few names of both
+  sources), their correlation is 1 by construction, so the move is none there.
   Without the floors V is the stratified CR2 variance of the paired difference, and the floors only raise it;
 - t(delta) = (p_hat_A - p_hat_B - delta) / sqrt(V), on names less one per stratum of two names or more, less one
   for the lonely names (the domain mean they are taken about).
