@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from bold_eval.analysis.paired_rate_test import PairedSums, continuous_variance, paired_rate_tests, score_sums
+from bold_eval.analysis.paired_rate_test import (
+    PairedSums,
+    continuous_variance,
+    paired_covariance,
+    paired_rate_tests,
+    score_sums,
+)
 
 
 def test_continuous_variance_by_hand() -> None:
@@ -140,3 +147,74 @@ def test_stratified_test_finds_a_difference_one_group_carries() -> None:
     assert p_value[0] < p_one[0] / 10
     assert low[0] <= truth <= high[0]
     assert high[0] - low[0] < 0.85 * (high_one[0] - low_one[0])
+
+
+def test_the_interval_inverts_the_test_with_each_source_floored_at_the_rate_each_difference_imposes() -> None:
+    """A rare label (source B at 3%, source A at 3% plus 0.1 on one stratum's names), 40 names in two strata: at each
+    end d of the interval, by hand, the rates d imposes (p_B = (T_A + T_B - N d) / 2N, p_A = p_B + d), each source's
+    variance V_s = max(S_s, M_s) with its beta-binomial floor M_s = p_s (1 - p_s) (N + rho_s sum n_i (n_i - 1)) at
+    its own imposed rate, less twice the pairing's covariance: the CR2 cross-product C moved towards r sqrt(V_A V_B)
+    (r = C / sqrt(S_A S_B)) by (G_c - 2) / G_c of the way, G_c = (sum |c_i|)^2 / sum c_i^2 over the names' weighted
+    residual products c_i about their stratum's rate, give p = alpha on names - strata degrees of freedom; a floor
+    binds there, so the upper end is not that of the variance at 0 (the floors at the pooled rate), which puts p
+    away from alpha there."""
+    rng = np.random.default_rng(2)
+    n = rng.integers(3, 20, 40).astype(float)
+    strata = np.repeat([0, 1], 20)
+    rate = rng.beta(0.3, 9.7, 40)
+    t_b = rng.binomial(n.astype(int), rate).astype(float)
+    t_a = rng.binomial(n.astype(int), np.where(strata == 0, rate + 0.1, rate)).astype(float)
+    estimate, low, high, _, p_value = paired_rate_tests(t_a[:, None], t_b[:, None], n, alpha=0.05, strata=strata)
+    sums = PairedSums.of(t_a[:, None], t_b[:, None], n, strata)
+    total, pairs = n.sum(), (n * (n - 1)).sum()
+    texts = np.bincount(strata, weights=n)[strata]
+    weight = 1 / (1 - n / texts)
+    residual_a, residual_b = (t - n * np.bincount(strata, weights=t)[strata] / texts for t in (t_a, t_b))
+    squares_a, squares_b = (weight * residual_a ** 2).sum(), (weight * residual_b ** 2).sum()
+    products = weight * residual_a * residual_b
+    cross, names = products.sum(), np.abs(products).sum() ** 2 / (products ** 2).sum()
+    assert 2 < names < 40
+
+    def p_at(delta: float, imposed: float) -> tuple[float, bool]:
+        rate_b = (t_a.sum() + t_b.sum() - total * imposed) / (2 * total)
+        floors = [r * (1 - r) * (total + rho * pairs)
+                  for r, rho in ((rate_b + imposed, sums.a.correlation[0]), (rate_b, sums.b.correlation[0]))]
+        var_a, var_b = max(squares_a, floors[0]), max(squares_b, floors[1])
+        covariance = cross + (names - 2) / names * (cross / np.sqrt(squares_a * squares_b) * np.sqrt(var_a * var_b)
+                                                    - cross)
+        t = (estimate[0] - delta) / np.sqrt((var_a + var_b - 2 * covariance) / total ** 2)
+        return 2 * stats.t.sf(abs(t), 40 - 2), floors[0] > squares_a or floors[1] > squares_b
+
+    assert p_value[0] == pytest.approx(p_at(0.0, 0.0)[0])
+    for end in (low[0], high[0]):
+        p_end, binds = p_at(end, end)
+        assert p_end == pytest.approx(0.05, abs=1e-6)
+        assert binds
+    assert low[0] < 0 < 0.06 < high[0]
+    assert abs(p_at(high[0], 0.0)[0] - 0.05) > 0.002
+
+
+def test_the_pairing_covariance_follows_the_floors_only_where_more_than_two_names_carry_it() -> None:
+    """`paired_covariance`: where no floor binds it is the CR2 cross-product C; where the floors bind it is C moved
+    towards r sqrt(V_A V_B) by (G_c - 2) / G_c of the way, so none of it where one name carries every label of both
+    sources (G_c = 1: their correlation is 1 by construction), and the variance of the difference is then larger."""
+    n = np.full(12, 5.0)
+    shared = np.array([3.0, 2, 0, 1, 0, 0, 2, 0, 1, 0, 0, 1])  # labels on several names of both sources
+    alone = np.zeros(12)
+    alone[0] = 4.0  # every label on one name
+    for t_a, t_b, carried in ((shared, shared + np.r_[0, 1, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0], True),
+                              (alone, alone * 0.5, False)):
+        sums = PairedSums.of(t_a[:, None], t_b[:, None], n)
+        r = sums.cross[0] / np.sqrt(sums.squares_a[0] * sums.squares_b[0])
+        unfloored = paired_covariance(sums, sums.squares_a, sums.squares_b)
+        assert unfloored[0] == pytest.approx(sums.cross[0])
+        var_a, var_b = 3 * sums.squares_a, 2 * sums.squares_b  # as if both floors bound
+        found = paired_covariance(sums, var_a, var_b)[0]
+        share = (sums.cross_names[0] - 2) / sums.cross_names[0]
+        if carried:
+            assert sums.cross_names[0] > 3
+            assert found == pytest.approx(sums.cross[0] + share * (r * np.sqrt(var_a * var_b)[0] - sums.cross[0]))
+            assert found > 1.5 * sums.cross[0]
+        else:
+            assert sums.cross_names[0] < 2
+            assert found == pytest.approx(sums.cross[0])

@@ -59,7 +59,8 @@ OVERALL_NOTES: dict[Method, str] = {
     PAIRED_SCORE: "paired cluster-robust t with the name as the unit and the groups as strata "
                   "(`analysis.paired_rate_test`): each run's CR2 variance about each group's own rate, at least the "
                   "beta-binomial variance at the rate the hypothesis of equal rates imposes, less the pairing's CR2 "
-                  "covariance, on names - groups degrees of freedom; interval: the same test inverted, so it "
+                  "covariance (where a floor binds, moved towards the runs' residual correlation applied to the "
+                  "floored variances), on names - groups degrees of freedom; interval: the same test inverted, so it "
                   "excludes 0 exactly when p <= alpha",
     NO_DISCORDANT: "no prompt's rate differs between the runs: the difference is 0, bounded by the Clopper-Pearson "
                    "upper limit u on the share of names that could differ (0 of n names, statsmodels "

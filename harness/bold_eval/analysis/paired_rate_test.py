@@ -23,17 +23,27 @@ Here, as in `rate_test`:
 - V = V_A + V_B - 2 C: V_s = max(S_s, M_s) / N^2, S_s = sum_i w_i e_si^2, and M_s = `rate_test.side_variance`'s
   beta-binomial floor at the rate restricted to p_A - p_B = delta, one per source over the domain, its within-name
   correlation estimated about each stratum's own rate (`stratified_tau2`) and shrunk towards 1 by the source's
-  rarer outcomes (`rate_test.within_name_correlation`); C = sum_i w_i e_Ai e_Bi / N^2, the pairing's covariance.
+  rarer outcomes (`rate_test.within_name_correlation`); C the pairing's covariance (`paired_covariance`): the CR2
+  cross-product sum_i w_i e_Ai e_Bi / N^2 where no floor binds, and where one does, moved towards the sources'
+  residual correlation r = sum_i w_i e_Ai e_Bi / sqrt(S_A S_B) applied to the floored variances, r sqrt(V_A V_B),
+  by (G_c - 2) / G_c of the way, G_c the effective number of names the cross-product rests on (Kish's, of the
+  names' |w_i e_Ai e_Bi|). A floor raises a source's variance where its own sum of squares may fall short, but the
+  cross-product, estimated from the same residuals, falls short with them: floored variances less the cross-product
+  overstate the variance of the difference of two sources that see the same people (on religion's and politics'
+  rare label 1.4-2.0 times the truth at the true difference, 1.1-4.0 times with each source floored at its exact
+  true variance). Where one or two names carry the cross-product (a rare label on the same few names of both
+  sources), their correlation is 1 by construction, so the move is none there.
   Without the floors V is the stratified CR2 variance of the paired difference, and the floors only raise it;
 - t(delta) = (p_hat_A - p_hat_B - delta) / sqrt(V), on names less one per stratum of two names or more, less one
   for the lonely names (the domain mean they are taken about).
 
-The interval is {delta: p(delta) > alpha} (a grid on [-1, 1], refined at each end), and the p-value is raised to
+The interval is {delta: p(delta) > alpha} (a grid on [-1, 1], refined at each end): at each delta the rates it
+imposes and each source floored at its own imposed rate, a test inversion. The p-value is raised to
 the largest p at or beyond 0 where p(delta) is not monotone, so the two never disagree about zero. The floor
 applies in every design: a rule that drops it where enough names carry the label gained power on religion's rare
 label but over-rejected a rare label concentrated on few names even with 300 names. Level, coverage, power against
 an oracle and what each candidate cost: benchmarks/leaderboard_calibration.py, calibration_unlike.py --sections
-overall and power_oracle.py --kinds overall,leaderboard (CALIBRATION.md).
+overall, power_oracle.py --kinds overall,leaderboard and paired_floor.py (CALIBRATION.md).
 
 The second half is `bold-eval compare`'s interaction of two runs' continuous worst cases (`continuous_interaction_
 tests`): a group's gap in one run minus the other's, each run's values and each side kept apart, since a test of
@@ -71,7 +81,7 @@ class PairedSums:
     """Each test's two sources on the same names (`SideSums` fields are arrays, one entry per test; their
     within-name correlations taken about each stratum's own rate, `stratified_tau2`) and the sums that do not move
     with the hypothesis: each source's stratified CR2 sum of squares and the pairing's stratified CR2 cross-product
-    (`stratified_residuals`), and the degrees of freedom."""
+    (`stratified_residuals`), the degrees of freedom and the effective number of names of the cross-product."""
 
     a: SideSums
     b: SideSums
@@ -79,6 +89,7 @@ class PairedSums:
     squares_b: np.ndarray
     cross: np.ndarray
     df: np.ndarray
+    cross_names: np.ndarray  # G_c: the effective number of names the cross-product rests on (`paired_covariance`)
 
     @classmethod
     def of(cls, t_a: np.ndarray, t_b: np.ndarray, n: np.ndarray, strata: np.ndarray | None = None) -> PairedSums:
@@ -97,15 +108,26 @@ class PairedSums:
         sizes = np.bincount(codes)
         # names less one mean per stratum of two names or more, and one for the lonely names between them
         df = max(names - int((sizes >= 2).sum()) - int((sizes == 1).any()), 1)
+        products = weight * residual_a * residual_b
         return cls(a=a, b=b, squares_a=(weight * residual_a ** 2).sum(axis=0),
-                   squares_b=(weight * residual_b ** 2).sum(axis=0),
-                   cross=(weight * residual_a * residual_b).sum(axis=0), df=np.full(tests, float(df)))
+                   squares_b=(weight * residual_b ** 2).sum(axis=0), cross=products.sum(axis=0),
+                   df=np.full(tests, float(df)), cross_names=effective_names(products))
 
     def column(self) -> PairedSums:
         """Every field as a column, to broadcast against a grid of deltas (one row per test)."""
         index = (slice(None), None)
         return PairedSums(self.a.take(index), self.b.take(index),
-                          *(np.asarray(getattr(self, key))[index] for key in ("squares_a", "squares_b", "cross", "df")))
+                          *(np.asarray(getattr(self, key))[index]
+                            for key in ("squares_a", "squares_b", "cross", "df", "cross_names")))
+
+
+def effective_names(products: np.ndarray) -> np.ndarray:
+    """Kish's effective number of names, (sum_i |c_i|)^2 / sum_i c_i^2, of each column of the names' contributions
+    c_i (names x tests); 0 where none contributes."""
+    size = np.abs(products)
+    squares = (size * size).sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(squares > 0, size.sum(axis=0) ** 2 / squares, 0.0)
 
 
 def _indicator(codes: np.ndarray) -> sparse.csr_matrix:
@@ -157,13 +179,26 @@ def binomial_floor(side: SideSums, rate: np.ndarray) -> np.ndarray:
     return np.clip(rate * (1 - rate), 0.0, None) * (side.texts + side.correlation * side.pairs)
 
 
+def paired_covariance(sums: PairedSums, var_a: np.ndarray, var_b: np.ndarray) -> np.ndarray:
+    """The pairing's covariance (module docstring), before the division by N^2: the CR2 cross-product C moved
+    towards r sqrt(V_A V_B), r = C / sqrt(S_A S_B) the sources' residual correlation and V_s = max(S_s, M_s) their
+    floored variances, by (G_c - 2) / G_c of the way (none with two effective names or fewer). Where no floor binds,
+    r sqrt(V_A V_B) is C itself."""
+    product = sums.squares_a * sums.squares_b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        correlation = np.clip(np.where(product > 0, sums.cross / np.sqrt(product), 0.0), -1.0, 1.0)
+        share = np.clip((sums.cross_names - 2) / sums.cross_names, 0.0, 1.0)
+    share = np.where(sums.cross_names > 0, share, 0.0)
+    return sums.cross + share * (correlation * np.sqrt(var_a * var_b) - sums.cross)
+
+
 def paired_t(sums: PairedSums, delta: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """(t, two-sided p) of p_A - p_B = delta, elementwise (delta broadcasts against the tests)."""
     rate_a, rate_b = restricted_rates(sums.a, sums.b, np.asarray(delta, dtype=float))
     a, b = sums.a, sums.b
     var_a = np.maximum(sums.squares_a, binomial_floor(a, rate_a))
     var_b = np.maximum(sums.squares_b, binomial_floor(b, rate_b))
-    total = np.maximum(var_a + var_b - 2 * sums.cross, 0.0) / (a.texts * a.texts)
+    total = np.maximum(var_a + var_b - 2 * paired_covariance(sums, var_a, var_b), 0.0) / (a.texts * a.texts)
     shift = a.rate - b.rate - delta
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(total > 0, shift / np.sqrt(total), np.where(shift == 0, 0.0, np.copysign(np.inf, shift)))
