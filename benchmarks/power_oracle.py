@@ -29,11 +29,12 @@ name i to Var(D) (its beta-binomial variance, or n_i E[Var(y | name)] + n_i^2 Va
 squared), in two variants (`t_bound`): f_s = the side's names less one ("names"), or its effective number of names
 less one, (sum v_i)^2 / sum v_i^2 - 1 ("effective names"). A side of one name leaves no degrees of freedom (power
 0). With many names both bounds are the oracle's z test; the table prints both, with their df, and the report's power
-over the better of them. It rests on Bakirov and Szekely (2006): for G independent Gaussian values with unequal
-variances, Student's two-sided quantile on G - 1 df is, at levels of 5% or less, the smallest critical value of the
-t statistic that keeps the level whatever the variances (Ibragimov and Mueller 2010 build their few-cluster t test
-on it). The bound is a yardstick, not a proven ceiling: a test may beat it where the names' variances are unequal
-and it exploits their form, and the report's own degrees of freedom are estimated, not the true counts.
+over the better of them. The names variant follows a standard one-sample result (Bakirov and Szekely 2006): for G
+independent Gaussian values with unequal variances, Student's two-sided quantile on G - 1 df is, at levels of 5% or
+less, the smallest critical value of the t statistic that keeps the level whatever the variances (Ibragimov and
+Mueller 2010 build their few-cluster t test on it); the two-sided Welch form here carries it over as a yardstick, not
+a proven ceiling: it is normal-theory (a skewed estimate, a rare label on few names, can pass it), a test that knows
+more of the variance's form (the binomial floor) can beat it, and the report's own df are estimated.
 
     .venv/bin/python benchmarks/power_oracle.py                 # all designs, 400 data sets each
     .venv/bin/python benchmarks/power_oracle.py --fast          # 100 data sets each (CI-sized)
