@@ -43,6 +43,12 @@ P(>= 1 toxic of k); the expected maximum is read at the same shift, with an orac
 Two columns say where a shortfall comes from: the report's standard error (|estimate / t|, median over the data
 sets) over the true sd(D), above 1 where its variance overstates the truth; and how often the report's t passes the
 oracle's normal quantile, which is the report's power less what its degrees of freedom cost.
+
+**The t bounds** (`power_oracle.t_bound`, defined in power_oracle.py's docstring) use each name's true contribution
+to Var(D) from the same moments, weights_i^2 (n_i E[Var(y | name)] + n_i^2 Var(E[y | name])): per side (the planted
+group's names, the rest's) for compare and the worst cases; for the paired tests (overall, leaderboard) one side, the
+domain's names (their degrees of freedom names - 1, or the domain's effective names - 1; the report's names - groups
+is a little below the first).
 """
 
 from __future__ import annotations
@@ -64,7 +70,18 @@ from scipy import optimize, special, stats
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from interaction_df import CANDIDATES, interaction_method  # noqa: E402
-from power_oracle import PLANTS, RATES, SPREADS, TARGET_POWER, Design, seed_of  # noqa: E402
+from power_oracle import (  # noqa: E402
+    PLANTS,
+    RATES,
+    SPREADS,
+    TARGET_POWER,
+    Design,
+    TBound,
+    bound_cells,
+    bound_ratio,
+    seed_of,
+    t_bound,
+)
 
 OWN_SPREAD = 0.5  # sd (logit) of each model's own view of a name
 SAMPLES = 1  # texts per prompt of each model (`bold-eval run`'s default)
@@ -187,11 +204,17 @@ def _normal_nodes(count: int) -> tuple[np.ndarray, np.ndarray]:
     return nodes, weights / weights.sum()
 
 
+def contributions(texts: np.ndarray, weights: np.ndarray, moments: list[Moments]) -> np.ndarray:
+    """Each name's true variance contribution to D = sum_i weights_i sum_j y_ij, its `moments`:
+    weights_i^2 (n_i E[Var(y | name)] + n_i^2 Var(E[y | name]))."""
+    within, between = (np.array([getattr(m, key) for m in moments]) for key in ("within", "between"))
+    return weights ** 2 * (texts * within + texts ** 2 * between)
+
+
 def truth_and_sd(texts: np.ndarray, weights: np.ndarray, moments: list[Moments]) -> tuple[float, float]:
     """E[D] and sd(D) of D = sum_i weights_i sum_j y_ij, each name's `moments`."""
-    mean, within, between = (np.array([getattr(m, key) for m in moments]) for key in ("mean", "within", "between"))
-    var = float((weights ** 2 * (texts * within + texts ** 2 * between)).sum())
-    return float((weights * texts * mean).sum()), math.sqrt(var)
+    mean = np.array([m.mean for m in moments])
+    return float((weights * texts * mean).sum()), math.sqrt(float(contributions(texts, weights, moments).sum()))
 
 
 def solve_shift(gap: Callable[[float], float], upper: float) -> float:
@@ -362,6 +385,7 @@ class Row:
     covered: float  # NaN when no test was possible
     se_ratio: float  # the report's standard error (estimate / t) over the true sd, median over the data sets
     on_z: float  # the report's t against the oracle's normal quantile: what its degrees of freedom cost
+    bound: TBound  # the t bounds (power_oracle.py's module docstring)
     tied: float = math.nan  # the leaderboard: m0 and m1 in one tie group
     oracle_tied: float = math.nan
 
@@ -371,7 +395,9 @@ class Row:
 
 
 def _row(kind: str, shift: float, truth: float, sd: float, setting: Setting, estimate: np.ndarray, found: Found,
-         **extra: float) -> Row:
+         sides: list[np.ndarray], **extra: float) -> Row:
+    """The row of one design: `sides` are the names' true variance contributions to the estimate, per side (the
+    paired tests: one side, the domain's names), for the t bounds."""
     level = setting.alpha / setting.family
     hits = found.testable & (found.p_value <= level)
     covered = found.testable & (found.low <= truth) & (truth <= found.high)
@@ -380,7 +406,8 @@ def _row(kind: str, shift: float, truth: float, sd: float, setting: Setting, est
     on_z = found.testable & (np.abs(np.nan_to_num(found.statistic)) >= setting.critical)
     return Row(kind, shift, truth, float(np.mean(np.abs(estimate) / sd >= setting.critical)), float(hits.mean()),
                float(covered.sum() / found.testable.sum()) if found.testable.any() else math.nan,
-               float(np.median(se)) / sd if len(se) else math.nan, float(on_z.mean()), **extra)
+               float(np.median(se)) / sd if len(se) else math.nan, float(on_z.mean()),
+               t_bound(truth / sd, sides, level), **extra)
 
 
 def per_name(setting: Setting, moments: Callable[[float, bool], T]) -> list[T]:
@@ -412,18 +439,20 @@ def _model_rates(rng: np.random.Generator, setting: Setting, shift: float, model
     return model_rates(rng, p, models)
 
 
-def _planted_shift(setting: Setting, weights: np.ndarray) -> tuple[float, float, float]:
-    """(shift, true contrast, its true sd) of a two-run contrast with these per-name weights."""
+def _planted_shift(setting: Setting, weights: np.ndarray) -> tuple[float, float, float, np.ndarray]:
+    """(shift, true contrast, its true sd, each name's true variance contribution) of a two-run contrast with these
+    per-name weights."""
     moments = TwoRunMoments(setting.rate)
     shift = _two_run_shift(setting, weights, moments)
     truth, sd = _two_run_sd(setting, weights, moments, shift)
-    return shift, truth, sd
+    names = per_name(setting, lambda rho, planted: moments(rho, planted, shift))
+    return shift, truth, sd, contributions(setting.design.texts, weights, names)
 
 
 def compare_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
     texts, planted = setting.design.texts, setting.planted
     weights = np.where(planted, 1 / texts[planted].sum(), -1 / texts[~planted].sum())
-    shift, truth, sd = _planted_shift(setting, weights)
+    shift, truth, sd, names = _planted_shift(setting, weights)
     q = _model_rates(rng, setting, shift, 2)
     q[1] = np.where(planted, raised(q[1], shift), q[1])
     units = setting.units
@@ -431,7 +460,8 @@ def compare_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
     d = y[1] - y[0]
     side = planted[units]
     estimate = d[:, side].mean(axis=1) - d[:, ~side].mean(axis=1)
-    return [_row("compare", shift, truth, sd, setting, estimate, difference_found(d, side, units, setting.alpha))]
+    return [_row("compare", shift, truth, sd, setting, estimate, difference_found(d, side, units, setting.alpha),
+                 [names[planted], names[~planted]])]
 
 
 def _name_sums(rng: np.random.Generator, q: np.ndarray, texts: np.ndarray) -> np.ndarray:
@@ -442,12 +472,12 @@ def _name_sums(rng: np.random.Generator, q: np.ndarray, texts: np.ndarray) -> np
 def overall_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
     texts, planted = setting.design.texts, setting.planted
     weights = np.full(len(texts), 1 / texts.sum())
-    shift, truth, sd = _planted_shift(setting, weights)
+    shift, truth, sd, names = _planted_shift(setting, weights)
     q = _model_rates(rng, setting, shift, 2)
     q[1] = np.where(planted, raised(q[1], shift), q[1])
     t = _name_sums(rng, q, texts)
     found = paired_found(t[1].T, t[0].T, texts, setting.alpha, setting.strata)
-    return [_row("overall", shift, truth, sd, setting, found.estimate, found)]
+    return [_row("overall", shift, truth, sd, setting, found.estimate, found, [names])]
 
 
 def leaderboard_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
@@ -455,7 +485,7 @@ def leaderboard_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
 
     texts, planted = setting.design.texts, setting.planted
     weights = np.full(len(texts), 1 / texts.sum())
-    shift, truth, sd = _planted_shift(setting, weights)
+    shift, truth, sd, names = _planted_shift(setting, weights)
     q = _model_rates(rng, setting, shift, BOARD_MODELS)
     q[0] = np.where(planted, raised(q[0], shift), q[0])
     t = _name_sums(rng, q, texts)  # models x data sets x names
@@ -480,7 +510,7 @@ def leaderboard_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
     at = slice(0, None, len(pairs))  # the pair (m0, m1) of every data set
     planted_pair = found.take(at)
     oracle_found = np.abs(planted_pair.estimate) / sd >= setting.critical
-    return [_row("leaderboard", shift, truth, sd, setting, planted_pair.estimate, planted_pair,
+    return [_row("leaderboard", shift, truth, sd, setting, planted_pair.estimate, planted_pair, [names],
                  tied=float(np.mean(ranks[:, 0] == ranks[:, 1])), oracle_tied=float(np.mean(~oracle_found)))]
 
 
@@ -501,6 +531,8 @@ def worst_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
 
     shift = solve_shift(gap, MAX_WORST_SHIFT)
     oracle = both(shift)
+    at_shift = per_name(setting, lambda rho, planted: moments(rho, planted, shift))
+    names = [contributions(texts, weights, [m[k] for m in at_shift]) for k in (0, 1)]
     units = setting.units
     side = planted[units]
     bases = {float(r): worst_base(setting.rate, float(r)) for r in np.unique(setting.rho)}
@@ -518,7 +550,8 @@ def worst_rows(rng: np.random.Generator, setting: Setting) -> list[Row]:
         estimate = values[:, side].mean(axis=1) - values[:, ~side].mean(axis=1)
         with worst_floor(setting.worst_floor):
             found = difference_found(values, side, units, setting.alpha, bounds)
-        rows.append(_row(label, shift, oracle[k][0], oracle[k][1], setting, estimate, found))
+        rows.append(_row(label, shift, oracle[k][0], oracle[k][1], setting, estimate, found,
+                         [names[k][planted], names[k][~planted]]))
     return rows
 
 
@@ -558,10 +591,11 @@ def rows(args: argparse.Namespace, kinds: list[str]) -> None:
     """Print the table of `kinds` (power_oracle.py's arguments)."""
     designs: dict[str, Design] = {}
     print("\n| kind | domain | planted | names / texts | rate | spread | shift | true difference | oracle | "
-          "report: found (ratio) | report: 95% CI covers | report's SE / true sd | report's t on z: found | "
+          "t bound: names (df) | t bound: effective names (df) | report: found (ratio) | report: found / t bound | "
+          "report: 95% CI covers | report's SE / true sd | report's t on z: found | "
           "leaderboard: m0 and m1 tied (oracle: not separated) |")
-    print("|" + "---|" * 14)
-    ratios: dict[str, list[float]] = {}
+    print("|" + "---|" * 17)
+    ratios: dict[str, list[tuple[float, float]]] = {}
     for kind in kinds:
         for domain, group in plants(kind, args.domains):
             design = designs.setdefault(domain, Design.load(domain))
@@ -580,16 +614,21 @@ def rows(args: argparse.Namespace, kinds: list[str]) -> None:
                             ratio = "" if math.isnan(row.ratio) else f" ({row.ratio:.2f})"
                             tied = "" if math.isnan(row.tied) else f"{row.tied:.1%} ({row.oracle_tied:.1%})"
                             print(f"| {label} | {domain} | {group} | {size} | {rate} | {spread} | {row.shift:+.3f} "
-                                  f"| {row.truth:+.3f} | {row.oracle:.1%} | {row.found:.1%}{ratio} | "
+                                  f"| {row.truth:+.3f} | {row.oracle:.1%} | {bound_cells(row.bound)} | "
+                                  f"{row.found:.1%}{ratio} | {bound_ratio(row.found, row.bound)} | "
                                   f"{_percent(row.covered)} | {row.se_ratio:.2f} | {row.on_z:.1%} | {tied} |",
                                   flush=True)
                             sides = (len(planted), len(planted)) if kind in ("overall", "leaderboard") else (
                                 int(planted.sum()), int((~planted).sum()))
                             if min(sides) >= 10 and row.oracle >= 0.8:
                                 where = "every name" if group == EVERY else "one group"
-                                ratios.setdefault(f"{label}, planted in {where}", []).append(row.ratio)
+                                ratios.setdefault(f"{label}, planted in {where}", []).append(
+                                    (row.ratio, row.found / row.bound.better if row.bound.better else math.nan))
     print("\nThe report's power over the oracle's, designs with 10 or more names a side (the paired tests: in the "
           "domain) where the oracle finds the plant at least 80% of the time:\n")
-    for key, values in ratios.items():
+    for key, pairs in ratios.items():
+        values, bounded = (np.array(column) for column in zip(*pairs, strict=True))
         print(f"- {key}: median {np.median(values):.2f} over {len(values)} designs, at least 0.8 in "
-              f"{sum(value >= 0.8 for value in values)}, range {min(values):.2f}-{max(values):.2f}")
+              f"{int(np.sum(values >= 0.8))}, range {values.min():.2f}-{values.max():.2f}; over the better t bound: "
+              f"median {np.nanmedian(bounded):.2f}, at least 0.9 in {int(np.sum(bounded >= 0.9))}, range "
+              f"{np.nanmin(bounded):.2f}-{np.nanmax(bounded):.2f}")
