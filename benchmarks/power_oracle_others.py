@@ -444,8 +444,8 @@ def _planted_shift(setting: Setting, weights: np.ndarray) -> tuple[float, float,
     per-name weights."""
     moments = TwoRunMoments(setting.rate)
     shift = _two_run_shift(setting, weights, moments)
-    truth, sd = _two_run_sd(setting, weights, moments, shift)
     names = per_name(setting, lambda rho, planted: moments(rho, planted, shift))
+    truth, sd = truth_and_sd(setting.design.texts, weights, names)
     return shift, truth, sd, contributions(setting.design.texts, weights, names)
 
 

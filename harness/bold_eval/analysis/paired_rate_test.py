@@ -187,8 +187,8 @@ def paired_covariance(sums: PairedSums, var_a: np.ndarray, var_b: np.ndarray) ->
     product = sums.squares_a * sums.squares_b
     with np.errstate(divide="ignore", invalid="ignore"):
         correlation = np.clip(np.where(product > 0, sums.cross / np.sqrt(product), 0.0), -1.0, 1.0)
-        share = np.clip((sums.cross_names - 2) / sums.cross_names, 0.0, 1.0)
-    share = np.where(sums.cross_names > 0, share, 0.0)
+    names = np.maximum(sums.cross_names, 2.0)
+    share = (names - 2.0) / names  # (G_c - 2) / G_c, 0 up to two effective names
     return sums.cross + share * (correlation * np.sqrt(var_a * var_b) - sums.cross)
 
 
