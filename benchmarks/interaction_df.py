@@ -35,7 +35,14 @@ without the floor only; sides with the floor keep the test in use.
   side's G names, (G rho_hat + w) / (G + w).
 - **rho-1**: the effective number of names at rho = 1, (sum n_i^2)^2 / sum n_i^4, the fewest over rho.
 - **rho-g2-17**, **rho-g2-25**: the moment estimate moved towards 1 by c / G^2 of the way (c = 17 or 25; all of it
-  where c / G^2 >= 1): a correction that fades with the names, large for 7-10 names, small past 30.
+  where c / G^2 >= 1): a correction that fades with the names, large for 7-10 names, small past 30. Any
+  **rho-gK-C** moves it by C / G^K of the way: **rho-g3-170** and **rho-g4-1700** move 10 names as far as
+  rho-g2-17 does (17% of the way) and fade faster past them (at 20 names 2.1% and 1.1% of the way, against 4.25%).
+- **rho-raw-gK-C**: the same move from the moment estimate not truncated at 0, tau2 / (|tau2| + sigma_w^2), kept
+  above -1 / (2 (n_max - 1)) (half the most negative correlation the longest page allows, n_max read as (sum
+  n_i^4)^(1/4), at least the longest page): where the names' true correlation is 0 the truncated estimate is above
+  it about half the time and never below, and the effective names, steep in rho where one page holds many texts,
+  come out below the truth on average.
 - **rho-pairs-18**, **rho-pairs-24**: the moment estimate shrunk towards 1 by a prior of w = 18 or 24 against the
   side's G (G - 1) ordered pairs of names, (G (G - 1) rho_hat + w) / (G (G - 1) + w).
 - **hsu**: each side's effective names as **product** counts them (measured in CALIBRATION.md with those of
@@ -47,6 +54,7 @@ without the floor only; sides with the floor keep the test in use.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +64,7 @@ from scipy import special
 
 CANDIDATES = ("product", "moments", "bm", "anova", "within", "anova-plugin", "within-plugin", "rho-upper-90",
               "rho-upper-95", "rho-median", "rho-prior-2", "rho-prior-4", "rho-1", "rho-g2-17", "rho-g2-25", "hsu",
-              "rho-pairs-18", "rho-pairs-24")
+              "rho-pairs-18", "rho-pairs-24", "rho-g3-170", "rho-g4-1700", "rho-raw-g2-17", "rho-raw-g3-170")
 
 
 def _leverage_class(base: type) -> type:
@@ -148,6 +156,26 @@ def correlation_quantile(side: Any, q: float) -> np.ndarray:
         ratio = (spread / between_df) / within / special.fdtri(between_df, np.maximum(side.texts - side.names, 1.0), q)
         rho = (ratio - 1.0) / (ratio - 1.0 + n0)
     return np.where(np.isfinite(rho), np.clip(rho, 0.0, 1.0), 1.0)
+
+
+def raw_correlation(side: Any) -> np.ndarray:
+    """The values' intra-class correlation by one-way ANOVA moments not truncated at 0 (module docstring,
+    **rho-raw-gK-C**): tau2 / (|tau2| + sigma_w^2), kept within [-1 / (2 (n_max - 1)), 1], n_max = (sum n_i^4)^(1/4)."""
+    within, _ = _within(side)
+    p = side.rate
+    spread = side.tt_n - 2 * p * side.hits + p * p * side.texts
+    longest = np.asarray(side.n4, dtype=float) ** 0.25
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau2 = (spread - (side.names - 1) * within) / (side.texts - side.nn / side.texts)
+        rho = tau2 / (np.abs(tau2) + within)
+        lowest = np.where(longest > 1.0, -0.5 / (longest - 1.0), 0.0)
+    return np.where(np.isfinite(rho), np.clip(rho, lowest, 1.0), 0.0)
+
+
+def few_names_move(names: Any, rho: Any, weight: float, power: float) -> np.ndarray:
+    """rho moved towards 1 by weight / G^power of the way (all of it where that is 1 or more), elementwise."""
+    names, rho = np.asarray(names, dtype=float), np.asarray(rho, dtype=float)
+    return rho + (1.0 - rho) * np.minimum(weight / names ** power, 1.0)
 
 
 @contextlib.contextmanager
@@ -243,9 +271,10 @@ def interaction_method(name: str) -> Iterator[None]:
                 pairs = side.names * (side.names - 1.0)
                 weight = float(name[len("rho-pairs-"):])
                 return (pairs * rate_test.value_correlation(side) + weight) / (pairs + weight)
-            if name.startswith("rho-g2-"):
-                rho = rate_test.value_correlation(side)
-                return rho + (1.0 - rho) * np.minimum(float(name[len("rho-g2-"):]) / side.names ** 2, 1.0)
+            moved = re.fullmatch(r"rho-(raw-)?g(\d+)-(\d+)", name)
+            if moved:
+                rho = raw_correlation(side) if moved.group(1) else rate_test.value_correlation(side)
+                return few_names_move(side.names, rho, float(moved.group(3)), float(moved.group(2)))
             if name.startswith("rho-prior-"):
                 weight = float(name[len("rho-prior-"):])
                 return (side.names * rate_test.value_correlation(side) + weight) / (side.names + weight)

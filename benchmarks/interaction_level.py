@@ -29,7 +29,7 @@ from calibration_unlike import (  # noqa: E402
     real_interaction_draws,
     seed_of,
 )
-from interaction_df import correlation_quantile, effective_df  # noqa: E402
+from interaction_df import correlation_quantile, effective_df, few_names_move, raw_correlation  # noqa: E402
 
 from bold_eval.analysis import rate_test  # noqa: E402
 
@@ -49,6 +49,11 @@ def correlations(side: Any) -> dict[str, np.ndarray]:
         found[f"rho-g2-{weight:g}"] = rho + (1 - rho) * np.minimum(weight / names ** 2, 1.0)
     for weight in (18.0, 24.0):
         found[f"rho-pairs-{weight:g}"] = (pairs * rho + weight) / (pairs + weight)
+    for power, weight in ((3.0, 170.0), (4.0, 1700.0)):
+        found[f"rho-g{power:g}-{weight:g}"] = few_names_move(names, rho, weight, power)
+    raw = raw_correlation(side)
+    for power, weight in ((2.0, 17.0), (3.0, 170.0)):
+        found[f"rho-raw-g{power:g}-{weight:g}"] = few_names_move(names, raw, weight, power)
     found["product"] = rate_test.df_correlation(names, rho)
     return found
 
@@ -89,11 +94,12 @@ def _cells(shares: np.ndarray, count: int) -> str:
                       for share in shares)
 
 
-def synthetic(replicates: int) -> None:
+def synthetic(replicates: int, sizes: tuple[int, ...] = (7, 10, 30, 100),
+              spreads: tuple[str, ...] = ("strong", "exchangeable"), rates: tuple[float, ...] = (0.3, 0.03)) -> None:
     print("| spread | rate | names A / B | candidate | at 5% | at 1% | at 0.05 / 72 |\n|---|---|---|---|---|---|---|")
-    for spread in ("strong", "exchangeable"):
-        for rate in (0.3, 0.03):
-            for names in (7, 10, 30, 100):
+    for spread in spreads:
+        for rate in rates:
+            for names in sizes:
                 rng = np.random.default_rng(seed_of("interaction", rate, spread, names))
                 t, n, q = [], [], []
                 for _ in range(replicates):
@@ -145,9 +151,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true", help="fewer data sets (CI-sized)")
     parser.add_argument("--section", choices=("synthetic", "real"), default="synthetic")
+    parser.add_argument("--names", default="7,10,30,100", help="synthetic: side A's names in each design (against 60)")
+    parser.add_argument("--spreads", default="strong,exchangeable", help="synthetic: side A's spreads")
+    parser.add_argument("--rates", default="0.3,0.03", help="synthetic: the label rates")
     args = parser.parse_args()
     if args.section == "synthetic":
-        synthetic(2000 if args.fast else 20000)
+        synthetic(2000 if args.fast else 20000, tuple(int(value) for value in args.names.split(",")),
+                  tuple(args.spreads.split(",")), tuple(float(value) for value in args.rates.split(",")))
     else:
         real(500 if args.fast else 2000)
 
