@@ -58,9 +58,19 @@ def correlations(side: Any) -> dict[str, np.ndarray]:
     return found
 
 
-def rejected(a: Any, b: Any) -> dict[str, np.ndarray]:
+def known_correlations(spread: str, rate: float) -> tuple[float, float]:
+    """The true intra-class correlation of `calibration_unlike.interaction_data`'s per-prompt differences on side A
+    and side B: (Var(model rate) + Var(reference rate)) / (2 rate (1 - rate)), each rate Beta with mean `rate` and
+    a + b = c having variance rate (1 - rate) / (c + 1) (the model's c by the spread, the reference's 20)."""
+    totals = {"strong": (1.0, 100.0), "exchangeable": (3.33, 3.33)}[spread]
+    return tuple(float((1.0 / (total + 1) + 1.0 / 21.0) / 2.0) for total in totals)  # type: ignore[return-value]
+
+
+def rejected(a: Any, b: Any, known: tuple[float, float] | None = None) -> dict[str, np.ndarray]:
     """Per candidate (and "hsu": the moments' sides on the fewer of their df), whether each contrast is rejected
-    at each of `ALPHAS` (an array alphas x contrasts); untestable contrasts are not rejected."""
+    at each of `ALPHAS` (an array alphas x contrasts); untestable contrasts are not rejected. With `known`, the
+    sides' true correlations, also "true rho (known)" and "true rho moved (known)": the effective names at the
+    truth, and at the truth moved as `rate_test.df_correlation` moves the estimate (not tests: yardsticks)."""
     var_a, var_b = rate_test.side_variance(a, a.rate, False), rate_test.side_variance(b, b.rate, False)
     total = var_a + var_b
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -68,6 +78,10 @@ def rejected(a: Any, b: Any) -> dict[str, np.ndarray]:
     least = rate_test.min_attainable_p(a.names, b.names, a.texts, b.texts)
     enough = np.minimum(a.names, b.names) >= 2
     rho_a, rho_b = correlations(a), correlations(b)
+    if known is not None:
+        for side, rho, value in ((a, rho_a, known[0]), (b, rho_b, known[1])):
+            rho["true rho (known)"] = np.full(np.shape(side.names), value)
+            rho["true rho moved (known)"] = rate_test.df_correlation(side.names, rho["true rho (known)"])
     result = {}
     for name in [*rho_a, "hsu"]:
         key = "moments" if name == "hsu" else name
@@ -110,7 +124,7 @@ def synthetic(replicates: int, sizes: tuple[int, ...] = (7, 10, 30, 100),
                         t.append(np.bincount(index, weights=y[part]))
                         n.append(np.bincount(index).astype(float))
                         q.append(np.bincount(index, weights=y[part] ** 2))
-                for name, found in rejected(*sides_of(t, n, q)).items():
+                for name, found in rejected(*sides_of(t, n, q), known_correlations(spread, rate)).items():
                     print(f"| {spread} | {rate} | {names} / 60 | {name} | {_cells(found.mean(axis=1), replicates)} |",
                           flush=True)
 
