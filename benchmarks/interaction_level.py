@@ -4,9 +4,11 @@ sides' are combined), so the variances and t are computed once per data set and 
 them. The data are `calibration_unlike.py`'s, with its seeds: the paired-worst section's interaction designs
 (`--section synthetic`: 20,000 data sets per design, `--fast` 2,000) and the real-interaction section's BOLD
 designs (`--section real`: 2,000 data sets per setting, `--fast` 500). Rejected at 5%, 1% and 0.05 / 72 (the
-interactions' Holm step).
+interactions' Holm step). The synthetic section also prints "true rho (known)" and "true rho moved (known)": the
+effective names counted at the design's own correlation (`known_correlations`), a yardstick, not a test.
 
     nice .venv/bin/python benchmarks/interaction_level.py --section synthetic
+    nice .venv/bin/python benchmarks/interaction_level.py --names 12,16,20,24 --spreads strong --rates 0.3
     nice .venv/bin/python benchmarks/interaction_level.py --fast --section real
 """
 
@@ -62,8 +64,8 @@ def known_correlations(spread: str, rate: float) -> tuple[float, float]:
     """The true intra-class correlation of `calibration_unlike.interaction_data`'s per-prompt differences on side A
     and side B: (Var(model rate) + Var(reference rate)) / (2 rate (1 - rate)), each rate Beta with mean `rate` and
     a + b = c having variance rate (1 - rate) / (c + 1) (the model's c by the spread, the reference's 20)."""
-    totals = {"strong": (1.0, 100.0), "exchangeable": (3.33, 3.33)}[spread]
-    return tuple(float((1.0 / (total + 1) + 1.0 / 21.0) / 2.0) for total in totals)  # type: ignore[return-value]
+    side_a, side_b = {"strong": (1.0, 100.0), "exchangeable": (3.33, 3.33)}[spread]
+    return (1.0 / (side_a + 1) + 1.0 / 21.0) / 2.0, (1.0 / (side_b + 1) + 1.0 / 21.0) / 2.0
 
 
 def rejected(a: Any, b: Any, known: tuple[float, float] | None = None) -> dict[str, np.ndarray]:
