@@ -111,12 +111,16 @@ def _cells(shares: np.ndarray, count: int) -> str:
 
 
 def synthetic(replicates: int, sizes: tuple[int, ...] = (7, 10, 30, 100),
-              spreads: tuple[str, ...] = ("strong", "exchangeable"), rates: tuple[float, ...] = (0.3, 0.03)) -> None:
+              spreads: tuple[str, ...] = ("strong", "exchangeable"), rates: tuple[float, ...] = (0.3, 0.03),
+              seed_tag: str = "") -> None:
+    """The synthetic designs (`calibration_unlike.interaction_data`) with its seeds, or with a second set of seeds
+    named by `seed_tag` (an independent replicate of the same designs)."""
     print("| spread | rate | names A / B | candidate | at 5% | at 1% | at 0.05 / 72 |\n|---|---|---|---|---|---|---|")
     for spread in spreads:
         for rate in rates:
             for names in sizes:
-                rng = np.random.default_rng(seed_of("interaction", rate, spread, names))
+                rng = np.random.default_rng(seed_of(f"interaction-{seed_tag}" if seed_tag else "interaction", rate,
+                                                     spread, names))
                 t, n, q = [], [], []
                 for _ in range(replicates):
                     d, side, unit = interaction_data(rng, names, spread, rate)
@@ -170,10 +174,13 @@ def main() -> None:
     parser.add_argument("--names", default="7,10,30,100", help="synthetic: side A's names in each design (against 60)")
     parser.add_argument("--spreads", default="strong,exchangeable", help="synthetic: side A's spreads")
     parser.add_argument("--rates", default="0.3,0.03", help="synthetic: the label rates")
+    parser.add_argument("--seed-tag", default="",
+                        help="synthetic: a name for an independent set of seeds for the same designs (default: "
+                             "calibration_unlike's seeds)")
     args = parser.parse_args()
     if args.section == "synthetic":
         synthetic(2000 if args.fast else 20000, tuple(int(value) for value in args.names.split(",")),
-                  tuple(args.spreads.split(",")), tuple(float(value) for value in args.rates.split(",")))
+                  tuple(args.spreads.split(",")), tuple(float(value) for value in args.rates.split(",")), args.seed_tag)
     else:
         real(500 if args.fast else 2000)
 
