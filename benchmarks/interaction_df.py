@@ -49,6 +49,8 @@ without the floor only; sides with the floor keep the test in use.
   **moments**), the two sides combined on the fewer of their degrees of freedom, min(nu_A, nu_B), instead of
   Welch-Satterthwaite (Hsu 1938; Scheffe 1970): the Welch combination leans towards the larger side's degrees of
   freedom exactly when the small side's variance happens to come out small, which is when its t is largest.
+- **hsu-1.5**, **hsu-2**: the Welch count of **product**, at most 1.5 or 2 times the fewer of the two sides' degrees
+  of freedom: Welch may lean towards the larger side, but not past that multiple of the smaller side's count.
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ from scipy import special
 
 CANDIDATES = ("product", "moments", "bm", "anova", "within", "anova-plugin", "within-plugin", "rho-upper-90",
               "rho-upper-95", "rho-median", "rho-prior-2", "rho-prior-4", "rho-1", "rho-g2-17", "rho-g2-25", "hsu",
-              "rho-pairs-18", "rho-pairs-24", "rho-g3-170", "rho-g4-1700", "rho-raw-g2-17", "rho-raw-g3-170")
+              "rho-pairs-18", "rho-pairs-24", "rho-g3-170", "rho-g4-1700", "rho-raw-g2-17", "rho-raw-g3-170", "hsu-1.5",
+              "hsu-2")
 
 
 def _leverage_class(base: type) -> type:
@@ -251,12 +254,13 @@ def interaction_method(name: str) -> Iterator[None]:
             return np.where(floored(floor), product_df(side, floor, rate), np.maximum(df, 1.0))
 
         rate_test.side_df = side_df
-    elif name == "hsu":
+    elif name.startswith("hsu"):
         product_t = saved["score_t"]
+        multiple = float(name[len("hsu-"):]) if name != "hsu" else 1.0
 
         def score_t(a, b, delta, floor=True):
             t, df, _ = product_t(a, b, delta, floor)
-            fewer = np.minimum(product_df(a, floor), product_df(b, floor))
+            fewer = multiple * np.minimum(product_df(a, floor), product_df(b, floor))
             df = np.where(floored(floor), df, np.minimum(df, fewer))
             return t, df, 2.0 * special.stdtr(df, -np.abs(t))
 
