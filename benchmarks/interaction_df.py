@@ -51,6 +51,10 @@ without the floor only; sides with the floor keep the test in use.
   freedom exactly when the small side's variance happens to come out small, which is when its t is largest.
 - **hsu-1.5**, **hsu-2**: the Welch count of **product**, at most 1.5 or 2 times the fewer of the two sides' degrees
   of freedom: Welch may lean towards the larger side, but not past that multiple of the smaller side's count.
+  hsu-1.5 is the test in use (`rate_test.WELCH_CAP`).
+- **uncapped**: **product** with the Welch count not capped.
+
+Every candidate but hsu, hsu-N and uncapped keeps the test in use's cap on the Welch count.
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ from scipy import special
 CANDIDATES = ("product", "moments", "bm", "anova", "within", "anova-plugin", "within-plugin", "rho-upper-90",
               "rho-upper-95", "rho-median", "rho-prior-2", "rho-prior-4", "rho-1", "rho-g2-17", "rho-g2-25", "hsu",
               "rho-pairs-18", "rho-pairs-24", "rho-g3-170", "rho-g4-1700", "rho-raw-g2-17", "rho-raw-g3-170", "hsu-1.5",
-              "hsu-2")
+              "hsu-2", "uncapped")
 
 
 def _leverage_class(base: type) -> type:
@@ -148,7 +152,6 @@ def effective_df(side: Any, rho: Any) -> np.ndarray:
 def correlation_quantile(side: Any, q: float) -> np.ndarray:
     """The intra-class correlation at which the names' F ratio sits at the q quantile of F(G - 1, N - G) (module
     docstring): q = 0.1 the one-sided 90% upper confidence limit; 1 where the side has no within-name spread."""
-    from scipy import special
 
     within, _ = _within(side)
     p = side.rate
@@ -188,7 +191,7 @@ def interaction_method(name: str) -> Iterator[None]:
 
     if name not in CANDIDATES:
         raise ValueError(f"unknown interaction method {name!r}: choose from {', '.join(CANDIDATES)}")
-    saved = {key: getattr(rate_test, key) for key in ("side_variance", "side_df", "SideSums", "score_t")}
+    saved = {key: getattr(rate_test, key) for key in ("side_variance", "side_df", "SideSums", "score_t", "WELCH_CAP")}
     product_variance, product_df = saved["side_variance"], saved["side_df"]
 
     def floored(floor):
@@ -255,16 +258,9 @@ def interaction_method(name: str) -> Iterator[None]:
 
         rate_test.side_df = side_df
     elif name.startswith("hsu"):
-        product_t = saved["score_t"]
-        multiple = float(name[len("hsu-"):]) if name != "hsu" else 1.0
-
-        def score_t(a, b, delta, floor=True):
-            t, df, _ = product_t(a, b, delta, floor)
-            fewer = multiple * np.minimum(product_df(a, floor), product_df(b, floor))
-            df = np.where(floored(floor), df, np.minimum(df, fewer))
-            return t, df, 2.0 * special.stdtr(df, -np.abs(t))
-
-        rate_test.score_t = score_t
+        rate_test.WELCH_CAP = float(name[len("hsu-"):]) if name != "hsu" else 1.0
+    elif name == "uncapped":
+        rate_test.WELCH_CAP = np.inf
     elif name.startswith("rho-") or name == "moments":
         def correlation(side):
             if name == "moments":

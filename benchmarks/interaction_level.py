@@ -69,8 +69,10 @@ def known_correlations(spread: str, rate: float) -> tuple[float, float]:
 
 
 def rejected(a: Any, b: Any, known: tuple[float, float] | None = None) -> dict[str, np.ndarray]:
-    """Per candidate (and "hsu": the moments' sides on the fewer of their df; "hsu-1.5", "hsu-2": the test in use's
-    Welch count, at most 1.5 or 2 times the fewer of its sides' df), whether each contrast is rejected
+    """Per candidate ("product": the test in use, its Welch count at most `rate_test.WELCH_CAP` times the fewer of
+    its sides' df; "uncapped": the same not capped; "hsu": the moments' sides on the fewer of their df; "hsu-2":
+    the test in use's count at most 2 times the fewer; every other candidate's Welch count not capped), whether each
+    contrast is rejected
     at each of `ALPHAS` (an array alphas x contrasts); untestable contrasts are not rejected. With `known`, the
     sides' true correlations, also "true rho (known)" and "true rho moved (known)": the effective names at the
     truth, and at the truth moved as `rate_test.df_correlation` moves the estimate (not tests: yardsticks)."""
@@ -86,14 +88,13 @@ def rejected(a: Any, b: Any, known: tuple[float, float] | None = None) -> dict[s
             rho["true rho (known)"] = np.full(np.shape(side.names), value)
             rho["true rho moved (known)"] = rate_test.df_correlation(side.names, rho["true rho (known)"])
     result = {}
-    for name in [*rho_a, "hsu", "hsu-1.5", "hsu-2"]:
-        key = "moments" if name == "hsu" else "product" if name.startswith("hsu-") else name
+    caps = {"product": rate_test.WELCH_CAP, "hsu": 1.0, "hsu-2": 2.0}
+    for name in [*rho_a, "uncapped", "hsu", "hsu-2"]:
+        key = "moments" if name == "hsu" else "product" if name in ("uncapped", "hsu-2") else name
         df_a, df_b = effective_df(a, rho_a[key]), effective_df(b, rho_b[key])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            df = total * total / (var_a * var_a / df_a + var_b * var_b / df_b)
-        df = np.where(np.isnan(df), np.inf, df)
-        if name.startswith("hsu"):
-            df = np.minimum(df, float(name[4:] or 1) * np.minimum(df_a, df_b))
+        df = rate_test.welch_df(var_a, var_b, df_a, df_b)
+        if name in caps:
+            df = np.minimum(df, caps[name] * np.minimum(df_a, df_b))
         p = 2 * special.stdtr(df, -np.abs(t))
         result[name] = np.array([(p <= alpha) & (least <= alpha) & enough for alpha in ALPHAS])
     return result

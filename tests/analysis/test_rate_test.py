@@ -73,7 +73,7 @@ def test_differences_of_two_sources_get_the_cr2_sum_of_squares_by_hand() -> None
     mapped onto [0, 1] by their range, y = (d + 1) / 2, and each name's squared residual about its side's own rate
     is divided by 1 - n_i / N_s, its leverage in that rate (CR2). The degrees of freedom count each side's effective
     names with the values' intra-class correlation (one-way ANOVA moments), moved towards 1 by 17 / G^2 of the way
-    (all of it for 3 and 4 names). Side a: names with d = (1, 0, 1), (0, -1), (1, 1); side b: (0, 0), (-1, 0, 0),
+    (all of it for 3 and 4 names); the Welch count at most 1.5 times the fewer side's. Side a: names with d = (1, 0, 1), (0, -1), (1, 1); side b: (0, 0), (-1, 0, 0),
     (0, 1), (-1,)."""
     from scipy import stats as scipy_stats
 
@@ -97,7 +97,9 @@ def test_differences_of_two_sources_get_the_cr2_sum_of_squares_by_hand() -> None
     (var_a, df_a), (var_b, df_b) = variance_and_df(mapped[:3]), variance_and_df(mapped[3:])
     rate_a, rate_b = sum(map(sum, mapped[:3])) / 7, sum(map(sum, mapped[3:])) / 8
     t = (rate_a - rate_b) / math.sqrt(var_a + var_b)
-    df = (var_a + var_b) ** 2 / (var_a ** 2 / df_a + var_b ** 2 / df_b)
+    welch = (var_a + var_b) ** 2 / (var_a ** 2 / df_a + var_b ** 2 / df_b)
+    df = min(welch, 1.5 * min(df_a, df_b))  # the Welch count at most 1.5 times the fewer side's
+    assert welch > df  # the cap binds on this design
     assert result.method == SCORE and result.testable
     assert result.estimate == pytest.approx(2 * (rate_a - rate_b))  # back in the differences' units
     assert result.statistic == pytest.approx(t) and result.p_value == pytest.approx(2 * scipy_stats.t.sf(abs(t), df))

@@ -76,8 +76,9 @@ def test_the_faster_fading_moves_agree_with_the_test_in_use_at_ten_names() -> No
 
 
 def test_the_capped_welch_count_is_at_most_its_multiple_of_the_fewer_sides_df() -> None:
-    """hsu-1.5 keeps the test in use's t and its Welch count wherever that is within 1.5 times the fewer of the two
-    sides' degrees of freedom, and caps it there otherwise; the floor's tests are untouched."""
+    """The test in use (`rate_test.WELCH_CAP` = 1.5) keeps the uncapped test's t and its Welch count wherever that
+    is within 1.5 times the fewer of the two sides' degrees of freedom, and caps it there otherwise; the floor's
+    tests are untouched."""
     from bold_eval.analysis import rate_test
 
     rng = np.random.default_rng(6)
@@ -85,13 +86,14 @@ def test_the_capped_welch_count_is_at_most_its_multiple_of_the_fewer_sides_df() 
     in_a = np.arange(len(n)) < 12
     with script_module("interaction_gap") as gap:
         a, b = gap.sides_of(_data(rng, 40, n, 0.0), n, in_a)
-    none = np.full(40, rate_test.NO_FLOOR)
-    t, df, _ = rate_test.score_t(a, b, 0.0, none)
+    none, binomial = np.full(40, rate_test.NO_FLOOR), np.full(40, rate_test.BINOMIAL)
+    t, capped, _ = rate_test.score_t(a, b, 0.0, none)
     fewer = np.minimum(rate_test.side_df(a, none), rate_test.side_df(b, none))
-    with script_module("interaction_df") as candidates, candidates.interaction_method("hsu-1.5"):
-        capped_t, capped, _ = rate_test.score_t(a, b, 0.0, none)
-        floored = rate_test.score_t(a, b, 0.0, np.full(40, rate_test.BINOMIAL))[1]
-    assert np.array_equal(capped_t, t)
+    with script_module("interaction_df") as candidates, candidates.interaction_method("uncapped"):
+        uncapped_t, df, _ = rate_test.score_t(a, b, 0.0, none)
+        floored = rate_test.score_t(a, b, 0.0, binomial)[1]
+    assert rate_test.WELCH_CAP == 1.5
+    assert np.array_equal(uncapped_t, t)
     assert np.allclose(capped, np.minimum(df, 1.5 * fewer))
     assert (df > 1.5 * fewer).any() and (df <= 1.5 * fewer).any()
-    assert np.array_equal(floored, rate_test.score_t(a, b, 0.0, np.full(40, rate_test.BINOMIAL))[1])
+    assert np.array_equal(floored, rate_test.score_t(a, b, 0.0, binomial)[1])
