@@ -73,8 +73,8 @@ def test_differences_of_two_sources_get_the_cr2_sum_of_squares_by_hand() -> None
     mapped onto [0, 1] by their range, y = (d + 1) / 2, and each name's squared residual about its side's own rate
     is divided by 1 - n_i / N_s, its leverage in that rate (CR2). The degrees of freedom count each side's effective
     names with the values' intra-class correlation (one-way ANOVA moments), moved towards 1 by 17 / G^2 of the way
-    (all of it for 3 and 4 names); the Welch count at most 1.5 times the fewer side's. Side a: names with d = (1, 0, 1), (0, -1), (1, 1); side b: (0, 0), (-1, 0, 0),
-    (0, 1), (-1,)."""
+    (all of it for 3 and 4 names); the Welch count at most 1.5 times the fewer side's. Side a: names with d = (1, 0,
+    1), (0, -1), (1, 1); side b: (0, 0), (-1, 0, 0), (0, 1), (-1,)."""
     from scipy import stats as scipy_stats
 
     names = [[1, 0, 1], [0, -1], [1, 1], [0, 0], [-1, 0, 0], [0, 1], [-1]]

@@ -39,6 +39,7 @@ from statsmodels.stats.proportion import confint_proportions_2indep, proportions
 from bold_eval.analysis.rate_test import (
     BINOMIAL,
     NO_FLOOR,
+    WELCH_CAP,
     df_correlation,
     rate_tests,
     welch_df,
@@ -82,8 +83,9 @@ METHOD_NOTES: dict[Method, str] = {
     SCORE: "cluster-robust t of equal rates with the name as the unit: per side the CR2 cluster-robust variance "
            "about the side's own rate, and for values in [0, 1] at least the beta-binomial variance at the rate the "
            "hypothesis imposes, whose within-name correlation is shrunk towards 1 when the side has few names, few "
-           "hits or few misses; Welch-Satterthwaite degrees of freedom (names - 1 per side, or each side's effective "
-           "number of names for differences of two sources); interval by inverting the same test; a contrast whose "
+           "hits or few misses; Welch-Satterthwaite degrees of freedom (names - 1 per side, or for differences of two "
+           f"sources each side's effective number of names, the count at most {WELCH_CAP:g} times the fewer side's); "
+           "interval by inverting the same test; a contrast whose "
            "design is too small to reach alpha is reported as too few names to test a rate",
     Z_TEST: "two-proportion z test, pooled variance (statsmodels), Newcombe interval; texts independent",
     FISHER: "Fisher's exact test (scipy), Newcombe interval; texts independent",

@@ -34,7 +34,7 @@ from bold_eval.analysis.findings import (
     prompt_rates,
 )
 from bold_eval.analysis.paired_rate_test import paired_rate_tests
-from bold_eval.analysis.rate_test import min_attainable_p
+from bold_eval.analysis.rate_test import min_attainable_p, welch_df
 from bold_eval.analysis.results import CorrectedFamily, Method, MetricView, PairedDifference, RunViews, WorstCaseView
 from bold_eval.analysis.scores import (
     check_scores,
@@ -412,11 +412,12 @@ def detectable_interaction(names: int, rest_names: int, prompts: int, rest_promp
     then carries w = n (1 + (n - 1) rho) of the per-prompt variance of d, v p (1 - p), so each side's variance is
     V = v p (1 - p) sum(w) / N^2 and SE = sqrt(V_a + V_b) (with equal names sum(w) / N^2 = deff / N). The test
     estimates V from the names' residuals, so each side has Satterthwaite's (sum w)^2 / sum w^2 - 1 degrees of
-    freedom (G - 1 for equal names, fewer where a few names hold most prompts) and the sides combine as Welch's
-    (`rate_test.score_t`; the row's `df`). Detectable interaction: the smallest interaction the test finds with
-    `power` (`interaction_plan`: the noise of its sums of squares from their exact means and variances, its critical
-    value on those degrees of freedom). Not testable: fewer than 2 names on a side, or a design whose smallest
-    attainable p-value (`rate_test.min_attainable_p`) is above the level.
+    freedom (G - 1 for equal names, fewer where a few names hold most prompts) and the sides combine as Welch's, at
+    most `rate_test.WELCH_CAP` times the fewer side's (`rate_test.welch_df`; the row's `df`). Detectable
+    interaction: the smallest interaction the test finds with `power` (`interaction_plan`: the noise of its sums of
+    squares from their exact means and variances, its critical value on those degrees of freedom). Not testable:
+    fewer than 2 names on a side, or a design whose smallest attainable p-value (`rate_test.min_attainable_p`) is
+    above the level.
     """
     smallest_p = float(min_attainable_p(names, rest_names, prompts, rest_prompts))
     row: Detectable = {"df": np.nan, "smallest_p": smallest_p, "testable": False, "detectable_interaction": np.nan}
@@ -428,7 +429,7 @@ def detectable_interaction(names: int, rest_names: int, prompts: int, rest_promp
     variances = [plan.spread * (side.texts + plan.rho * side.pairs) / side.texts ** 2
                  for side in (plan.a, plan.b)]
     dfs = [np.maximum(side.effective - 1, 1.0) for side in (plan.a, plan.b)]
-    df = sum(variances) ** 2 / sum(v * v / d for v, d in zip(variances, dfs, strict=True))
+    df = welch_df(variances[0], variances[1], dfs[0], dfs[1], True)
     return {**row, "df": float(np.asarray(df)[0]), "testable": True,
             "detectable_interaction": float(plan.detectable(np.array([base_rate]), power)[0])}
 

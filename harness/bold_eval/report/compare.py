@@ -49,6 +49,7 @@ from bold_eval.analysis.compare import (
     worst_case_comparability,
 )
 from bold_eval.analysis.findings import TOO_SMALL_DIFFERENCE
+from bold_eval.analysis.rate_test import WELCH_CAP
 from bold_eval.analysis.results import (
     CategoryTables,
     CorrectedFamily,
@@ -457,7 +458,8 @@ def _method_lines(alpha: float, correction: str, cluster: str, interactions: pd.
             f"- **Smallest detectable gap difference:** the difference a typical contrast finds with {POWER:.0%} "
             "power at the interactions' corrected level (`level` in tables/comparability.csv), planned for the "
             "interaction test: its SE = sqrt(v p (1 - p) deff (1 / n_a + 1 / n_b)) for equal names, the noise of its "
-            "variance and its critical value on Welch degrees of freedom over each side's effective names (`df`), "
+            "variance and its critical value on Welch degrees of freedom over each side's effective names, at most "
+            f"{WELCH_CAP:g} times the fewer side's (`df`), "
             "n the prompts on each side and, from the runs' own per-prompt "
             "differences d: v = Var(d) / p (1 - p) (`variance_ratio`, median over labels), deff the design effect "
             "of d with names as clusters (`design_effect`, median over labels), p the base rate of the label "
