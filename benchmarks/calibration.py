@@ -120,7 +120,7 @@ def wikipedia_scores(domains: Sequence[str], metrics: Sequence[str], data_dir: s
     with tempfile.TemporaryDirectory(prefix="bold-calibration-") as tmp:
         options = {name: value for name, value in METRIC_OPTIONS.items() if name in metrics}
         run(RunConfig(out=Path(tmp), model="wikipedia", domains=list(domains), metrics=list(metrics),
-                      metric_options=options, data_dir=data_dir, progress=False))
+                      metric_options=options, data_dir=data_dir, progress=False, report=False))
         return pd.read_parquet(Path(tmp) / "scores.parquet")
 
 
@@ -471,7 +471,7 @@ def shuffled_trial(index: int, *, scores: pd.DataFrame, labels: Sequence[Label],
     rows = []
     for cluster in clusters:
         tests = group_findings(shuffled, labels, alpha=alpha, correction=correction, cluster=cluster,
-                               seed=index).tests
+                               seed=index, plan_power=False).tests
         tests = tests[tests["testable"].astype(bool)]
         found = tests[tests["significant"].astype(bool)]
         rows.append({"cluster": cluster, "trial": index, "family": len(tests), "findings": len(found),
@@ -489,7 +489,7 @@ def synthetic_trial(index: int, *, scenario: Scenario, sizes: np.ndarray, names:
     rows = []
     for cluster in clusters:
         result = group_findings(frame, synthetic_labels(), alpha=alpha, correction=correction, cluster=cluster,
-                                seed=index)
+                                seed=index, plan_power=False)
         tests = result.tests[result.tests["testable"].astype(bool)]
         # With a planted effect every contrast of the planted label differs in truth (g01 is in every other
         # group's rest): only the null label's contrasts are true nulls.
@@ -579,8 +579,8 @@ def worst_synthetic_trial(index: int, *, scenario: WorstScenario, sizes: np.ndar
                         rng=np.random.default_rng([seed, index, *scenario.key()]))
     worst = prompt_worst_cases(texts)
     labels = _worst_labels(texts)
-    # The text frame's labels are left out (none), so only `worst` is tested; `scores` then only feeds the power
-    # table, which the prompt frame serves as well.
+    # The text frame's labels are left out (none), so only `worst` is tested; the prompt frame stands in as `scores`,
+    # which only the power table would read (no trial plans one).
     measured = {"toxicity_probability": float(worst["worst_toxicity_probability"].astype(float).mean()),
                 "max_toxicity": float(worst["worst_expected_max_toxicity"].mean()),
                 "design_effect": clustered_design_effect(worst["worst_expected_max_toxicity"].to_numpy(),
@@ -588,7 +588,7 @@ def worst_synthetic_trial(index: int, *, scenario: WorstScenario, sizes: np.ndar
     rows = []
     for cluster in clusters:
         tests = group_findings(worst, [], alpha=alpha, correction=correction, cluster=cluster, seed=index,
-                               worst=worst, worst_labels=list(labels.values())).tests
+                               worst=worst, worst_labels=list(labels.values()), plan_power=False).tests
         rows.append({"cluster": cluster, "trial": index, **_worst_rows(tests, labels, scenario.effect, alpha,
                                                                        "difference"), **measured})
     return rows
@@ -631,7 +631,7 @@ def worst_wikipedia_trial(index: int, *, scores: pd.DataFrame, samples: int, see
     rows = []
     for cluster in clusters:
         tests = group_findings(worst, [], alpha=alpha, correction=correction, cluster=cluster, seed=index,
-                               worst=worst, worst_labels=labels).tests
+                               worst=worst, worst_labels=labels, plan_power=False).tests
         tests = tests[tests["testable"].astype(bool)]
         found = tests[tests["significant"].astype(bool)]
         rows.append({"cluster": cluster, "k": samples, "trial": index, "family": len(tests), "findings": len(found),

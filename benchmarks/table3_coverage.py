@@ -34,6 +34,7 @@ MC SE: the Monte Carlo standard error of a coverage, sqrt(c (1 - c) / n).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import sys
@@ -94,8 +95,10 @@ def wikipedia_pages(data_dir: str | None = None) -> pd.DataFrame:
     return frame.groupby(["category", "group", "name"], as_index=False)[["texts", "male", "female"]].sum()
 
 
+@functools.cache
 def capped_mean(mu: float, phi: float) -> float:
-    """E[min(mu G, CAP)] for G ~ Gamma(shape 1 / phi, scale phi): the true rate of a label."""
+    """E[min(mu G, CAP)] for G ~ Gamma(shape 1 / phi, scale phi): the true rate of a label (cached: a unit's rates
+    are the same in every simulation)."""
     shape, scale = 1 / phi, mu * phi
     return float(mu * stats.gamma.cdf(CAP, shape + 1, scale=scale) + CAP * stats.gamma.sf(CAP, shape, scale=scale))
 

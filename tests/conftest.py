@@ -18,11 +18,14 @@ compiles what it imports.
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,6 +119,23 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def multipletests() -> Callable[..., Any]:
+    """statsmodels' `multipletests`, the reference the corrections are checked against, run with the process's
+    objects frozen (as `clustered.adjust` runs it): its Holm ends with gc.collect(), which would otherwise walk every
+    object the test process has loaded."""
+    from statsmodels.stats.multitest import multipletests as reference
+
+    def frozen(*args: Any, **keywords: Any) -> Any:
+        gc.freeze()
+        try:
+            return reference(*args, **keywords)
+        finally:
+            gc.unfreeze()
+
+    return frozen
 
 
 @pytest.fixture(scope="session")

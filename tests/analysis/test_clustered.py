@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 from statsmodels.regression.linear_model import OLS
-from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
@@ -291,7 +290,7 @@ def test_confidence_label_prints_the_level_honestly() -> None:
         assert not label.startswith("100") and float(label.rstrip("%")) < 100
 
 
-def test_adjust_equals_statsmodels_multipletests() -> None:
+def test_adjust_equals_statsmodels_multipletests(multipletests) -> None:
     """Holm by hand on 0.01, 0.04, 0.03: sorted 0.01, 0.03, 0.04 -> 3 * 0.01 = 0.03, 2 * 0.03 = 0.06,
     max(0.06, 0.04) = 0.06. BH: 0.03, min(3/2 * 0.03, 0.04) = 0.04, 0.04."""
     adjusted, reject = adjust([0.01, 0.04, 0.03], alpha=0.05, correction="holm")

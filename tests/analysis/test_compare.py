@@ -303,11 +303,9 @@ def test_two_seeds_of_one_model_find_no_interaction(tmp_path: Path, bold_dir: Pa
     assert "**No interaction is significant**" in (tmp_path / "cmp" / "compare.md").read_text()
 
 
-def test_the_interactions_and_the_overall_differences_are_one_holm_family() -> None:
+def test_the_interactions_and_the_overall_differences_are_one_holm_family(multipletests) -> None:
     """`joint_family`: Holm over the testable rows of both tables together (statsmodels), rows without a test
     left out, and both tables report the whole family's size."""
-    from statsmodels.stats.multitest import multipletests
-
     from bold_eval.analysis.compare import joint_family
     from bold_eval.analysis.results import CorrectedFamily
 

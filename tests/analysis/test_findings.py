@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
 from bold_eval.analysis.clustered import (
@@ -118,7 +117,7 @@ def test_religion_pair_and_profession_categories_against_the_rest() -> None:
 # --------------------------------------------------------------------------- one run's family
 
 
-def test_text_level_findings_reproduce_the_papers_z_test_and_holm() -> None:
+def test_text_level_findings_reproduce_the_papers_z_test_and_holm(multipletests) -> None:
     """--cluster none: every contrast's p-value is the two-proportion z test on its counts (Fisher's exact when
     an expected count is below 5). gender negative: 30/50 vs 20/50, z = 2, p = 0.0455003. The positive label
     (1 of 50 on each side, expected 1) is rare: Fisher, p = 1. race never has "positive": no variation, not
@@ -158,7 +157,7 @@ def test_text_level_findings_reproduce_the_papers_z_test_and_holm() -> None:
 
 
 @pytest.mark.slow
-def test_names_as_units_test_every_row_and_rare_labels_too() -> None:
+def test_names_as_units_test_every_row_and_rare_labels_too(multipletests) -> None:
     """Two texts per name: every contrast is tested with the name as the unit (the cluster-robust t of equal rates),
     with half as many names as texts. Each name's texts share the negative label here, so each p-value is the test on
     the per-name sums (`_per_name_test`). The rare positive label (one text a side) is tested, not dropped: the rates
@@ -515,11 +514,9 @@ def test_a_bad_thread_count_is_a_usage_error(monkeypatch, value) -> None:
         group_findings(paper_run(), [NEGATIVE], cluster="none")
 
 
-def test_own_texts_and_interactions_are_one_holm_family() -> None:
+def test_own_texts_and_interactions_are_one_holm_family(multipletests) -> None:
     """A report's own-text contrasts and its model-vs-Wikipedia interactions are adjusted together: the
     adjusted p-values are Holm's over the union of both tables' testable rows, and both report its size."""
-    from statsmodels.stats.multitest import multipletests
-
     from bold_eval.analysis.findings import one_family
 
     rng = np.random.default_rng(0)

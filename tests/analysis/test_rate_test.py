@@ -144,14 +144,14 @@ def test_score_test_holds_its_level_when_a_small_group_is_more_spread(names_a: i
     (Beta(0.3, 0.7)) and the rest's tightly (Beta(30, 70)), 2-8 texts a name. The permutation test rejects 21% of
     these at 5% with 3 names; the test stays at or below 5% (plus Monte Carlo noise: 2,000 data sets, SE 0.5%)."""
     rng = np.random.default_rng(names_a)
-    rejected = 0
-    for _ in range(2000):
-        sizes = rng.integers(2, 9, names_a + 60)
+    sizes, hits = np.empty((2, 2000, names_a + 60))
+    for k in range(2000):  # one data set at a time, so each draws the same random numbers as on its own
+        sizes[k] = rng.integers(2, 9, names_a + 60)
         rates = np.r_[rng.beta(0.3, 0.7, names_a), rng.beta(30, 70, 60)]
-        hits = rng.binomial(sizes, rates).astype(float)
-        in_a = np.arange(names_a + 60) < names_a
-        a, b = SideSums.of(hits[in_a], sizes[in_a].astype(float)), SideSums.of(hits[~in_a], sizes[~in_a].astype(float))
-        rejected += float(score_t(a, b, 0.0)[2]) <= 0.05
+        hits[k] = rng.binomial(sizes[k].astype(int), rates)
+    a, b = (SideSums.of_segments(hits[:, part].ravel(), sizes[:, part].ravel(), np.arange(2000) * width)
+            for part, width in ((slice(None, names_a), names_a), (slice(names_a, None), 60)))
+    rejected = int(np.sum(score_t(a, b, 0.0)[2] <= 0.05))
     assert rejected / 2000 <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000)
 
 
@@ -186,17 +186,18 @@ def test_within_name_correlation_shrinks_towards_one_by_the_rarer_outcomes_and_t
 def test_name_level_rate_interval_covers_a_spread_rate(names: int) -> None:
     """The one-sample interval of a pooled rate (`rate_test.rate_interval`) covers the true rate at least 95% of
     the time (minus 3 Monte Carlo SEs) when names are widely spread (ICC 0.8) or nearly alike, down to 2 names."""
-    from bold_eval.analysis.rate_test import rate_interval
+    from bold_eval.analysis.rate_test import rate_interval, rate_intervals
 
     rng = np.random.default_rng(names)
     for rho in (0.05, 0.8):
         scale = (1 - rho) / rho
-        covered = 0
-        for _ in range(600):
-            n = rng.integers(1, 8, names).astype(float)
-            t = rng.binomial(n.astype(int), rng.beta(0.3 * scale, 0.7 * scale, names)).astype(float)
-            low, high, _ = rate_interval(t, n, alpha=0.05)
-            covered += low <= 0.3 <= high
+        n, t = np.empty((2, 600, names))
+        for k in range(600):  # one data set at a time, so each draws the same random numbers as on its own
+            n[k] = rng.integers(1, 8, names)
+            t[k] = rng.binomial(n[k].astype(int), rng.beta(0.3 * scale, 0.7 * scale, names))
+        low, high = rate_intervals(list(t), list(n), alpha=0.05)  # `rate_interval` of each data set, all at once
+        assert (low[0], high[0], "") == rate_interval(t[0], n[0], alpha=0.05)
+        covered = int(np.sum((low <= 0.3) & (0.3 <= high)))
         assert covered / 600 >= 0.95 - 3 * math.sqrt(0.05 * 0.95 / 600)
 
 

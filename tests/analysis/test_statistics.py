@@ -647,3 +647,18 @@ def test_table3_intervals_and_section_6_2_on_the_wikipedia_baseline(wikipedia_pr
     assert group.loc["engineering_branches", "male_minus_female_ci_low"] > 0  # 35 male, 1 female texts
     # the paper's WIKI unigram ratios average (1.54 + 9.00 + 1.35 + 0.15) / 4 = 3.01, inside our interval
     assert summary["average_ci_low"] < 3.01 < summary["average_ci_high"]
+
+
+def test_the_contingency_counts_are_pandas_crosstab() -> None:
+    """The chi-square tests' table (`statistics._crosstab`, by factorize and bincount) is `pd.crosstab`'s, with
+    null labels and groups, a group and a label that only nulls fill, labels as text and as booleans."""
+    from bold_eval.analysis.statistics import _crosstab
+
+    rng = np.random.default_rng(0)
+    groups = pd.Series(rng.choice(["b", "a", "c", None], 500), name="group")
+    labels = pd.Series(rng.choice(["neutral", "positive", "negative", None], 500), name="label")
+    labels[groups == "c"] = None  # group c: no label; label "only": no group
+    labels[groups.isna()] = labels[groups.isna()].where(lambda part: part.isna(), "only")
+    for values in (labels, labels.eq("positive"), labels.dropna()):
+        pd.testing.assert_frame_equal(_crosstab(groups.loc[values.index], values),
+                                      pd.crosstab(groups.loc[values.index], values))

@@ -19,12 +19,14 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from bold_eval.analysis.table3 import (
+    PageShare,
     average_ratio,
     design_effect,
     difference_interval,
     page_share,
     ratio_interval,
     share_interval,
+    share_intervals,
     typical_design_effects,
 )
 from bold_eval.testing.scripts import script_module
@@ -165,3 +167,37 @@ def test_the_reports_intervals_cover_at_the_nominal_level_and_simpler_ones_do_no
         floor = 1 - ALPHA - 3 * math.sqrt(ALPHA * (1 - ALPHA) / row["intervals"])
         assert row["intervals"] >= 100 and row["coverage"] >= floor, (kind, row.to_dict())
     assert table.loc[("difference", "bootstrap"), "coverage"] < 0.85
+
+
+def _scalar_share_interval(share: PageShare, alpha: float, floor: float) -> tuple[float, float]:
+    """`share_interval` written out for one share with scipy.stats' quantiles, as its docstring states it."""
+    if share.df < 1 or np.isnan(share.estimate):
+        return float("nan"), float("nan")
+    p = share.estimate
+    if 0 < p < 1 and share.variance > 0:
+        effective = min(p * (1 - p) / share.variance, share.texts / max(floor, 1.0))
+        effective *= (stats.norm.ppf(1 - alpha / 2) / stats.t.ppf(1 - alpha / 2, share.df)) ** 2
+    else:
+        effective = share.kish
+    hits = p * effective
+    low = 0.0 if hits <= 0 else float(stats.beta.ppf(alpha / 2, hits, effective - hits + 1))
+    high = 1.0 if hits >= effective else float(stats.beta.ppf(1 - alpha / 2, hits + 1, effective - hits))
+    return min(low, p), max(high, p)
+
+
+def test_share_intervals_at_once_equal_each_share_on_its_own() -> None:
+    """`share_intervals` (every share in one quantile call) gives exactly the one-share form, over shares of 0, 1
+    and in between, without variance, with too few pages, floored or not."""
+    rng = np.random.default_rng(5)
+    shares = [page_share([2], [5]), page_share([0, 0], [3, 4]), page_share([3, 4], [3, 4])]
+    for _ in range(300):
+        pages = int(rng.integers(2, 40))
+        totals = rng.integers(1, 12, pages)
+        shares.append(page_share(rng.binomial(totals, rng.beta(0.5, 2, pages)), totals))
+    floors = rng.choice([1.0, 0.5, 2.7], len(shares))
+    for alpha in (0.05, 0.001):
+        lows, highs = share_intervals(shares, alpha=alpha, floors=floors)
+        expected = np.array([_scalar_share_interval(share, alpha, floor) for share, floor in zip(shares, floors,
+                                                                                                  strict=True)])
+        np.testing.assert_array_equal(np.c_[lows, highs], expected)
+        assert np.isnan(expected[0]).all() and not np.isnan(expected[1:]).any()

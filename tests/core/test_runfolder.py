@@ -23,32 +23,34 @@ from bold_eval.runfolder.loading import load_run, read_reference_scores
 from bold_eval.runfolder.records import RunRecord, SummaryRecord
 
 
-def _python(code: str) -> str:
+@pytest.fixture(scope="module")
+def fresh_imports() -> dict:
+    """What a fresh interpreter holds after importing the scoring side, then the data module, with matplotlib's
+    backend set to svg first: one subprocess for the import tests below."""
+    code = (
+        "import json, sys, matplotlib; matplotlib.use('svg')\n"
+        "import bold_eval.scoring.external, bold_eval.scoring.generations, bold_eval.report.run_report, bold_eval.cli\n"
+        "loaded = sorted(m for m in ('bold_eval.generation.hf_causal', 'bold_eval.generation.loading', "
+        "'bold_eval.run', 'torch', 'matplotlib.pyplot') if m in sys.modules)\n"
+        "import bold_eval.data.bold\n"
+        "print(json.dumps({'scoring_side': loaded, 'backend': matplotlib.get_backend(), "
+        "'dataset_script_run': '_bold_eval_dataset.bold' in sys.modules}))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout.strip()
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
-def test_scoring_side_never_imports_generation():
+def test_scoring_side_never_imports_generation(fresh_imports: dict):
     """`bold-eval score` and `report` need no LM stack: no generate, models, torch or pyplot."""
-    loaded = _python(
-        "import sys, bold_eval.scoring.external, bold_eval.scoring.generations, bold_eval.report.run_report, "
-        "bold_eval.cli\n"
-        "print(sorted(m for m in ('bold_eval.generation.hf_causal', 'bold_eval.generation.loading', 'bold_eval.run', "
-        "'torch', 'matplotlib.pyplot') if m in sys.modules))"
-    )
-    assert loaded == "[]"
+    assert fresh_imports["scoring_side"] == []
 
 
 @pytest.mark.slow
-def test_imports_change_no_global_state():
+def test_imports_change_no_global_state(fresh_imports: dict):
     """Importing the report keeps the matplotlib backend; importing data runs no dataset script."""
-    out = _python(
-        "import matplotlib; matplotlib.use('svg'); import sys, bold_eval.report.run_report, bold_eval.data.bold\n"
-        "print(matplotlib.get_backend(), '_bold_eval_dataset.bold' in sys.modules)"
-    )
-    assert out == "svg False"
+    assert fresh_imports["backend"] == "svg" and fresh_imports["dataset_script_run"] is False
 
 
 def test_legacy_run_json_is_read_and_mapped(tmp_path: Path):

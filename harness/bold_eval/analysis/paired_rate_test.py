@@ -235,18 +235,17 @@ def inverted(p_of: Callable[[np.ndarray], np.ndarray], estimate: np.ndarray, p_v
     first_in = np.argmax(accepted, axis=1)
     last_in = last - np.argmax(accepted[:, ::-1], axis=1)
     rows = np.arange(len(estimate))
-    ends = []
-    for inside, outside in ((grid[rows, first_in], grid[rows, np.maximum(first_in - 1, 0)]),
-                            (grid[rows, last_in], grid[rows, np.minimum(last_in + 1, last)])):
-        inside, outside = inside.astype(float).copy(), outside.astype(float).copy()
-        for _ in range(BISECTIONS):
-            middle = (inside + outside) / 2
-            keep = p_of(middle) > alpha
-            inside, outside = np.where(keep, middle, inside), np.where(keep, outside, middle)
-        ends.append(inside)
+    # both ends bisected at once: one row per test, its low end then its high end
+    inside = np.stack([grid[rows, first_in], grid[rows, last_in]], axis=1).astype(float)
+    outside = np.stack([grid[rows, np.maximum(first_in - 1, 0)], grid[rows, np.minimum(last_in + 1, last)]],
+                       axis=1).astype(float)
+    for _ in range(BISECTIONS):
+        middle = (inside + outside) / 2
+        keep = p_of(middle) > alpha
+        inside, outside = np.where(keep, middle, inside), np.where(keep, outside, middle)
     away = np.where(estimate[:, None] > 0, grid <= 0, grid >= 0)
     p_value = np.where(estimate == 0, 1.0, np.maximum(p_value, np.where(away, grid_p, -np.inf).max(axis=1)))
-    return ends[0], ends[1], p_value
+    return inside[:, 0], inside[:, 1], p_value
 
 
 # --------------------------------------------------------------------------- continuous values: an interaction

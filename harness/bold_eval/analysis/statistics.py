@@ -79,15 +79,28 @@ def _contingency_table(frame: pd.DataFrame, column: str, labels: Sequence[Any] |
                        group_column: str) -> pd.DataFrame:
     """Groups x (target, not target), or groups x labels; null labels and empty columns left out."""
     data = frame[frame[column].notna()]
+    values = data[column].eq(target) if target is not None else data[column]
+    observed = _crosstab(data[group_column], values)
     if target is not None:
-        hit = data[column].eq(target)
-        observed = pd.crosstab(data[group_column], hit).reindex(columns=[True, False], fill_value=0)
+        observed = observed.reindex(columns=[True, False], fill_value=0)
         observed.columns = [str(target), f"not {target}"]
-    else:
-        observed = pd.crosstab(data[group_column], data[column])
-        if labels is not None:
-            observed = observed.reindex(columns=list(labels), fill_value=0)
+    elif labels is not None:
+        observed = observed.reindex(columns=list(labels), fill_value=0)
     return observed.loc[:, observed.sum(axis=0) > 0]
+
+
+def _crosstab(rows: pd.Series, columns: pd.Series) -> pd.DataFrame:
+    """`pd.crosstab(rows, columns)` by factorize and bincount: the counts of each pair of values, both sorted, rows
+    and columns that only a null fills left out."""
+    row_codes, row_values = pd.factorize(rows, sort=True)
+    column_codes, column_values = pd.factorize(columns, sort=True)
+    kept = (row_codes >= 0) & (column_codes >= 0)
+    cells = np.bincount(row_codes[kept] * len(column_values) + column_codes[kept],
+                        minlength=len(row_values) * len(column_values)).reshape(len(row_values), len(column_values))
+    filled_rows, filled_columns = cells.sum(axis=1) > 0, cells.sum(axis=0) > 0
+    return pd.DataFrame(cells[filled_rows][:, filled_columns],
+                        index=pd.Index(row_values[filled_rows], name=rows.name),
+                        columns=pd.Index(column_values[filled_columns], name=columns.name))
 
 
 def chi_square_across_groups(
@@ -217,13 +230,7 @@ def proportion_table(
     counts = grouped.sum().astype(int)
     totals = grouped.size()
     prompts = data.groupby(keys, sort=True)["prompt_id"].nunique() if "prompt_id" in data else totals
-    rows = []
-    for index, count_row in counts.iterrows():
-        key_values = index if isinstance(index, tuple) else (index,)
-        total = int(totals.loc[index])
-        for name in label_values:
-            rows.append((*key_values, name, int(count_row[name]), total, int(prompts.loc[index])))
-    table = pd.DataFrame(rows, columns=[*keys, "label", "count", "total", "prompts"])
+    table = _proportion_rows(counts, totals, prompts, keys)
     table["proportion"] = table["count"] / table["total"]
     if ci == "wilson":
         low, high = wilson_interval(table["count"], table["total"], alpha=alpha)
@@ -243,6 +250,22 @@ def proportion_table(
             )
     table["ci_low"], table["ci_high"] = low, high
     return table
+
+
+def _proportion_rows(counts: pd.DataFrame, totals: pd.Series, prompts: pd.Series, keys: list[str]) -> pd.DataFrame:
+    """One row per group (`counts`' index, over `keys`) and label (`counts`' columns, in order): the group's keys,
+    label, count, total and prompts."""
+    per_group = len(counts.columns)
+    if counts.size == 0:
+        return pd.DataFrame([], columns=[*keys, "label", "count", "total", "prompts"])
+    groups = counts.index.to_frame(index=False)
+    return pd.DataFrame({
+        **{key: np.repeat(groups[key].to_numpy(dtype=object), per_group) for key in keys},
+        "label": np.tile(np.asarray(counts.columns, dtype=object), len(counts)),
+        "count": counts.to_numpy(dtype=np.int64).ravel(),
+        "total": np.repeat(totals.reindex(counts.index).to_numpy(dtype=np.int64), per_group),
+        "prompts": np.repeat(prompts.reindex(counts.index).to_numpy(dtype=np.int64), per_group),
+    })
 
 
 def wide_proportions(table: pd.DataFrame, index: Sequence[str] = ("domain", "group")) -> pd.DataFrame:

@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy.stats import beta, norm
-from scipy.stats import t as t_dist
+from scipy import special
+from scipy.stats import beta
 
 from bold_eval.analysis.clustered import (
     MIN_EXPECTED,
@@ -166,18 +166,30 @@ def share_interval(share: PageShare, *, alpha: float = 0.05, floor: float = 1.0)
     for the variance's own uncertainty. A share of 0 or 1 has no variance to measure the clustering by: its
     effective number is Kish's number of pages, the worst case where each page's texts are all alike. NaN without
     two pages in a stratum."""
-    if share.df < 1 or np.isnan(share.estimate):
-        return float("nan"), float("nan")
-    p = share.estimate
-    if 0 < p < 1 and share.variance > 0:
-        effective = min(p * (1 - p) / share.variance, share.texts / max(floor, 1.0))
-        effective *= (norm.ppf(1 - alpha / 2) / t_dist.ppf(1 - alpha / 2, share.df)) ** 2
-    else:
-        effective = share.kish
-    hits = p * effective
-    low = 0.0 if hits <= 0 else float(beta.ppf(alpha / 2, hits, effective - hits + 1))
-    high = 1.0 if hits >= effective else float(beta.ppf(1 - alpha / 2, hits + 1, effective - hits))
-    return min(low, p), max(high, p)
+    lows, highs = share_intervals([share], alpha=alpha, floors=[floor])
+    return float(lows[0]), float(highs[0])
+
+
+def share_intervals(shares: Sequence[PageShare], *, alpha: float = 0.05,
+                    floors: Sequence[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`share_interval` of each share (with its floor), all in one quantile call: (lows, highs)."""
+    p, variance, texts, df, kish = (np.array([getattr(share, field) for share in shares], dtype=float)
+                                    for field in ("estimate", "variance", "texts", "df", "kish"))
+    floor = np.maximum(np.ones(len(shares)) if floors is None else np.asarray(floors, dtype=float), 1.0)
+    testable = (df >= 1) & ~np.isnan(p)
+    clustered = testable & (0 < p) & (p < 1) & (variance > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # special.ndtri and special.stdtrit: the normal's and t's quantiles (what scipy.stats' ppf computes); the
+        # ratio squared by pow, as a scalar ** 2 is (numpy's array square, x * x, can differ in the last bit)
+        ratio = special.ndtri(1 - alpha / 2) / special.stdtrit(np.where(clustered, df, 1.0), 1 - alpha / 2)
+        scale = np.array([value ** 2 for value in ratio.tolist()])
+        effective = np.where(clustered, np.minimum(p * (1 - p) / variance, texts / floor) * scale, kish)
+        hits = p * effective
+        ends = beta.ppf(np.repeat([alpha / 2, 1 - alpha / 2], len(shares)), np.r_[hits, hits + 1],
+                        np.r_[effective - hits + 1, effective - hits])
+    low = np.minimum(np.where(hits <= 0, 0.0, ends[:len(shares)]), p)
+    high = np.maximum(np.where(hits >= effective, 1.0, ends[len(shares):]), p)
+    return np.where(testable, low, np.nan), np.where(testable, high, np.nan)
 
 
 def _odds(share: float) -> float:
@@ -228,13 +240,11 @@ def pooled_share_interval(strata: Strata, *, alpha: float = 0.05) -> tuple[float
     """The male share of all strata's gendered texts, sum w s, with w a stratum's share of those texts: MOVER
     (Zou and Donner 2008) over the strata's independent `share_interval`s, sum w s -/+ sqrt(sum w^2 (s - end)^2).
     NaN when a stratum with gendered texts has them on one page (its share's spread is unknown)."""
-    parts = []
-    for male, female in strata:
-        share = page_share(male, np.add(male, female))
-        if share.pages:
-            parts.append((share.texts, share.estimate, *share_interval(share, alpha=alpha)))
-    weights = np.array([part[0] for part in parts]) / sum(part[0] for part in parts)
-    estimates, lows, highs = (np.array([part[i] for part in parts]) for i in (1, 2, 3))
+    shares = [share for share in (page_share(male, np.add(male, female)) for male, female in strata) if share.pages]
+    texts = np.array([share.texts for share in shares])
+    weights = texts / sum(share.texts for share in shares)
+    estimates = np.array([share.estimate for share in shares])
+    lows, highs = share_intervals(shares, alpha=alpha)
     if np.isnan(lows).any():
         return float("nan"), float("nan")
     pooled = float(weights @ estimates)
@@ -285,8 +295,8 @@ def difference_interval(male: Any, female: Any, totals: Any, *, alpha: float = 0
     male_share = page_share(male, totals)
     female_share = page_share(female, totals)
     difference = male_share.estimate - female_share.estimate
-    male_low, male_high = share_interval(male_share, alpha=alpha, floor=floors[0])
-    female_low, female_high = share_interval(female_share, alpha=alpha, floor=floors[1])
+    (male_low, female_low), (male_high, female_high) = share_intervals([male_share, female_share], alpha=alpha,
+                                                                       floors=floors)
     if np.isnan(male_low) or np.isnan(female_low):
         return difference, float("nan"), float("nan"), (
             "no interval: one page, and an interval with pages as units needs two")
