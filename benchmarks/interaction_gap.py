@@ -3,12 +3,13 @@
 `power_oracle.py --kinds wikipedia` prints, per design, the report's power and the effective-names t bound: the
 power of the same contrast's t test with the variance's form known, on the Welch count of each side's effective
 number of names less one. This script takes the same designs and the same data (power_oracle's seeds and draws:
-with 400 data sets a design, `report` reproduces its found column) and swaps one ingredient of the report's test at
+with 400 data sets a design, `report` reproduces its found column with `--methods uncapped`) and swaps one ingredient of the report's test at
 a time for its true value, on the same data sets:
 
 - **report**: t = D / sqrt(V_A + V_B), V_s the CR2 sum about the side's own rate over N_s^2 (`rate_test`'s no-floor
   branch), on the Welch count of `rate_test.side_df` (the effective names at the values' estimated intra-class
-  correlation moved towards 1 by 17 / G^2 of the way);
+  correlation moved towards 1 by 17 / G^2 of the way), not capped (the test in use caps it at `rate_test.WELCH_CAP`
+  times the fewer side's; this decomposition measured the uncapped count, the bound's form);
 - **(a) rho true**: each side's effective names at the true correlation of the values (moved as the report moves
   it), the Welch count still from the estimated variances; **(a) rho true, no move**: the same without the move;
 - **(a+d) df of the bound**: the bound's own degrees of freedom (Welch of the true variances on the true effective
@@ -100,11 +101,8 @@ def sides_of(data: list[tuple[np.ndarray, np.ndarray]], texts: np.ndarray, in_a:
 
 
 def welch(var_a: Any, var_b: Any, df_a: Any, df_b: Any) -> np.ndarray:
-    """Welch-Satterthwaite degrees of freedom of V_A + V_B."""
-    total = np.asarray(var_a) + np.asarray(var_b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = total * total / (np.asarray(var_a) ** 2 / df_a + np.asarray(var_b) ** 2 / df_b)
-    return np.where(np.isnan(df), np.inf, df)
+    """Welch-Satterthwaite degrees of freedom of V_A + V_B, not capped."""
+    return rate_test.welch_df(np.asarray(var_a), np.asarray(var_b), df_a, df_b)
 
 
 def found(t: np.ndarray, df: Any, level: float) -> float:
