@@ -3,8 +3,8 @@
 `power_oracle.py --kinds wikipedia` prints, per design, the report's power and the effective-names t bound: the
 power of the same contrast's t test with the variance's form known, on the Welch count of each side's effective
 number of names less one. This script takes the same designs and the same data (power_oracle's seeds and draws:
-with 400 data sets a design, `report` reproduces its found column with `--methods uncapped`) and swaps one ingredient of the report's test at
-a time for its true value, on the same data sets:
+with 400 data sets a design, `report` reproduces its found column with `--methods uncapped`) and swaps one
+ingredient of the report's test at a time for its true value, on the same data sets:
 
 - **report**: t = D / sqrt(V_A + V_B), V_s the CR2 sum about the side's own rate over N_s^2 (`rate_test`'s no-floor
   branch), on the Welch count of `rate_test.side_df` (the effective names at the values' estimated intra-class
