@@ -140,6 +140,16 @@ def _within(side: Any) -> tuple[np.ndarray, np.ndarray]:
     return within, np.where(np.isfinite(tau2), tau2, 0.0)
 
 
+def paired_sides(t: list[np.ndarray], n: list[np.ndarray], squares: list[np.ndarray]) -> tuple[Any, Any]:
+    """Side A's and side B's `rate_test.SideSums` of every contrast, the units listed A, B, A, B, ...: each entry of
+    `t`, `n` and `squares` one side's names' sums, texts and sums of squared values."""
+    from bold_eval.analysis import rate_test
+
+    starts = np.r_[0, np.cumsum([len(unit) for unit in t])[:-1]]
+    sides = rate_test.SideSums.of_segments(np.concatenate(t), np.concatenate(n), starts, np.concatenate(squares))
+    return sides.take(slice(0, None, 2)), sides.take(slice(1, None, 2))
+
+
 def effective_df(side: Any, rho: Any) -> np.ndarray:
     """The side's effective number of names less one at the correlation rho (`rate_test.side_df`'s), at least 1."""
     total = side.texts + rho * side.pairs

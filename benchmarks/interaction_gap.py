@@ -48,7 +48,7 @@ from scipy import special, stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import power_oracle as oracle  # noqa: E402
-from interaction_df import effective_df  # noqa: E402
+from interaction_df import effective_df, paired_sides  # noqa: E402
 
 from bold_eval.analysis import rate_test  # noqa: E402
 
@@ -95,14 +95,7 @@ def sides_of(data: list[tuple[np.ndarray, np.ndarray]], texts: np.ndarray, in_a:
             t.append(sums[part])
             n.append(texts[part])
             q.append(squares[part])
-    starts = np.r_[0, np.cumsum([len(unit) for unit in t])[:-1]]
-    sides = rate_test.SideSums.of_segments(np.concatenate(t), np.concatenate(n), starts, np.concatenate(q))
-    return sides.take(slice(0, None, 2)), sides.take(slice(1, None, 2))
-
-
-def welch(var_a: Any, var_b: Any, df_a: Any, df_b: Any) -> np.ndarray:
-    """Welch-Satterthwaite degrees of freedom of V_A + V_B, not capped."""
-    return rate_test.welch_df(np.asarray(var_a), np.asarray(var_b), df_a, df_b)
+    return paired_sides(t, n, q)
 
 
 def found(t: np.ndarray, df: Any, level: float) -> float:
@@ -122,7 +115,7 @@ def decompose(a: Any, b: Any, estimates: np.ndarray, truth: Truth, level: float,
     var_b = rate_test.side_variance(b, b.rate, rate_test.NO_FLOOR)
     t = estimates / np.sqrt(var_a + var_b)
     report_df_a, report_df_b = rate_test.side_df(a, rate_test.NO_FLOOR), rate_test.side_df(b, rate_test.NO_FLOOR)
-    report_df = welch(var_a, var_b, report_df_a, report_df_b)
+    report_df = rate_test.welch_df(var_a, var_b, report_df_a, report_df_b)
 
     def true_rho_df(side: Any, rho: float, move: bool) -> np.ndarray:
         value = np.full(side.names.shape, rho)
@@ -138,11 +131,11 @@ def decompose(a: Any, b: Any, estimates: np.ndarray, truth: Truth, level: float,
     scaled = sd * np.sqrt(rng.chisquare(truth.bound_df, len(estimates)) / truth.bound_df)
     return {
         "report": found(t, report_df, level),
-        "(a) rho true": found(t, welch(var_a, var_b, *rho_true), level),
-        "(a) rho true, no move": found(t, welch(var_a, var_b, *rho_true_plain), level),
+        "(a) rho true": found(t, rate_test.welch_df(var_a, var_b, *rho_true), level),
+        "(a) rho true, no move": found(t, rate_test.welch_df(var_a, var_b, *rho_true_plain), level),
         "(a+d) df of the bound": found(t, truth.bound_df, level),
         "(b) V debiased": found(estimates / np.sqrt(debiased_a + debiased_b),
-                                welch(debiased_a, debiased_b, report_df_a, report_df_b), level),
+                                rate_test.welch_df(debiased_a, debiased_b, report_df_a, report_df_b), level),
         "(c) df of V's spread": found(t, spread_df, level),
         "sd known, report's df": found(estimates / sd, report_df, level),
         "sd known, bound's df": found(estimates / sd, truth.bound_df, level),

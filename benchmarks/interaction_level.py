@@ -31,7 +31,13 @@ from calibration_unlike import (  # noqa: E402
     real_interaction_draws,
     seed_of,
 )
-from interaction_df import correlation_quantile, effective_df, few_names_move, raw_correlation  # noqa: E402
+from interaction_df import (  # noqa: E402
+    correlation_quantile,
+    effective_df,
+    few_names_move,
+    paired_sides,
+    raw_correlation,
+)
 
 from bold_eval.analysis import rate_test  # noqa: E402
 
@@ -100,13 +106,6 @@ def rejected(a: Any, b: Any, known: tuple[float, float] | None = None) -> dict[s
     return result
 
 
-def sides_of(t: list[np.ndarray], n: list[np.ndarray], squares: list[np.ndarray]) -> tuple[Any, Any]:
-    """Side A's and side B's sums of every contrast, the units listed A, B, A, B, ..."""
-    starts = np.r_[0, np.cumsum([len(unit) for unit in t])[:-1]]
-    sides = rate_test.SideSums.of_segments(np.concatenate(t), np.concatenate(n), starts, np.concatenate(squares))
-    return sides.take(slice(0, None, 2)), sides.take(slice(1, None, 2))
-
-
 def _cells(shares: np.ndarray, count: int) -> str:
     return " | ".join(f"{share:.3%} ± {math.sqrt(max(share, 1 / count) * (1 - share) / count):.3%}"
                       for share in shares)
@@ -132,7 +131,7 @@ def synthetic(replicates: int, sizes: tuple[int, ...] = (7, 10, 30, 100),
                         t.append(np.bincount(index, weights=y[part]))
                         n.append(np.bincount(index).astype(float))
                         q.append(np.bincount(index, weights=y[part] ** 2))
-                for name, found in rejected(*sides_of(t, n, q), known_correlations(spread, rate)).items():
+                for name, found in rejected(*paired_sides(t, n, q), known_correlations(spread, rate)).items():
                     print(f"| {spread} | {rate} | {names} / 60 | {name} | {_cells(found.mean(axis=1), replicates)} |",
                           flush=True)
 
@@ -157,7 +156,7 @@ def real(replicates: int) -> None:
                                 t.append(sums[part])
                                 n.append(texts[part])
                                 q.append(squares[part])
-                    for name, found in rejected(*sides_of(t, n, q)).items():
+                    for name, found in rejected(*paired_sides(t, n, q)).items():
                         pooled[name] = pooled.get(name, 0) + found.sum(axis=1)
                         by_group = found.reshape(len(ALPHAS), replicates, len(names)).mean(axis=1).max(axis=1)
                         worst[name] = np.maximum(worst.get(name, 0), by_group)

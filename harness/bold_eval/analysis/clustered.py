@@ -85,8 +85,8 @@ METHOD_NOTES: dict[Method, str] = {
            "hypothesis imposes, whose within-name correlation is shrunk towards 1 when the side has few names, few "
            "hits or few misses; Welch-Satterthwaite degrees of freedom (names - 1 per side, or for differences of two "
            f"sources each side's effective number of names, the count at most {WELCH_CAP:g} times the fewer side's); "
-           "interval by inverting the same test; a contrast whose "
-           "design is too small to reach alpha is reported as too few names to test a rate",
+           "interval by inverting the same test; a contrast whose design is too small to reach alpha is reported as "
+           "too few names to test a rate",
     Z_TEST: "two-proportion z test, pooled variance (statsmodels), Newcombe interval; texts independent",
     FISHER: "Fisher's exact test (scipy), Newcombe interval; texts independent",
     T_TEST: "ordinary least squares t test, texts independent",
